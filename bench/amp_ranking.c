@@ -1,0 +1,125 @@
+/* bench/amp_ranking.c: ranking accuracy of hetplan's cost model on AMP's
+ * real runs.  Usage: amp-ranking [DATA_DIR] (default ../shared/data/amp).
+ * Prints one JSON object on stdout. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+typedef struct experiment {
+    const char *name, *data, *cluster;
+    double amp_rho, amp_tau, amp_regret, amp_mape;
+} experiment;
+
+static const experiment experiments[] = {
+    {"homogeneous", "homogeneous.json", "amp-homogeneous.json", 0.935, 0.795, 1.10, 0.476},
+    {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148, 0.494},
+};
+
+static cJSON *run(const char *dir, const experiment *e)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params cp;
+    cost_error err;
+    plan_trial *t = NULL;
+    plan_ranking rk;
+    char path[4096], msg[1024];
+    int n = 0, i, rc;
+    cJSON *o = cJSON_CreateObject(), *arr, *amp;
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&prof, 0, sizeof prof);
+    memset(&err, 0, sizeof err);
+    cost_params_init(&cp);
+    cJSON_AddStringToObject(o, "name", e->name);
+    snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
+    rc = plan_load_cluster(path, &c, &err);
+    if (rc == COST_OK)
+        rc = plan_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err);
+    if (rc == COST_OK) {
+        snprintf(path, sizeof path, "%s/profiles.json", dir);
+        rc = plan_profile_from_amp(path, "gpt2", &m, &prof, &err);
+    }
+    if (rc == COST_OK) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->data);
+        rc = plan_amp_trials(path, &c, &m, &prof, &cp, &t, &n, &err);
+    }
+    if (rc != COST_OK) {
+        cost_error_format(&err, msg, sizeof msg);
+        cJSON_AddStringToObject(o, "error", msg);
+        goto done;
+    }
+    plan_score_trials(t, n, &rk);
+    arr = cJSON_AddArrayToObject(o, "trials");
+    for (i = 0; i < n; i++) {
+        cJSON *x = cJSON_CreateObject();
+        cJSON_AddNumberToObject(x, "index", t[i].index);
+        cJSON_AddNumberToObject(x, "predicted_s", t[i].predicted_s);
+        cJSON_AddBoolToObject(x, "fits", t[i].fits);
+        if (t[i].measured_s >= 0.0)
+            cJSON_AddNumberToObject(x, "measured_s", t[i].measured_s);
+        else
+            cJSON_AddNullToObject(x, "measured_s");
+        cJSON_AddItemToArray(arr, x);
+    }
+    cJSON_AddNumberToObject(o, "ran", rk.ran);
+    cJSON_AddNumberToObject(o, "spearman", rk.spearman);
+    cJSON_AddNumberToObject(o, "kendall", rk.kendall);
+    if (rk.top1_regret > 0.0)
+        cJSON_AddNumberToObject(o, "top1_regret", rk.top1_regret);
+    else
+        cJSON_AddNullToObject(o, "top1_regret"); /* first pick failed */
+    cJSON_AddNumberToObject(o, "top1_index", rk.top1_index);
+    cJSON_AddNumberToObject(o, "mape", rk.mape);
+    cJSON_AddNumberToObject(o, "oom_flagged", rk.oom_flagged);
+    cJSON_AddNumberToObject(o, "oom_total", rk.oom_total);
+    cJSON_AddNumberToObject(o, "runnable_rejected", rk.runnable_rejected);
+    amp = cJSON_AddObjectToObject(o, "amp");
+    cJSON_AddNumberToObject(amp, "spearman", e->amp_rho);
+    cJSON_AddNumberToObject(amp, "kendall", e->amp_tau);
+    cJSON_AddNumberToObject(amp, "top1_regret", e->amp_regret);
+    cJSON_AddNumberToObject(amp, "mape", e->amp_mape);
+done:
+    free(t);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+    return o;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "../shared/data/amp";
+    struct stat st;
+    cJSON *doc, *arr;
+    char *text;
+    size_t i;
+
+    if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        printf("usage: amp-ranking [DATA_DIR]   (default ../shared/data/amp)\n");
+        return 0;
+    }
+    if (argc <= 1 && stat(dir, &st) != 0)
+        dir = HETPLAN_SOURCE_DIR "/../shared/data/amp";
+    if (stat(dir, &st) != 0) {
+        fprintf(stderr, "amp-ranking: cannot find the AMP data folder '%s'\n", dir);
+        return 1;
+    }
+    doc = cJSON_CreateObject();
+    cJSON_AddStringToObject(doc, "data_dir", dir);
+    arr = cJSON_AddArrayToObject(doc, "experiments");
+    for (i = 0; i < sizeof experiments / sizeof experiments[0]; i++)
+        cJSON_AddItemToArray(arr, run(dir, &experiments[i]));
+    text = cJSON_Print(doc);
+    puts(text);
+    free(text);
+    cJSON_Delete(doc);
+    return 0;
+}

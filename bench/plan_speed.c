@@ -1,0 +1,212 @@
+/* bench/plan_speed.c: wall time of the layer-assignment DP on random
+ * heterogeneous instances and of whole searches on the shipped
+ * examples.  Prints one JSON object; --dp-only skips the searches. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cost.h"
+#include "internal.h"
+#include "plan.h"
+#include "search.h"
+
+#define DP_REPS 11
+#define PLAN_REPS 3
+
+typedef struct dp_case {
+    int layers, stages;
+} dp_case;
+
+typedef struct plan_case {
+    const char *cluster, *model;
+} plan_case;
+
+static const dp_case dp_cases[] = {{30, 16}, {128, 64}, {256, 64}};
+
+static const plan_case plan_cases[] = {
+    {"amp-homogeneous", "gpt2-amp"},
+    {"amp-het", "gpt2-amp"},
+    {"mixed-generations", "gpt2-amp"},
+    {"mixed-generations", "gpt2-345m"},
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* JSON string body: escape quotes, backslashes and control bytes. */
+static void put_json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* One DP instance: layer times vary 0.5..1.5, stage devices differ up
+ * to 4x in speed, cut costs up to 0.2 of a layer; gas 8; PCG32 seed 1. */
+static void bench_dp(const dp_case *dc, search_pcg32 *rng, int first)
+{
+    int L = dc->layers, k = dc->stages, j, l, rep, rc = COST_OK;
+    double *t = malloc((size_t)(k * L) * sizeof *t);
+    double *e = malloc((size_t)((k - 1) * (L + 1) + 1) * sizeof *e);
+    double *base = malloc((size_t)L * sizeof *base);
+    int *bounds = malloc((size_t)(k + 1) * sizeof *bounds);
+    double ms[DP_REPS], obj = 0.0, t0, speed;
+    search_dp_input in;
+    search_dp_stats st = {0, 0};
+    cost_error err;
+
+    printf("%s{\"layers\":%d,\"stages\":%d", first ? "" : ",", L, k);
+    if (t == NULL || e == NULL || base == NULL || bounds == NULL) {
+        printf(",\"error\":\"out of memory\"}");
+        goto cleanup;
+    }
+    for (l = 0; l < L; l++)
+        base[l] = 0.5 + search_pcg32_double(rng);
+    for (j = 0; j < k; j++) {
+        speed = 1.0 + 3.0 * search_pcg32_double(rng);
+        for (l = 0; l < L; l++)
+            t[j * L + l] = base[l] * speed;
+    }
+    for (l = 0; l < (k - 1) * (L + 1); l++)
+        e[l] = 0.2 * search_pcg32_double(rng);
+    memset(&in, 0, sizeof in);
+    in.L = L;
+    in.k = k;
+    in.gas = 8;
+    in.t = t;
+    in.e = e;
+    for (rep = 0; rep < DP_REPS && rc == COST_OK; rep++) {
+        t0 = now_ms();
+        rc = search_dp_assign_stats(&in, bounds, &obj, &st, &err);
+        ms[rep] = now_ms() - t0;
+    }
+    if (rc != COST_OK) {
+        printf(",\"error\":");
+        put_json_string(err.msg);
+        putchar('}');
+        goto cleanup;
+    }
+    printf(",\"ms\":%.4f,\"gas\":%d,\"pareto_steps\":%d,\"solves\":%d,"
+           "\"objective\":%.6f}", median(ms, DP_REPS), in.gas, st.steps,
+           st.solves, obj);
+cleanup:
+    free(t);
+    free(e);
+    free(base);
+    free(bounds);
+}
+
+static void bench_plan(const plan_case *pc, int first)
+{
+    char cpath[512], mpath[512], buf[1024];
+    cost_cluster c;
+    cost_model m;
+    cost_params cp;
+    search_params sp;
+    search_result res;
+    cost_error err;
+    double ms[PLAN_REPS], t0;
+    long evaluated = 0;
+    int rc, rep, have_c = 0, have_m = 0;
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&err, 0, sizeof err);
+    snprintf(cpath, sizeof cpath, "%s/examples/%s.json", HETPLAN_SOURCE_DIR,
+             pc->cluster);
+    snprintf(mpath, sizeof mpath, "%s/examples/%s.json", HETPLAN_SOURCE_DIR,
+             pc->model);
+    snprintf(buf, sizeof buf, "%s + %s", pc->cluster, pc->model);
+    printf("%s{\"example\":", first ? "" : ",");
+    put_json_string(buf);
+    rc = plan_load_cluster(cpath, &c, &err);
+    if (rc == COST_OK) {
+        have_c = 1;
+        rc = plan_load_model(mpath, &m, &err);
+    }
+    if (rc == COST_OK) {
+        have_m = 1;
+        cost_params_init(&cp);
+        search_params_init(&sp);
+        sp.global_batch = m.global_batch > 0 ? m.global_batch : 32;
+        for (rep = 0; rep < PLAN_REPS && rc == COST_OK; rep++) {
+            memset(&res, 0, sizeof res);
+            t0 = now_ms();
+            rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);
+            ms[rep] = now_ms() - t0;
+            if (rc == COST_OK)
+                evaluated = res.evaluated;
+            search_result_free(&res);
+        }
+    }
+    if (rc != COST_OK) {
+        cost_error_format(&err, buf, sizeof buf);
+        printf(",\"error\":");
+        put_json_string(buf[0] ? buf : cost_strerror(rc));
+    } else {
+        printf(",\"ms\":%.3f,\"candidates\":%ld", median(ms, PLAN_REPS),
+               evaluated);
+    }
+    putchar('}');
+    if (have_m)
+        cost_model_free(&m);
+    if (have_c)
+        cost_cluster_free(&c);
+}
+
+int main(int argc, char **argv)
+{
+    search_pcg32 rng;
+    size_t i;
+    int dp_only = 0, a;
+
+    for (a = 1; a < argc; a++) {
+        if (strcmp(argv[a], "--dp-only") == 0) {
+            dp_only = 1;
+        } else {
+            fprintf(stderr, "usage: plan-speed [--dp-only]\n");
+            return EXIT_FAILURE;
+        }
+    }
+    search_pcg32_seed(&rng, 1u, 1u);
+    printf("{\"dp\":[");
+    for (i = 0; i < sizeof dp_cases / sizeof dp_cases[0]; i++)
+        bench_dp(&dp_cases[i], &rng, i == 0);
+    printf("]");
+    if (!dp_only) {
+        printf(",\"plans\":[");
+        for (i = 0; i < sizeof plan_cases / sizeof plan_cases[0]; i++)
+            bench_plan(&plan_cases[i], i == 0);
+        printf("]");
+    }
+    printf("}\n");
+    return EXIT_SUCCESS;
+}

@@ -1,0 +1,1641 @@
+/* planner/inputs.c: cluster, model, profile and strategy files into
+ * cost-model structs.  Formats: docs/inputs.md. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+#define MAX_DEVICES 1048576 /* GPUs in one cluster */
+#define MAX_LAYERS 1048576  /* layers in one model */
+#define PATH_N 160          /* = sizeof cost_error.path */
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PRINTF_LIKE(a, b)
+#endif
+
+/* field flags */
+enum { F_REQ = 1, F_POS = 2, F_NONNEG = 4, F_FRAC = 8, F_NONEMPTY = 16 };
+enum { K_OBJ, K_ARR };
+
+typedef struct ctx {
+    const char *file;
+    cost_error *err;
+} ctx;
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static int fail(const ctx *cx, int code, const char *path, const char *fmt,
+                ...) PRINTF_LIKE(4, 5);
+
+static int fail(const ctx *cx, int code, const char *path, const char *fmt,
+                ...)
+{
+    char msg[320];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return cost_error_set(cx->err, code, cx->file, path, "%s", msg);
+}
+
+/* "parent.key", or "key" at the top level; truncated paths end in "..." */
+static void pkey(char *buf, size_t n, const char *parent, const char *key)
+{
+    int k;
+
+    if (parent == NULL || parent[0] == '\0')
+        k = snprintf(buf, n, "%s", key ? key : "");
+    else
+        k = snprintf(buf, n, "%s.%s", parent, key ? key : "");
+    if (k < 0 || (size_t)k >= n)
+        memcpy(buf + n - 4, "...", 4);
+}
+
+/* "parent[i]" */
+static void pidx(char *buf, size_t n, const char *parent, int i)
+{
+    int k = snprintf(buf, n, "%s[%d]", parent, i);
+
+    if (k < 0 || (size_t)k >= n)
+        memcpy(buf + n - 4, "...", 4);
+}
+
+static const char *jtype(const cJSON *v)
+{
+    if (v == NULL)
+        return "nothing";
+    if (cJSON_IsString(v))
+        return "a string";
+    if (cJSON_IsNumber(v))
+        return "a number";
+    if (cJSON_IsBool(v))
+        return "a boolean";
+    if (cJSON_IsNull(v))
+        return "null";
+    if (cJSON_IsArray(v))
+        return "an array";
+    if (cJSON_IsObject(v))
+        return "an object";
+    return "an invalid value";
+}
+
+static int name_eq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        int x = (unsigned char)*a, y = (unsigned char)*b;
+        if (x >= 'A' && x <= 'Z')
+            x += 'a' - 'A';
+        if (y >= 'A' && y <= 'Z')
+            y += 'a' - 'A';
+        if (x != y)
+            return 0;
+    }
+    return *a == *b;
+}
+
+/* Append name to a ", "-separated list; ends with "..." when full. */
+static void list_add(char *buf, size_t n, size_t *used, const char *name)
+{
+    size_t need;
+
+    if (*used >= n)
+        return;
+    need = (*used ? 2 : 0) + strlen(name);
+    if (*used + need + 6 >= n) {
+        snprintf(buf + *used, n - *used, "%s...", *used ? ", " : "");
+        *used = n;
+        return;
+    }
+    snprintf(buf + *used, n - *used, "%s%s", *used ? ", " : "", name);
+    *used += need;
+}
+
+static const char *num_want(int flags)
+{
+    if (flags & F_POS)
+        return "a positive number";
+    if (flags & F_FRAC)
+        return "a number between 0 and 1";
+    if (flags & F_NONNEG)
+        return "a non-negative number";
+    return "a number";
+}
+
+static const char *int_want(int flags)
+{
+    if (flags & F_POS)
+        return "a positive integer";
+    if (flags & F_NONNEG)
+        return "a non-negative integer";
+    return "an integer";
+}
+
+static int num_value(const ctx *cx, const cJSON *v, const char *p, int flags,
+                     double *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return fail(cx, COST_EFIELD, p, "expected %s, got %s",
+                    num_want(flags), jtype(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || ((flags & F_POS) && !(d > 0)) ||
+        ((flags & (F_NONNEG | F_FRAC)) && d < 0) ||
+        ((flags & F_FRAC) && d > 1))
+        return fail(cx, COST_EFIELD, p, "expected %s, got %.10g",
+                    num_want(flags), d);
+    *out = d;
+    return COST_OK;
+}
+
+static int int_value(const ctx *cx, const cJSON *v, const char *p, int flags,
+                     int *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return fail(cx, COST_EFIELD, p, "expected %s, got %s",
+                    int_want(flags), jtype(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d))
+        return fail(cx, COST_EFIELD, p, "expected %s, got %.10g",
+                    int_want(flags), d);
+    if (d < (double)INT_MIN || d > (double)INT_MAX)
+        return fail(cx, COST_EFIELD, p,
+                    "expected %s that fits in 32 bits, got %.10g",
+                    int_want(flags), d);
+    if (((flags & F_POS) && d <= 0) || ((flags & F_NONNEG) && d < 0))
+        return fail(cx, COST_EFIELD, p, "expected %s, got %.10g",
+                    int_want(flags), d);
+    *out = (int)d;
+    return COST_OK;
+}
+
+static int str_value(const ctx *cx, const cJSON *v, const char *p, int flags,
+                     char *buf, size_t n)
+{
+    size_t len;
+
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return fail(cx, COST_EFIELD, p, "expected a string, got %s",
+                    jtype(v));
+    len = strlen(v->valuestring);
+    if ((flags & F_NONEMPTY) && len == 0)
+        return fail(cx, COST_EFIELD, p,
+                    "expected a non-empty string, got ''");
+    if (len >= n)
+        return fail(cx, COST_EFIELD, p,
+                    "expected at most %zu characters, got %zu", n - 1, len);
+    memcpy(buf, v->valuestring, len + 1);
+    return COST_OK;
+}
+
+static const cJSON *field(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+static int missing(const ctx *cx, const char *p, const char *key)
+{
+    return fail(cx, COST_EFIELD, p, "missing required field '%s'", key);
+}
+
+static int num_field(const ctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, double dflt, double *out)
+{
+    char p[PATH_N];
+    const cJSON *v = field(obj, key);
+
+    pkey(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & F_REQ)
+            return missing(cx, p, key);
+        *out = dflt;
+        return COST_OK;
+    }
+    return num_value(cx, v, p, flags, out);
+}
+
+static int int_field(const ctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, int dflt, int *out)
+{
+    char p[PATH_N];
+    const cJSON *v = field(obj, key);
+
+    pkey(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & F_REQ)
+            return missing(cx, p, key);
+        *out = dflt;
+        return COST_OK;
+    }
+    return int_value(cx, v, p, flags, out);
+}
+
+static int str_field(const ctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, const char *dflt, char *buf,
+                     size_t n)
+{
+    char p[PATH_N];
+    const cJSON *v = field(obj, key);
+
+    pkey(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & F_REQ)
+            return missing(cx, p, key);
+        snprintf(buf, n, "%s", dflt);
+        return COST_OK;
+    }
+    return str_value(cx, v, p, flags, buf, n);
+}
+
+/* A string field without length limit; *out NULL when absent. */
+static int str_ref(const ctx *cx, const cJSON *obj, const char *parent,
+                   const char *key, int flags, const char **out)
+{
+    char p[PATH_N];
+    const cJSON *v = field(obj, key);
+
+    *out = NULL;
+    pkey(p, sizeof p, parent, key);
+    if (v == NULL)
+        return (flags & F_REQ) ? missing(cx, p, key) : COST_OK;
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return fail(cx, COST_EFIELD, p, "expected a string, got %s",
+                    jtype(v));
+    if ((flags & F_NONEMPTY) && v->valuestring[0] == '\0')
+        return fail(cx, COST_EFIELD, p,
+                    "expected a non-empty string, got ''");
+    *out = v->valuestring;
+    return COST_OK;
+}
+
+/* An object (K_OBJ) or array (K_ARR) field; *out NULL when absent. */
+static int sub_field(const ctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, int kind, const cJSON **out)
+{
+    char p[PATH_N];
+    const cJSON *v = field(obj, key);
+
+    *out = NULL;
+    pkey(p, sizeof p, parent, key);
+    if (v == NULL)
+        return (flags & F_REQ) ? missing(cx, p, key) : COST_OK;
+    if (kind == K_OBJ && !cJSON_IsObject(v))
+        return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                    jtype(v));
+    if (kind == K_ARR && !cJSON_IsArray(v))
+        return fail(cx, COST_EFIELD, p, "expected an array, got %s",
+                    jtype(v));
+    if ((flags & F_NONEMPTY) && cJSON_GetArraySize(v) == 0)
+        return fail(cx, COST_EFIELD, p, "expected a non-empty %s, got %s",
+                    kind == K_OBJ ? "object" : "array",
+                    kind == K_OBJ ? "{}" : "[]");
+    *out = v;
+    return COST_OK;
+}
+
+/* Parse text; the root must be an object. */
+static int parse_doc(const ctx *cx, const char *text, cJSON **root)
+{
+    const char *end = NULL, *q, *line_start;
+    char near[24];
+    int line = 1, k;
+    size_t off;
+
+    *root = NULL;
+    if (text == NULL)
+        return fail(cx, COST_EINVAL, "", "no JSON text given");
+    for (q = text; *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'; q++)
+        ;
+    if (*q == '\0')
+        return fail(cx, COST_EPARSE, "",
+                    "malformed JSON: expected a JSON object, got an empty "
+                    "document");
+    *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (*root == NULL) {
+        off = 0;
+        if (end != NULL && end >= text)
+            off = (size_t)(end - text);
+        if (off > strlen(text))
+            off = strlen(text);
+        line_start = text;
+        for (q = text; q < text + off; q++)
+            if (*q == '\n') {
+                line++;
+                line_start = q + 1;
+            }
+        for (k = 0; k < (int)sizeof near - 1 && text[off + (size_t)k] != '\0' &&
+                    text[off + (size_t)k] != '\n';
+             k++) {
+            char ch = text[off + (size_t)k];
+            near[k] = (ch >= 32 && ch < 127) ? ch : ' ';
+        }
+        near[k] = '\0';
+        if (k == 0)
+            return fail(cx, COST_EPARSE, "",
+                        "malformed JSON at line %d, column %d: unexpected "
+                        "end of input",
+                        line, (int)(text + off - line_start) + 1);
+        return fail(cx, COST_EPARSE, "",
+                    "malformed JSON at line %d, column %d, near '%s'", line,
+                    (int)(text + off - line_start) + 1, near);
+    }
+    if (!cJSON_IsObject(*root))
+        return fail(cx, COST_EFIELD, "",
+                    "expected a JSON object at the top level, got %s",
+                    jtype(*root));
+    return COST_OK;
+}
+
+/* Point an error left by another module at this file under prefix. */
+static void prefix_error(const ctx *cx, const char *prefix)
+{
+    char old[PATH_N];
+    size_t n = strlen(prefix);
+    cost_error *err = cx->err;
+
+    if (err == NULL)
+        return;
+    snprintf(err->file, sizeof err->file, "%s", cx->file);
+    memcpy(old, err->path, sizeof old);
+    old[sizeof old - 1] = '\0';
+    if (old[0] == '\0')
+        snprintf(err->path, sizeof err->path, "%s", prefix);
+    else if (strncmp(old, prefix, n) != 0 ||
+             (old[n] != '\0' && old[n] != '.' && old[n] != '['))
+        snprintf(err->path, sizeof err->path, "%s.%.*s", prefix,
+                 (int)(sizeof err->path - n - 2), old);
+}
+
+/* ---- cluster ----------------------------------------------------------- */
+
+typedef struct node_ref {
+    const char *name;
+    int entry; /* index in the file's nodes array */
+    int node;  /* index in cost_cluster.nodes */
+} node_ref;
+
+static int ref_cmp(const void *a, const void *b)
+{
+    const node_ref *x = a, *y = b;
+    int d = strcmp(x->name, y->name);
+
+    if (d != 0)
+        return d;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+static int ref_name_cmp(const void *a, const void *b)
+{
+    const node_ref *x = a, *y = b;
+
+    return strcmp(x->name, y->name);
+}
+
+/* "device_types": user-defined types, checked, converted to SI. */
+static int parse_types(const ctx *cx, const cJSON *root,
+                       cost_device_type **out, int *nout)
+{
+    const cJSON *jt = NULL, *e;
+    cost_device_type *v = NULL;
+    char p[PATH_N];
+    double gib, f16, bf16, bw;
+    int rc, k = 0, i, cnt;
+
+    *out = NULL;
+    *nout = 0;
+    rc = sub_field(cx, root, "", "device_types", 0, K_OBJ, &jt);
+    if (rc != COST_OK || jt == NULL)
+        return rc;
+    cnt = cJSON_GetArraySize(jt);
+    if (cnt == 0)
+        return COST_OK;
+    v = calloc((size_t)cnt, sizeof *v);
+    if (v == NULL)
+        return fail(cx, COST_ENOMEM, "device_types", "out of memory");
+    cJSON_ArrayForEach(e, jt)
+    {
+        const char *name = e->string ? e->string : "";
+
+        pkey(p, sizeof p, "device_types", name);
+        if (name[0] == '\0') {
+            rc = fail(cx, COST_EFIELD, p,
+                      "expected a non-empty device type name, got ''");
+            goto done;
+        }
+        if (strlen(name) >= sizeof v[k].name) {
+            rc = fail(cx, COST_EFIELD, p,
+                      "expected a device type name of at most %zu "
+                      "characters, got %zu",
+                      sizeof v[k].name - 1, strlen(name));
+            goto done;
+        }
+        for (i = 0; i < k; i++)
+            if (name_eq(v[i].name, name)) {
+                rc = fail(cx, COST_EFIELD, p,
+                          "device type '%s' is defined twice", name);
+                goto done;
+            }
+        if (!cJSON_IsObject(e)) {
+            rc = fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                      jtype(e));
+            goto done;
+        }
+        if ((rc = num_field(cx, e, p, "memory_gib", F_REQ | F_POS, 0,
+                            &gib)) != COST_OK ||
+            (rc = num_field(cx, e, p, "tflops_fp16", F_REQ | F_POS, 0,
+                            &f16)) != COST_OK ||
+            (rc = num_field(cx, e, p, "tflops_bf16", F_NONNEG, 0, &bf16)) !=
+                COST_OK ||
+            (rc = num_field(cx, e, p, "mem_bw_gbs", F_REQ | F_POS, 0, &bw)) !=
+                COST_OK)
+            goto done;
+        snprintf(v[k].name, sizeof v[k].name, "%s", name);
+        v[k].mem_bytes = gib * 1073741824.0;
+        v[k].flops_fp16 = f16 * 1e12;
+        v[k].flops_bf16 = bf16 * 1e12;
+        v[k].mem_bw = bw * 1e9;
+        k++;
+    }
+    *out = v;
+    *nout = k;
+    v = NULL;
+done:
+    free(v);
+    return rc;
+}
+
+/* Index in c->types of a device type name (added on first use), -1 when
+ * neither device_types nor the catalogue knows it.  c->types has room. */
+static int type_index(cost_cluster *c, const cost_device_type *custom,
+                      int ncustom, const char *name)
+{
+    const cost_device_type *src = NULL;
+    int i;
+
+    for (i = 0; i < ncustom && src == NULL; i++)
+        if (name_eq(custom[i].name, name))
+            src = &custom[i];
+    if (src == NULL)
+        src = cost_catalog_find(name);
+    if (src == NULL)
+        return -1;
+    for (i = 0; i < c->ntypes; i++)
+        if (name_eq(c->types[i].name, src->name))
+            return i;
+    c->types[c->ntypes] = *src;
+    return c->ntypes++;
+}
+
+static void known_types(const cost_device_type *custom, int ncustom,
+                        char *buf, size_t n)
+{
+    size_t used = 0, i, cnt = cost_catalog_count();
+    int j, dup;
+
+    buf[0] = '\0';
+    for (j = 0; j < ncustom; j++)
+        list_add(buf, n, &used, custom[j].name);
+    for (i = 0; i < cnt; i++) {
+        const cost_device_type *t = cost_catalog_get(i);
+        if (t == NULL)
+            continue;
+        for (dup = 0, j = 0; j < ncustom; j++)
+            dup |= name_eq(custom[j].name, t->name);
+        if (!dup)
+            list_add(buf, n, &used, t->name);
+    }
+}
+
+/* "nodes": expanded by "count"; *refs gets the nodes sorted by name. */
+static int parse_nodes(const ctx *cx, const cJSON *root,
+                       const cost_device_type *custom, int ncustom,
+                       cost_cluster *c, node_ref **refs)
+{
+    const cJSON *jn = NULL, *e;
+    char p[PATH_N], fp[PATH_N], list[200];
+    node_ref *r = NULL, *grown_r;
+    cost_node nd, *grown;
+    const char *dev;
+    double intra_gbps, nic_gbps, intra_us, nic_us;
+    long long gpus_total = 0;
+    int rc, entry = 0, cap = 0, count, k, t, nent;
+
+    *refs = NULL;
+    rc = sub_field(cx, root, "", "nodes", F_REQ | F_NONEMPTY, K_ARR, &jn);
+    if (rc != COST_OK)
+        return rc;
+    nent = cJSON_GetArraySize(jn);
+    c->types = calloc((size_t)nent, sizeof *c->types);
+    if (c->types == NULL)
+        return fail(cx, COST_ENOMEM, "nodes", "out of memory");
+    cJSON_ArrayForEach(e, jn)
+    {
+        pidx(p, sizeof p, "nodes", entry);
+        if (!cJSON_IsObject(e)) {
+            rc = fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                      jtype(e));
+            goto done;
+        }
+        memset(&nd, 0, sizeof nd);
+        if ((rc = str_field(cx, e, p, "name", F_REQ | F_NONEMPTY, "",
+                            nd.name, sizeof nd.name)) != COST_OK ||
+            (rc = str_ref(cx, e, p, "device", F_REQ | F_NONEMPTY, &dev)) !=
+                COST_OK ||
+            (rc = int_field(cx, e, p, "gpus", F_REQ | F_POS, 0, &nd.gpus)) !=
+                COST_OK ||
+            (rc = num_field(cx, e, p, "intra_gbps", F_REQ | F_POS, 0,
+                            &intra_gbps)) != COST_OK ||
+            (rc = num_field(cx, e, p, "nic_gbps", F_REQ | F_POS, 0,
+                            &nic_gbps)) != COST_OK ||
+            (rc = str_field(cx, e, p, "region", 0, "", nd.region,
+                            sizeof nd.region)) != COST_OK ||
+            (rc = num_field(cx, e, p, "intra_latency_us", F_NONNEG, 5,
+                            &intra_us)) != COST_OK ||
+            (rc = num_field(cx, e, p, "nic_latency_us", F_NONNEG, 50,
+                            &nic_us)) != COST_OK ||
+            (rc = int_field(cx, e, p, "count", F_POS, 1, &count)) != COST_OK)
+            goto done;
+        t = type_index(c, custom, ncustom, dev);
+        if (t < 0) {
+            known_types(custom, ncustom, list, sizeof list);
+            pkey(fp, sizeof fp, p, "device");
+            rc = fail(cx, COST_EFIELD, fp,
+                      "unknown device type '%s' (known: %s)", dev, list);
+            goto done;
+        }
+        nd.type = t;
+        nd.intra_bw = intra_gbps * 1e9 / 8;
+        nd.nic_bw = nic_gbps * 1e9 / 8;
+        nd.intra_lat = intra_us / 1e6;
+        nd.nic_lat = nic_us / 1e6;
+        gpus_total += (long long)nd.gpus * count;
+        if (gpus_total > MAX_DEVICES) {
+            pkey(fp, sizeof fp, p, count > 1 ? "count" : "gpus");
+            rc = fail(cx, COST_EFIELD, fp,
+                      "expected at most %d GPUs in the cluster, got %lld "
+                      "so far",
+                      MAX_DEVICES, gpus_total);
+            goto done;
+        }
+        if (c->nnodes + count > cap) {
+            int ncap = cap ? cap : 16;
+            while (ncap < c->nnodes + count)
+                ncap *= 2;
+            grown = realloc(c->nodes, (size_t)ncap * sizeof *grown);
+            if (grown != NULL)
+                c->nodes = grown;
+            grown_r = realloc(r, (size_t)ncap * sizeof *grown_r);
+            if (grown_r != NULL)
+                r = grown_r;
+            if (grown == NULL || grown_r == NULL) {
+                rc = fail(cx, COST_ENOMEM, p, "out of memory");
+                goto done;
+            }
+            cap = ncap;
+        }
+        for (k = 0; k < count; k++) {
+            cost_node *dst = &c->nodes[c->nnodes];
+            *dst = nd;
+            if (count > 1 &&
+                snprintf(dst->name, sizeof dst->name, "%s-%d", nd.name, k) >=
+                    (int)sizeof dst->name) {
+                pkey(fp, sizeof fp, p, "name");
+                rc = fail(cx, COST_EFIELD, fp,
+                          "expected a name short enough for its '-%d' "
+                          "suffix (at most %zu characters in all)",
+                          k, sizeof dst->name - 1);
+                goto done;
+            }
+            r[c->nnodes].entry = entry;
+            r[c->nnodes].node = c->nnodes;
+            c->nnodes++;
+        }
+        entry++;
+    }
+    for (k = 0; k < c->nnodes; k++)
+        r[k].name = c->nodes[k].name;
+    qsort(r, (size_t)c->nnodes, sizeof *r, ref_cmp);
+    for (k = 1; k < c->nnodes; k++)
+        if (strcmp(r[k - 1].name, r[k].name) == 0) {
+            pidx(p, sizeof p, "nodes", r[k].entry);
+            pkey(fp, sizeof fp, p, "name");
+            rc = fail(cx, COST_EFIELD, fp,
+                      "duplicate node name '%s' (also used by nodes[%d])",
+                      r[k].name, r[k - 1].entry);
+            goto done;
+        }
+    *refs = r;
+    r = NULL;
+done:
+    free(r);
+    return rc;
+}
+
+/* "NODE" or "NODE:GPU" of a link. */
+static int parse_endpoint(const ctx *cx, const cost_cluster *c,
+                          const node_ref *refs, const cJSON *obj,
+                          const char *parent, const char *key, int *node,
+                          int *gpu)
+{
+    char p[PATH_N], name[64];
+    const char *s, *colon;
+    const node_ref *hit;
+    node_ref probe;
+    long idx = 0;
+    size_t len;
+    int rc;
+
+    pkey(p, sizeof p, parent, key);
+    rc = str_ref(cx, obj, parent, key, F_REQ, &s);
+    if (rc != COST_OK)
+        return rc;
+    probe.name = s;
+    hit = bsearch(&probe, refs, (size_t)c->nnodes, sizeof *refs, ref_name_cmp);
+    if (hit != NULL) {
+        *node = hit->node;
+        *gpu = -1;
+        return COST_OK;
+    }
+    colon = strrchr(s, ':');
+    if (colon == NULL)
+        return fail(cx, COST_EFIELD, p,
+                    "unknown node '%s' (expected 'NODE' or 'NODE:GPU')", s);
+    len = (size_t)(colon - s);
+    if (len >= sizeof name)
+        return fail(cx, COST_EFIELD, p, "unknown node '%.*s'", (int)len, s);
+    memcpy(name, s, len);
+    name[len] = '\0';
+    probe.name = name;
+    hit = bsearch(&probe, refs, (size_t)c->nnodes, sizeof *refs, ref_name_cmp);
+    if (hit == NULL)
+        return fail(cx, COST_EFIELD, p,
+                    "unknown node '%s' (expected 'NODE' or 'NODE:GPU')", name);
+    if (colon[1] == '\0' || strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
+        strlen(colon + 1) > 9)
+        return fail(cx, COST_EFIELD, p,
+                    "expected a GPU index after ':', got '%s'", colon + 1);
+    idx = strtol(colon + 1, NULL, 10);
+    if (idx >= c->nodes[hit->node].gpus)
+        return fail(cx, COST_EFIELD, p,
+                    "GPU index %ld out of range for node '%s' (valid: "
+                    "0..%d)",
+                    idx, name, c->nodes[hit->node].gpus - 1);
+    *node = hit->node;
+    *gpu = (int)idx;
+    return COST_OK;
+}
+
+static int parse_links(const ctx *cx, const cJSON *root,
+                       const node_ref *refs, cost_cluster *c)
+{
+    const cJSON *jl = NULL, *e;
+    char p[PATH_N];
+    cost_link *l;
+    double gbps, lat_ms;
+    int rc, i = 0, cnt;
+
+    rc = sub_field(cx, root, "", "links", 0, K_ARR, &jl);
+    if (rc != COST_OK || jl == NULL)
+        return rc;
+    cnt = cJSON_GetArraySize(jl);
+    if (cnt == 0)
+        return COST_OK;
+    c->links = calloc((size_t)cnt, sizeof *c->links);
+    if (c->links == NULL)
+        return fail(cx, COST_ENOMEM, "links", "out of memory");
+    cJSON_ArrayForEach(e, jl)
+    {
+        pidx(p, sizeof p, "links", i);
+        l = &c->links[i];
+        if (!cJSON_IsObject(e))
+            return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                        jtype(e));
+        if ((rc = parse_endpoint(cx, c, refs, e, p, "a", &l->node_a,
+                                 &l->gpu_a)) != COST_OK ||
+            (rc = parse_endpoint(cx, c, refs, e, p, "b", &l->node_b,
+                                 &l->gpu_b)) != COST_OK ||
+            (rc = num_field(cx, e, p, "gbps", F_REQ | F_POS, 0, &gbps)) !=
+                COST_OK ||
+            (rc = num_field(cx, e, p, "latency_ms", F_NONNEG, -1, &lat_ms)) !=
+                COST_OK)
+            return rc;
+        if (l->node_a == l->node_b && l->gpu_a >= 0 && l->gpu_a == l->gpu_b)
+            return fail(cx, COST_EFIELD, p,
+                        "expected a link between two different GPUs, got "
+                        "GPU %d of node '%s' at both ends",
+                        l->gpu_a, c->nodes[l->node_a].name);
+        l->bw = gbps * 1e9 / 8;
+        if (lat_ms >= 0) {
+            l->lat = lat_ms / 1e3;
+        } else if (l->node_a == l->node_b) {
+            l->lat = c->nodes[l->node_a].intra_lat;
+        } else {
+            double la = c->nodes[l->node_a].nic_lat;
+            double lb = c->nodes[l->node_b].nic_lat;
+            l->lat = la > lb ? la : lb;
+        }
+        c->nlinks = ++i;
+    }
+    return COST_OK;
+}
+
+int plan_parse_cluster(const char *text, const char *file, cost_cluster *out,
+                       cost_error *err)
+{
+    ctx cx;
+    cJSON *root = NULL;
+    cost_cluster c;
+    cost_device_type *custom = NULL;
+    node_ref *refs = NULL;
+    int rc, i, ncustom = 0, total = 0;
+    long long sum = 0;
+    const cJSON *jt;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    memset(&c, 0, sizeof c);
+    if (out == NULL)
+        return fail(&cx, COST_EINVAL, "", "no output cluster given");
+    memset(out, 0, sizeof *out);
+    if ((rc = parse_doc(&cx, text, &root)) != COST_OK ||
+        (rc = str_field(&cx, root, "", "name", 0, "", c.name,
+                        sizeof c.name)) != COST_OK ||
+        (rc = parse_types(&cx, root, &custom, &ncustom)) != COST_OK ||
+        (rc = parse_nodes(&cx, root, custom, ncustom, &c, &refs)) != COST_OK)
+        goto done;
+    jt = field(root, "total_gpus");
+    if (jt != NULL) {
+        for (i = 0; i < c.nnodes; i++)
+            sum += c.nodes[i].gpus;
+        if ((rc = int_value(&cx, jt, "total_gpus", F_POS, &total)) !=
+            COST_OK)
+            goto done;
+        if ((long long)total != sum) {
+            rc = fail(&cx, COST_EFIELD, "total_gpus",
+                      "total_gpus is %d but the nodes add up to %lld GPU%s",
+                      total, sum, sum == 1 ? "" : "s");
+            goto done;
+        }
+    }
+    if ((rc = parse_links(&cx, root, refs, &c)) != COST_OK)
+        goto done;
+    if (cost_cluster_index(&c) != COST_OK) {
+        rc = fail(&cx, COST_ENOMEM, "", "out of memory");
+        goto done;
+    }
+    *out = c;
+    memset(&c, 0, sizeof c);
+done:
+    cost_cluster_free(&c);
+    free(custom);
+    free(refs);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int plan_load_cluster(const char *path, cost_cluster *out, cost_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    rc = plan_read_file(path, &text, err);
+    if (rc == COST_OK)
+        rc = plan_parse_cluster(text, path, out, err);
+    free(text);
+    return rc;
+}
+
+/* ---- model ------------------------------------------------------------- */
+
+static void known_kinds(char *buf, size_t n)
+{
+    size_t used = 0;
+    int k;
+
+    buf[0] = '\0';
+    for (k = 0; k < 64 && cost_kind_name(k) != NULL; k++)
+        list_add(buf, n, &used, cost_kind_name(k));
+    list_add(buf, n, &used, "embed2h");
+    list_add(buf, n, &used, "embed2v");
+}
+
+static int kind_value(const ctx *cx, const char *p, const char *name,
+                      int *kind)
+{
+    char list[200];
+
+    *kind = cost_kind_from_name(name);
+    if (*kind >= 0)
+        return COST_OK;
+    known_kinds(list, sizeof list);
+    return fail(cx, COST_EFIELD, p, "unknown layer kind '%s' (known: %s)",
+                name, list);
+}
+
+static int parse_training(const ctx *cx, const cJSON *root, cost_model *m)
+{
+    const cJSON *tr = NULL;
+    const char *prec = NULL;
+    int rc;
+
+    m->dtype_bytes = 2;
+    m->bf16 = 0;
+    rc = sub_field(cx, root, "", "training", 0, K_OBJ, &tr);
+    if (rc != COST_OK || tr == NULL)
+        return rc;
+    if ((rc = int_field(cx, tr, "training", "global_batch", F_POS, 0,
+                        &m->global_batch)) != COST_OK ||
+        (rc = str_ref(cx, tr, "training", "precision", 0, &prec)) != COST_OK)
+        return rc;
+    if (prec == NULL || strcmp(prec, "fp16") == 0)
+        return COST_OK;
+    if (strcmp(prec, "bf16") == 0) {
+        m->bf16 = 1;
+        return COST_OK;
+    }
+    if (strcmp(prec, "fp32") == 0) {
+        m->dtype_bytes = 4;
+        return COST_OK;
+    }
+    return fail(cx, COST_EFIELD, "training.precision",
+                "expected 'fp16', 'bf16' or 'fp32', got '%s'", prec);
+}
+
+static int parse_transformer(const ctx *cx, const cJSON *tf, cost_model *m)
+{
+    const char *P = "transformer";
+    cost_transformer_spec spec;
+    const cJSON *tied;
+    char name[sizeof m->name];
+    int rc, gb = m->global_batch, db = m->dtype_bytes, bf = m->bf16;
+
+    memset(&spec, 0, sizeof spec);
+    if (!cJSON_IsObject(tf))
+        return fail(cx, COST_EFIELD, P, "expected an object, got %s",
+                    jtype(tf));
+    if ((rc = str_field(cx, tf, P, "family", F_NONEMPTY, "gpt2", spec.family,
+                        sizeof spec.family)) != COST_OK ||
+        (rc = int_field(cx, tf, P, "layers", F_REQ | F_POS, 0,
+                        &spec.blocks)) != COST_OK ||
+        (rc = int_field(cx, tf, P, "hidden", F_REQ | F_POS, 0,
+                        &spec.hidden)) != COST_OK ||
+        (rc = int_field(cx, tf, P, "heads", F_REQ | F_POS, 0, &spec.heads)) !=
+            COST_OK ||
+        (rc = int_field(cx, tf, P, "seq", F_REQ | F_POS, 0, &spec.seq)) !=
+            COST_OK ||
+        (rc = int_field(cx, tf, P, "vocab", F_REQ | F_POS, 0, &spec.vocab)) !=
+            COST_OK ||
+        (rc = int_field(cx, tf, P, "ffn", F_NONNEG, 0, &spec.ffn)) != COST_OK)
+        return rc;
+    tied = field(tf, "tied_embeddings");
+    if (tied == NULL)
+        spec.tied_embeddings = -1;
+    else if (cJSON_IsBool(tied))
+        spec.tied_embeddings = cJSON_IsTrue(tied) ? 1 : 0;
+    else
+        return fail(cx, COST_EFIELD, "transformer.tied_embeddings",
+                    "expected a boolean (true or false), got %s",
+                    jtype(tied));
+    if (spec.blocks > MAX_LAYERS)
+        return fail(cx, COST_EFIELD, "transformer.layers",
+                    "expected at most %d layers, got %d", MAX_LAYERS,
+                    spec.blocks);
+    memcpy(name, m->name, sizeof name);
+    memcpy(spec.name, m->name, sizeof spec.name);
+    rc = cost_model_from_transformer(&spec, m, cx->err);
+    if (rc != COST_OK) {
+        prefix_error(cx, P);
+        cost_model_free(m);
+        return rc;
+    }
+    memcpy(m->name, name, sizeof m->name);
+    if (gb > 0)
+        m->global_batch = gb;
+    m->dtype_bytes = db;
+    m->bf16 = bf;
+    return COST_OK;
+}
+
+/* One entry of "layers"; optional fields absent are -1 for defaults. */
+static int parse_layer(const ctx *cx, const cJSON *e, const char *p,
+                       cost_layer *l, int *repeat)
+{
+    const char *kind;
+    char fp[PATH_N];
+    int rc;
+
+    memset(l, 0, sizeof *l);
+    if (!cJSON_IsObject(e))
+        return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                    jtype(e));
+    if ((rc = str_field(cx, e, p, "name", F_REQ | F_NONEMPTY, "", l->name,
+                        sizeof l->name)) != COST_OK ||
+        (rc = str_ref(cx, e, p, "kind", F_REQ, &kind)) != COST_OK)
+        return rc;
+    pkey(fp, sizeof fp, p, "kind");
+    if ((rc = kind_value(cx, fp, kind, &l->kind)) != COST_OK)
+        return rc;
+    if ((rc = num_field(cx, e, p, "params", F_REQ | F_NONNEG, 0,
+                        &l->params)) != COST_OK ||
+        (rc = num_field(cx, e, p, "fwd_flops", F_REQ | F_NONNEG, 0,
+                        &l->fwd_flops)) != COST_OK ||
+        (rc = num_field(cx, e, p, "out_bytes", F_REQ | F_NONNEG, 0,
+                        &l->out_bytes)) != COST_OK ||
+        (rc = num_field(cx, e, p, "act_bytes", F_REQ | F_NONNEG, 0,
+                        &l->act_bytes)) != COST_OK ||
+        (rc = num_field(cx, e, p, "tp_flops_frac", F_FRAC, -1,
+                        &l->tp_flops_frac)) != COST_OK ||
+        (rc = num_field(cx, e, p, "traffic_bytes", F_NONNEG, -1,
+                        &l->traffic)) != COST_OK ||
+        (rc = num_field(cx, e, p, "traffic_rep_bytes", F_NONNEG, -1,
+                        &l->traffic_rep)) != COST_OK ||
+        (rc = num_field(cx, e, p, "act_rep_bytes", F_NONNEG, -1,
+                        &l->act_rep_bytes)) != COST_OK ||
+        (rc = num_field(cx, e, p, "tp_comm_bytes", F_NONNEG, -1,
+                        &l->tp_comm_bytes)) != COST_OK ||
+        (rc = int_field(cx, e, p, "tp_collectives", F_NONNEG, -1,
+                        &l->tp_collectives)) != COST_OK ||
+        (rc = int_field(cx, e, p, "kernels", F_NONNEG, -1, &l->kernels)) !=
+            COST_OK ||
+        (rc = int_field(cx, e, p, "tied_group", F_NONNEG, -1,
+                        &l->tied_group)) != COST_OK ||
+        (rc = int_field(cx, e, p, "repeat", F_POS, 1, repeat)) != COST_OK)
+        return rc;
+    return COST_OK;
+}
+
+static int parse_layers(const ctx *cx, const cJSON *root, const cJSON *ly,
+                        cost_model *m)
+{
+    const cJSON *sh = NULL, *e;
+    char p[PATH_N], fp[PATH_N];
+    cost_layer l, *grown;
+    int rc, i = 0, k, repeat, cap = 0;
+
+    if ((rc = sub_field(cx, root, "", "shape", 0, K_OBJ, &sh)) != COST_OK)
+        return rc;
+    if (sh != NULL &&
+        ((rc = int_field(cx, sh, "shape", "hidden", F_POS, 0, &m->hidden)) !=
+             COST_OK ||
+         (rc = int_field(cx, sh, "shape", "heads", F_POS, 0, &m->heads)) !=
+             COST_OK ||
+         (rc = int_field(cx, sh, "shape", "seq", F_POS, 0, &m->seq)) !=
+             COST_OK ||
+         (rc = int_field(cx, sh, "shape", "vocab", F_POS, 0, &m->vocab)) !=
+             COST_OK ||
+         (rc = int_field(cx, sh, "shape", "ffn", F_NONNEG, 0, &m->ffn)) !=
+             COST_OK))
+        return rc;
+    if ((rc = sub_field(cx, root, "", "layers", F_REQ | F_NONEMPTY, K_ARR,
+                        &ly)) != COST_OK)
+        return rc;
+    cJSON_ArrayForEach(e, ly)
+    {
+        pidx(p, sizeof p, "layers", i);
+        if ((rc = parse_layer(cx, e, p, &l, &repeat)) != COST_OK)
+            return rc;
+        if (repeat > MAX_LAYERS - m->nlayers) {
+            pkey(fp, sizeof fp, p, "repeat");
+            return fail(cx, COST_EFIELD, fp,
+                        "expected at most %d layers in the model, got more",
+                        MAX_LAYERS);
+        }
+        if (m->nlayers + repeat > cap) {
+            int ncap = cap ? cap : 32;
+            while (ncap < m->nlayers + repeat)
+                ncap *= 2;
+            grown = realloc(m->layers, (size_t)ncap * sizeof *grown);
+            if (grown == NULL)
+                return fail(cx, COST_ENOMEM, p, "out of memory");
+            m->layers = grown;
+            cap = ncap;
+        }
+        cost_layer_defaults(m, &l);
+        for (k = 0; k < repeat; k++) {
+            cost_layer *dst = &m->layers[m->nlayers];
+            *dst = l;
+            if (repeat > 1 &&
+                snprintf(dst->name, sizeof dst->name, "%s-%d", l.name, k) >=
+                    (int)sizeof dst->name) {
+                pkey(fp, sizeof fp, p, "name");
+                return fail(cx, COST_EFIELD, fp,
+                            "expected a name short enough for its '-%d' "
+                            "suffix (at most %zu characters in all)",
+                            k, sizeof dst->name - 1);
+            }
+            m->nlayers++;
+            if (dst->kind == COST_KIND_TRANSFORMER)
+                m->blocks++;
+        }
+        i++;
+    }
+    return COST_OK;
+}
+
+int plan_parse_model(const char *text, const char *file, cost_model *out,
+                     cost_error *err)
+{
+    ctx cx;
+    cJSON *root = NULL;
+    cost_model m;
+    const cJSON *tf, *ly;
+    int rc;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    memset(&m, 0, sizeof m);
+    if (out == NULL)
+        return fail(&cx, COST_EINVAL, "", "no output model given");
+    memset(out, 0, sizeof *out);
+    if ((rc = parse_doc(&cx, text, &root)) != COST_OK ||
+        (rc = str_field(&cx, root, "", "name", F_REQ | F_NONEMPTY, "", m.name,
+                        sizeof m.name)) != COST_OK ||
+        (rc = parse_training(&cx, root, &m)) != COST_OK)
+        goto done;
+    tf = field(root, "transformer");
+    ly = field(root, "layers");
+    if (tf != NULL && ly != NULL) {
+        rc = fail(&cx, COST_EFIELD, "",
+                  "expected exactly one of 'transformer' and 'layers', "
+                  "found both");
+        goto done;
+    }
+    if (tf == NULL && ly == NULL) {
+        rc = fail(&cx, COST_EFIELD, "",
+                  "missing required field: expected exactly one of "
+                  "'transformer' and 'layers', found neither");
+        goto done;
+    }
+    rc = tf != NULL ? parse_transformer(&cx, tf, &m)
+                    : parse_layers(&cx, root, ly, &m);
+    if (rc != COST_OK)
+        goto done;
+    *out = m;
+    memset(&m, 0, sizeof m);
+done:
+    cost_model_free(&m);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int plan_load_model(const char *path, cost_model *out, cost_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    rc = plan_read_file(path, &text, err);
+    if (rc == COST_OK)
+        rc = plan_parse_model(text, path, out, err);
+    free(text);
+    return rc;
+}
+
+/* ---- profile ----------------------------------------------------------- */
+
+/* An array of n per-layer times: numbers >= 0 divided by div, null = -1. */
+static int parse_times(const ctx *cx, const cJSON *arr, const char *p, int n,
+                       double div, double **out)
+{
+    const cJSON *v;
+    char ep[PATH_N];
+    double *t = NULL, d;
+    int rc = COST_OK, i = 0, cnt;
+
+    *out = NULL;
+    if (!cJSON_IsArray(arr))
+        return fail(cx, COST_EFIELD, p, "expected an array, got %s",
+                    jtype(arr));
+    cnt = cJSON_GetArraySize(arr);
+    if (cnt != n)
+        return fail(cx, COST_EFIELD, p,
+                    "expected %d entries (one per model layer), got %d", n,
+                    cnt);
+    t = malloc((size_t)n * sizeof *t);
+    if (t == NULL)
+        return fail(cx, COST_ENOMEM, p, "out of memory");
+    cJSON_ArrayForEach(v, arr)
+    {
+        pidx(ep, sizeof ep, p, i);
+        if (cJSON_IsNull(v)) {
+            t[i++] = -1;
+            continue;
+        }
+        if ((rc = num_value(cx, v, ep, F_NONNEG, &d)) != COST_OK)
+            goto done;
+        t[i++] = d / div;
+    }
+    *out = t;
+    t = NULL;
+done:
+    free(t);
+    return rc;
+}
+
+/* Error when entry k repeats (device, tp, mbs) of an earlier one. */
+static int check_dup(const ctx *cx, const cost_profile *pr, int k,
+                     const char *p)
+{
+    const cost_profile_entry *x = &pr->entries[k];
+    int i;
+
+    for (i = 0; i < k; i++) {
+        const cost_profile_entry *y = &pr->entries[i];
+        if (y->tp == x->tp && y->mbs == x->mbs &&
+            name_eq(y->device, x->device))
+            return fail(cx, COST_EFIELD, p,
+                        "duplicate entry for device '%s', tp %d, mbs %d "
+                        "(entry %d has the same)",
+                        x->device, x->tp, x->mbs, i);
+    }
+    return COST_OK;
+}
+
+static int parse_by_kind(const ctx *cx, const cJSON *bk, const char *p,
+                         const cost_model *m, cost_profile_entry *en)
+{
+    const cJSON *e;
+    char kp[PATH_N];
+    int seen[64];
+    double f, b;
+    int rc, kind, i, n = m->nlayers;
+
+    memset(seen, 0, sizeof seen);
+    if (!cJSON_IsObject(bk))
+        return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                    jtype(bk));
+    en->fwd = malloc((size_t)n * sizeof *en->fwd);
+    en->bwd = malloc((size_t)n * sizeof *en->bwd);
+    if (en->fwd == NULL || en->bwd == NULL)
+        return fail(cx, COST_ENOMEM, p, "out of memory");
+    for (i = 0; i < n; i++)
+        en->fwd[i] = en->bwd[i] = -1;
+    cJSON_ArrayForEach(e, bk)
+    {
+        const char *name = e->string ? e->string : "";
+        pkey(kp, sizeof kp, p, name);
+        if ((rc = kind_value(cx, kp, name, &kind)) != COST_OK)
+            return rc;
+        if (kind >= 64 || seen[kind])
+            return fail(cx, COST_EFIELD, kp,
+                        "layer kind '%s' is given twice", name);
+        seen[kind] = 1;
+        if (!cJSON_IsObject(e))
+            return fail(cx, COST_EFIELD, kp, "expected an object, got %s",
+                        jtype(e));
+        if ((rc = num_field(cx, e, kp, "fwd_ms", F_REQ | F_NONNEG, 0, &f)) !=
+                COST_OK ||
+            (rc = num_field(cx, e, kp, "bwd_ms", F_NONNEG, -1, &b)) !=
+                COST_OK)
+            return rc;
+        for (i = 0; i < n; i++)
+            if (m->layers[i].kind == kind) {
+                en->fwd[i] = f / 1e3;
+                en->bwd[i] = b >= 0 ? b / 1e3 : -1;
+            }
+    }
+    return COST_OK;
+}
+
+static int parse_entry(const ctx *cx, const cJSON *e, const char *p,
+                       const cost_model *m, cost_profile_entry *en)
+{
+    const cJSON *fw, *bw, *bk;
+    char fp[PATH_N];
+    int rc;
+
+    if (!cJSON_IsObject(e))
+        return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                    jtype(e));
+    if ((rc = str_field(cx, e, p, "device", F_REQ | F_NONEMPTY, "",
+                        en->device, sizeof en->device)) != COST_OK ||
+        (rc = int_field(cx, e, p, "tp", F_REQ | F_POS, 0, &en->tp)) !=
+            COST_OK ||
+        (rc = int_field(cx, e, p, "mbs", F_REQ | F_POS, 0, &en->mbs)) !=
+            COST_OK)
+        return rc;
+    fw = field(e, "fwd_ms");
+    bw = field(e, "bwd_ms");
+    bk = field(e, "by_kind");
+    if (fw != NULL && bk != NULL)
+        return fail(cx, COST_EFIELD, p,
+                    "expected either 'fwd_ms' or 'by_kind', found both");
+    if (bk != NULL) {
+        pkey(fp, sizeof fp, p, "by_kind");
+        if (bw != NULL)
+            return fail(cx, COST_EFIELD, fp,
+                        "expected 'bwd_ms' inside 'by_kind', found it beside");
+        return parse_by_kind(cx, bk, fp, m, en);
+    }
+    pkey(fp, sizeof fp, p, "fwd_ms");
+    if (fw == NULL)
+        return fail(cx, COST_EFIELD, fp,
+                    "missing required field 'fwd_ms' (or 'by_kind')");
+    if ((rc = parse_times(cx, fw, fp, m->nlayers, 1e3, &en->fwd)) !=
+        COST_OK)
+        return rc;
+    if (bw == NULL || cJSON_IsNull(bw))
+        return COST_OK;
+    pkey(fp, sizeof fp, p, "bwd_ms");
+    return parse_times(cx, bw, fp, m->nlayers, 1e3, &en->bwd);
+}
+
+int plan_parse_profile(const char *text, const char *file,
+                       const cost_model *m, cost_profile *out,
+                       cost_error *err)
+{
+    ctx cx;
+    cJSON *root = NULL;
+    cost_profile pr;
+    const cJSON *je = NULL, *e;
+    const char *fmt = NULL, *model = NULL;
+    char p[PATH_N];
+    int rc, cnt, i = 0;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    memset(&pr, 0, sizeof pr);
+    if (out == NULL || m == NULL || m->nlayers <= 0 || m->layers == NULL)
+        return fail(&cx, COST_EINVAL, "",
+                    "a profile needs a model with layers");
+    memset(out, 0, sizeof *out);
+    pr.nlayers = m->nlayers;
+    if ((rc = parse_doc(&cx, text, &root)) != COST_OK ||
+        (rc = str_ref(&cx, root, "", "format", 0, &fmt)) != COST_OK ||
+        (rc = str_ref(&cx, root, "", "model", 0, &model)) != COST_OK ||
+        (rc = sub_field(&cx, root, "", "entries", F_REQ, K_ARR, &je)) !=
+            COST_OK)
+        goto done;
+    if (fmt != NULL && strcmp(fmt, PLAN_PROFILE_SCHEMA) != 0) {
+        rc = fail(&cx, COST_EFIELD, "format", "expected '%s', got '%s'",
+                  PLAN_PROFILE_SCHEMA, fmt);
+        goto done;
+    }
+    cnt = cJSON_GetArraySize(je);
+    if (cnt > 0) {
+        pr.entries = calloc((size_t)cnt, sizeof *pr.entries);
+        if (pr.entries == NULL) {
+            rc = fail(&cx, COST_ENOMEM, "entries", "out of memory");
+            goto done;
+        }
+    }
+    cJSON_ArrayForEach(e, je)
+    {
+        pidx(p, sizeof p, "entries", i);
+        pr.nentries = i + 1; /* freed on failure */
+        if ((rc = parse_entry(&cx, e, p, m, &pr.entries[i])) != COST_OK ||
+            (rc = check_dup(&cx, &pr, i, p)) != COST_OK)
+            goto done;
+        i++;
+    }
+    *out = pr;
+    memset(&pr, 0, sizeof pr);
+done:
+    cost_profile_free(&pr);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int plan_load_profile(const char *path, const cost_model *m,
+                      cost_profile *out, cost_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    rc = plan_read_file(path, &text, err);
+    if (rc == COST_OK)
+        rc = plan_parse_profile(text, path, m, out, err);
+    free(text);
+    return rc;
+}
+
+/* "tpN" -> N, 0 when malformed. */
+static int amp_tp(const char *s)
+{
+    size_t n;
+
+    if (s == NULL || strncmp(s, "tp", 2) != 0)
+        return 0;
+    n = strlen(s + 2);
+    if (n == 0 || n > 6 || strspn(s + 2, "0123456789") != n)
+        return 0;
+    return (int)strtol(s + 2, NULL, 10);
+}
+
+static int amp_gpu(const ctx *cx, const cJSON *g, const char *gp,
+                   const cost_model *m, cost_profile *pr)
+{
+    const cJSON *t;
+    char tpath[PATH_N];
+    cost_profile_entry *en;
+    int rc, tp;
+
+    if (!cJSON_IsObject(g))
+        return fail(cx, COST_EFIELD, gp, "expected an object, got %s",
+                    jtype(g));
+    cJSON_ArrayForEach(t, g)
+    {
+        pkey(tpath, sizeof tpath, gp, t->string);
+        tp = amp_tp(t->string);
+        if (tp <= 0)
+            return fail(cx, COST_EFIELD, tpath,
+                        "expected a key 'tpN' with N > 0, got '%s'",
+                        t->string ? t->string : "");
+        en = &pr->entries[pr->nentries++];
+        if (strlen(g->string) >= sizeof en->device)
+            return fail(cx, COST_EFIELD, gp,
+                        "expected a device name of at most %zu characters",
+                        sizeof en->device - 1);
+        snprintf(en->device, sizeof en->device, "%s", g->string);
+        en->tp = tp;
+        en->mbs = 1;
+        if ((rc = parse_times(cx, t, tpath, m->nlayers, 1.0, &en->fwd)) !=
+                COST_OK ||
+            (rc = check_dup(cx, pr, pr->nentries - 1, tpath)) != COST_OK)
+            return rc;
+    }
+    return COST_OK;
+}
+
+int plan_profile_from_amp(const char *path, const char *key,
+                          const cost_model *m, cost_profile *out,
+                          cost_error *err)
+{
+    ctx cx;
+    char *text = NULL;
+    cJSON *root = NULL;
+    cost_profile pr;
+    const cJSON *jk, *g;
+    char list[200];
+    size_t used = 0;
+    int rc, cnt = 0;
+
+    cx.file = path ? path : "";
+    cx.err = err;
+    memset(&pr, 0, sizeof pr);
+    if (out == NULL || key == NULL || m == NULL || m->nlayers <= 0)
+        return fail(&cx, COST_EINVAL, "",
+                    "an AMP profile needs a key and a model with layers");
+    memset(out, 0, sizeof *out);
+    pr.nlayers = m->nlayers;
+    if ((rc = plan_read_file(path, &text, err)) != COST_OK ||
+        (rc = parse_doc(&cx, text, &root)) != COST_OK)
+        goto done;
+    jk = field(root, key);
+    if (jk == NULL) {
+        list[0] = '\0';
+        cJSON_ArrayForEach(g, root)
+        {
+            if (g->string != NULL && strcmp(g->string, "description") != 0)
+                list_add(list, sizeof list, &used, g->string);
+        }
+        rc = fail(&cx, COST_ENOTFOUND, key,
+                  "model '%s' not found (available: %s)", key, list);
+        goto done;
+    }
+    if (!cJSON_IsObject(jk)) {
+        rc = fail(&cx, COST_EFIELD, key, "expected an object, got %s",
+                  jtype(jk));
+        goto done;
+    }
+    cJSON_ArrayForEach(g, jk)
+    {
+        if (cJSON_IsObject(g))
+            cnt += cJSON_GetArraySize(g);
+    }
+    if (cnt > 0) {
+        pr.entries = calloc((size_t)cnt, sizeof *pr.entries);
+        if (pr.entries == NULL) {
+            rc = fail(&cx, COST_ENOMEM, key, "out of memory");
+            goto done;
+        }
+    }
+    cJSON_ArrayForEach(g, jk)
+    {
+        char gp[PATH_N];
+        pkey(gp, sizeof gp, key, g->string);
+        if ((rc = amp_gpu(&cx, g, gp, m, &pr)) != COST_OK)
+            goto done;
+    }
+    *out = pr;
+    memset(&pr, 0, sizeof pr);
+done:
+    cost_profile_free(&pr);
+    cJSON_Delete(root);
+    free(text);
+    return rc;
+}
+
+/* ---- strategies -------------------------------------------------------- */
+
+static int parse_ranks(const ctx *cx, const cJSON *jr, const char *p,
+                       const cost_cluster *c, cost_strategy *s)
+{
+    const cJSON *v;
+    char ep[PATH_N];
+    int *where = NULL;
+    int rc = COST_OK, i = 0, d, n = s->tp * s->dp * s->pp, cnt;
+
+    if (!cJSON_IsArray(jr))
+        return fail(cx, COST_EFIELD, p, "expected an array, got %s",
+                    jtype(jr));
+    cnt = cJSON_GetArraySize(jr);
+    if (cnt != n)
+        return fail(cx, COST_EFIELD, p,
+                    "expected %d entries (tp * dp * pp), got %d", n, cnt);
+    where = malloc((size_t)c->ndevices * sizeof *where);
+    if (where == NULL)
+        return fail(cx, COST_ENOMEM, p, "out of memory");
+    for (d = 0; d < c->ndevices; d++)
+        where[d] = -1;
+    cJSON_ArrayForEach(v, jr)
+    {
+        pidx(ep, sizeof ep, p, i);
+        if ((rc = int_value(cx, v, ep, F_NONNEG, &d)) != COST_OK)
+            goto done;
+        if (d >= c->ndevices) {
+            rc = fail(cx, COST_EFIELD, ep,
+                      "expected a device index below %d (the cluster has "
+                      "%d GPUs), got %d",
+                      c->ndevices, c->ndevices, d);
+            goto done;
+        }
+        if (where[d] >= 0) {
+            rc = fail(cx, COST_EFIELD, ep,
+                      "device %d is used twice (also by rank %d)", d,
+                      where[d]);
+            goto done;
+        }
+        where[d] = i;
+        s->ranks[i++] = d;
+    }
+done:
+    free(where);
+    return rc;
+}
+
+static int parse_strategy(const ctx *cx, const cJSON *e, const char *p,
+                          const cost_cluster *c, const cost_model *m, int gb,
+                          cost_strategy *s)
+{
+    const cJSON *jb = NULL, *jr, *v;
+    const char *sched = NULL;
+    char fp[PATH_N], ep[PATH_N];
+    int rc, tp, dp, pp, mbs, i, nb, sch = COST_SCHED_1F1B;
+
+    memset(s, 0, sizeof *s);
+    if (!cJSON_IsObject(e))
+        return fail(cx, COST_EFIELD, p, "expected an object, got %s",
+                    jtype(e));
+    if ((rc = int_field(cx, e, p, "tp", F_REQ | F_POS, 0, &tp)) != COST_OK ||
+        (rc = int_field(cx, e, p, "dp", F_REQ | F_POS, 0, &dp)) != COST_OK ||
+        (rc = int_field(cx, e, p, "pp", F_REQ | F_POS, 0, &pp)) != COST_OK ||
+        (rc = int_field(cx, e, p, "mbs", F_REQ | F_POS, 0, &mbs)) !=
+            COST_OK ||
+        (rc = str_ref(cx, e, p, "schedule", 0, &sched)) != COST_OK ||
+        (rc = sub_field(cx, e, p, "stage_boundaries", F_REQ, K_ARR, &jb)) !=
+            COST_OK)
+        return rc;
+    if ((long long)tp * dp > c->ndevices ||
+        (long long)tp * dp * pp != c->ndevices)
+        return fail(cx, COST_EINVAL, p,
+                    "tp * dp * pp = %d * %d * %d = %.0f does not match the "
+                    "cluster's %d GPUs",
+                    tp, dp, pp, (double)tp * dp * pp, c->ndevices);
+    if (sched != NULL) {
+        pkey(fp, sizeof fp, p, "schedule");
+        if (strcmp(sched, "gpipe") == 0)
+            sch = COST_SCHED_GPIPE;
+        else if (strcmp(sched, "1f1b") != 0)
+            return fail(cx, COST_EFIELD, fp,
+                        "expected '1f1b' or 'gpipe', got '%s'", sched);
+    }
+    pkey(fp, sizeof fp, p, "stage_boundaries");
+    nb = cJSON_GetArraySize(jb);
+    if (nb != pp + 1)
+        return fail(cx, COST_EINVAL, fp,
+                    "expected %d entries (pp + 1), got %d", pp + 1, nb);
+    if (cost_strategy_alloc(s, tp, dp, pp) != COST_OK)
+        return fail(cx, COST_ENOMEM, p, "out of memory");
+    s->mbs = mbs;
+    s->schedule = sch;
+    i = 0;
+    cJSON_ArrayForEach(v, jb)
+    {
+        pidx(ep, sizeof ep, fp, i);
+        if ((rc = int_value(cx, v, ep, 0, &s->bounds[i])) != COST_OK)
+            goto done;
+        i++;
+    }
+    jr = field(e, "ranks");
+    if (jr != NULL) {
+        pkey(fp, sizeof fp, p, "ranks");
+        if ((rc = parse_ranks(cx, jr, fp, c, s)) != COST_OK)
+            goto done;
+        snprintf(s->placement, sizeof s->placement, "explicit");
+    } else {
+        for (i = 0; i < c->ndevices; i++)
+            s->ranks[i] = i;
+        snprintf(s->placement, sizeof s->placement, "megatron");
+    }
+    s->gas = (int)(gb / ((long long)dp * mbs));
+    rc = cost_strategy_check(c, m, s, gb, cx->err);
+    if (rc != COST_OK)
+        prefix_error(cx, p);
+done:
+    if (rc != COST_OK)
+        cost_strategy_free(s);
+    return rc;
+}
+
+int plan_parse_strategies(const char *text, const char *file,
+                          const cost_cluster *c, const cost_model *m,
+                          int global_batch, cost_strategy **out, int *n,
+                          cost_error *err)
+{
+    ctx cx;
+    cJSON *root = NULL;
+    const cJSON *js = NULL, *e;
+    cost_strategy *arr = NULL;
+    char p[PATH_N];
+    int rc, k = 0, cnt, i, gb = global_batch;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    if (out != NULL)
+        *out = NULL;
+    if (n != NULL)
+        *n = 0;
+    if (out == NULL || n == NULL || c == NULL || m == NULL ||
+        c->ndevices <= 0 || m->nlayers <= 0)
+        return fail(&cx, COST_EINVAL, "",
+                    "strategies need a cluster and a model with layers");
+    if (gb <= 0)
+        gb = m->global_batch;
+    if (gb <= 0)
+        return fail(&cx, COST_EINVAL, "",
+                    "no global batch size given (none on the command line "
+                    "nor in the model's training.global_batch)");
+    if ((rc = parse_doc(&cx, text, &root)) != COST_OK ||
+        (rc = sub_field(&cx, root, "", "strategies", F_REQ | F_NONEMPTY,
+                        K_ARR, &js)) != COST_OK)
+        goto done;
+    cnt = cJSON_GetArraySize(js);
+    arr = calloc((size_t)cnt, sizeof *arr);
+    if (arr == NULL) {
+        rc = fail(&cx, COST_ENOMEM, "strategies", "out of memory");
+        goto done;
+    }
+    cJSON_ArrayForEach(e, js)
+    {
+        pidx(p, sizeof p, "strategies", k);
+        if ((rc = parse_strategy(&cx, e, p, c, m, gb, &arr[k])) != COST_OK)
+            goto done;
+        k++;
+    }
+    *out = arr;
+    *n = k;
+    arr = NULL;
+done:
+    if (arr != NULL)
+        for (i = 0; i < k; i++)
+            cost_strategy_free(&arr[i]);
+    free(arr);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int plan_load_strategies(const char *path, const cost_cluster *c,
+                         const cost_model *m, int global_batch,
+                         cost_strategy **out, int *n, cost_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (n != NULL)
+        *n = 0;
+    rc = plan_read_file(path, &text, err);
+    if (rc == COST_OK)
+        rc = plan_parse_strategies(text, path, c, m, global_batch, out, n,
+                                   err);
+    free(text);
+    return rc;
+}

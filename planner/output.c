@@ -1,0 +1,785 @@
+/* planner/output.c: SHA-256 of input files, the plan JSON document and
+ * the human table (docs/plan-format.md). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+/* ---- SHA-256 (FIPS 180-4, section 6.2) -------------------------------- */
+
+/* First 32 bits of the fractional parts of the cube roots of the first
+ * 64 primes (FIPS 180-4, 4.2.2). */
+static const uint32_t sha_k[64] = {
+    0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u,
+    0x3956c25bu, 0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u,
+    0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u,
+    0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u, 0xc19bf174u,
+    0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu,
+    0x2de92c6fu, 0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau,
+    0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u,
+    0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u,
+    0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu, 0x53380d13u,
+    0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u,
+    0xa2bfe8a1u, 0xa81a664bu, 0xc24b8b70u, 0xc76c51a3u,
+    0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u,
+    0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u,
+    0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+    0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u,
+    0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u
+};
+
+/* Initial hash value (FIPS 180-4, 5.3.3). */
+static const uint32_t sha_h0[8] = {
+    0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+    0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u
+};
+
+static uint32_t rotr(uint32_t x, unsigned n)
+{
+    return (x >> n) | (x << (32u - n));
+}
+
+/* Process one 64-byte block into the hash state h. */
+static void sha_block(uint32_t h[8], const unsigned char *blk)
+{
+    uint32_t w[64], a, b, c, d, e, f, g, hh, t1, t2;
+    int t;
+
+    for (t = 0; t < 16; t++)
+        w[t] = (uint32_t)blk[4 * t] << 24 | (uint32_t)blk[4 * t + 1] << 16 |
+               (uint32_t)blk[4 * t + 2] << 8 | (uint32_t)blk[4 * t + 3];
+    for (t = 16; t < 64; t++) {
+        uint32_t s0 = rotr(w[t - 15], 7) ^ rotr(w[t - 15], 18) ^ (w[t - 15] >> 3);
+        uint32_t s1 = rotr(w[t - 2], 17) ^ rotr(w[t - 2], 19) ^ (w[t - 2] >> 10);
+        w[t] = w[t - 16] + s0 + w[t - 7] + s1;
+    }
+    a = h[0]; b = h[1]; c = h[2]; d = h[3];
+    e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+    for (t = 0; t < 64; t++) {
+        uint32_t big1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+        uint32_t ch = (e & f) ^ (~e & g);
+        uint32_t big0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+        uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
+        t1 = hh + big1 + ch + sha_k[t] + w[t];
+        t2 = big0 + maj;
+        hh = g; g = f; f = e; e = d + t1;
+        d = c; c = b; b = a; a = t1 + t2;
+    }
+    h[0] += a; h[1] += b; h[2] += c; h[3] += d;
+    h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+void plan_sha256_hex(const void *data, size_t n, char out[65])
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = data;
+    unsigned char tail[128];
+    uint32_t h[8];
+    uint64_t bits = (uint64_t)n * 8u;
+    size_t rest, tlen, i;
+
+    memcpy(h, sha_h0, sizeof h);
+    for (i = 0; i + 64 <= n; i += 64)
+        sha_block(h, p + i);
+    /* padding: 0x80, zeros, 64-bit big-endian length (5.1.1) */
+    rest = n - i;
+    memset(tail, 0, sizeof tail);
+    if (rest > 0)
+        memcpy(tail, p + i, rest);
+    tail[rest] = 0x80;
+    tlen = rest + 1 + 8 <= 64 ? 64 : 128;
+    for (i = 0; i < 8; i++)
+        tail[tlen - 1 - i] = (unsigned char)(bits >> (8 * i));
+    sha_block(h, tail);
+    if (tlen == 128)
+        sha_block(h, tail + 64);
+    for (i = 0; i < 32; i++) {
+        unsigned v = (unsigned)(h[i / 4] >> (24 - 8 * (i % 4))) & 0xffu;
+        out[2 * i] = hex[v >> 4];
+        out[2 * i + 1] = hex[v & 15u];
+    }
+    out[64] = '\0';
+}
+
+/* ---- JSON helpers ------------------------------------------------------ */
+
+static double gib(double bytes)
+{
+    return bytes / 1073741824.0;
+}
+
+/* GiB rounded to 3 decimals. */
+static double gib3(double bytes)
+{
+    return round(gib(bytes) * 1000.0) / 1000.0;
+}
+
+static const char *sched_name(int schedule)
+{
+    return schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b";
+}
+
+/* Attach item to obj under key; on failure item is freed.  1 = ok. */
+static int put(cJSON *obj, const char *key, cJSON *item)
+{
+    if (item == NULL)
+        return 0;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+/* Append item to array arr; on failure item is freed.  1 = ok. */
+static int push(cJSON *arr, cJSON *item)
+{
+    if (item == NULL)
+        return 0;
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return 0;
+    }
+    return 1;
+}
+
+/* Shortest of %.15g..%.17g that reads back as exactly v (cJSON's own
+ * printer may drop the last bit); null when not finite. */
+static cJSON *make_num(double v)
+{
+    char buf[40];
+    int prec;
+
+    if (!isfinite(v))
+        return cJSON_CreateNull();
+    for (prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return cJSON_CreateRaw(buf);
+}
+
+static int put_num(cJSON *obj, const char *key, double v)
+{
+    return put(obj, key, make_num(v));
+}
+
+static int put_str(cJSON *obj, const char *key, const char *v)
+{
+    return put(obj, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
+}
+
+static int put_bool(cJSON *obj, const char *key, int v)
+{
+    return put(obj, key, cJSON_CreateBool(v ? 1 : 0));
+}
+
+static int put_null(cJSON *obj, const char *key)
+{
+    return put(obj, key, cJSON_CreateNull());
+}
+
+/* o when ok, else o freed and NULL. */
+static cJSON *finish(cJSON *o, int ok)
+{
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* Number, or null when the array is missing or i out of range. */
+static int put_opt(cJSON *obj, const char *key, const double *a, int i,
+                   int len)
+{
+    if (a == NULL || i < 0 || i >= len)
+        return put_null(obj, key);
+    return put_num(obj, key, a[i]);
+}
+
+/* ---- JSON sections ----------------------------------------------------- */
+
+static cJSON *input_json(const char *path, const char *digest)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return finish(o, o != NULL && put_str(o, "path", path) &&
+                         put_str(o, "sha256", digest));
+}
+
+static cJSON *params_json(const cost_params *p)
+{
+    cJSON *o;
+
+    if (p == NULL)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    return finish(o, o != NULL &&
+                         put_num(o, "compute_eff", p->compute_eff) &&
+                         put_num(o, "memory_eff", p->memory_eff) &&
+                         put_num(o, "kernel_overhead", p->kernel_overhead) &&
+                         put_num(o, "net_eff", p->net_eff) &&
+                         put_num(o, "intra_eff", p->intra_eff) &&
+                         put_num(o, "bwd_ratio", p->bwd_ratio) &&
+                         put_num(o, "optimizer_bytes", p->optimizer_bytes) &&
+                         put_str(o, "schedule", sched_name(p->schedule)) &&
+                         put_num(o, "state_bytes", p->state_bytes) &&
+                         put_num(o, "zero_stage", p->zero_stage) &&
+                         put_bool(o, "recompute", p->recompute) &&
+                         put_num(o, "mem_reserve", p->mem_reserve));
+}
+
+static const char *precision_name(const cost_model *m)
+{
+    if (m->dtype_bytes == 4)
+        return "fp32";
+    return m->bf16 ? "bf16" : "fp16";
+}
+
+static cJSON *settings_json(const plan_meta *meta, const cost_model *m,
+                            const cost_params *p, const cost_strategy *s,
+                            int n)
+{
+    cJSON *o = cJSON_CreateObject();
+    int sched = p ? p->schedule : (n > 0 ? s[0].schedule : COST_SCHED_1F1B);
+
+    return finish(o, o != NULL &&
+                         put_num(o, "global_batch", meta->global_batch) &&
+                         put_str(o, "method", meta->method) &&
+                         put_str(o, "schedule", sched_name(sched)) &&
+                         put_str(o, "precision", precision_name(m)) &&
+                         put(o, "cost_params", params_json(p)));
+}
+
+static cJSON *search_json(const plan_meta *meta)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return finish(o, o != NULL &&
+                         put_num(o, "evaluated", (double)meta->evaluated) &&
+                         put_num(o, "rejected_memory",
+                                 (double)meta->rejected_memory) &&
+                         put_num(o, "elapsed_s", meta->elapsed_s));
+}
+
+static const char *type_name(const cost_cluster *c, int node)
+{
+    int t = c->nodes[node].type;
+
+    return t >= 0 && t < c->ntypes ? c->types[t].name : NULL;
+}
+
+static cJSON *cluster_json(const cost_cluster *c)
+{
+    cJSON *o = cJSON_CreateObject(), *nodes = NULL, *nd = NULL;
+    int i, ok = 0;
+
+    if (o == NULL || !put_str(o, "name", c->name) ||
+        !put_num(o, "devices", c->ndevices))
+        goto done;
+    nodes = cJSON_CreateArray();
+    if (!put(o, "nodes", nodes))
+        goto done;
+    for (i = 0; i < c->nnodes; i++) {
+        nd = cJSON_CreateObject();
+        if (!push(nodes, nd))
+            goto done;
+        if (!put_str(nd, "name", c->nodes[i].name) ||
+            !put_str(nd, "device_type", type_name(c, i)) ||
+            !put_num(nd, "gpus", c->nodes[i].gpus) ||
+            !put_str(nd, "region", c->nodes[i].region))
+            goto done;
+    }
+    ok = 1;
+done:
+    return finish(o, ok);
+}
+
+/* Parameters with each tied group counted once. */
+static double model_params(const cost_model *m)
+{
+    double sum = 0.0;
+    int i, j, seen;
+
+    for (i = 0; i < m->nlayers; i++) {
+        seen = 0;
+        if (m->layers[i].tied_group > 0)
+            for (j = 0; j < i && !seen; j++)
+                seen = m->layers[j].tied_group == m->layers[i].tied_group;
+        if (!seen)
+            sum += m->layers[i].params;
+    }
+    return sum;
+}
+
+static cJSON *model_json(const cost_model *m)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return finish(o, o != NULL && put_str(o, "name", m->name) &&
+                         put_num(o, "layers", m->nlayers) &&
+                         put_num(o, "params", model_params(m)));
+}
+
+static cJSON *int_array(const int *v, int len)
+{
+    cJSON *a;
+    int i;
+
+    if (v == NULL)
+        return cJSON_CreateNull();
+    a = cJSON_CreateArray();
+    if (a == NULL)
+        return NULL;
+    for (i = 0; i < len; i++)
+        if (!push(a, make_num(v[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
+static cJSON *breakdown_json(const cost_breakdown *bd)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return finish(o, o != NULL &&
+                         put_num(o, "compute_s", bd->compute) &&
+                         put_num(o, "tp_allreduce_s", bd->tp_comm) &&
+                         put_num(o, "pipeline_bubble_s", bd->bubble) &&
+                         put_num(o, "p2p_s", bd->p2p) &&
+                         put_num(o, "dp_allreduce_s", bd->dp_comm) &&
+                         put_num(o, "optimizer_s", bd->optimizer) &&
+                         put_num(o, "total_s", bd->total));
+}
+
+/* One entry of "stages". */
+static cJSON *stage_json(const cost_model *m, const cost_strategy *s,
+                         const cost_result *r, int j)
+{
+    cJSON *o = cJSON_CreateObject(), *names = NULL, *ranks = NULL;
+    int per = s->tp * s->dp, a = 0, b = 0, l, k, ok = 0;
+
+    if (o == NULL)
+        return NULL;
+    if (s->bounds != NULL) {
+        a = s->bounds[j];
+        b = s->bounds[j + 1];
+    }
+    if (!put_num(o, "index", j))
+        goto done;
+    if (s->bounds == NULL) {
+        if (!put_null(o, "layers") || !put_null(o, "layer_names"))
+            goto done;
+    } else {
+        int ab[2];
+        ab[0] = a;
+        ab[1] = b;
+        if (!put(o, "layers", int_array(ab, 2)))
+            goto done;
+        names = cJSON_CreateArray();
+        if (!put(o, "layer_names", names))
+            goto done;
+        for (l = a; l < b; l++)
+            if (!push(names, l >= 0 && l < m->nlayers
+                                 ? cJSON_CreateString(m->layers[l].name)
+                                 : cJSON_CreateNull()))
+                goto done;
+    }
+    if (!put_opt(o, "time_per_microbatch_s", r->stage_s, j, r->pp) ||
+        !put_opt(o, "p2p_to_next_s", r->p2p_s, j,
+                 (s->pp < r->pp ? s->pp : r->pp) - 1))
+        goto done;
+    ranks = cJSON_CreateArray();
+    if (!put(o, "ranks", ranks))
+        goto done;
+    for (k = 0; k < per; k++)
+        if (!push(ranks, make_num(j * per + k)))
+            goto done;
+    ok = 1;
+done:
+    return finish(o, ok);
+}
+
+/* One entry of "ranks"; tracks peak and least headroom. */
+static cJSON *rank_json(const cost_cluster *c, const cost_strategy *s,
+                        const cost_result *r, int rank, double *peak,
+                        double *least)
+{
+    cJSON *o = cJSON_CreateObject();
+    int dev = s->ranks ? s->ranks[rank] : -1, ok = 0;
+    int node = dev >= 0 && dev < c->ndevices && c->device_node
+                   ? c->device_node[dev] : -1;
+    int has_mem = r->mem_bytes != NULL && rank < r->nranks;
+    int has_cap = r->mem_cap != NULL && rank < r->nranks;
+
+    if (o == NULL)
+        return NULL;
+    if (!put_num(o, "rank", rank) ||
+        !(dev >= 0 ? put_num(o, "device", dev) : put_null(o, "device")))
+        goto done;
+    if (node >= 0 && node < c->nnodes) {
+        if (!put_str(o, "node", c->nodes[node].name) ||
+            !put_num(o, "gpu", dev - c->nodes[node].first_device) ||
+            !put_str(o, "device_type", type_name(c, node)))
+            goto done;
+    } else if (!put_null(o, "node") || !put_null(o, "gpu") ||
+               !put_null(o, "device_type")) {
+        goto done;
+    }
+    if (!put_num(o, "stage", rank / (s->tp * s->dp)) ||
+        !put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
+        !put_num(o, "tp_index", rank % s->tp) ||
+        !(has_mem ? put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
+                  : put_null(o, "memory_gib")) ||
+        !(has_cap ? put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
+                  : put_null(o, "capacity_gib")))
+        goto done;
+    if (has_mem && has_cap) {
+        double head = r->mem_cap[rank] - r->mem_bytes[rank];
+        if (!put_num(o, "headroom_gib", gib3(head)))
+            goto done;
+        if (head < *least)
+            *least = head;
+    } else if (!put_null(o, "headroom_gib")) {
+        goto done;
+    }
+    if (has_mem && r->mem_bytes[rank] > *peak)
+        *peak = r->mem_bytes[rank];
+    ok = 1;
+done:
+    return finish(o, ok);
+}
+
+static const char layer_note[] =
+    "estimated times come from FLOPs and memory traffic at the device's "
+    "peak with compute_eff/memory_eff (docs/cost-model.md)";
+
+static cJSON *strategy_json(const plan_meta *meta, const cost_cluster *c,
+                            const cost_model *m, const cost_strategy *s,
+                            const cost_result *r, int idx)
+{
+    cJSON *o = cJSON_CreateObject(), *arr, *mem, *lt;
+    int nranks = s->tp * s->dp * s->pp, j, ok = 0;
+    double peak = -HUGE_VAL, least = HUGE_VAL;
+
+    if (o == NULL)
+        return NULL;
+    if (s->tp < 1 || s->dp < 1 || s->pp < 1)
+        goto done; /* invalid degrees: no plan */
+    if (!put_num(o, "rank", idx + 1) || !put_num(o, "tp", s->tp) ||
+        !put_num(o, "dp", s->dp) || !put_num(o, "pp", s->pp) ||
+        !put_num(o, "mbs", s->mbs) || !put_num(o, "micro_batches", s->gas) ||
+        !put_str(o, "schedule", sched_name(s->schedule)) ||
+        !put_str(o, "placement", s->placement) ||
+        !put_num(o, "predicted_s", r->iter_s) ||
+        !(r->iter_s > 0.0
+              ? put_num(o, "samples_per_s", meta->global_batch / r->iter_s)
+              : put_null(o, "samples_per_s")) ||
+        !put(o, "breakdown", breakdown_json(&r->bd)) ||
+        !put(o, "stage_boundaries", int_array(s->bounds, s->pp + 1)))
+        goto done;
+    arr = cJSON_CreateArray();
+    if (!put(o, "stages", arr))
+        goto done;
+    for (j = 0; j < s->pp; j++)
+        if (!push(arr, stage_json(m, s, r, j)))
+            goto done;
+    arr = cJSON_CreateArray();
+    if (!put(o, "ranks", arr))
+        goto done;
+    for (j = 0; j < nranks; j++)
+        if (!push(arr, rank_json(c, s, r, j, &peak, &least)))
+            goto done;
+    mem = cJSON_CreateObject();
+    if (!put(o, "memory", mem) || !put_bool(mem, "fits", r->fits) ||
+        !(peak > -HUGE_VAL ? put_num(mem, "peak_gib", gib3(peak))
+                           : put_null(mem, "peak_gib")) ||
+        !(least < HUGE_VAL ? put_num(mem, "min_headroom_gib", gib3(least))
+                           : put_null(mem, "min_headroom_gib")) ||
+        !put_num(mem, "worst_rank", r->worst_rank))
+        goto done;
+    lt = cJSON_CreateObject();
+    if (!put(o, "layer_times", lt) || !put_num(lt, "measured", r->measured) ||
+        !put_num(lt, "estimated", r->estimated) ||
+        (r->estimated > 0 && !put_str(lt, "note", layer_note)))
+        goto done;
+    ok = 1;
+done:
+    return finish(o, ok);
+}
+
+char *plan_to_json(const plan_meta *meta, const cost_cluster *c,
+                   const cost_model *m, const cost_params *p,
+                   const cost_strategy *s, const cost_result *r, int n)
+{
+    cJSON *doc = NULL, *o, *arr;
+    char *text = NULL;
+    int i;
+
+    if (meta == NULL || c == NULL || m == NULL || n < 0 ||
+        (n > 0 && (s == NULL || r == NULL)))
+        return NULL;
+    doc = cJSON_CreateObject();
+    if (doc == NULL)
+        goto done;
+    if (!put_str(doc, "schema", PLAN_SCHEMA))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!put(doc, "planner", o) || !put_str(o, "name", "hetplan") ||
+        !put_str(o, "version", PLAN_VERSION))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!put(doc, "inputs", o) ||
+        !put(o, "cluster",
+             input_json(meta->cluster_path, meta->cluster_digest)) ||
+        !put(o, "model", input_json(meta->model_path, meta->model_digest)) ||
+        !put(o, "profile",
+             meta->profile_path
+                 ? input_json(meta->profile_path, meta->profile_digest)
+                 : cJSON_CreateNull()))
+        goto done;
+    if (!put(doc, "settings", settings_json(meta, m, p, s, n)) ||
+        !put(doc, "search", search_json(meta)) ||
+        !put(doc, "cluster", cluster_json(c)) ||
+        !put(doc, "model", model_json(m)))
+        goto done;
+    arr = cJSON_CreateArray();
+    if (!put(doc, "strategies", arr))
+        goto done;
+    for (i = 0; i < n; i++)
+        if (!push(arr, strategy_json(meta, c, m, &s[i], &r[i], i)))
+            goto done;
+    text = cJSON_Print(doc);
+done:
+    cJSON_Delete(doc);
+    return text;
+}
+
+/* ---- text table -------------------------------------------------------- */
+
+typedef struct sbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} sbuf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+    size_t need;
+    char *q;
+
+    if (b->failed)
+        return;
+    va_start(ap, fmt);
+    k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+        b->failed = 1;
+        return;
+    }
+    need = b->len + (size_t)k + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        q = realloc(b->p, cap);
+        if (q == NULL) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)k;
+}
+
+#define TCOLS 13
+#define CELL 40
+
+static const char *const tab_head[TCOLS] = {
+    "#", "time (s)", "samples/s", "tp", "dp", "pp", "mbs", "micro",
+    "placement", "bubble (s)", "dp comm (s)", "peak mem (GiB)", "fits"
+};
+/* Column 8 (placement) is left-aligned, the others right-aligned. */
+#define TCOL_LEFT 8
+
+/* Peak memory of a result in bytes, or -1 when unknown. */
+static double result_peak(const cost_result *r)
+{
+    double peak = -1.0;
+    int i;
+
+    if (r->mem_bytes == NULL)
+        return -1.0;
+    for (i = 0; i < r->nranks; i++)
+        if (r->mem_bytes[i] > peak)
+            peak = r->mem_bytes[i];
+    return peak;
+}
+
+static void fmt_row(char row[TCOLS][CELL], const cost_strategy *s,
+                    const cost_result *r, int idx, int global_batch)
+{
+    double peak = result_peak(r);
+
+    snprintf(row[0], CELL, "%d", idx + 1);
+    snprintf(row[1], CELL, "%.4f", r->iter_s);
+    if (r->iter_s > 0.0)
+        snprintf(row[2], CELL, "%.2f", global_batch / r->iter_s);
+    else
+        snprintf(row[2], CELL, "-");
+    snprintf(row[3], CELL, "%d", s->tp);
+    snprintf(row[4], CELL, "%d", s->dp);
+    snprintf(row[5], CELL, "%d", s->pp);
+    snprintf(row[6], CELL, "%d", s->mbs);
+    snprintf(row[7], CELL, "%d", s->gas);
+    snprintf(row[8], CELL, "%s", s->placement[0] ? s->placement : "-");
+    snprintf(row[9], CELL, "%.4f", r->bd.bubble);
+    snprintf(row[10], CELL, "%.4f", r->bd.dp_comm);
+    if (peak >= 0.0)
+        snprintf(row[11], CELL, "%.2f", gib(peak));
+    else
+        snprintf(row[11], CELL, "-");
+    snprintf(row[12], CELL, "%s", r->fits ? "yes" : "no");
+}
+
+static void emit_row(sbuf *b, const char *const cells[TCOLS],
+                     const int w[TCOLS])
+{
+    int k;
+
+    for (k = 0; k < TCOLS; k++)
+        sb_printf(b, k == TCOL_LEFT ? "%s%-*s" : "%s%*s", k ? " " : "",
+                  w[k], cells[k]);
+    sb_printf(b, "\n");
+}
+
+/* "2xV100,2xT4": device types of one stage with their counts. */
+static void stage_types(const cost_cluster *c, const cost_strategy *s, int j,
+                        char *out, size_t n)
+{
+    int per = s->tp * s->dp, t, k, count;
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (t = 0; t < c->ntypes; t++) {
+        count = 0;
+        for (k = 0; k < per; k++) {
+            int dev = s->ranks ? s->ranks[j * per + k] : -1;
+            if (dev >= 0 && dev < c->ndevices && c->device_node &&
+                c->nodes[c->device_node[dev]].type == t)
+                count++;
+        }
+        if (count > 0 && used < n) {
+            int w = snprintf(out + used, n - used, "%s%dx%s", used ? "," : "",
+                             count, c->types[t].name);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (out[0] == '\0')
+        snprintf(out, n, "-");
+}
+
+/* "a-b" (inclusive) of stage j, "-" when unknown. */
+static void stage_layers(const cost_strategy *s, int j, char *out, size_t n)
+{
+    if (s->bounds)
+        snprintf(out, n, "%d-%d", s->bounds[j], s->bounds[j + 1] - 1);
+    else
+        snprintf(out, n, "-");
+}
+
+/* Second block: the stages of the best strategy. */
+static void emit_stages(sbuf *b, const cost_cluster *c,
+                        const cost_strategy *s, const cost_result *r)
+{
+    char types[96], layers[32];
+    int j, wl = (int)strlen("layers"), wt = (int)strlen("devices");
+
+    for (j = 0; j < s->pp; j++) {
+        stage_layers(s, j, layers, sizeof layers);
+        stage_types(c, s, j, types, sizeof types);
+        if ((int)strlen(layers) > wl)
+            wl = (int)strlen(layers);
+        if ((int)strlen(types) > wt)
+            wt = (int)strlen(types);
+    }
+    sb_printf(b, "\nstages of #1 (layers inclusive):\n");
+    sb_printf(b, "%5s  %-*s  %-*s  %15s\n", "stage", wl, "layers", wt,
+              "devices", "time/micro (ms)");
+    for (j = 0; j < s->pp; j++) {
+        stage_layers(s, j, layers, sizeof layers);
+        stage_types(c, s, j, types, sizeof types);
+        if (r->stage_s != NULL && j < r->pp)
+            sb_printf(b, "%5d  %-*s  %-*s  %15.3f\n", j, wl, layers, wt,
+                      types, r->stage_s[j] * 1e3);
+        else
+            sb_printf(b, "%5d  %-*s  %-*s  %15s\n", j, wl, layers, wt, types,
+                      "-");
+    }
+}
+
+char *plan_to_table(const cost_cluster *c, const cost_model *m,
+                    const cost_strategy *s, const cost_result *r, int n,
+                    int global_batch)
+{
+    sbuf b = {NULL, 0, 0, 0};
+    char (*cells)[TCOLS][CELL] = NULL;
+    const char *row[TCOLS];
+    int w[TCOLS], i, k, total = 0;
+    char *out = NULL;
+
+    if (c == NULL || m == NULL || n < 0 || (n > 0 && (s == NULL || r == NULL)))
+        return NULL;
+    cells = malloc((size_t)(n > 0 ? n : 1) * sizeof *cells);
+    if (cells == NULL)
+        goto done;
+    for (k = 0; k < TCOLS; k++)
+        w[k] = (int)strlen(tab_head[k]);
+    for (i = 0; i < n; i++) {
+        fmt_row(cells[i], &s[i], &r[i], i, global_batch);
+        for (k = 0; k < TCOLS; k++)
+            if ((int)strlen(cells[i][k]) > w[k])
+                w[k] = (int)strlen(cells[i][k]);
+    }
+    for (k = 0; k < TCOLS; k++)
+        total += w[k] + (k ? 1 : 0);
+    emit_row(&b, tab_head, w);
+    for (k = 0; k < total; k++)
+        sb_printf(&b, "-");
+    sb_printf(&b, "\n");
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < TCOLS; k++)
+            row[k] = cells[i][k];
+        emit_row(&b, row, w);
+    }
+    if (n == 0)
+        sb_printf(&b, "(no strategies)\n");
+    else
+        emit_stages(&b, c, &s[0], &r[0]);
+    if (b.failed || b.p == NULL)
+        goto done;
+    out = b.p;
+    b.p = NULL;
+done:
+    free(b.p);
+    free(cells);
+    return out;
+}

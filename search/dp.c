@@ -1,0 +1,539 @@
+/* search/dp.c: pipeline layer assignment (AMP section 3.5, eq. 5).
+ *
+ * Minimise (gas - 1) * max_j t_j + sum_j t_j + sum_j e_j over splits of
+ * L layers into k consecutive non-empty stages.  Let f(M) be the least
+ * sum_j (t_j + e_j) with every t_j <= M.  f(M) takes O(k * L) with a
+ * sliding-window minimum; the optimum is found by a descending sweep
+ * over bottleneck values, see docs/algorithms.md. */
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "search.h"
+
+/* relative tolerance under which two objectives count as equal */
+#define DP_TIE 1e-12
+/* relative slack of the pruning bounds (covers rounding of sums) */
+#define DP_SLACK 1e-10
+/* bisection for a lower bound of the bottleneck stops at this width */
+#define DP_BISECT_REL (1.0 / 32.0)
+#define DP_BISECT_MAX 64
+
+typedef struct dp_ctx {
+    const search_dp_input *in;
+    int L, k;
+    size_t n1;              /* L + 1, row stride */
+    double *P;              /* k * n1 prefix sums of t per stage */
+    double *Q;              /* k * n1 prefix sums of mem, NULL = no limit */
+    double *g;              /* k * n1 cost to go: g[j][i] for layers [i, L) */
+    double *val;            /* n1 window values of the current stage */
+    int *dq;                /* n1 monotone deque of window positions */
+    int *cur;               /* k + 1 bounds of the last reconstruction */
+} dp_ctx;
+
+static int dp_bad(double x)
+{
+    return !(x >= 0.0) || isinf(x);
+}
+
+static int dp_validate(const search_dp_input *in, cost_error *err)
+{
+    size_t L, k, j, l;
+
+    if (in == NULL)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "missing assignment input");
+    if (in->L < 1 || in->L == INT_MAX)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "layers must be at least 1, got %d", in->L);
+    if (in->k < 1)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "stages must be at least 1, got %d", in->k);
+    if (in->gas < 1)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "micro-batches must be at least 1, got %d",
+                              in->gas);
+    if (in->t == NULL)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "missing layer times");
+    L = (size_t)in->L;
+    k = (size_t)in->k;
+    if (k > SIZE_MAX / sizeof(double) / (L + 1))
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "%d stages of %d layers is too large",
+                              in->k, in->L);
+    if (in->L < in->k)
+        return cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                              "%d layers cannot fill %d non-empty stages",
+                              in->L, in->k);
+    for (j = 0; j < k; j++) {
+        for (l = 0; l < L; l++) {
+            if (dp_bad(in->t[j * L + l]))
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "time of layer %zu on stage %zu is "
+                                      "negative or not finite", l, j);
+            if (in->mem != NULL && dp_bad(in->mem[j * L + l]))
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "memory of layer %zu on stage %zu is "
+                                      "negative or not finite", l, j);
+        }
+        if (in->cap != NULL && isnan(in->cap[j]))
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "memory cap of stage %zu is not a number",
+                                  j);
+    }
+    if (in->e != NULL) {
+        for (j = 0; j + 1 < k; j++)
+            for (l = 0; l <= L; l++)
+                if (dp_bad(in->e[j * (L + 1) + l]))
+                    return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                          "cut cost before layer %zu after "
+                                          "stage %zu is negative or not "
+                                          "finite", l, j);
+    }
+    return COST_OK;
+}
+
+/* bounds[0] = 0 < bounds[1] < ... < bounds[k] = L */
+static int dp_bounds_ok(const search_dp_input *in, const int *b)
+{
+    int j;
+
+    if (b[0] != 0 || b[in->k] != in->L)
+        return 0;
+    for (j = 0; j < in->k; j++)
+        if (b[j + 1] <= b[j])
+            return 0;
+    return 1;
+}
+
+double search_dp_objective(const search_dp_input *in, const int *bounds)
+{
+    size_t L, j, l;
+    double tj, mx = 0.0, sum = 0.0;
+
+    if (in == NULL || bounds == NULL || in->t == NULL || in->L < 1 ||
+        in->k < 1 || in->gas < 1 || !dp_bounds_ok(in, bounds))
+        return NAN;
+    L = (size_t)in->L;
+    for (j = 0; j < (size_t)in->k; j++) {
+        tj = 0.0;
+        for (l = (size_t)bounds[j]; l < (size_t)bounds[j + 1]; l++)
+            tj += in->t[j * L + l];
+        if (tj > mx)
+            mx = tj;
+        sum += tj;
+        if (in->e != NULL && j + 1 < (size_t)in->k)
+            sum += in->e[j * (L + 1) + (size_t)bounds[j + 1]];
+    }
+    return (double)(in->gas - 1) * mx + sum;
+}
+
+int search_dp_fits(const search_dp_input *in, const int *bounds)
+{
+    size_t L, j, l;
+    double m;
+
+    if (in == NULL || bounds == NULL || in->L < 1 || in->k < 1 ||
+        !dp_bounds_ok(in, bounds))
+        return 0;
+    if (in->mem == NULL || in->cap == NULL)
+        return 1;
+    L = (size_t)in->L;
+    for (j = 0; j < (size_t)in->k; j++) {
+        m = 0.0;
+        for (l = (size_t)bounds[j]; l < (size_t)bounds[j + 1]; l++)
+            m += in->mem[j * L + l];
+        if (!(m <= in->cap[j]))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when a is lexicographically smaller than b (n entries) */
+static int dp_lex_less(const int *a, const int *b, int n)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i];
+    return 0;
+}
+
+/* Keep cand in (best, *bestv) when better, or as good and lex smaller. */
+static void dp_consider(const search_dp_input *in, const int *cand,
+                        int *best, double *bestv, int *have)
+{
+    double v = search_dp_objective(in, cand);
+    double tol;
+    size_t n = (size_t)in->k + 1;
+
+    if (!*have) {
+        memcpy(best, cand, n * sizeof *best);
+        *bestv = v;
+        *have = 1;
+        return;
+    }
+    tol = DP_TIE * fmax(fabs(v), fabs(*bestv));
+    if (v < *bestv - tol ||
+        (v <= *bestv + tol && dp_lex_less(cand, best, in->k + 1))) {
+        memcpy(best, cand, n * sizeof *best);
+        *bestv = v;
+    }
+}
+
+static double dp_cut(const dp_ctx *c, int j, int i)
+{
+    if (c->in->e == NULL)
+        return 0.0;
+    return c->in->e[(size_t)j * c->n1 + (size_t)i];
+}
+
+/* Layers [a, b) fit on stage j under bottleneck T and memory. */
+static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
+{
+    size_t o = (size_t)j * c->n1;
+
+    if (c->P[o + (size_t)b] - c->P[o + (size_t)a] > T)
+        return 0;
+    if (c->Q != NULL &&
+        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > c->in->cap[j])
+        return 0;
+    return 1;
+}
+
+/* f(T): fills g, returns g[0][0] (HUGE_VAL when nothing fits).  Stage j
+ * may start at i in [j, L - k + j] and end at i2 in [i + 1, L - k + j + 1];
+ * the feasible ends form a window whose both sides only move right as i
+ * grows, so a monotone deque gives each minimum in amortised O(1). */
+static double dp_solve(dp_ctx *c, double T)
+{
+    int L = c->L, k = c->k, j, i, next, head, tail, imax, emax;
+    size_t n1 = c->n1;
+    double *gj, *gn, *val = c->val, v, capj = HUGE_VAL;
+    const double *pj, *qj = NULL, *ej = NULL;
+    int *dq = c->dq;
+
+    gj = c->g + (size_t)(k - 1) * n1;
+    pj = c->P + (size_t)(k - 1) * n1;
+    for (i = 0; i <= L; i++)
+        gj[i] = HUGE_VAL;
+    for (i = L - 1; i >= k - 1 && dp_seg_ok(c, k - 1, i, L, T); i--)
+        gj[i] = pj[L] - pj[i];
+    for (j = k - 2; j >= 0; j--) {
+        gj = c->g + (size_t)j * n1;
+        gn = gj + n1;
+        pj = c->P + (size_t)j * n1;
+        if (c->Q != NULL) {
+            qj = c->Q + (size_t)j * n1;
+            capj = c->in->cap[j];
+        }
+        if (c->in->e != NULL)
+            ej = c->in->e + (size_t)j * n1;
+        imax = L - k + j;
+        emax = imax + 1;
+        for (i = 0; i <= L; i++)
+            gj[i] = HUGE_VAL;
+        head = tail = 0;
+        next = j + 1;
+        for (i = j; i <= imax; i++) {
+            if (next <= i)
+                next = i + 1;
+            /* same tests as dp_seg_ok, same sums as dp_rebuild */
+            while (next <= emax && pj[next] - pj[i] <= T &&
+                   (qj == NULL || qj[next] - qj[i] <= capj)) {
+                if (gn[next] < HUGE_VAL) {
+                    v = pj[next] + (ej != NULL ? ej[next] : 0.0) + gn[next];
+                    val[next] = v;
+                    while (tail > head && val[dq[tail - 1]] > v)
+                        tail--;
+                    dq[tail++] = next;
+                }
+                next++;
+            }
+            while (tail > head && dq[head] <= i)
+                head++;
+            if (tail > head)
+                gj[i] = val[dq[head]] - pj[i];
+        }
+    }
+    return c->g[0];
+}
+
+/* After dp_solve(c, T): lexicographically smallest bounds among those of
+ * least sum, into c->cur; returns their bottleneck (prefix sums). */
+static double dp_rebuild(dp_ctx *c, double T)
+{
+    int L = c->L, k = c->k, j, i = 0, i2, pick, emax;
+    size_t n1 = c->n1;
+    const double *gj, *gn, *pj;
+    double target, v, mx = 0.0;
+
+    c->cur[0] = 0;
+    for (j = 0; j + 1 < k; j++) {
+        gj = c->g + (size_t)j * n1;
+        gn = gj + n1;
+        pj = c->P + (size_t)j * n1;
+        target = gj[i];
+        emax = L - k + j + 1;
+        pick = emax;    /* not reached: the minimum itself qualifies */
+        for (i2 = i + 1; i2 <= emax && dp_seg_ok(c, j, i, i2, T); i2++) {
+            if (!(gn[i2] < HUGE_VAL))
+                continue;
+            v = pj[i2] + dp_cut(c, j, i2) + gn[i2];
+            if (v - pj[i] <= target + DP_TIE * fabs(target)) {
+                pick = i2;
+                break;
+            }
+        }
+        mx = fmax(mx, pj[pick] - pj[i]);
+        c->cur[j + 1] = pick;
+        i = pick;
+    }
+    pj = c->P + (size_t)(k - 1) * n1;
+    mx = fmax(mx, pj[L] - pj[i]);
+    c->cur[k] = L;
+    return mx;
+}
+
+/* Every stage time is at least max_l min_j t[j][l] and the k stage
+ * times add up to at least sum_l min_j t[j][l]. */
+static double dp_cheap_lower(const search_dp_input *in)
+{
+    size_t L = (size_t)in->L, j, l;
+    double mn, mx = 0.0, sum = 0.0;
+
+    for (l = 0; l < L; l++) {
+        mn = in->t[l];
+        for (j = 1; j < (size_t)in->k; j++)
+            mn = fmin(mn, in->t[j * L + l]);
+        mx = fmax(mx, mn);
+        sum += mn;
+    }
+    return fmax(mx, sum / (double)in->k);
+}
+
+static void dp_free(dp_ctx *c)
+{
+    free(c->P);
+    free(c->Q);
+    free(c->g);
+    free(c->val);
+    free(c->dq);
+    free(c->cur);
+}
+
+static int dp_init(dp_ctx *c, const search_dp_input *in)
+{
+    size_t j, l, L = (size_t)in->L, k = (size_t)in->k, n1 = L + 1;
+    double s, m;
+
+    memset(c, 0, sizeof *c);
+    c->in = in;
+    c->L = in->L;
+    c->k = in->k;
+    c->n1 = n1;
+    c->P = malloc(k * n1 * sizeof *c->P);
+    c->g = malloc(k * n1 * sizeof *c->g);
+    c->val = malloc(n1 * sizeof *c->val);
+    c->dq = malloc(n1 * sizeof *c->dq);
+    c->cur = malloc((k + 1) * sizeof *c->cur);
+    if (in->mem != NULL && in->cap != NULL)
+        c->Q = malloc(k * n1 * sizeof *c->Q);
+    if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
+        c->cur == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
+        return COST_ENOMEM;
+    for (j = 0; j < k; j++) {
+        s = 0.0;
+        m = 0.0;
+        c->P[j * n1] = 0.0;
+        if (c->Q != NULL)
+            c->Q[j * n1] = 0.0;
+        for (l = 0; l < L; l++) {
+            s += in->t[j * L + l];
+            c->P[j * n1 + l + 1] = s;
+            if (c->Q != NULL) {
+                m += in->mem[j * L + l];
+                c->Q[j * n1 + l + 1] = m;
+            }
+        }
+    }
+    return COST_OK;
+}
+
+/* Largest bottleneck worth trying once the best objective is bestv and
+ * every remaining split has sum_j (t_j + e_j) >= sum_lb. */
+static double dp_cap(double bestv, double sum_lb, int gas)
+{
+    return (bestv * (1.0 + DP_SLACK) - sum_lb) / (double)(gas - 1);
+}
+
+int search_dp_assign_stats(const search_dp_input *in, int *bounds,
+                           double *objective, search_dp_stats *stats,
+                           cost_error *err)
+{
+    dp_ctx c;
+    search_dp_stats st = {0, 0};
+    int rc, have = 0;
+    double f_inf, f, bneck, lo, hi, mid, T, gm1, prev, bestv = HUGE_VAL;
+
+    memset(&c, 0, sizeof c);
+    if (bounds == NULL || objective == NULL) {
+        rc = cost_error_set(err, COST_EINVAL, NULL, NULL,
+                            "missing bounds or objective output");
+        goto cleanup;
+    }
+    rc = dp_validate(in, err);
+    if (rc != COST_OK)
+        goto cleanup;
+    rc = dp_init(&c, in);
+    if (rc != COST_OK) {
+        cost_error_set(err, rc, NULL, NULL,
+                       "no memory for %d stages of %d layers", in->k, in->L);
+        goto cleanup;
+    }
+
+    /* unconstrained: least sum, and the answer when gas == 1 */
+    f_inf = dp_solve(&c, HUGE_VAL);
+    st.solves++;
+    if (!(f_inf < HUGE_VAL)) {
+        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                            "no split of %d layers into %d stages fits "
+                            "memory", in->L, in->k);
+        goto cleanup;
+    }
+    bneck = dp_rebuild(&c, HUGE_VAL);
+    dp_consider(in, c.cur, bounds, &bestv, &have);
+    if (in->gas == 1 || in->k == 1)
+        goto done;
+    gm1 = (double)(in->gas - 1);
+
+    /* bisection on the bottleneck: raises lo (no split has max <= lo
+     * once a probe fails) and finds a good split early; it stops once a
+     * feasible probe no longer improves the best objective */
+    lo = dp_cheap_lower(in);
+    hi = bneck;
+    while (hi - lo > DP_BISECT_REL * hi && st.solves < DP_BISECT_MAX) {
+        mid = lo + 0.5 * (hi - lo);
+        f = dp_solve(&c, mid);
+        st.solves++;
+        if (!(f < HUGE_VAL)) {
+            lo = mid;
+            continue;
+        }
+        hi = dp_rebuild(&c, mid);
+        prev = bestv;
+        dp_consider(in, c.cur, bounds, &bestv, &have);
+        if (!(bestv < prev))
+            break;
+    }
+
+    /* descending sweep: least sum under T, then strictly below its
+     * bottleneck; splits above dp_cap cannot win */
+    T = fmin(nextafter(bneck, -HUGE_VAL),
+             dp_cap(bestv, f_inf, in->gas));
+    while (T >= lo) {
+        f = dp_solve(&c, T);
+        st.solves++;
+        st.steps++;
+        if (!(f < HUGE_VAL))
+            break;
+        bneck = dp_rebuild(&c, T);
+        dp_consider(in, c.cur, bounds, &bestv, &have);
+        /* the rest has bottleneck >= lo and sum >= f */
+        if (gm1 * lo + f > bestv * (1.0 + DP_SLACK))
+            break;
+        T = fmin(nextafter(bneck, -HUGE_VAL), dp_cap(bestv, f, in->gas));
+    }
+
+done:
+    *objective = bestv;
+    rc = COST_OK;
+cleanup:
+    if (stats != NULL)
+        *stats = st;
+    dp_free(&c);
+    return rc;
+}
+
+int search_dp_assign(const search_dp_input *in, int *bounds,
+                     double *objective, cost_error *err)
+{
+    return search_dp_assign_stats(in, bounds, objective, NULL, err);
+}
+
+/* Next k - 1 interior bounds in lexicographic order; 0 after the last. */
+static int dp_next_composition(int *b, int k, int L)
+{
+    int j = k - 1, i;
+
+    while (j >= 1 && b[j] == L - (k - j))
+        j--;
+    if (j < 1)
+        return 0;
+    b[j]++;
+    for (i = j + 1; i < k; i++)
+        b[i] = b[i - 1] + 1;
+    return 1;
+}
+
+int search_dp_bruteforce(const search_dp_input *in, int *bounds,
+                         double *objective, cost_error *err)
+{
+    int *b = NULL, j, rc, have = 0, more;
+    double v, bestv = HUGE_VAL;
+
+    if (bounds == NULL || objective == NULL) {
+        rc = cost_error_set(err, COST_EINVAL, NULL, NULL,
+                            "missing bounds or objective output");
+        goto cleanup;
+    }
+    rc = dp_validate(in, err);
+    if (rc != COST_OK)
+        goto cleanup;
+    b = malloc(((size_t)in->k + 1) * sizeof *b);
+    if (b == NULL) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL,
+                            "no memory for %d stages", in->k);
+        goto cleanup;
+    }
+    /* pass 1: least objective; pass 2: first split within tolerance */
+    for (j = 0; j <= in->k; j++)
+        b[j] = j < in->k ? j : in->L;
+    do {
+        if (search_dp_fits(in, b)) {
+            v = search_dp_objective(in, b);
+            if (v < bestv)
+                bestv = v;
+            have = 1;
+        }
+        more = dp_next_composition(b, in->k, in->L);
+    } while (more);
+    if (!have) {
+        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                            "no split of %d layers into %d stages fits "
+                            "memory", in->L, in->k);
+        goto cleanup;
+    }
+    for (j = 0; j <= in->k; j++)
+        b[j] = j < in->k ? j : in->L;
+    do {
+        if (search_dp_fits(in, b)) {
+            v = search_dp_objective(in, b);
+            if (v <= bestv + DP_TIE * fabs(bestv)) {
+                memcpy(bounds, b, ((size_t)in->k + 1) * sizeof *b);
+                *objective = v;
+                break;
+            }
+        }
+        more = dp_next_composition(b, in->k, in->L);
+    } while (more);
+    rc = COST_OK;
+cleanup:
+    free(b);
+    return rc;
+}

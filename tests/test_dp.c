@@ -1,0 +1,516 @@
+/* tests/test_dp.c: pipeline layer assignment against exhaustive search,
+ * an independent slow DP, hand-worked cases and bad input. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "search.h"
+
+/* A random instance with owned arrays. */
+typedef struct inst {
+    search_dp_input in;
+    double *t, *e, *mem, *cap;
+    int integral;           /* every time and cut cost is an integer */
+} inst;
+
+static void inst_free(inst *x)
+{
+    free(x->t);
+    free(x->e);
+    free(x->mem);
+    free(x->cap);
+    memset(x, 0, sizeof *x);
+}
+
+static double rnd(search_pcg32 *r)
+{
+    return search_pcg32_double(r);
+}
+
+static int rint_below(search_pcg32 *r, int n)
+{
+    return (int)search_pcg32_bounded(r, (uint32_t)n);
+}
+
+/* Layer times by mode: 0 uniform, 1 heavy-tailed, 2 small integers
+ * (many ties), 3 one integer repeated (all layers tie). */
+static double base_time(search_pcg32 *r, int mode, double one)
+{
+    double u;
+
+    switch (mode) {
+    case 0:
+        return rnd(r);
+    case 1:
+        u = rnd(r);
+        return 0.01 / (0.01 + u * u * u) + (rint_below(r, 10) == 0 ? 50.0 : 0.0);
+    case 2:
+        return (double)rint_below(r, 5);
+    default:
+        return one;
+    }
+}
+
+static void inst_random(inst *x, search_pcg32 *r, int L, int k, int gas,
+                        int with_mem)
+{
+    int mode = rint_below(r, 4), j, l, emode;
+    double one = (double)(1 + rint_below(r, 3));
+    double *speed = malloc((size_t)k * sizeof *speed);
+    double *base = malloc((size_t)L * sizeof *base);
+    double *mbase = malloc((size_t)L * sizeof *mbase);
+    double total = 0.0;
+
+    ck_assert(speed && base && mbase);
+    memset(x, 0, sizeof *x);
+    x->integral = mode >= 2;
+    for (j = 0; j < k; j++)
+        speed[j] = x->integral ? (double)(1 + rint_below(r, 4))
+                               : 1.0 + 3.0 * rnd(r);
+    for (l = 0; l < L; l++)
+        base[l] = base_time(r, mode, one);
+    x->t = malloc((size_t)(k * L) * sizeof *x->t);
+    ck_assert_ptr_nonnull(x->t);
+    for (j = 0; j < k; j++)
+        for (l = 0; l < L; l++)
+            x->t[j * L + l] = base[l] * speed[j];
+
+    emode = rint_below(r, 3);  /* 0: none, 1: random, 2: integer */
+    if (emode != 0 && k > 1) {
+        x->e = malloc((size_t)((k - 1) * (L + 1)) * sizeof *x->e);
+        ck_assert_ptr_nonnull(x->e);
+        for (l = 0; l < (k - 1) * (L + 1); l++)
+            x->e[l] = emode == 1 ? 2.0 * rnd(r) : (double)rint_below(r, 4);
+        if (emode == 1)
+            x->integral = 0;
+    }
+    if (with_mem) {
+        for (l = 0; l < L; l++) {
+            mbase[l] = (double)(1 + rint_below(r, 5));
+            total += mbase[l];
+        }
+        x->mem = malloc((size_t)(k * L) * sizeof *x->mem);
+        x->cap = malloc((size_t)k * sizeof *x->cap);
+        ck_assert(x->mem && x->cap);
+        for (j = 0; j < k; j++) {
+            for (l = 0; l < L; l++)
+                x->mem[j * L + l] = mbase[l];
+            /* from too tight to roomy: some instances are infeasible */
+            x->cap[j] = floor(total / k * (0.6 + 2.0 * rnd(r)));
+        }
+    }
+    x->in.L = L;
+    x->in.k = k;
+    x->in.gas = gas;
+    x->in.t = x->t;
+    x->in.e = x->e;
+    x->in.mem = x->mem;
+    x->in.cap = x->cap;
+    free(speed);
+    free(base);
+    free(mbase);
+}
+
+static int bounds_valid(const int *b, int k, int L)
+{
+    int j;
+
+    if (b[0] != 0 || b[k] != L)
+        return 0;
+    for (j = 0; j < k; j++)
+        if (b[j + 1] <= b[j])
+            return 0;
+    return 1;
+}
+
+static int close_rel(double a, double b, double rel)
+{
+    return fabs(a - b) <= rel * fmax(1.0, fmax(fabs(a), fabs(b)));
+}
+
+START_TEST(test_random_vs_bruteforce)
+{
+    search_pcg32 r;
+    int it, L, k, gas, rc1, rc2, infeasible = 0, same = 0, integral = 0;
+    int b1[7], b2[7];
+    double o1, o2;
+    cost_error e1, e2;
+    inst x;
+
+    search_pcg32_seed(&r, 20240601u, 1u);
+    for (it = 0; it < 3000; it++) {
+        L = 1 + rint_below(&r, 11);
+        k = 1 + rint_below(&r, L < 6 ? L : 6);
+        gas = 1 + rint_below(&r, 12);
+        inst_random(&x, &r, L, k, gas, rint_below(&r, 2));
+        memset(&e1, 0, sizeof e1);
+        memset(&e2, 0, sizeof e2);
+        rc1 = search_dp_assign(&x.in, b1, &o1, &e1);
+        rc2 = search_dp_bruteforce(&x.in, b2, &o2, &e2);
+        ck_assert_msg(rc1 == rc2, "instance %d: dp rc %d, brute rc %d",
+                      it, rc1, rc2);
+        if (rc1 == COST_EINFEASIBLE) {
+            infeasible++;
+            ck_assert(e1.code == COST_EINFEASIBLE && e1.msg[0] != '\0');
+            inst_free(&x);
+            continue;
+        }
+        ck_assert_int_eq(rc1, COST_OK);
+        ck_assert(bounds_valid(b1, k, L));
+        ck_assert(search_dp_fits(&x.in, b1));
+        ck_assert_msg(close_rel(o1, o2, 1e-9),
+                      "instance %d (L %d k %d gas %d): dp %.17g brute %.17g",
+                      it, L, k, gas, o1, o2);
+        ck_assert(close_rel(search_dp_objective(&x.in, b1), o1, 1e-12));
+        if (memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0)
+            same++;
+        if (x.integral) {
+            /* exact arithmetic: the lexicographic tie-break must agree */
+            integral++;
+            ck_assert_msg(memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0,
+                          "instance %d: integer tie broken differently", it);
+        }
+        inst_free(&x);
+    }
+    /* the generator must exercise both outcomes and many ties */
+    ck_assert_int_gt(infeasible, 50);
+    ck_assert_int_gt(integral, 500);
+    ck_assert_int_gt(same, 2000);
+}
+END_TEST
+
+/* Independent reference: min over every stage time M of
+ * (gas - 1) * M + f(M), f by the plain O(k L^2) recurrence. */
+static double slow_optimum(const search_dp_input *in)
+{
+    int L = in->L, k = in->k, j, a, b, n = 0, m, lo;
+    double *cand = malloc((size_t)(k * L * (L + 1) / 2 + 1) * sizeof *cand);
+    double *f = malloc((size_t)((k + 1) * (L + 1)) * sizeof *f);
+    double best = HUGE_VAL, M, s, mm, v, ecut;
+
+    ck_assert(cand && f);
+    for (j = 0; j < k; j++)
+        for (a = 0; a < L; a++) {
+            s = 0.0;
+            for (b = a; b < L; b++) {
+                s += in->t[j * L + b];
+                cand[n++] = s;
+            }
+        }
+    for (m = 0; m < n; m++) {
+        M = cand[m];
+        /* f[j][i]: first j stages cover layers [0, i) */
+        for (a = 0; a < (k + 1) * (L + 1); a++)
+            f[a] = HUGE_VAL;
+        f[0] = 0.0;
+        for (j = 1; j <= k; j++)
+            for (b = j; b <= L; b++)
+                for (a = j - 1; a < b; a++) {
+                    if (!(f[(j - 1) * (L + 1) + a] < HUGE_VAL))
+                        continue;
+                    s = 0.0;
+                    mm = 0.0;
+                    for (lo = a; lo < b; lo++) {
+                        s += in->t[(j - 1) * L + lo];
+                        if (in->mem && in->cap)
+                            mm += in->mem[(j - 1) * L + lo];
+                    }
+                    if (s > M * (1.0 + 1e-12))
+                        continue;
+                    if (in->mem && in->cap && mm > in->cap[j - 1])
+                        continue;
+                    ecut = (j >= 2 && in->e) ? in->e[(j - 2) * (L + 1) + a]
+                                             : 0.0;
+                    v = f[(j - 1) * (L + 1) + a] + s + ecut;
+                    if (v < f[j * (L + 1) + b])
+                        f[j * (L + 1) + b] = v;
+                }
+        v = f[k * (L + 1) + L];
+        if (v < HUGE_VAL && (in->gas - 1) * M + v < best)
+            best = (in->gas - 1) * M + v;
+    }
+    free(cand);
+    free(f);
+    return best;
+}
+
+START_TEST(test_random_vs_slow_reference)
+{
+    search_pcg32 r;
+    int it, L, k, gas, b[11], rc;
+    double o, ref;
+    inst x;
+
+    search_pcg32_seed(&r, 777u, 5u);
+    for (it = 0; it < 60; it++) {
+        L = 12 + rint_below(&r, 19);
+        k = 2 + rint_below(&r, 9);
+        gas = 2 + rint_below(&r, 15);
+        inst_random(&x, &r, L, k, gas, rint_below(&r, 2));
+        rc = search_dp_assign(&x.in, b, &o, NULL);
+        ref = slow_optimum(&x.in);
+        if (rc == COST_EINFEASIBLE) {
+            ck_assert(!(ref < HUGE_VAL));
+        } else {
+            ck_assert_int_eq(rc, COST_OK);
+            ck_assert(bounds_valid(b, k, L));
+            ck_assert(search_dp_fits(&x.in, b));
+            ck_assert_msg(close_rel(o, ref, 1e-9),
+                          "instance %d: dp %.17g reference %.17g", it, o, ref);
+        }
+        inst_free(&x);
+    }
+}
+END_TEST
+
+static void solve_ok(const search_dp_input *in, int *b, double *o)
+{
+    cost_error err;
+    int rc = search_dp_assign(in, b, o, &err);
+
+    ck_assert_msg(rc == COST_OK, "rc %d: %s", rc, err.msg);
+}
+
+START_TEST(test_hand_cases)
+{
+    double ones[12] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    double mem[8] = {1, 1, 1, 1, 1, 1, 1, 1}, cap[2] = {1, 4};
+    double cut[5] = {0, 0, 10, 0, 0};
+    double het[12] = {2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1};
+    double zeros[64] = {0};
+    search_dp_input in;
+    int b[7];
+    double o;
+
+    /* 4 equal layers, 2 stages: balanced */
+    memset(&in, 0, sizeof in);
+    in.L = 4;
+    in.k = 2;
+    in.gas = 4;
+    in.t = ones;
+    solve_ok(&in, b, &o);
+    ck_assert(b[0] == 0 && b[1] == 2 && b[2] == 4);
+    ck_assert_double_eq_tol(o, 3 * 2 + 4, 1e-12);
+
+    /* an expensive cut in the middle pushes the boundary: [0,1,4] and
+     * [0,3,4] both cost 7, the lexicographically smaller wins */
+    in.gas = 2;
+    in.e = cut;
+    solve_ok(&in, b, &o);
+    ck_assert(b[1] == 1);
+    ck_assert_double_eq_tol(o, 7.0, 1e-12);
+
+    /* memory: stage 0 holds one layer only */
+    in.e = NULL;
+    in.gas = 4;
+    in.mem = mem;
+    in.cap = cap;
+    solve_ok(&in, b, &o);
+    ck_assert(b[1] == 1);
+    ck_assert_double_eq_tol(o, 3 * 3 + 4, 1e-12);
+    ck_assert(search_dp_fits(&in, b));
+    {
+        int bal[3] = {0, 2, 4};
+        ck_assert(!search_dp_fits(&in, bal));
+        ck_assert_double_eq_tol(search_dp_objective(&in, bal), 10.0, 1e-12);
+    }
+
+    /* stage 1 twice as fast: large gas balances time, 2 + 4 layers */
+    memset(&in, 0, sizeof in);
+    in.L = 6;
+    in.k = 2;
+    in.gas = 100;
+    in.t = het;
+    solve_ok(&in, b, &o);
+    ck_assert(b[1] == 2);
+    ck_assert_double_eq_tol(o, 99 * 4 + 8, 1e-12);
+    /* gas 1 minimises the sum: everything but one layer on the fast stage */
+    in.gas = 1;
+    solve_ok(&in, b, &o);
+    ck_assert(b[1] == 1);
+    ck_assert_double_eq_tol(o, 7.0, 1e-12);
+
+    /* one stage */
+    memset(&in, 0, sizeof in);
+    in.L = 5;
+    in.k = 1;
+    in.gas = 3;
+    in.t = ones;
+    solve_ok(&in, b, &o);
+    ck_assert(b[0] == 0 && b[1] == 5);
+    ck_assert_double_eq_tol(o, 15.0, 1e-12);
+
+    /* as many stages as layers */
+    in.L = 6;
+    in.k = 6;
+    in.gas = 8;
+    in.t = zeros;
+    solve_ok(&in, b, &o);
+    ck_assert(b[0] == 0 && b[1] == 1 && b[5] == 5 && b[6] == 6);
+
+    /* all zero: every split ties, lexicographically smallest wins */
+    in.L = 12;
+    in.k = 3;
+    solve_ok(&in, b, &o);
+    ck_assert(b[0] == 0 && b[1] == 1 && b[2] == 2 && b[3] == 12);
+    ck_assert_double_eq(o, 0.0);
+}
+END_TEST
+
+START_TEST(test_errors)
+{
+    double t[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    double bad[8] = {1, 1, 1, 1, 1, -1, 1, 1};
+    double nan8[8] = {1, 1, NAN, 1, 1, 1, 1, 1}, enan[5] = {0, 0, NAN, 0, 0};
+    double mem[8] = {1, 1, 1, 1, 1, 1, 1, 1}, tiny[2] = {0.5, 4};
+    double cnan[2] = {NAN, 1}, mneg[8] = {1, -2, 1, 1, 1, 1, 1, 1};
+    search_dp_input in;
+    cost_error err;
+    int b[5], good[3] = {0, 2, 4}, badb[3] = {0, 4, 4};
+    double o;
+
+    memset(&in, 0, sizeof in);
+    in.L = 4;
+    in.k = 2;
+    in.gas = 2;
+    in.t = t;
+    ck_assert_int_eq(search_dp_assign(NULL, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(err.code, COST_EINVAL);
+    ck_assert(err.msg[0] != '\0');
+    ck_assert_int_eq(search_dp_assign(&in, NULL, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, NULL, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_bruteforce(&in, NULL, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, NULL), COST_OK);
+
+    in.L = 0;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.L = 4;
+    in.k = 0;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.k = 2;
+    in.gas = 0;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.gas = 2;
+    in.t = NULL;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.t = bad;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err), COST_EINVAL);
+    in.t = nan8;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.t = t;
+    in.e = enan;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.e = NULL;
+    in.mem = mneg;
+    in.cap = tiny;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    in.mem = mem;
+    in.cap = cnan;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+
+    /* infeasible: cap below one layer, or fewer layers than stages */
+    in.cap = tiny;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINFEASIBLE);
+    ck_assert_int_eq(err.code, COST_EINFEASIBLE);
+    ck_assert(err.msg[0] != '\0');
+    ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err),
+                     COST_EINFEASIBLE);
+    in.mem = NULL;
+    in.cap = NULL;
+    in.k = 5;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINFEASIBLE);
+    ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err),
+                     COST_EINFEASIBLE);
+
+    /* objective and fits reject malformed bounds */
+    in.k = 2;
+    ck_assert_double_eq_tol(search_dp_objective(&in, good), 6.0, 1e-12);
+    ck_assert(isnan(search_dp_objective(&in, badb)));
+    ck_assert(isnan(search_dp_objective(NULL, good)));
+    ck_assert(!search_dp_fits(&in, badb));
+    ck_assert(search_dp_fits(&in, good));
+}
+END_TEST
+
+static void large_case(int L, int k, unsigned seed, int with_mem)
+{
+    search_pcg32 r;
+    inst x;
+    int *b = malloc((size_t)(k + 1) * sizeof *b);
+    int *u = malloc((size_t)(k + 1) * sizeof *u);
+    int j, rc;
+    double o;
+    search_dp_stats st;
+    cost_error err;
+
+    ck_assert(b && u);
+    search_pcg32_seed(&r, seed, 3u);
+    inst_random(&x, &r, L, k, 8, with_mem);
+    for (j = 0; j <= k; j++)
+        u[j] = (int)((long)j * L / k);
+    if (with_mem) {
+        /* caps bind, yet leave room for the uniform split */
+        for (j = 0; j < k; j++) {
+            double m = 0.0;
+            int l;
+
+            for (l = u[j]; l < u[j + 1]; l++)
+                m += x.mem[j * L + l];
+            x.cap[j] = m * (1.0 + 0.5 * rnd(&r));
+        }
+        ck_assert(search_dp_fits(&x.in, u));
+    }
+    rc = search_dp_assign_stats(&x.in, b, &o, &st, &err);
+    ck_assert_msg(rc == COST_OK, "rc %d: %s", rc, err.msg);
+    ck_assert(bounds_valid(b, k, L));
+    ck_assert(search_dp_fits(&x.in, b));
+    ck_assert(st.solves >= 1);
+    ck_assert(o <= search_dp_objective(&x.in, u) * (1.0 + 1e-12));
+    ck_assert(close_rel(search_dp_objective(&x.in, b), o, 1e-12));
+    inst_free(&x);
+    free(b);
+    free(u);
+}
+
+START_TEST(test_large)
+{
+    unsigned s;
+
+    for (s = 1; s <= 4; s++) {
+        large_case(128, 64, s, 0);
+        large_case(256, 64, s, 0);
+    }
+    large_case(256, 64, 9u, 1);
+    large_case(30, 16, 10u, 0);
+}
+END_TEST
+
+static Suite *dp_suite(void)
+{
+    Suite *s = suite_create("dp");
+    TCase *tc = tcase_create("core");
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_random_vs_bruteforce);
+    tcase_add_test(tc, test_random_vs_slow_reference);
+    tcase_add_test(tc, test_hand_cases);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_large);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(dp_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
