@@ -32,11 +32,11 @@ static const cost_device_type catalog[] = {
     /* NVIDIA Tesla P100 datasheet (PCIe): 18.7 TF fp16, 732 GB/s */
     ENTRY("P100-PCIe-16GB", 16, 18.7, 0, 732),
     /* NVIDIA Tesla V100 datasheet (SXM2 16 GB): 125 TF tensor, 900 GB/s */
-    ENTRY("V100", 15.78, 125, 0, 900),
+    ENTRY("V100", 16160.0 / 1024.0, 125, 0, 900),
     /* NVIDIA Tesla V100 datasheet (SXM2 32 GB): 125 TF tensor, 900 GB/s */
-    ENTRY("V100-32GB", 31.75, 125, 0, 900),
+    ENTRY("V100-32GB", 32510.0 / 1024.0, 125, 0, 900),
     /* NVIDIA Tesla V100 datasheet (PCIe 16 GB): 112 TF tensor, 900 GB/s */
-    ENTRY("V100-PCIe", 15.78, 112, 0, 900),
+    ENTRY("V100-PCIe", 16160.0 / 1024.0, 112, 0, 900),
     /* NVIDIA T4 datasheet: 65 TF fp16 mixed precision, 320 GB/s; 16 GB of
      * which CUDA sees 15360 MiB (ECC) */
     ENTRY("T4", 15, 65, 0, 320),
@@ -47,7 +47,7 @@ static const cost_device_type catalog[] = {
     /* NVIDIA A40 datasheet: 149.7 TF fp16/bf16 dense, 696 GB/s */
     ENTRY("A40", 48, 149.7, 149.7, 696),
     /* NVIDIA A100 datasheet (SXM4 40 GB): 312 TF dense, 1555 GB/s */
-    ENTRY("A100-40GB", 39.59, 312, 312, 1555),
+    ENTRY("A100-40GB", 40536.0 / 1024.0, 312, 312, 1555),
     /* NVIDIA A100 datasheet (SXM4 80 GB): 312 TF dense, 2039 GB/s */
     ENTRY("A100-80GB", 80, 312, 312, 2039),
     /* NVIDIA A100 datasheet (PCIe 40 GB): 312 TF dense, 1555 GB/s */
@@ -63,9 +63,9 @@ static const cost_device_type catalog[] = {
     /* NVIDIA Ada Lovelace whitepaper (RTX 4090): 165.2 TF fp32-accumulate, 1008 GB/s */
     ENTRY("RTX4090", 24, 165.2, 165.2, 1008),
     /* NVIDIA H100 datasheet (SXM5): 1979 TF sparse = 989.5 dense, 3.35 TB/s */
-    ENTRY("H100-SXM", 79.65, 989.5, 989.5, 3350),
+    ENTRY("H100-SXM", 81559.0 / 1024.0, 989.5, 989.5, 3350),
     /* NVIDIA H100 datasheet (PCIe): 1513 TF sparse = 756.5 dense, 2 TB/s */
-    ENTRY("H100-PCIe", 79.65, 756.5, 756.5, 2000),
+    ENTRY("H100-PCIe", 81559.0 / 1024.0, 756.5, 756.5, 2000),
     /* NVIDIA H200 datasheet (SXM): 1979 TF sparse = 989.5 dense, 4.8 TB/s */
     ENTRY("H200", 141, 989.5, 989.5, 4800),
 };

@@ -131,7 +131,7 @@ static int parse_args(int argc, char **argv, options *o)
         }
         if (!takes)
             continue;
-        if (strncmp(a, "--", 2) != 0)
+        if (a[0] != '-')
             return usage_error("unexpected argument '%s'", a);
         if (v == NULL)
             return usage_error("option '%s' needs a value", a);

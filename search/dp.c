@@ -18,7 +18,7 @@
 #define DP_TIE 1e-12
 /* relative slack of the pruning bounds (covers rounding of sums) */
 #define DP_SLACK 1e-10
-/* bisection for a lower bound of the bottleneck stops at this width */
+/* the bisection on the bottleneck stops at this relative width */
 #define DP_BISECT_REL (1.0 / 32.0)
 #define DP_BISECT_MAX 64
 
@@ -46,9 +46,12 @@ static int dp_validate(const search_dp_input *in, cost_error *err)
     if (in == NULL)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "missing assignment input");
-    if (in->L < 1 || in->L == INT_MAX)
+    if (in->L < 1)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "layers must be at least 1, got %d", in->L);
+    if (in->L == INT_MAX)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "too many layers: %d", in->L);
     if (in->k < 1)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "stages must be at least 1, got %d", in->k);
@@ -372,6 +375,52 @@ static double dp_cap(double bestv, double sum_lb, int gas)
     return (bestv * (1.0 + DP_SLACK) - sum_lb) / (double)(gas - 1);
 }
 
+/* Best split for gas > 1 and k > 1, given the unconstrained solve (least
+ * sum f_inf, bottleneck bneck) already kept in (best, *bestv). */
+static void dp_sweep(dp_ctx *c, double f_inf, double bneck, int *best,
+                     double *bestv, int *have, search_dp_stats *st)
+{
+    const search_dp_input *in = c->in;
+    double gm1 = (double)(in->gas - 1), lo, hi, mid, f, T, prev;
+
+    /* bisection on the bottleneck: raises lo (no split has max <= lo
+     * once a probe fails) and finds a good split early; it stops once a
+     * feasible probe no longer improves the best objective */
+    lo = dp_cheap_lower(in);
+    hi = bneck;
+    while (hi - lo > DP_BISECT_REL * hi && st->solves < DP_BISECT_MAX) {
+        mid = lo + 0.5 * (hi - lo);
+        f = dp_solve(c, mid);
+        st->solves++;
+        if (!(f < HUGE_VAL)) {
+            lo = mid;
+            continue;
+        }
+        hi = dp_rebuild(c, mid);
+        prev = *bestv;
+        dp_consider(in, c->cur, best, bestv, have);
+        if (!(*bestv < prev))
+            break;
+    }
+
+    /* descending sweep: least sum under T, then strictly below its
+     * bottleneck; nothing above dp_cap can win */
+    T = fmin(nextafter(bneck, -HUGE_VAL), dp_cap(*bestv, f_inf, in->gas));
+    while (T >= lo) {
+        f = dp_solve(c, T);
+        st->solves++;
+        st->steps++;
+        if (!(f < HUGE_VAL))
+            break;
+        bneck = dp_rebuild(c, T);
+        dp_consider(in, c->cur, best, bestv, have);
+        /* the rest has bottleneck >= lo and sum >= f */
+        if (gm1 * lo + f > *bestv * (1.0 + DP_SLACK))
+            break;
+        T = fmin(nextafter(bneck, -HUGE_VAL), dp_cap(*bestv, f, in->gas));
+    }
+}
+
 int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                            double *objective, search_dp_stats *stats,
                            cost_error *err)
@@ -379,7 +428,7 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     dp_ctx c;
     search_dp_stats st = {0, 0};
     int rc, have = 0;
-    double f_inf, f, bneck, lo, hi, mid, T, gm1, prev, bestv = HUGE_VAL;
+    double f_inf, bneck, bestv = HUGE_VAL;
 
     memset(&c, 0, sizeof c);
     if (bounds == NULL || objective == NULL) {
@@ -396,7 +445,6 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                        "no memory for %d stages of %d layers", in->k, in->L);
         goto cleanup;
     }
-
     /* unconstrained: least sum, and the answer when gas == 1 */
     f_inf = dp_solve(&c, HUGE_VAL);
     st.solves++;
@@ -408,51 +456,9 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     }
     bneck = dp_rebuild(&c, HUGE_VAL);
     dp_consider(in, c.cur, bounds, &bestv, &have);
-    if (in->gas == 1 || in->k == 1)
-        goto done;
-    gm1 = (double)(in->gas - 1);
-
-    /* bisection on the bottleneck: raises lo (no split has max <= lo
-     * once a probe fails) and finds a good split early; it stops once a
-     * feasible probe no longer improves the best objective */
-    lo = dp_cheap_lower(in);
-    hi = bneck;
-    while (hi - lo > DP_BISECT_REL * hi && st.solves < DP_BISECT_MAX) {
-        mid = lo + 0.5 * (hi - lo);
-        f = dp_solve(&c, mid);
-        st.solves++;
-        if (!(f < HUGE_VAL)) {
-            lo = mid;
-            continue;
-        }
-        hi = dp_rebuild(&c, mid);
-        prev = bestv;
-        dp_consider(in, c.cur, bounds, &bestv, &have);
-        if (!(bestv < prev))
-            break;
-    }
-
-    /* descending sweep: least sum under T, then strictly below its
-     * bottleneck; splits above dp_cap cannot win */
-    T = fmin(nextafter(bneck, -HUGE_VAL),
-             dp_cap(bestv, f_inf, in->gas));
-    while (T >= lo) {
-        f = dp_solve(&c, T);
-        st.solves++;
-        st.steps++;
-        if (!(f < HUGE_VAL))
-            break;
-        bneck = dp_rebuild(&c, T);
-        dp_consider(in, c.cur, bounds, &bestv, &have);
-        /* the rest has bottleneck >= lo and sum >= f */
-        if (gm1 * lo + f > bestv * (1.0 + DP_SLACK))
-            break;
-        T = fmin(nextafter(bneck, -HUGE_VAL), dp_cap(bestv, f, in->gas));
-    }
-
-done:
+    if (in->gas > 1 && in->k > 1)
+        dp_sweep(&c, f_inf, bneck, bounds, &bestv, &have, &st);
     *objective = bestv;
-    rc = COST_OK;
 cleanup:
     if (stats != NULL)
         *stats = st;

@@ -68,13 +68,13 @@ START_TEST(test_catalog_known)
     ck_assert(d->flops_fp16 == 125e12);
     ck_assert(d->flops_bf16 == 0.0);
     ck_assert(d->mem_bw == 900e9);
-    ck_assert(d->mem_bytes == 16.0 * GIB);
+    ck_assert(d->mem_bytes == 16160.0 * 1048576.0); /* CUDA-visible total */
 
     d = cost_catalog_find("T4");
     ck_assert_ptr_nonnull(d);
     ck_assert(d->flops_fp16 == 65e12);
     ck_assert(d->mem_bw == 320e9);
-    ck_assert(d->mem_bytes == 16.0 * GIB);
+    ck_assert(d->mem_bytes == 15360.0 * 1048576.0); /* CUDA-visible total (ECC) */
 
     d = cost_catalog_find("A100-80GB");
     ck_assert_ptr_nonnull(d);
@@ -156,8 +156,8 @@ START_TEST(test_catalog_entries)
         ck_assert_msg(d->mem_bytes > 0 && d->flops_fp16 > 0 && d->mem_bw > 0,
                       "'%s' has a non-positive spec", d->name);
         ck_assert(d->flops_bf16 >= 0);
-        /* memory is a whole number of GiB */
-        ck_assert(fmod(d->mem_bytes, GIB) == 0.0);
+        /* memory is a whole number of MiB */
+        ck_assert(fmod(d->mem_bytes, 1048576.0) == 0.0);
         ck_assert_ptr_eq(cost_catalog_find(d->name), d);
         for (j = 0; j < i; j++)
             ck_assert_str_ne(cost_catalog_get(j)->name, d->name);

@@ -1,0 +1,500 @@
+/* tests/test_cost.c: the cost model against values worked out by hand. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "search.h"
+
+#define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
+
+/* Two device types: "fast" and "slow" (no catalogue). */
+static void make_cluster(cost_cluster *c, int nnodes, int gpus, int slow_last)
+{
+    int i;
+
+    memset(c, 0, sizeof *c);
+    c->ntypes = 2;
+    c->types = calloc(2, sizeof *c->types);
+    strcpy(c->types[0].name, "fast");
+    c->types[0].mem_bytes = 16.0 * 1073741824.0;
+    c->types[0].flops_fp16 = 100e12;
+    c->types[0].mem_bw = 1e12;
+    strcpy(c->types[1].name, "slow");
+    c->types[1].mem_bytes = 16.0 * 1073741824.0;
+    c->types[1].flops_fp16 = 50e12;
+    c->types[1].mem_bw = 5e11;
+    c->nnodes = nnodes;
+    c->nodes = calloc((size_t)nnodes, sizeof *c->nodes);
+    for (i = 0; i < nnodes; i++) {
+        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
+        c->nodes[i].gpus = gpus;
+        c->nodes[i].type = slow_last && i == nnodes - 1 ? 1 : 0;
+        c->nodes[i].intra_bw = 100.0 * GB8;
+        c->nodes[i].intra_lat = 0.0;
+        c->nodes[i].nic_bw = 10.0 * GB8;
+        c->nodes[i].nic_lat = 0.0;
+    }
+    ck_assert_int_eq(cost_cluster_index(c), COST_OK);
+}
+
+/* n layers without FLOPs, parameters or traffic: times come from the
+ * profile only. */
+static void make_model(cost_model *m, int n, double out_bytes)
+{
+    int i;
+
+    memset(m, 0, sizeof *m);
+    m->nlayers = n;
+    m->dtype_bytes = 2;
+    m->layers = calloc((size_t)n, sizeof *m->layers);
+    for (i = 0; i < n; i++) {
+        snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
+        m->layers[i].kind = COST_KIND_GENERIC;
+        m->layers[i].out_bytes = out_bytes;
+    }
+}
+
+/* Profile: every layer fwd/bwd (s) on a device type at tp 1, given mbs. */
+static void add_entry(cost_profile *p, int nlayers, const char *dev, int mbs,
+                      double fwd, double bwd)
+{
+    cost_profile_entry *e;
+    int i;
+
+    p->entries = realloc(p->entries, (size_t)(p->nentries + 1) * sizeof *p->entries);
+    e = &p->entries[p->nentries++];
+    memset(e, 0, sizeof *e);
+    strcpy(e->device, dev);
+    e->tp = 1;
+    e->mbs = mbs;
+    e->fwd = malloc((size_t)nlayers * sizeof *e->fwd);
+    e->bwd = malloc((size_t)nlayers * sizeof *e->bwd);
+    for (i = 0; i < nlayers; i++) {
+        e->fwd[i] = fwd;
+        e->bwd[i] = bwd;
+    }
+    p->nlayers = nlayers;
+}
+
+static void params_exact(cost_params *p)
+{
+    cost_params_init(p);
+    p->net_eff = 1.0;
+    p->intra_eff = 1.0;
+    p->mem_reserve = 0.0;
+}
+
+START_TEST(test_allreduce)
+{
+    /* AMP eq. 3: 2 (n-1) M / (n B) */
+    ck_assert_double_eq_tol(cost_allreduce(1e9, 4, 1e9, 0.0), 1.5, 1e-12);
+    ck_assert_double_eq_tol(cost_allreduce(1e9, 2, 1e9, 1e-3), 1.0 + 2e-3, 1e-12);
+    ck_assert(cost_allreduce(1e9, 1, 1e9, 1.0) == 0.0);
+}
+END_TEST
+
+/* Two stages on two nodes, gas 4: T = (gas-1) max t + sum t + sum e. */
+START_TEST(test_pipeline_eq5)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_strategy s;
+    cost_result r;
+    cost_error err;
+    double t_stage, e, expect;
+
+    make_cluster(&c, 2, 1, 0);
+    make_model(&m, 4, 1.25e6);
+    memset(&prof, 0, sizeof prof);
+    add_entry(&prof, 4, "fast", 1, 1e-3, 2e-3);
+    params_exact(&p);
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[0] = 0;
+    s.bounds[1] = 2;
+    s.bounds[2] = 4;
+    s.gas = 4;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    t_stage = 2 * (1e-3 + 2e-3);
+    e = 2.0 * (1.25e6 / (10.0 * GB8)); /* activation + gradient over the NIC */
+    expect = 3 * t_stage + 2 * t_stage + e;
+    ck_assert_double_eq_tol(r.iter_s, expect, 1e-12);
+    ck_assert_double_eq_tol(r.bd.bubble, t_stage, 1e-12);
+    ck_assert_double_eq_tol(r.bd.p2p, e, 1e-12);
+    ck_assert_double_eq_tol(r.bd.compute, 4 * t_stage, 1e-12);
+    ck_assert_double_eq_tol(r.bd.compute + r.bd.tp_comm + r.bd.bubble + r.bd.p2p +
+                                r.bd.dp_comm + r.bd.optimizer,
+                            r.bd.total, 1e-12);
+    ck_assert_int_eq(r.measured, 4);
+    ck_assert_int_eq(r.estimated, 0);
+    cost_result_free(&r);
+
+    /* a slower link between the stages is charged on that link */
+    c.nlinks = 1;
+    c.links = calloc(1, sizeof *c.links);
+    c.links[0].node_a = 0;
+    c.links[0].gpu_a = -1;
+    c.links[0].node_b = 1;
+    c.links[0].gpu_b = -1;
+    c.links[0].bw = 1.0 * GB8;
+    c.links[0].lat = 0.01;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (0.01 + 1.25e6 / GB8), 1e-12);
+    cost_result_free(&r);
+    cost_strategy_free(&s);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+/* A stage runs at its slowest device; the slow replica sets the pace. */
+START_TEST(test_slowest_device)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_strategy s;
+    cost_result r;
+    cost_error err;
+
+    make_cluster(&c, 2, 1, 1); /* n0 fast, n1 slow */
+    make_model(&m, 2, 0.0);
+    memset(&prof, 0, sizeof prof);
+    add_entry(&prof, 2, "fast", 1, 1e-3, 2e-3);
+    add_entry(&prof, 2, "slow", 1, 4e-3, 8e-3);
+    params_exact(&p);
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 1), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[0] = 0;
+    s.bounds[1] = 2;
+    s.gas = 3;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    /* slow replica: 3 micro-batches x 2 layers x 12 ms; no params, no DP bytes */
+    ck_assert_double_eq_tol(r.iter_s, 3 * 2 * 12e-3, 1e-12);
+    cost_result_free(&r);
+    cost_strategy_free(&s);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+/* Profile at mbs 1 and 4: interpolate between, extend beyond. */
+START_TEST(test_profile_interpolation)
+{
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_device_type dt;
+    cost_layer_time lt;
+
+    make_model(&m, 1, 0.0);
+    memset(&prof, 0, sizeof prof);
+    memset(&dt, 0, sizeof dt);
+    strcpy(dt.name, "fast");
+    dt.flops_fp16 = 1e14;
+    dt.mem_bw = 1e12;
+    add_entry(&prof, 1, "fast", 4, 7e-3, 14e-3);
+    add_entry(&prof, 1, "fast", 1, 1e-3, 2e-3);
+    params_exact(&p);
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 2, 1e9, 0.0, 1e9, &lt);
+    ck_assert_double_eq_tol(lt.fwd, 3e-3, 1e-15);
+    ck_assert_double_eq_tol(lt.bwd, 6e-3, 1e-15);
+    ck_assert_int_eq(lt.estimated, 0);
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 8, 1e9, 0.0, 1e9, &lt);
+    ck_assert_double_eq_tol(lt.fwd, 15e-3, 1e-15);
+    /* a device type the profile lacks is estimated */
+    strcpy(dt.name, "other");
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 2, 1e9, 0.0, 1e9, &lt);
+    ck_assert_int_eq(lt.estimated, 1);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+}
+END_TEST
+
+/* One measured size: the launches are fixed, the rest scales with mbs;
+ * without a profile: launches + FLOPs / (peak eff) + bytes / (bw eff). */
+START_TEST(test_single_point_and_estimate)
+{
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_device_type dt;
+    cost_layer_time lt;
+    double launch, w;
+
+    make_model(&m, 1, 0.0);
+    m.layers[0].kernels = 10;
+    m.layers[0].fwd_flops = 1e12;
+    m.layers[0].tp_flops_frac = 1.0;
+    memset(&prof, 0, sizeof prof);
+    memset(&dt, 0, sizeof dt);
+    strcpy(dt.name, "fast");
+    dt.flops_fp16 = 1e14;
+    dt.mem_bw = 1e12;
+    add_entry(&prof, 1, "fast", 1, 2e-3, -1.0);
+    params_exact(&p);
+    launch = 10 * p.kernel_overhead;
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 4, 1e9, 0.0, 1e9, &lt);
+    ck_assert_double_eq_tol(lt.fwd, launch + 4 * (2e-3 - launch), 1e-15);
+    /* backward of a pure-GEMM layer: twice the forward */
+    ck_assert_double_eq_tol(lt.bwd, 2.0 * lt.fwd, 1e-15);
+
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 4, 1e9, 0.0, 1e9, &lt);
+    w = 1e12 / (1e14 * p.compute_eff);
+    ck_assert_double_eq_tol(lt.fwd, launch + 4 * w, 1e-15);
+    ck_assert_int_eq(lt.estimated, 1);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+}
+END_TEST
+
+/* Transfers that leave a node together share its NIC. */
+START_TEST(test_nic_sharing)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_strategy s;
+    cost_result r;
+    cost_error err;
+
+    make_cluster(&c, 2, 2, 0);
+    make_model(&m, 2, 1.25e6);
+    memset(&prof, 0, sizeof prof);
+    add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
+    params_exact(&p);
+    /* dp 2, pp 2: both replicas send from node 0 to node 1 at once */
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.ranks[2] = 2;
+    s.ranks[3] = 3;
+    s.bounds[0] = 0;
+    s.bounds[1] = 1;
+    s.bounds[2] = 2;
+    s.gas = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * 1.25e6 / (10.0 * GB8 / 2.0), 1e-12);
+    cost_result_free(&r);
+    cost_strategy_free(&s);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+/* DP all-reduce of the stage's gradients over the group's slowest link,
+ * and the tied-embedding all-reduce between first and last stage. */
+START_TEST(test_dp_and_tied_sync)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_strategy s;
+    cost_result r;
+    cost_error err;
+    double bytes = 1e8 * 2.0, ar;
+
+    make_cluster(&c, 2, 1, 0);
+    make_model(&m, 2, 0.0);
+    m.layers[0].params = 1e8;
+    memset(&prof, 0, sizeof prof);
+    add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
+    params_exact(&p);
+    p.optimizer_bytes = 0.0;
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 1), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[0] = 0;
+    s.bounds[1] = 2;
+    s.gas = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ar = cost_allreduce(bytes, 2, 10.0 * GB8, 0.0);
+    ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
+    cost_result_free(&r);
+    cost_strategy_free(&s);
+
+    /* pp 2 with layers 0 and 1 tied: their gradients meet across the NIC */
+    m.layers[1].params = 1e8;
+    m.layers[0].tied_group = 1;
+    m.layers[1].tied_group = 1;
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[0] = 0;
+    s.bounds[1] = 1;
+    s.bounds[2] = 2;
+    s.gas = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
+    cost_result_free(&r);
+    cost_strategy_free(&s);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+START_TEST(test_memory)
+{
+    cost_model m;
+    cost_params p;
+    double expect;
+
+    make_model(&m, 2, 0.0);
+    m.layers[0].params = 1e6;
+    m.layers[0].act_bytes = 1000.0;
+    m.layers[0].act_rep_bytes = 200.0;
+    m.layers[1].params = 3e6;
+    m.layers[1].act_bytes = 500.0;
+    params_exact(&p);
+    /* tp 2: params halved; activations: rep + rest / tp */
+    expect = 4e6 / 2 * 20.0 + 2 * 3 * (200.0 + 800.0 / 2 + 500.0 / 2);
+    ck_assert_double_eq_tol(cost_stage_memory(&m, &p, 0, 2, 2, 4, 2, 3), expect, 1e-6);
+    /* ZeRO-1 over dp 4: the 16 optimizer bytes (20 - 2 x 2) are sharded */
+    p.zero_stage = 1;
+    expect = 4e6 * (4.0 + 16.0 / 4) + 1 * 1 * 1500.0;
+    ck_assert_double_eq_tol(cost_stage_memory(&m, &p, 0, 2, 1, 4, 1, 1), expect, 1e-6);
+    p.zero_stage = 3;
+    expect = 4e6 * (4.0 + 16.0) / 4 + 1500.0;
+    ck_assert_double_eq_tol(cost_stage_memory(&m, &p, 0, 2, 1, 4, 1, 1), expect, 1e-6);
+    /* in-flight micro-batches: 1F1B keeps pp - stage, GPipe all */
+    ck_assert_int_eq(cost_inflight(&p, 0, 4, 8), 4);
+    ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 1);
+    ck_assert_int_eq(cost_inflight(&p, 0, 4, 2), 2);
+    p.schedule = COST_SCHED_GPIPE;
+    ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 8);
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_strategy_check)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_strategy s;
+    cost_error err;
+
+    make_cluster(&c, 2, 2, 0);
+    make_model(&m, 4, 0.0);
+    m.heads = 6;
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.ranks[2] = 2;
+    s.ranks[3] = 3;
+    s.bounds[0] = 0;
+    s.bounds[1] = 2;
+    s.bounds[2] = 4;
+    s.mbs = 2;
+    s.gas = 2;
+    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_OK);
+    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 6, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not divisible"));
+    s.bounds[1] = 4;
+    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "increasing"));
+    s.bounds[1] = 2;
+    s.ranks[3] = 0;
+    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "more than one rank"));
+    cost_strategy_free(&s);
+    ck_assert_int_eq(cost_strategy_alloc(&s, 4, 1, 1), COST_OK);
+    s.bounds[1] = 4;
+    s.gas = 8;
+    s.ranks[1] = 1;
+    s.ranks[2] = 2;
+    s.ranks[3] = 3;
+    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attention heads"));
+    cost_strategy_free(&s);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+START_TEST(test_params_set)
+{
+    cost_params p;
+    cost_error err;
+
+    cost_params_init(&p);
+    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.25, &err), COST_OK);
+    ck_assert(p.net_eff == 0.25);
+    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 2, &err), COST_OK);
+    ck_assert_int_eq(p.zero_stage, 2);
+    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 1.5, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.0, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_params_set(&p, "nosuch", 1.0, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "unknown"));
+    ck_assert_ptr_nonnull(cost_params_name(0));
+    ck_assert_ptr_null(cost_params_name(1000));
+}
+END_TEST
+
+/* The search's layer assignment gives a slow stage fewer layers. */
+START_TEST(test_assign_balances_speed)
+{
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    cost_params p;
+    cost_strategy s;
+    cost_error err;
+
+    make_cluster(&c, 2, 1, 1);
+    make_model(&m, 12, 0.0);
+    memset(&prof, 0, sizeof prof);
+    add_entry(&prof, 12, "fast", 1, 1e-3, 2e-3);
+    add_entry(&prof, 12, "slow", 1, 2e-3, 4e-3);
+    params_exact(&p);
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.gas = 8;
+    ck_assert_int_eq(search_assign_layers(&c, &m, &prof, &p, &s, &err), COST_OK);
+    ck_assert_int_eq(s.bounds[1], 8); /* 8 fast layers, 4 slow ones */
+    cost_strategy_free(&s);
+    cost_profile_free(&prof);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("cost");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_allreduce);
+    tcase_add_test(tc, test_pipeline_eq5);
+    tcase_add_test(tc, test_slowest_device);
+    tcase_add_test(tc, test_profile_interpolation);
+    tcase_add_test(tc, test_single_point_and_estimate);
+    tcase_add_test(tc, test_nic_sharing);
+    tcase_add_test(tc, test_dp_and_tied_sync);
+    tcase_add_test(tc, test_memory);
+    tcase_add_test(tc, test_strategy_check);
+    tcase_add_test(tc, test_params_set);
+    tcase_add_test(tc, test_assign_balances_speed);
+    suite_add_tcase(su, tc);
+    sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
