@@ -309,7 +309,8 @@ int main(int argc, char **argv)
     plan_meta meta;
     cost_strategy *strats = NULL, *ss = NULL;
     cost_result *rs = NULL;
-    int nstrat = 0, i, code, rc, have_prof = 0;
+    int nstrat = 0, i, code, rc = COST_OK, have_prof = 0;
+    char prof_path[4096] = "";
     double t0 = now_s();
 
     memset(&c, 0, sizeof c);
@@ -328,18 +329,18 @@ int main(int argc, char **argv)
         goto done;
     }
     if (o.profile) {
+        snprintf(prof_path, sizeof prof_path, "%s", o.profile);
         rc = plan_load_profile(o.profile, &m, &prof, &err);
         have_prof = 1;
     } else if (o.amp_profile) {
-        char path[4096];
         const char *key = "gpt2", *colon;
-        snprintf(path, sizeof path, "%s", o.amp_profile);
+        snprintf(prof_path, sizeof prof_path, "%s", o.amp_profile);
         colon = strrchr(o.amp_profile, ':');
         if (colon && colon[1] != '\0' && strchr(colon, '/') == NULL) {
-            path[colon - o.amp_profile] = '\0';
+            prof_path[colon - o.amp_profile] = '\0';
             key = colon + 1;
         }
-        rc = plan_profile_from_amp(path, key, &m, &prof, &err);
+        rc = plan_profile_from_amp(prof_path, key, &m, &prof, &err);
         have_prof = 1;
     }
     if (rc != COST_OK) {
@@ -361,8 +362,8 @@ int main(int argc, char **argv)
     }
     meta.cluster_path = o.cluster;
     meta.model_path = o.model;
-    meta.profile_path = o.profile ? o.profile : o.amp_profile;
-    if (o.profile && digest_file(o.profile, meta.profile_digest, &err) != COST_OK) {
+    meta.profile_path = have_prof ? prof_path : NULL;
+    if (have_prof && digest_file(prof_path, meta.profile_digest, &err) != COST_OK) {
         code = report(&err);
         goto done;
     }

@@ -229,6 +229,7 @@ static cJSON *params_json(const cost_params *p)
                          put_num(o, "net_eff", p->net_eff) &&
                          put_num(o, "intra_eff", p->intra_eff) &&
                          put_num(o, "bwd_ratio", p->bwd_ratio) &&
+                         put_num(o, "bwd_traffic", p->bwd_traffic) &&
                          put_num(o, "optimizer_bytes", p->optimizer_bytes) &&
                          put_str(o, "schedule", sched_name(p->schedule)) &&
                          put_num(o, "state_bytes", p->state_bytes) &&
