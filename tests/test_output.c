@@ -304,7 +304,7 @@ START_TEST(json_header)
     char want[65];
     static const char *keys[] = {
         "compute_eff", "memory_eff", "kernel_overhead", "net_eff", "intra_eff",
-        "bwd_ratio", "optimizer_bytes", "schedule", "state_bytes",
+        "bwd_ratio", "bwd_traffic", "optimizer_bytes", "schedule", "state_bytes",
         "zero_stage", "recompute", "mem_reserve"};
     size_t i;
 
