@@ -298,6 +298,22 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
                         int layer, int tp, int mbs, double link_bw,
                         double link_lat, double home_bw, cost_layer_time *out);
 
+/* Bandwidth one flow between two devices gets when share_a flows leave
+ * node a's NIC and share_b enter node b's at the same time, with the
+ * efficiency of its link class applied; *lat gets the link latency. */
+double cost_flow_bw(const cost_cluster *c, const cost_params *p, int dev_a,
+                    int dev_b, int share_a, int share_b, double *lat);
+/* Slowest bandwidth and largest latency around the TP ring of
+ * (stage, replica); bw = INFINITY when tp == 1. */
+void cost_tp_ring(const cost_cluster *c, const cost_params *p,
+                  const cost_strategy *s, int stage, int dpi, double *bw,
+                  double *lat);
+/* Slowest bandwidth and largest latency of the transfers between stage j
+ * and j + 1 over all replicas and TP ranks, which run at the same time
+ * and share NICs. */
+void cost_cut_link(const cost_cluster *c, const cost_params *p,
+                   const cost_strategy *s, int j, double *bw, double *lat);
+
 /* Ring all-reduce of `bytes` over n members (AMP eq. 3, plus latency). */
 double cost_allreduce(double bytes, int n, double bw, double lat);
 

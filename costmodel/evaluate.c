@@ -386,10 +386,8 @@ done:
 
 /* ---- strategy evaluation ---------------------------------------------- */
 
-/* Effective bandwidth between two devices when `share_a` flows leave
- * node a's NIC and `share_b` enter node b's at the same time. */
-static double eff_bw(const cost_cluster *c, const cost_params *p, int da,
-                     int db, int share_a, int share_b, double *lat)
+double cost_flow_bw(const cost_cluster *c, const cost_params *p, int da,
+                    int db, int share_a, int share_b, double *lat)
 {
     double bw, nic;
     int na = c->device_node[da], nb = c->device_node[db];
@@ -407,11 +405,9 @@ static double eff_bw(const cost_cluster *c, const cost_params *p, int da,
     return bw;
 }
 
-/* Slowest link (bandwidth) and largest latency around the TP ring of
- * (stage, replica). */
-static void tp_ring(const cost_cluster *c, const cost_params *p,
-                    const cost_strategy *s, int stage, int dpi, double *bw,
-                    double *lat)
+void cost_tp_ring(const cost_cluster *c, const cost_params *p,
+                  const cost_strategy *s, int stage, int dpi, double *bw,
+                  double *lat)
 {
     int k;
 
@@ -421,7 +417,7 @@ static void tp_ring(const cost_cluster *c, const cost_params *p,
         double b, l;
         int a = cost_rank_device(s, stage, dpi, k);
         int z = cost_rank_device(s, stage, dpi, (k + 1) % s->tp);
-        b = eff_bw(c, p, a, z, 1, 1, &l);
+        b = cost_flow_bw(c, p, a, z, 1, 1, &l);
         if (b < *bw)
             *bw = b;
         if (l > *lat)
@@ -465,22 +461,58 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
 
 /* Count cross-node flows per node for the transfers between stage j and
  * j + 1 of every replica and TP rank (they run at the same time). */
-static void count_p2p_flows(const eval_ctx *x, int j)
+static void count_cut_flows(const cost_cluster *c, const cost_strategy *s,
+                            int j, int *out_flows, int *in_flows)
 {
-    const cost_strategy *s = x->s;
     int d, k;
 
-    memset(x->out_flows, 0, (size_t)x->c->nnodes * sizeof *x->out_flows);
-    memset(x->in_flows, 0, (size_t)x->c->nnodes * sizeof *x->in_flows);
+    memset(out_flows, 0, (size_t)c->nnodes * sizeof *out_flows);
+    memset(in_flows, 0, (size_t)c->nnodes * sizeof *in_flows);
     for (d = 0; d < s->dp; d++)
         for (k = 0; k < s->tp; k++) {
-            int a = x->c->device_node[cost_rank_device(s, j, d, k)];
-            int b = x->c->device_node[cost_rank_device(s, j + 1, d, k)];
+            int a = c->device_node[cost_rank_device(s, j, d, k)];
+            int b = c->device_node[cost_rank_device(s, j + 1, d, k)];
             if (a != b) {
-                x->out_flows[a]++;
-                x->in_flows[b]++;
+                out_flows[a]++;
+                in_flows[b]++;
             }
         }
+}
+
+/* Worst link of the cut between stage j and j + 1 for replicas [d0, d1). */
+static void cut_link(const cost_cluster *c, const cost_params *p,
+                     const cost_strategy *s, int j, int d0, int d1,
+                     const int *out_flows, const int *in_flows, double *bw,
+                     double *lat)
+{
+    int d, k;
+
+    *bw = INFINITY;
+    *lat = 0.0;
+    for (d = d0; d < d1; d++)
+        for (k = 0; k < s->tp; k++) {
+            int a = cost_rank_device(s, j, d, k), b = cost_rank_device(s, j + 1, d, k);
+            double l, e = cost_flow_bw(c, p, a, b, out_flows[c->device_node[a]],
+                                       in_flows[c->device_node[b]], &l);
+            if (e < *bw)
+                *bw = e;
+            if (l > *lat)
+                *lat = l;
+        }
+}
+
+void cost_cut_link(const cost_cluster *c, const cost_params *p,
+                   const cost_strategy *s, int j, double *bw, double *lat)
+{
+    int *flows = calloc((size_t)c->nnodes * 2, sizeof *flows);
+
+    *bw = INFINITY;
+    *lat = 0.0;
+    if (flows == NULL)
+        return;
+    count_cut_flows(c, s, j, flows, flows + c->nnodes);
+    cut_link(c, p, s, j, 0, s->dp, flows, flows + c->nnodes, bw, lat);
+    free(flows);
 }
 
 /* Activation forward + gradient backward between stage j and j + 1 of
@@ -490,19 +522,10 @@ static double p2p_time(const eval_ctx *x, int j, int d)
 {
     const cost_strategy *s = x->s;
     double bytes = (double)s->mbs * x->m->layers[s->bounds[j + 1] - 1].out_bytes;
-    double worst = 0.0;
-    int k;
+    double bw, lat;
 
-    for (k = 0; k < s->tp; k++) {
-        int a = cost_rank_device(s, j, d, k), b = cost_rank_device(s, j + 1, d, k);
-        int na = x->c->device_node[a], nb = x->c->device_node[b];
-        double lat, bw = eff_bw(x->c, x->p, a, b, x->out_flows[na],
-                                x->in_flows[nb], &lat);
-        double t = lat + bytes / bw;
-        if (t > worst)
-            worst = t;
-    }
-    return 2.0 * worst;
+    cut_link(x->c, x->p, s, j, d, d + 1, x->out_flows, x->in_flows, &bw, &lat);
+    return 2.0 * (lat + bytes / bw);
 }
 
 /* Gradient bytes of stage j's layers on one device. */
@@ -552,7 +575,7 @@ static double dp_sync(const eval_ctx *x)
                 int a = cost_rank_device(s, j, d, k);
                 int b = cost_rank_device(s, j, (d + 1) % s->dp, k);
                 int na = c->device_node[a], nb = c->device_node[b];
-                double l, e = eff_bw(c, x->p, a, b, x->out_flows[na],
+                double l, e = cost_flow_bw(c, x->p, a, b, x->out_flows[na],
                                      x->out_flows[nb], &l);
                 if (e < bw)
                     bw = e;
@@ -609,7 +632,7 @@ static double tied_sync(const eval_ctx *x)
         for (k = 0; k < s->tp; k++) {
             int a = cost_rank_device(s, first_stage, d, k);
             int b = cost_rank_device(s, last_stage, d, k);
-            double lat, bw = eff_bw(x->c, x->p, a, b,
+            double lat, bw = cost_flow_bw(x->c, x->p, a, b,
                                     x->out_flows[x->c->device_node[a]],
                                     x->out_flows[x->c->device_node[b]], &lat);
             double t = cost_allreduce(bytes, 2, bw, lat);
@@ -681,7 +704,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
             double bw, lat;
             st[j] = 0.0;
             sc[j] = 0.0;
-            tp_ring(c, p, s, j, d, &bw, &lat);
+            cost_tp_ring(c, p, s, j, d, &bw, &lat);
             for (k = 0; k < s->tp; k++) {
                 double t, tc;
                 int est = 0, meas = 0;
@@ -701,7 +724,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
             }
         }
         for (j = 0; j + 1 < s->pp; j++) {
-            count_p2p_flows(&x, j);
+            count_cut_flows(c, s, j, x.out_flows, x.in_flows);
             e[j] = p2p_time(&x, j, d);
             esum += e[j];
         }

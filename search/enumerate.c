@@ -33,43 +33,19 @@ void search_result_free(search_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Worst link (bandwidth, latency) of the TP ring of (stage, replica). */
-static void ring_link(const cost_cluster *c, const cost_params *cp,
-                      const cost_strategy *s, int j, int d, double *bw,
-                      double *lat)
-{
-    int k;
-
-    *bw = INFINITY;
-    *lat = 0.0;
-    for (k = 0; k < s->tp && s->tp > 1; k++) {
-        int a = cost_rank_device(s, j, d, k);
-        int b = cost_rank_device(s, j, d, (k + 1) % s->tp);
-        double b0, l0;
-        cost_link_between(c, a, b, &b0, &l0);
-        b0 *= c->device_node[a] == c->device_node[b] ? cp->intra_eff : cp->net_eff;
-        if (b0 < *bw)
-            *bw = b0;
-        if (l0 > *lat)
-            *lat = l0;
-    }
-}
-
 int search_assign_layers(const cost_cluster *c, const cost_model *m,
                          const cost_profile *prof, const cost_params *cp,
                          cost_strategy *s, cost_error *err)
 {
     int L = m->nlayers, k = s->pp, j, l, d, t, rc = COST_OK;
     double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
-    int *nflows = NULL;
     search_dp_input in;
 
     tt = calloc((size_t)k * (size_t)L, sizeof *tt);
     e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
     mem = calloc((size_t)k * (size_t)L, sizeof *mem);
     cap = calloc((size_t)k, sizeof *cap);
-    nflows = calloc((size_t)c->nnodes * 2, sizeof *nflows);
-    if (!tt || !e || !mem || !cap || !nflows) {
+    if (!tt || !e || !mem || !cap) {
         rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
@@ -78,7 +54,7 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
         cap[j] = INFINITY;
         for (d = 0; d < s->dp; d++) {
             double bw, lat;
-            ring_link(c, cp, s, j, d, &bw, &lat);
+            cost_tp_ring(c, cp, s, j, d, &bw, &lat);
             for (t = 0; t < s->tp; t++) {
                 int dev = cost_rank_device(s, j, d, t);
                 const cost_device_type *dt = cost_device(c, dev);
@@ -105,39 +81,8 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
      * stages, on the worst link any replica/TP rank uses there, with the
      * concurrent cross-node flows sharing each NIC */
     for (j = 0; j + 1 < k; j++) {
-        double bw = INFINITY, lat = 0.0;
-        memset(nflows, 0, (size_t)c->nnodes * 2 * sizeof *nflows);
-        for (d = 0; d < s->dp; d++)
-            for (t = 0; t < s->tp; t++) {
-                int a = c->device_node[cost_rank_device(s, j, d, t)];
-                int b = c->device_node[cost_rank_device(s, j + 1, d, t)];
-                if (a != b) {
-                    nflows[2 * a]++;
-                    nflows[2 * b + 1]++;
-                }
-            }
-        for (d = 0; d < s->dp; d++)
-            for (t = 0; t < s->tp; t++) {
-                int a = cost_rank_device(s, j, d, t), b = cost_rank_device(s, j + 1, d, t);
-                int na = c->device_node[a], nb = c->device_node[b];
-                double b0, l0;
-                cost_link_between(c, a, b, &b0, &l0);
-                if (na == nb) {
-                    b0 *= cp->intra_eff;
-                } else {
-                    double nic = c->nodes[na].nic_bw * cp->net_eff / (double)nflows[2 * na];
-                    b0 *= cp->net_eff;
-                    if (nic < b0)
-                        b0 = nic;
-                    nic = c->nodes[nb].nic_bw * cp->net_eff / (double)nflows[2 * nb + 1];
-                    if (nic < b0)
-                        b0 = nic;
-                }
-                if (b0 < bw)
-                    bw = b0;
-                if (l0 > lat)
-                    lat = l0;
-            }
+        double bw, lat;
+        cost_cut_link(c, cp, s, j, &bw, &lat);
         for (l = 1; l <= L; l++)
             e[j * (L + 1) + l] =
                 2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
@@ -155,7 +100,6 @@ done:
     free(e);
     free(mem);
     free(cap);
-    free(nflows);
     return rc;
 }
 
