@@ -235,7 +235,8 @@ typedef struct cost_params {
     double bwd_ratio;       /* backward / forward time of layers with no FLOPs or traffic (2.0) */
     double bwd_traffic;     /* backward / forward memory traffic of element-wise kernels (1.5) */
     double optimizer_bytes; /* memory traffic of the optimizer step per parameter, bytes (32) */
-    int schedule;           /* enum cost_schedule (1F1B) */
+    int schedule;           /* enum cost_schedule for strategies the search makes (1F1B);
+                               cost_evaluate uses the strategy's own */
     /* memory model */
     double state_bytes;     /* weights + grads + optimizer state per parameter, bytes (20: fp16
                                weights and grads, fp32 grad copy, fp32 master + Adam m, v) */

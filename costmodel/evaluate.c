@@ -669,11 +669,14 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
                   const cost_strategy *s, cost_result *out, cost_error *err)
 {
     eval_ctx x;
+    cost_params ps = *p; /* the strategy's own schedule decides memory */
     int nr = s->tp * s->dp * s->pp, j, d, k, rc = COST_OK;
     double *st = NULL, *sc = NULL, *e = NULL, best_tpp = -1.0;
 
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
+    ps.schedule = s->schedule;
+    p = &ps;
     x.c = c;
     x.m = m;
     x.prof = prof;

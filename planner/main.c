@@ -59,7 +59,7 @@ typedef struct options {
     const char *command;
     const char *cluster, *model, *profile, *amp_profile, *strategies, *output;
     int global_batch, top_k, max_tp, max_mbs, zero, recompute, schedule;
-    int method, placements, json, quiet, verbose;
+    int method, placements, json, quiet, verbose, schedule_set;
     int nparams;
     const char *params[64];
 } options;
@@ -87,11 +87,26 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
-        fprintf(stderr, "planner: option '%s' expects an integer in %d..%d, got '%s'\n",
-                opt, lo, hi, s);
+        fprintf(stderr, "planner: option '%s' expects an integer in %d..%d, got '%s'\n"
+                        "try 'planner --help'\n", opt, lo, hi, s);
         return -1;
     }
     *out = (int)v;
+    return 0;
+}
+
+/* Options that take a value. */
+static int takes_value(const char *a)
+{
+    static const char *const names[] = {
+        "--cluster", "--model", "--profile", "--amp-profile", "--strategies",
+        "--output", "-o", "--global-batch", "--top-k", "--max-tp", "--max-mbs",
+        "--zero", "--method", "--placement", "--schedule", "--format", "--param"};
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(a, names[i]) == 0)
+            return 1;
     return 0;
 }
 
@@ -133,6 +148,8 @@ static int parse_args(int argc, char **argv, options *o)
             continue;
         if (a[0] != '-')
             return usage_error("unexpected argument '%s'", a);
+        if (!takes_value(a))
+            return usage_error("unknown option '%s'", a);
         if (v == NULL)
             return usage_error("option '%s' needs a value", a);
         i++;
@@ -186,6 +203,7 @@ static int parse_args(int argc, char **argv, options *o)
                 return usage_error("option '--placement' expects all, megatron or "
                                    "fastest-first, got '%s'", v);
         } else if (strcmp(a, "--schedule") == 0) {
+            o->schedule_set = 1;
             if (strcmp(v, "1f1b") == 0)
                 o->schedule = COST_SCHED_1F1B;
             else if (strcmp(v, "gpipe") == 0)
@@ -291,6 +309,11 @@ static int emit(const options *o, const plan_meta *meta, const cost_cluster *c,
             printf("plan written to '%s'\n", o->output);
     }
 done:
+    if (code == EXIT_OK && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "planner: cannot write to standard output: %s\n",
+                strerror(errno));
+        code = EXIT_OUTPUT;
+    }
     free(json);
     free(table);
     return code;
@@ -407,7 +430,8 @@ int main(int argc, char **argv)
             goto done;
         }
         for (i = 0; i < nstrat; i++) {
-            strats[i].schedule = cp.schedule;
+            if (o.schedule_set) /* the command line overrides the file */
+                strats[i].schedule = cp.schedule;
             if (cost_evaluate(&c, &m, have_prof ? &prof : NULL, &cp, &strats[i],
                               &rs[i], &err) != COST_OK) {
                 code = report(&err);
