@@ -492,8 +492,9 @@ static void cut_link(const cost_cluster *c, const cost_params *p,
     for (d = d0; d < d1; d++)
         for (k = 0; k < s->tp; k++) {
             int a = cost_rank_device(s, j, d, k), b = cost_rank_device(s, j + 1, d, k);
-            double l, e = cost_flow_bw(c, p, a, b, out_flows[c->device_node[a]],
-                                       in_flows[c->device_node[b]], &l);
+            double l, e = cost_flow_bw(c, p, a, b,
+                                       out_flows ? out_flows[c->device_node[a]] : 1,
+                                       in_flows ? in_flows[c->device_node[b]] : 1, &l);
             if (e < *bw)
                 *bw = e;
             if (l > *lat)
@@ -506,10 +507,10 @@ void cost_cut_link(const cost_cluster *c, const cost_params *p,
 {
     int *flows = calloc((size_t)c->nnodes * 2, sizeof *flows);
 
-    *bw = INFINITY;
-    *lat = 0.0;
-    if (flows == NULL)
+    if (flows == NULL) { /* no scratch memory: links without NIC sharing */
+        cut_link(c, p, s, j, 0, s->dp, NULL, NULL, bw, lat);
         return;
+    }
     count_cut_flows(c, s, j, flows, flows + c->nnodes);
     cut_link(c, p, s, j, 0, s->dp, flows, flows + c->nnodes, bw, lat);
     free(flows);
