@@ -338,4 +338,79 @@ int cost_strategy_check(const cost_cluster *c, const cost_model *m,
                         const cost_strategy *s, int global_batch,
                         cost_error *err);
 
+/* ---- pipeline schedule simulator (costmodel/simulate.c) --------------- */
+
+enum cost_event_kind {
+    COST_EV_FWD = 0,        /* forward of one micro-batch on one stage */
+    COST_EV_BWD,            /* backward of one micro-batch */
+    COST_EV_SEND_ACT,       /* activation transfer stage j -> j + 1 */
+    COST_EV_SEND_GRAD,      /* gradient transfer stage j + 1 -> j */
+    COST_EV_DP_ALLREDUCE,   /* data-parallel gradient all-reduce of a stage */
+    COST_EV_OPTIMIZER,      /* optimizer step of a stage */
+    COST_EV_NKINDS
+};
+/* "forward", "backward", "send-activation", "send-gradient",
+ * "dp-allreduce", "optimizer"; NULL when out of range. */
+const char *cost_event_name(int kind);
+
+/* One interval of work.  A transfer belongs to its sending stage. */
+typedef struct cost_event {
+    int kind;               /* enum cost_event_kind */
+    int stage;              /* pipeline stage doing the work (sender) */
+    int replica;            /* data-parallel replica (0 .. dp - 1) */
+    int micro;              /* micro-batch, -1 for all-reduce and optimizer */
+    double start, end;      /* s from the start of the iteration */
+} cost_event;
+
+/* Timeline of one iteration.  Every device of (stage, replica) runs the
+ * events of that pair; cost_rank_device maps them to devices. */
+typedef struct cost_timeline {
+    int pp, dp, gas;
+    cost_event *events;     /* nevents, sorted by start, owned */
+    int nevents;
+    double iter_s;          /* end of the last event */
+    double *busy_s;         /* dp * pp: forward + backward busy time of
+                               (replica r, stage j) at [r * pp + j], owned */
+} cost_timeline;
+
+void cost_timeline_free(cost_timeline *t);
+
+/* Raw input of the simulator: per-micro-batch times, already known. */
+typedef struct cost_sim_input {
+    int pp, dp, gas;        /* stages, replicas, micro-batches per replica */
+    int schedule;           /* enum cost_schedule */
+    const double *fwd;      /* dp * pp: forward time of stage j in replica r at [r * pp + j] */
+    const double *bwd;      /* dp * pp: backward time, same layout */
+    const double *send_act; /* dp * (pp - 1): transfer j -> j + 1 incl. latency; NULL = 0 */
+    const double *send_grad;/* dp * (pp - 1): transfer j + 1 -> j incl. latency; NULL = 0 */
+    const double *dp_s;     /* pp: gradient all-reduce of stage j; NULL = none */
+    const double *opt_s;    /* pp: optimizer step of stage j; NULL = none */
+    int overlap_dp;         /* 1: a stage's all-reduce starts when its own last
+                               backward (in every replica) ends; 0: after the
+                               last backward of every stage */
+} cost_sim_input;
+
+/* Event-driven simulation of one iteration of in.  out is overwritten;
+ * free with cost_timeline_free. */
+int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
+                         cost_error *err);
+/* Stage times from the cost model (each replica on its own devices), then
+ * cost_simulate_stages.  overlap_dp as in cost_sim_input. */
+int cost_simulate(const cost_cluster *c, const cost_model *m,
+                  const cost_profile *prof, const cost_params *p,
+                  const cost_strategy *s, int overlap_dp, cost_timeline *out,
+                  cost_error *err);
+
+/* ---- memory model (issue 3; costmodel/memory.c) ----------------------- */
+/* section owned by the memory-model work: add declarations here */
+
+/* ---- calibration parameters (issue 3; costmodel/) --------------------- */
+/* section owned by the calibration work: add declarations here */
+
+/* ---- decentralized training, DT-FM (issue 4; costmodel/dtfm.c) -------- */
+/* section owned by the DT-FM work: add declarations here */
+
+/* ---- uneven TP shards, stragglers, frozen layers (issue 6) ------------ */
+/* section owned by the uneven-TP / replan work: add declarations here */
+
 #endif

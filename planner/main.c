@@ -22,6 +22,13 @@ enum exit_code {
 static const char usage_text[] =
     "usage: planner [plan] --cluster FILE --model FILE [options]\n"
     "       planner evaluate --cluster FILE --model FILE --strategies FILE [options]\n"
+    "       planner calibrate --cluster FILE --model FILE --trials FILE [options]\n"
+    "       planner decentralized --cluster FILE [options]\n"
+    "       planner whatif --plan FILE --slow RANK:FACTOR ... [options]\n"
+    "       planner replan --plan FILE --frozen K [options]\n"
+    "       planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile [options]\n"
+    "       planner report --plan FILE --output FILE.svg|FILE.html [options]\n"
+    "       planner COMMAND --help   (options of one command)\n"
     "       planner --help | --version\n"
     "\n"
     "Finds tensor/pipeline/data-parallel strategies for training a model on a\n"
@@ -319,6 +326,24 @@ done:
     return code;
 }
 
+/* Subcommands with their own options; each is defined in its section at
+ * the end of this file and returns an exit code.  argv[0] is its name. */
+static int cmd_calibrate(int argc, char **argv);
+static int cmd_decentralized(int argc, char **argv);
+static int cmd_whatif(int argc, char **argv);
+static int cmd_replan(int argc, char **argv);
+static int cmd_export(int argc, char **argv);
+static int cmd_report(int argc, char **argv);
+
+static const struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} subcommands[] = {
+    {"calibrate", cmd_calibrate}, {"decentralized", cmd_decentralized},
+    {"whatif", cmd_whatif},       {"replan", cmd_replan},
+    {"export", cmd_export},       {"report", cmd_report},
+};
+
 int main(int argc, char **argv)
 {
     options o;
@@ -342,6 +367,12 @@ int main(int argc, char **argv)
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
     memset(&meta, 0, sizeof meta);
+    if (argc > 1) {
+        size_t k;
+        for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+            if (strcmp(argv[1], subcommands[k].name) == 0)
+                return subcommands[k].run(argc - 1, argv + 1);
+    }
     code = parse_args(argc, argv, &o);
     if (code != EXIT_OK)
         return code;
@@ -497,3 +528,57 @@ done:
     cost_cluster_free(&c);
     return code;
 }
+
+/* ==== planner calibrate (issue 3, calibration) ==== section begin */
+static int cmd_calibrate(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner calibrate ==== section end */
+
+/* ==== planner decentralized (issue 4, DT-FM) ==== section begin */
+static int cmd_decentralized(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner decentralized ==== section end */
+
+/* ==== planner whatif (issue 6, whatif) ==== section begin */
+static int cmd_whatif(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner whatif ==== section end */
+
+/* ==== planner replan (issue 6, replan) ==== section begin */
+static int cmd_replan(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner replan ==== section end */
+
+/* ==== planner export (issue 7, export) ==== section begin */
+static int cmd_export(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner export ==== section end */
+
+/* ==== planner report (issue 7, report) ==== section begin */
+static int cmd_report(int argc, char **argv)
+{
+    (void)argc;
+    fprintf(stderr, "planner: '%s' is not built yet\n", argv[0]);
+    return EXIT_USAGE;
+}
+/* ==== planner report ==== section end */

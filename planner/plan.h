@@ -136,4 +136,47 @@ int plan_amp_trials(const char *trial_path, const cost_cluster *c,
                     const cost_params *cp, plan_trial **trials, int *n,
                     cost_error *err);
 
+/* ---- plan files read back (planner/planfile.c) ------------------------ */
+
+/* A plan JSON (hetplan-plan/1) read back with the inputs it names.
+ * Input paths in the plan are tried as written (relative to the current
+ * directory), then relative to the plan file's directory.  Everything is
+ * owned by the struct; free with plan_doc_free. */
+typedef struct plan_doc {
+    char path[1024];            /* the plan file */
+    char cluster_path[1024];    /* resolved input paths; profile "" if none */
+    char model_path[1024];
+    char profile_path[1024];    /* may end in ":KEY" for an AMP profile */
+    int amp_profile;            /* 1: profile is AMP's profiles.json */
+    int digest_mismatch;        /* 1: an input's SHA-256 differs from the plan's */
+    char method[32];            /* "amp", "megatron", "evaluate", ... */
+    int global_batch;
+    cost_cluster cluster;
+    cost_model model;
+    cost_profile profile;       /* empty (nentries 0) when none */
+    int have_profile;
+    cost_params params;         /* settings.cost_params of the plan */
+    cost_strategy *s;           /* n strategies, best first */
+    double *predicted_s;        /* n: iteration times the plan recorded */
+    int n;
+} plan_doc;
+
+/* Read a plan and re-load its inputs.  COST_EFIELD etc. with the plan's
+ * file and JSON path in err on bad input. */
+int plan_load_plan(const char *path, plan_doc *out, cost_error *err);
+/* Free every member; NULL-safe; leaves *d zeroed. */
+void plan_doc_free(plan_doc *d);
+
+/* ---- calibration: trials files and calibrated profiles (issue 3) ------ */
+/* section owned by the calibration work: add declarations here */
+
+/* ---- DT-FM inputs and plan output (issue 4) --------------------------- */
+/* section owned by the DT-FM work: add declarations here */
+
+/* ---- whatif and replan (issue 6) -------------------------------------- */
+/* section owned by the whatif / replan work: add declarations here */
+
+/* ---- exports and reports (issue 7) ------------------------------------ */
+/* section owned by the export / report work: add declarations here */
+
 #endif

@@ -123,4 +123,13 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
                          const cost_profile *prof, const cost_params *cp,
                          cost_strategy *s, cost_error *err);
 
+/* ---- calibration by least absolute deviation (issue 3) --------------- */
+/* section owned by the calibration work: add declarations here */
+
+/* ---- DT-FM scheduling: GA, KL, SA, random, exact (issue 4) ------------ */
+/* section owned by the DT-FM work: add declarations here */
+
+/* ---- uneven tensor-parallel shards via GLPK (issue 6) ----------------- */
+/* section owned by the uneven-TP work: add declarations here */
+
 #endif

@@ -283,7 +283,7 @@ static const cJSON *at(const cJSON *a, int i)
     return v;
 }
 
-static cJSON *plan_doc(int n)
+static cJSON *fx_plan_json(int n)
 {
     char *text = plan_to_json(&fx_meta, &fx_c, &fx_m, &fx_p, fx_s, fx_r, n);
     cJSON *doc;
@@ -299,7 +299,7 @@ static cJSON *plan_doc(int n)
 
 START_TEST(json_header)
 {
-    cJSON *doc = plan_doc(2);
+    cJSON *doc = fx_plan_json(2);
     const cJSON *o, *cp;
     char want[65];
     static const char *keys[] = {
@@ -365,7 +365,7 @@ END_TEST
 
 START_TEST(json_strategy_full)
 {
-    cJSON *doc = plan_doc(2);
+    cJSON *doc = fx_plan_json(2);
     const cJSON *s = at(get(doc, "strategies"), 0), *o, *st, *rk, *a;
     static const char *bd_keys[] = {"compute_s", "tp_allreduce_s",
                                     "pipeline_bubble_s", "p2p_s",
@@ -458,7 +458,7 @@ END_TEST
 
 START_TEST(json_strategy_sparse)
 {
-    cJSON *doc = plan_doc(2);
+    cJSON *doc = fx_plan_json(2);
     const cJSON *s = at(get(doc, "strategies"), 1), *o, *st, *rk;
 
     ck_assert_int_eq((int)num(s, "rank"), 2);
@@ -524,7 +524,7 @@ START_TEST(json_profile_and_empty)
     plan_sha256_hex("profile", 7, fx_meta.profile_digest);
     fx_meta.method = "megatron";
     fx_m.dtype_bytes = 4;
-    doc = plan_doc(0);
+    doc = fx_plan_json(0);
     o = get(get(doc, "inputs"), "profile");
     ck_assert_str_eq(str(o, "path"), "profile.json");
     plan_sha256_hex("profile", 7, want);
@@ -537,7 +537,7 @@ START_TEST(json_profile_and_empty)
 
     fx_m.dtype_bytes = 2;
     fx_m.bf16 = 0;
-    doc = plan_doc(1);
+    doc = fx_plan_json(1);
     ck_assert_str_eq(str(get(doc, "settings"), "precision"), "fp16");
     ck_assert_int_eq(cJSON_GetArraySize(get(doc, "strategies")), 1);
     cJSON_Delete(doc);
