@@ -76,6 +76,21 @@ int search_placement_from_name(const char *name);
 int search_place(const cost_cluster *c, int rule, cost_strategy *s,
                  cost_error *err);
 
+/* ---- progress of long searches ---------------------------------------- */
+
+/* What a search reports while it runs.  Libraries never print: the
+ * caller's callback decides (the CLI draws it on stderr on a terminal). */
+typedef struct search_progress {
+    double elapsed_s;       /* since the search started */
+    long evaluated;         /* candidates (or trials) scored so far */
+    long total;             /* expected total, 0 when unknown */
+    double best_s;          /* best cost so far, s; < 0 when none yet */
+    const char *phase;      /* short name of what runs, e.g. "enumerate", "ga" */
+} search_progress;
+
+/* Called from the searching thread at most a few times per second. */
+typedef void (*search_progress_fn)(void *ctx, const search_progress *p);
+
 /* ---- whole search (AMP Algorithm 1) ----------------------------------- */
 
 enum search_method {
@@ -91,6 +106,8 @@ typedef struct search_params {
     int max_mbs;            /* largest micro-batch size tried, 0 = no limit (0) */
     unsigned placements;    /* bit mask of enum search_placement rules tried (all) */
     int keep_infeasible;    /* 1: also return strategies that do not fit memory (0) */
+    search_progress_fn progress; /* progress callback, NULL = none (NULL) */
+    void *progress_ctx;     /* passed to progress (NULL) */
 } search_params;
 
 void search_params_init(search_params *p);
