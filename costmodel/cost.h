@@ -253,6 +253,8 @@ int cost_params_set(cost_params *p, const char *name, double value,
                     cost_error *err);
 /* Name of field i (0-based), NULL past the last: for listings. */
 const char *cost_params_name(int i);
+/* Value of the field called name in *value; COST_ENOTFOUND when unknown. */
+int cost_params_get(const cost_params *p, const char *name, double *value);
 
 /* ---- evaluation ------------------------------------------------------- */
 

@@ -81,6 +81,24 @@ int cost_params_set(cost_params *p, const char *name, double value,
                           "unknown cost-model parameter '%s'", name);
 }
 
+int cost_params_get(const cost_params *p, const char *name, double *value)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof param_fields / sizeof param_fields[0]; i++) {
+        const param_field *f = &param_fields[i];
+        const char *base = (const char *)p + f->off;
+        if (strcmp(f->name, name) != 0)
+            continue;
+        if (f->integer)
+            *value = (double)*(const int *)(const void *)base;
+        else
+            *value = *(const double *)(const void *)base;
+        return COST_OK;
+    }
+    return COST_ENOTFOUND;
+}
+
 /* AMP eq. 3: T = 2 (n - 1) M / (n B), plus 2 (n - 1) latency-bound steps. */
 double cost_allreduce(double bytes, int n, double bw, double lat)
 {

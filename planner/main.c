@@ -394,6 +394,7 @@ int main(int argc, char **argv)
             prof_path[colon - o.amp_profile] = '\0';
             key = colon + 1;
         }
+        meta.profile_amp_key = key;
         rc = plan_profile_from_amp(prof_path, key, &m, &prof, &err);
         have_prof = 1;
     }

@@ -215,27 +215,40 @@ static cJSON *input_json(const char *path, const char *digest)
                          put_str(o, "sha256", digest));
 }
 
+/* The profile input; an AMP profiles.json also records its model key. */
+static cJSON *profile_json(const plan_meta *meta)
+{
+    cJSON *o = input_json(meta->profile_path, meta->profile_digest);
+
+    if (o == NULL || meta->profile_amp_key == NULL)
+        return o;
+    return finish(o, put_str(o, "format", "amp") &&
+                         put_str(o, "key", meta->profile_amp_key));
+}
+
+/* Every settable cost-model parameter by its --param name, so that a
+ * plan read back (plan_load_plan) gets exactly these values. */
 static cJSON *params_json(const cost_params *p)
 {
     cJSON *o;
+    const char *name;
+    double v;
+    int i, ok = 1;
 
     if (p == NULL)
         return cJSON_CreateNull();
     o = cJSON_CreateObject();
-    return finish(o, o != NULL &&
-                         put_num(o, "compute_eff", p->compute_eff) &&
-                         put_num(o, "memory_eff", p->memory_eff) &&
-                         put_num(o, "kernel_overhead", p->kernel_overhead) &&
-                         put_num(o, "net_eff", p->net_eff) &&
-                         put_num(o, "intra_eff", p->intra_eff) &&
-                         put_num(o, "bwd_ratio", p->bwd_ratio) &&
-                         put_num(o, "bwd_traffic", p->bwd_traffic) &&
-                         put_num(o, "optimizer_bytes", p->optimizer_bytes) &&
-                         put_str(o, "schedule", sched_name(p->schedule)) &&
-                         put_num(o, "state_bytes", p->state_bytes) &&
-                         put_num(o, "zero_stage", p->zero_stage) &&
-                         put_bool(o, "recompute", p->recompute) &&
-                         put_num(o, "mem_reserve", p->mem_reserve));
+    for (i = 0; o != NULL && ok && (name = cost_params_name(i)) != NULL; i++) {
+        if (cost_params_get(p, name, &v) != COST_OK)
+            continue;
+        if (strcmp(name, "schedule") == 0)
+            ok = put_str(o, name, sched_name((int)v));
+        else if (strcmp(name, "recompute") == 0)
+            ok = put_bool(o, name, v != 0.0);
+        else
+            ok = put_num(o, name, v);
+    }
+    return finish(o, o != NULL && ok);
 }
 
 static const char *precision_name(const cost_model *m)
@@ -545,7 +558,7 @@ char *plan_to_json(const plan_meta *meta, const cost_cluster *c,
         !put(o, "model", input_json(meta->model_path, meta->model_digest)) ||
         !put(o, "profile",
              meta->profile_path
-                 ? input_json(meta->profile_path, meta->profile_digest)
+                 ? profile_json(meta)
                  : cJSON_CreateNull()))
         goto done;
     if (!put(doc, "settings", settings_json(meta, m, p, s, n)) ||

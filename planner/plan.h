@@ -73,6 +73,8 @@ typedef struct plan_meta {
     const char *cluster_path;   /* as given on the command line */
     const char *model_path;
     const char *profile_path;   /* NULL when none */
+    const char *profile_amp_key; /* model key when the profile is AMP's
+                                    profiles.json, NULL for hetplan-profile/1 */
     char cluster_digest[65];    /* SHA-256 hex of each input file's bytes */
     char model_digest[65];
     char profile_digest[65];    /* "" when none */
@@ -146,8 +148,9 @@ typedef struct plan_doc {
     char path[1024];            /* the plan file */
     char cluster_path[1024];    /* resolved input paths; profile "" if none */
     char model_path[1024];
-    char profile_path[1024];    /* may end in ":KEY" for an AMP profile */
+    char profile_path[1024];
     int amp_profile;            /* 1: profile is AMP's profiles.json */
+    char profile_key[32];       /* its model key ("gpt2") when amp_profile */
     int digest_mismatch;        /* 1: an input's SHA-256 differs from the plan's */
     char method[32];            /* "amp", "megatron", "evaluate", ... */
     int global_batch;

@@ -1,0 +1,274 @@
+/* tests/test_planfile.c: plans read back with plan_load_plan: a round
+ * trip through plan_to_json, input paths resolved next to the plan, the
+ * AMP profile key, digest changes, and bad plans. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plan.h"
+
+#define EX HETPLAN_SOURCE_DIR "/examples/"
+
+static char dir[256];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/hetplan-planfile-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[512];
+
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put(const char *name, const char *text)
+{
+    char p[512];
+    FILE *f;
+
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void copy_example(const char *name)
+{
+    char *text = NULL;
+    char src[512];
+    cost_error err;
+
+    snprintf(src, sizeof src, EX "%s", name);
+    ck_assert_int_eq(plan_read_file(src, &text, &err), COST_OK);
+    put(name, text);
+    free(text);
+}
+
+/* Plan the AMP heterogeneous example with the analytic model and write
+ * the plan with relative input names (as the CLI does when run in dir). */
+static char *make_plan(const char *cluster_name, search_result *res,
+                       cost_cluster *c, cost_model *m, cost_params *cp)
+{
+    cost_error err;
+    search_params sp;
+    plan_meta meta;
+    cost_strategy *s;
+    cost_result *r;
+    char *text, *raw = NULL, path[512];
+    int i;
+
+    snprintf(path, sizeof path, "%s/%s", dir, cluster_name);
+    ck_assert_int_eq(plan_load_cluster(path, c, &err), COST_OK);
+    snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
+    ck_assert_int_eq(plan_load_model(path, m, &err), COST_OK);
+    cost_params_init(cp);
+    cp->net_eff = 0.6; /* a non-default value must survive the round trip */
+    search_params_init(&sp);
+    sp.global_batch = 32;
+    sp.top_k = 3;
+    ck_assert_int_eq(search_plan(c, m, NULL, cp, &sp, res, &err), COST_OK);
+    s = calloc((size_t)res->n, sizeof *s);
+    r = calloc((size_t)res->n, sizeof *r);
+    for (i = 0; i < res->n; i++) {
+        s[i] = res->cands[i].s;
+        r[i] = res->cands[i].r;
+    }
+    memset(&meta, 0, sizeof meta);
+    meta.cluster_path = cluster_name;
+    meta.model_path = "gpt2-amp.json";
+    meta.global_batch = 32;
+    meta.method = "amp";
+    ck_assert_int_eq(plan_read_file(path, &raw, &err), COST_OK);
+    plan_sha256_hex(raw, strlen(raw), meta.model_digest);
+    free(raw);
+    snprintf(path, sizeof path, "%s/%s", dir, cluster_name);
+    ck_assert_int_eq(plan_read_file(path, &raw, &err), COST_OK);
+    plan_sha256_hex(raw, strlen(raw), meta.cluster_digest);
+    free(raw);
+    text = plan_to_json(&meta, c, m, cp, s, r, res->n);
+    free(s);
+    free(r);
+    ck_assert_ptr_nonnull(text);
+    return text;
+}
+
+START_TEST(round_trip)
+{
+    search_result res;
+    cost_cluster c;
+    cost_model m;
+    cost_params cp;
+    plan_doc d;
+    cost_error err;
+    char *text, path[512];
+    int i, k;
+
+    copy_example("amp-het.json");
+    copy_example("gpt2-amp.json");
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    text = make_plan("amp-het.json", &res, &c, &m, &cp);
+    put("plan.json", text);
+    free(text);
+
+    /* run from another directory: inputs are found next to the plan */
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
+    ck_assert_int_eq(d.n, res.n);
+    ck_assert_int_eq(d.global_batch, 32);
+    ck_assert_str_eq(d.method, "amp");
+    ck_assert_int_eq(d.digest_mismatch, 0);
+    ck_assert_int_eq(d.have_profile, 0);
+    ck_assert_int_eq(d.cluster.ndevices, c.ndevices);
+    ck_assert_int_eq(d.model.nlayers, m.nlayers);
+    ck_assert(fabs(d.params.net_eff - 0.6) < 1e-12);
+    for (i = 0; i < d.n; i++) {
+        const cost_strategy *a = &res.cands[i].s, *b = &d.s[i];
+        cost_result r;
+        ck_assert_int_eq(a->tp, b->tp);
+        ck_assert_int_eq(a->dp, b->dp);
+        ck_assert_int_eq(a->pp, b->pp);
+        ck_assert_int_eq(a->mbs, b->mbs);
+        ck_assert_int_eq(a->gas, b->gas);
+        ck_assert_str_eq(a->placement, b->placement);
+        for (k = 0; k <= a->pp; k++)
+            ck_assert_int_eq(a->bounds[k], b->bounds[k]);
+        for (k = 0; k < a->tp * a->dp * a->pp; k++)
+            ck_assert_int_eq(a->ranks[k], b->ranks[k]);
+        /* re-evaluated with the plan's own parameters: the same time */
+        ck_assert_int_eq(cost_evaluate(&d.cluster, &d.model, NULL, &d.params,
+                                       b, &r, &err),
+                         COST_OK);
+        ck_assert_msg(fabs(r.iter_s - d.predicted_s[i]) <= 1e-9 * r.iter_s,
+                      "strategy %d: %g vs %g", i, r.iter_s, d.predicted_s[i]);
+        cost_result_free(&r);
+    }
+    plan_doc_free(&d);
+    plan_doc_free(&d); /* freeing twice is harmless */
+
+    /* an input changed since planning is flagged */
+    put("gpt2-amp.json.bak", "");
+    {
+        char *mt = NULL;
+        snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
+        ck_assert_int_eq(plan_read_file(path, &mt, &err), COST_OK);
+        put("gpt2-amp.json", mt);
+        {
+            FILE *f = fopen(path, "a");
+            fputs("\n", f);
+            fclose(f);
+        }
+        free(mt);
+    }
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
+    ck_assert_int_eq(d.digest_mismatch, 1);
+    plan_doc_free(&d);
+
+    search_result_free(&res);
+    cost_model_free(&m);
+    cost_cluster_free(&c);
+}
+END_TEST
+
+static void expect_fail(const char *text, int code, const char *jpath,
+                        const char *needle)
+{
+    plan_doc d;
+    cost_error err;
+    char path[512];
+
+    put("bad.json", text);
+    snprintf(path, sizeof path, "%s/bad.json", dir);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(plan_load_plan(path, &d, &err), code);
+    ck_assert_str_eq(err.file, path);
+    ck_assert_msg(strcmp(err.path, jpath) == 0, "path '%s', want '%s'",
+                  err.path, jpath);
+    ck_assert_msg(strstr(err.msg, needle) != NULL, "message '%s' lacks '%s'",
+                  err.msg, needle);
+    ck_assert_int_eq(d.n, 0);
+    ck_assert_ptr_null(d.s);
+}
+
+START_TEST(bad_plans)
+{
+    plan_doc d;
+    cost_error err;
+
+    copy_example("amp-het.json");
+    copy_example("gpt2-amp.json");
+    ck_assert_int_eq(plan_load_plan("/nonexistent/plan.json", &d, &err),
+                     COST_EIO);
+    expect_fail("{", COST_EPARSE, "", "malformed");
+    expect_fail("{\"schema\":\"other/1\"}", COST_EFIELD, "schema",
+                "hetplan-plan/1");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{},"
+                "\"settings\":{\"global_batch\":32}}",
+                COST_EFIELD, "inputs.cluster", "an object with a path");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"missing.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32}}",
+                COST_EIO, "inputs.cluster.path", "missing.json");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":0}}",
+                COST_EFIELD, "settings.global_batch", "positive integer");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32,"
+                "\"cost_params\":{\"net_eff\":7}}}",
+                COST_EINVAL, "settings.cost_params.net_eff", "got 7");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32},\"strategies\":[]}",
+                COST_EFIELD, "strategies", "non-empty array");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32},\"strategies\":[{"
+                "\"tp\":1,\"dp\":1,\"pp\":16,\"mbs\":1,"
+                "\"stage_boundaries\":[0,1],"
+                "\"ranks\":[]}]}",
+                COST_EINVAL, "strategies[0].stage_boundaries", "17 entries");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32},\"strategies\":[{"
+                "\"tp\":16,\"dp\":1,\"pp\":1,\"mbs\":1,"
+                "\"stage_boundaries\":[0,30],"
+                "\"ranks\":[{\"rank\":0}]}]}",
+                COST_EFIELD, "strategies[0].ranks[0].device", "device index");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("planfile");
+    TCase *tc = tcase_create("planfile");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, round_trip);
+    tcase_add_test(tc, bad_plans);
+    tcase_set_timeout(tc, 120);
+    suite_add_tcase(s, tc);
+    sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
