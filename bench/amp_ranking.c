@@ -20,6 +20,116 @@ static const experiment experiments[] = {
     {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148, 0.494},
 };
 
+/* ---- calibrated scores, scored honestly (issue 3, docs/calibration.md) */
+
+/* Inputs of one experiment for the calibration scores. */
+typedef struct cal_set {
+    cost_cluster c;
+    cost_model m;
+    cost_profile prof;
+    plan_trial_set ts;
+} cal_set;
+
+static void cal_set_free(cal_set *x)
+{
+    plan_trial_set_free(&x->ts);
+    cost_profile_free(&x->prof);
+    cost_model_free(&x->m);
+    cost_cluster_free(&x->c);
+}
+
+static int cal_set_load(const char *dir, const experiment *e, cal_set *x,
+                        cost_error *err)
+{
+    char path[4096];
+    int rc;
+
+    memset(x, 0, sizeof *x);
+    snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
+    rc = plan_load_cluster(path, &x->c, err);
+    if (rc == COST_OK)
+        rc = plan_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &x->m, err);
+    if (rc == COST_OK) {
+        snprintf(path, sizeof path, "%s/profiles.json", dir);
+        rc = plan_profile_from_amp(path, "gpt2", &x->m, &x->prof, err);
+    }
+    if (rc == COST_OK) {
+        snprintf(path, sizeof path, "%s/%s", dir, e->data);
+        rc = plan_load_trials(path, 1, &x->c, &x->m, 0, &x->ts, err);
+    }
+    return rc;
+}
+
+/* {"spearman", "kendall", "top1_regret", "top1_index", "mape", "trials"} */
+static void cal_scores(cJSON *o, const char *name, const plan_trial *t, int n)
+{
+    cJSON *x = cJSON_AddObjectToObject(o, name), *arr;
+    plan_ranking rk;
+    int i;
+
+    plan_score_trials(t, n, &rk);
+    cJSON_AddNumberToObject(x, "ran", rk.ran);
+    cJSON_AddNumberToObject(x, "spearman", rk.spearman);
+    cJSON_AddNumberToObject(x, "kendall", rk.kendall);
+    if (rk.top1_regret > 0.0)
+        cJSON_AddNumberToObject(x, "top1_regret", rk.top1_regret);
+    else
+        cJSON_AddNullToObject(x, "top1_regret");
+    cJSON_AddNumberToObject(x, "top1_index", rk.top1_index);
+    cJSON_AddNumberToObject(x, "mape", rk.mape);
+    arr = cJSON_AddArrayToObject(x, "trials");
+    for (i = 0; i < n; i++) {
+        cJSON *y = cJSON_CreateObject();
+        cJSON_AddNumberToObject(y, "index", t[i].index);
+        cJSON_AddNumberToObject(y, "predicted_s", t[i].predicted_s);
+        cJSON_AddItemToArray(arr, y);
+    }
+}
+
+/* "loo": each trial predicted by a calibration fitted without it;
+ * "cross": every trial predicted by a calibration fitted on the other
+ * experiment only. */
+static void calibrated(const char *dir, const experiment *e,
+                       const experiment *other, cJSON *o)
+{
+    cal_set a, b;
+    cost_params cp;
+    cost_error err;
+    search_calib_params sp;
+    plan_trial *t = NULL;
+    char msg[1024];
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    memset(&b, 0, sizeof b);
+    cost_params_init(&cp);
+    search_calib_params_init(&sp);
+    rc = cal_set_load(dir, e, &a, &err);
+    if (rc == COST_OK)
+        rc = cal_set_load(dir, other, &b, &err);
+    if (rc == COST_OK && (t = calloc((size_t)a.ts.n, sizeof *t)) == NULL)
+        rc = cost_error_set(&err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if (rc == COST_OK)
+        rc = plan_calibrate_loo(&a.c, &a.m, &a.prof, &cp, &a.ts, &sp, t, &err);
+    if (rc == COST_OK)
+        cal_scores(o, "loo", t, a.ts.n);
+    if (rc == COST_OK)
+        rc = plan_calibrate_cross(&b.c, &b.prof, &b.ts, &a.c, &a.m, &a.prof, &cp,
+                                  &a.ts, &sp, t, &err);
+    if (rc == COST_OK) {
+        cal_scores(o, "cross", t, a.ts.n);
+        cJSON_AddStringToObject(cJSON_GetObjectItem(o, "cross"), "calibrated_on",
+                                other->name);
+    }
+    if (rc != COST_OK) {
+        cost_error_format(&err, msg, sizeof msg);
+        cJSON_AddStringToObject(o, "calibration_error", msg);
+    }
+    free(t);
+    cal_set_free(&a);
+    cal_set_free(&b);
+}
+
 static cJSON *run(const char *dir, const experiment *e)
 {
     cost_cluster c;
@@ -115,8 +225,13 @@ int main(int argc, char **argv)
     doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "data_dir", dir);
     arr = cJSON_AddArrayToObject(doc, "experiments");
-    for (i = 0; i < sizeof experiments / sizeof experiments[0]; i++)
-        cJSON_AddItemToArray(arr, run(dir, &experiments[i]));
+    for (i = 0; i < sizeof experiments / sizeof experiments[0]; i++) {
+        cJSON *x = run(dir, &experiments[i]);
+        calibrated(dir, &experiments[i],
+                   &experiments[(i + 1) % (sizeof experiments / sizeof experiments[0])],
+                   x); /* issue 3 */
+        cJSON_AddItemToArray(arr, x);
+    }
     text = cJSON_Print(doc);
     puts(text);
     free(text);

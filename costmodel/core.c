@@ -155,6 +155,7 @@ void cost_profile_free(cost_profile *p)
         free(p->entries[i].bwd);
     }
     free(p->entries);
+    free(p->calib); /* issue 3 */
     memset(p, 0, sizeof *p);
 }
 
@@ -191,7 +192,15 @@ int cost_strategy_copy(cost_strategy *dst, const cost_strategy *src)
     memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
     memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
     memcpy(dst->placement, src->placement, sizeof dst->placement);
+    if (src->tp_heads && src->tp_cols &&
+        cost_strategy_set_shards(dst, src->tp_heads, src->tp_cols) != COST_OK)
+        goto nomem;
+    if (src->slow && cost_strategy_set_slow(dst, src->slow) != COST_OK)
+        goto nomem;
     return COST_OK;
+nomem:
+    cost_strategy_free(dst);
+    return COST_ENOMEM;
 }
 
 void cost_strategy_free(cost_strategy *s)
@@ -200,6 +209,9 @@ void cost_strategy_free(cost_strategy *s)
         return;
     free(s->bounds);
     free(s->ranks);
+    free(s->tp_heads);
+    free(s->tp_cols);
+    free(s->slow);
     memset(s, 0, sizeof *s);
 }
 

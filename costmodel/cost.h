@@ -197,6 +197,8 @@ typedef struct cost_profile {
     cost_profile_entry *entries; /* owned */
     int nentries;
     int nlayers;            /* length of every fwd/bwd array */
+    struct cost_calibration *calib; /* fitted calibration (planner calibrate), owned;
+                                       NULL = none (issue 3, costmodel/calibration.c) */
 } cost_profile;
 
 void cost_profile_free(cost_profile *p);
@@ -215,6 +217,12 @@ typedef struct cost_strategy {
     int *bounds;            /* pp + 1 stage boundaries, owned: stage i runs [b[i], b[i+1]) */
     int *ranks;             /* tp * dp * pp device indices, owned */
     char placement[32];     /* name of the placement rule that made ranks */
+    int *tp_heads;          /* tp * dp * pp attention heads of each rank, owned;
+                               NULL = even split (issue 6, costmodel/uneven.c) */
+    int *tp_cols;           /* tp * dp * pp MLP columns of each rank, owned; NULL
+                               with tp_heads */
+    double *slow;           /* tp * dp * pp compute slowdown of each rank (1 = as
+                               catalogued, 2 = twice as slow), owned; NULL = none */
 } cost_strategy;
 
 /* Allocate bounds and ranks for the given degrees (contents zeroed). */
@@ -238,11 +246,20 @@ typedef struct cost_params {
     int schedule;           /* enum cost_schedule for strategies the search makes (1F1B);
                                cost_evaluate uses the strategy's own */
     /* memory model */
-    double state_bytes;     /* weights + grads + optimizer state per parameter, bytes (20: fp16
-                               weights and grads, fp32 grad copy, fp32 master + Adam m, v) */
+    double state_bytes;     /* weights + grads + optimizer state per parameter, bytes; 0 = from
+                               the model's precision (fp16 20, bf16 18, fp32 16) (0) */
     int zero_stage;         /* 0..3: shard optimizer (1), + grads (2), + weights (3) across DP */
     int recompute;          /* 1: activation recomputation (store only layer inputs) */
-    double mem_reserve;     /* framework, workspace and fragmentation per GPU, bytes (1.5 GiB) */
+    double mem_reserve;     /* CUDA context, NCCL and cuBLAS buffers, fragmentation per GPU,
+                               bytes (1 GiB) */
+    int frozen_layers;      /* the first K layers are frozen: forward only, no gradients,
+                               no optimizer state (0; issue 6, costmodel/uneven.c) */
+    /* prediction fidelity (docs/simulator.md) */
+    int fidelity;           /* enum cost_fidelity: iteration time of cost_evaluate (analytic) */
+    int overlap_dp;         /* 1: simulated DP all-reduce of a stage overlaps the other
+                               stages' backward passes (0) */
+    const struct cost_calibration *calib; /* calibration applied, not owned (NULL = none;
+                                       cost_evaluate falls back to the profile's) */
 } cost_params;
 
 /* Fill defaults (values in parentheses above). */
@@ -320,12 +337,8 @@ void cost_cut_link(const cost_cluster *c, const cost_params *p,
 /* Ring all-reduce of `bytes` over n members (AMP eq. 3, plus latency). */
 double cost_allreduce(double bytes, int n, double bw, double lat);
 
-/* Memory of one device holding layers [a, b) of a stage with `inflight`
- * micro-batches alive (1F1B: pp - stage; GPipe: gas). */
-double cost_stage_memory(const cost_model *m, const cost_params *p,
-                         int a, int b, int tp, int dp, int mbs, int inflight);
-/* Micro-batches whose activations a stage keeps under the schedule. */
-int cost_inflight(const cost_params *p, int stage, int pp, int gas);
+/* Memory: cost_stage_memory, cost_inflight and the rest of the memory
+ * model are declared in the memory-model section below. */
 
 /* Evaluate a full strategy: iteration time (AMP eqs. 3-5 with actual
  * links and the slowest device of each stage), breakdown and memory.
@@ -341,6 +354,16 @@ int cost_strategy_check(const cost_cluster *c, const cost_model *m,
                         cost_error *err);
 
 /* ---- pipeline schedule simulator (costmodel/simulate.c) --------------- */
+
+/* cost_params.fidelity: what cost_evaluate's iteration time comes from. */
+enum cost_fidelity {
+    COST_FIDELITY_ANALYTIC = 0, /* AMP eqs. 4-5 (closed form) */
+    COST_FIDELITY_SIMULATE = 1  /* cost_simulate: event-driven schedule */
+};
+/* "analytic", "simulate"; NULL when out of range. */
+const char *cost_fidelity_name(int fidelity);
+/* Fidelity from its name, -1 when unknown. */
+int cost_fidelity_from_name(const char *name);
 
 enum cost_event_kind {
     COST_EV_FWD = 0,        /* forward of one micro-batch on one stage */
@@ -360,7 +383,9 @@ typedef struct cost_event {
     int kind;               /* enum cost_event_kind */
     int stage;              /* pipeline stage doing the work (sender) */
     int replica;            /* data-parallel replica (0 .. dp - 1) */
-    int micro;              /* micro-batch, -1 for all-reduce and optimizer */
+    int micro;              /* micro-batch, -1 for all-reduce and optimizer,
+                               -2 for the tied-weight all-reduce (a second
+                               COST_EV_DP_ALLREDUCE of the stages holding them) */
     double start, end;      /* s from the start of the iteration */
 } cost_event;
 
@@ -390,10 +415,16 @@ typedef struct cost_sim_input {
     int overlap_dp;         /* 1: a stage's all-reduce starts when its own last
                                backward (in every replica) ends; 0: after the
                                last backward of every stage */
+    double tied_s;          /* all-reduce of tied weights (embedding and LM head)
+                               between stages tied_first and tied_last, after
+                               both their DP all-reduces; 0 = none */
+    int tied_first, tied_last; /* the two stages holding the tied weights */
 } cost_sim_input;
 
-/* Event-driven simulation of one iteration of in.  out is overwritten;
- * free with cost_timeline_free. */
+/* Event-driven simulation of one iteration of in (docs/simulator.md).
+ * Zero-length transfers, all-reduces and optimizer steps make no event.
+ * COST_EINVAL for bad sizes or negative/non-finite times.  out is
+ * overwritten; free with cost_timeline_free. */
 int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
                          cost_error *err);
 /* Stage times from the cost model (each replica on its own devices), then
@@ -406,13 +437,320 @@ int cost_simulate(const cost_cluster *c, const cost_model *m,
 /* ---- memory model (issue 3; costmodel/memory.c) ----------------------- */
 /* section owned by the memory-model work: add declarations here */
 
+/* Training precision (model.json training.precision, --precision). */
+enum cost_precision {
+    COST_PREC_FP16 = 0,     /* mixed precision, fp16 with loss scaling (default) */
+    COST_PREC_BF16 = 1,     /* mixed precision, bf16, fp32 gradient accumulation */
+    COST_PREC_FP32 = 2      /* fp32 throughout */
+};
+/* "fp16", "bf16", "fp32"; NULL when out of range. */
+const char *cost_precision_name(int prec);
+/* Precision from its name, -1 when unknown. */
+int cost_precision_from_name(const char *name);
+/* Precision of a model (from dtype_bytes and bf16). */
+int cost_model_precision(const cost_model *m);
+/* Change a loaded model's precision: sets dtype_bytes and bf16 and
+ * rescales the element-size fields of every layer (activations, traffic,
+ * transfers) by new / old element size; the head's fp32 loss copies keep
+ * their size.  COST_EINVAL for an unknown precision. */
+int cost_model_set_precision(cost_model *m, int prec, cost_error *err);
+
+/* Model-state bytes per parameter after ZeRO sharding over dp: weights,
+ * gradients, optimizer state (fp16: 2, 2, 16 with the loss scaler's fp32
+ * gradient copy; bf16: 2, 4, 12; fp32: 4, 4, 8; p->state_bytes > 0
+ * overrides the total, weights and gradients in the model's element size). */
+void cost_state_bytes(const cost_model *m, const cost_params *p, int dp,
+                      double *w, double *g, double *o);
+/* Activation bytes per sample that layer l keeps for backward at TP
+ * degree tp (only its input when recomputed). */
+double cost_layer_stored(const cost_model *m, const cost_params *p, int l,
+                         int tp);
+/* Transient bytes per sample while layer l runs: a block's backward
+ * gradients (about its stored activations), its re-materialised
+ * activations under recomputation, the loss's fp32 working copy of the
+ * logits for the head. */
+double cost_layer_transient(const cost_model *m, const cost_params *p, int l,
+                            int tp);
+/* Additive part of layer l's memory on one device: model state plus
+ * `inflight` micro-batches of stored activations. */
+double cost_layer_memory(const cost_model *m, const cost_params *p, int l,
+                         int tp, int dp, int mbs, int inflight);
+/* Micro-batches whose activations a stage keeps under the schedule:
+ * 1F1B min(pp - stage, gas), GPipe gas. */
+int cost_inflight(const cost_params *p, int stage, int pp, int gas);
+
+/* One device's stage, as the memory model needs it. */
+typedef struct cost_mem_stage {
+    int a, b;               /* layers [a, b) */
+    int tp, dp, mbs;
+    int inflight;           /* micro-batches whose activations it keeps */
+    int gas;                /* micro-batches per iteration (0 = inflight) */
+    int stage, pp;          /* position; pp = 0: unknown (no pipeline buffers,
+                               no all-reduce bucket) */
+} cost_mem_stage;
+
+/* Where a device's memory goes, bytes.  total = weights + grads +
+ * optimizer + max(activations + workspace + buffers, bucket) + reserve. */
+typedef struct cost_memory {
+    double weights;         /* resident weights of its layers */
+    double grads;           /* gradients */
+    double optimizer;       /* optimizer state (fp16: + fp32 gradient copy) */
+    double activations;     /* stored for backward, all in-flight micro-batches */
+    double workspace;       /* transient of the layer being run (one micro-batch) */
+    double buffers;         /* pipeline send/receive buffers */
+    double bucket;          /* DP all-reduce bucket (after the backward passes) */
+    double reserve;         /* cost_params.mem_reserve */
+    double total;           /* peak */
+} cost_memory;
+
+/* Peak memory of one device (docs/cost-model.md, "Memory"); out (may be
+ * NULL) gets the parts.  Returns out->total. */
+double cost_device_memory(const cost_model *m, const cost_params *p,
+                          const cost_mem_stage *st, cost_memory *out);
+/* Memory of a device holding layers [a, b) with `inflight` micro-batches
+ * alive, position in the pipeline unknown: cost_device_memory without
+ * pipeline buffers and all-reduce bucket. */
+double cost_stage_memory(const cost_model *m, const cost_params *p,
+                         int a, int b, int tp, int dp, int mbs, int inflight);
+/* Memory of rank's device under strategy s (its stage, position and
+ * schedule from s and p->schedule); returns the stage. */
+int cost_rank_stage_memory(const cost_model *m, const cost_params *p,
+                           const cost_strategy *s, int rank, cost_memory *out);
+/* Upper bound of the non-additive part of a stage's memory (reserve,
+ * workspace of its largest layer, pipeline buffers at a hidden-state cut)
+ * for the layer-assignment DP, which sums cost_layer_memory per layer. */
+double cost_memory_overhead_bound(const cost_model *m, const cost_params *p,
+                                  int tp, int mbs, int stage, int pp,
+                                  int inflight, int gas);
+
 /* ---- calibration parameters (issue 3; costmodel/) --------------------- */
 /* section owned by the calibration work: add declarations here */
+
+/* A few global constants fitted to measured iteration times by `planner
+ * calibrate` (search_calibrate, docs/calibration.md).  Every field's
+ * neutral value (cost_calibration_init) leaves the model unchanged.  Each
+ * enters the iteration time linearly (a time multiplier or an added
+ * time), which is what makes the fit a linear program. */
+#define COST_CALIB_MAX_TYPES 16
+
+/* Link classes of a transfer between two devices. */
+enum cost_link_class {
+    COST_LINK_INTRA = 0,    /* both devices in one node */
+    COST_LINK_INTER,        /* two nodes of one region (or no region given) */
+    COST_LINK_REGION,       /* two nodes in different regions */
+    COST_LINK_NCLASSES
+};
+/* "intra-node", "inter-node", "cross-region"; NULL when out of range. */
+const char *cost_link_class_name(int cls);
+/* Class of the link between two devices of c. */
+int cost_link_class_of(const cost_cluster *c, int dev_a, int dev_b);
+
+typedef struct cost_calibration {
+    int ntypes;                             /* device types with their own values */
+    char type[COST_CALIB_MAX_TYPES][32];    /* device type names (case-insensitive) */
+    double compute_scale[COST_CALIB_MAX_TYPES]; /* multiplier on the per-sample compute time
+                                               of the profile/estimate (1); 1 / relative
+                                               efficiency e_inf */
+    double mbs_half[COST_CALIB_MAX_TYPES];  /* b_half of eff(b) = e_inf b / (b + b_half):
+                                               each micro-batch costs b_half samples' worth
+                                               of compute on top (0) */
+    double bw_frac[COST_LINK_NCLASSES];     /* effective fraction of line rate per link
+                                               class; 0 = cost_params' intra_eff / net_eff */
+    double msg_latency;                     /* added to every message (P2P transfer,
+                                               all-reduce step), s (0) */
+    double tp_fixed;                        /* fixed cost per micro-batch and layer with
+                                               TP collectives when tp > 1, fwd + bwd, s (0) */
+    double iter_overhead;                   /* framework overhead per iteration, s (0) */
+} cost_calibration;
+
+/* Neutral calibration: no types, every field at its neutral value. */
+void cost_calibration_init(cost_calibration *cal);
+/* Index of a device type in cal (case-insensitive), -1 when absent. */
+int cost_calibration_type(const cost_calibration *cal, const char *name);
+/* Index of name, added with neutral values when absent; -1 when full. */
+int cost_calibration_add_type(cost_calibration *cal, const char *name);
+/* The calibration in force: p's, else the profile's, else NULL. */
+const cost_calibration *cost_calibration_of(const cost_params *p,
+                                            const cost_profile *prof);
+/* Effective fraction of line rate of a link class under p (calibrated
+ * bw_frac when set, else intra_eff / net_eff). */
+double cost_calibration_eff(const cost_params *p, int cls);
+/* Calibrated layer time (hook of cost_layer_time_of): work_fwd is the
+ * part of fwd (s) that grows with the micro-batch, mbs its size; fwd and
+ * bwd (TP communication comm included) are adjusted in place. */
+void cost_calibration_layer(const cost_calibration *cal,
+                            const cost_device_type *dt, const cost_layer *l,
+                            int tp, int mbs, double work_fwd, double comm,
+                            double *fwd, double *bwd);
 
 /* ---- decentralized training, DT-FM (issue 4; costmodel/dtfm.c) -------- */
 /* section owned by the DT-FM work: add declarations here */
 
+/* The scheduling problem of DT-FM (Yuan et al., NeurIPS'22, section 2):
+ * n = d_pp * d_dp devices with pairwise latency and bandwidth; a
+ * schedule is a balanced partition into d_pp data-parallel groups of
+ * d_dp devices (one group per pipeline stage). */
+typedef struct cost_dtfm_problem {
+    int n;                  /* devices (= d_pp * d_dp) */
+    int d_pp;               /* pipeline stages = data-parallel groups */
+    int d_dp;               /* devices per group = micro-batch groups */
+    double c_pp;            /* activation bytes of one micro-batch group between stages */
+    double c_dp;            /* gradient bytes of one stage */
+    double *lat;            /* n * n latency d -> d', s; diagonal ignored; owned */
+    double *bw;             /* n * n bandwidth d -> d', B/s; diagonal ignored; owned */
+    double *compute;        /* n: compute time of one tasklet on each device, s, or NULL
+                               (communication only, as in the paper); owned */
+} cost_dtfm_problem;
+
+/* Allocate lat, bw (and compute when with_compute) for n devices, zeroed;
+ * sets n, d_pp and d_dp = n / d_pp.  COST_EINVAL when d_pp does not
+ * divide n, COST_ENOMEM. */
+int cost_dtfm_problem_alloc(cost_dtfm_problem *p, int n, int d_pp,
+                            int with_compute, cost_error *err);
+/* Free the members (not p); NULL-safe; leaves p zeroed. */
+void cost_dtfm_problem_free(cost_dtfm_problem *p);
+/* Check sizes and values (finite, latency >= 0, bandwidth > 0 off the
+ * diagonal, c_pp and c_dp >= 0, compute >= 0); COST_EINVAL naming the
+ * first bad entry. */
+int cost_dtfm_problem_check(const cost_dtfm_problem *p, cost_error *err);
+/* Replace each direction by the mean of the two, as the paper's
+ * communication graph G does (section 2). */
+void cost_dtfm_symmetrize(cost_dtfm_problem *p);
+
+/* Pair weights, n * n arrays the caller allocates (diagonal 0):
+ *   w_dp[d,d'] = 2 (a + c_dp / (D_dp b))   the term of DT-FM eq. 2
+ *   w_pp[d,d'] = 2 (a + c_pp / b)          the term of DT-FM eq. 3
+ * with a, b the mean latency and bandwidth of the two directions. */
+void cost_dtfm_weights(const cost_dtfm_problem *p, double *w_dp,
+                       double *w_pp);
+
+/* DataP-Cost of one group (DT-FM eq. 2):
+ *   max_{d in C} sum_{d' in C - {d}} w_dp[d,d'].
+ * w_dp is n * n; members has m entries. */
+double cost_dtfm_dp_group(const double *w_dp, int n, const int *members,
+                          int m);
+
+/* Bottleneck perfect matching (DT-FM eq. 3): min over perfect matchings
+ * M of an m * m bipartite graph of max_{(i,j) in M} w[i * m + j], exact
+ * (threshold raised along alternating trees, O(m^3)).  match (may be
+ * NULL) gets m entries: match[i] = column matched with row i. */
+double cost_dtfm_bottleneck(const double *w, int m, int *match);
+
+/* Largest number of stages cost_dtfm_tsp solves exactly. */
+#define COST_DTFM_TSP_EXACT_MAX 16
+
+/* Open-loop TSP (DT-FM eq. 4): the shortest Hamiltonian path, any start
+ * and end, over a symmetric k * k matrix w.  order gets k nodes.
+ * _exact: Held-Karp, O(2^k k^2) time, COST_EINVAL for k > 20, COST_ENOMEM.
+ * _heuristic: nearest neighbour from every start, then 2-opt and Or-opt.
+ * cost_dtfm_tsp: exact up to COST_DTFM_TSP_EXACT_MAX nodes, heuristic
+ * beyond; *exact (may be NULL) says which. */
+int cost_dtfm_tsp_exact(const double *w, int k, int *order, double *len);
+int cost_dtfm_tsp_heuristic(const double *w, int k, int *order,
+                            double *len);
+int cost_dtfm_tsp(const double *w, int k, int *order, double *len,
+                  int *exact);
+
+/* A schedule and its cost (DT-FM eq. 1, plus the compute extension). */
+typedef struct cost_dtfm_result {
+    double total_s;         /* dp_s + pp_s + compute_s */
+    double dp_s;            /* DataP-Cost: max over groups of eq. 2 */
+    double pp_s;            /* PipelineP-Cost: eq. 4 over eq. 3 edges */
+    double compute_s;       /* beyond the paper: sum over stages of the slowest
+                               device's tasklet compute time; 0 without compute */
+    int k;                  /* groups (d_pp) */
+    int g;                  /* devices per group (d_dp) */
+    int tsp_exact;          /* 1 when pp_s is the exact open-loop TSP */
+    int *members;           /* k * g: devices of group q, ascending; groups are
+                               numbered by their smallest device; owned */
+    double *group_dp_s;     /* k: eq. 2 of each group; owned */
+    int *order;             /* k: group at pipeline stage j; owned */
+    double *edge_s;         /* k - 1: eq. 3 between stage j and j + 1; owned */
+    int *match;             /* (k - 1) * g: match[j * g + i] = device of stage
+                               j + 1 paired with members[order[j] * g + i]; owned */
+    int *chain;             /* g * k: chain[i * k + j] = device running stage j of
+                               micro-batch group i (tasklet t_ij); owned */
+} cost_dtfm_result;
+
+/* Cost of a partition: group_of[d] in 0..d_pp-1, each value used d_dp
+ * times.  Builds the coarsened graph, its TSP path and the chains.
+ * out is overwritten; free with cost_dtfm_result_free.  COST_EINVAL for
+ * an unbalanced partition. */
+int cost_dtfm_evaluate(const cost_dtfm_problem *p, const int *group_of,
+                       cost_dtfm_result *out, cost_error *err);
+void cost_dtfm_result_free(cost_dtfm_result *r);
+
 /* ---- uneven TP shards, stragglers, frozen layers (issue 6) ------------ */
 /* section owned by the uneven-TP / replan work: add declarations here */
+
+/* Uneven shards: rank r of a TP group holds tp_heads[r] of the model's
+ * attention heads and tp_cols[r] of its MLP (FFN) columns; every layer's
+ * TP-divided work and memory on that rank is its share
+ *   share_r = a * heads_r / H + (1 - a) * cols_r / F
+ * (a: attention's part of a block's FLOPs for time, of its parameters for
+ * memory; H heads, F = ffn columns), 1 / tp under an even split.  Layers
+ * other than blocks (vocabulary-parallel embedding and head) use the same
+ * share.  A rank's slowdown multiplies its compute, not its all-reduces.
+ * Frozen layers (cost_params.frozen_layers) run forward only and keep no
+ * gradients (time here, memory in costmodel/memory.c, no DP all-reduce). */
+
+/* Copy per-rank heads and columns (tp * dp * pp each) into s, replacing
+ * any; NULL, NULL clears them (even split).  COST_ENOMEM. */
+int cost_strategy_set_shards(cost_strategy *s, const int *heads,
+                             const int *cols);
+/* Copy per-rank slowdowns (tp * dp * pp) into s; NULL clears. */
+int cost_strategy_set_slow(cost_strategy *s, const double *slow);
+/* Heads H and MLP columns F that shards split: the model's heads and ffn
+ * (4 * hidden when ffn is 0).  COST_EINVAL with a message when the model
+ * has no transformer shape. */
+int cost_shard_units(const cost_model *m, int *heads, int *cols,
+                     cost_error *err);
+/* Attention's part a of a block's FLOPs (memory = 0) or parameters
+ * (memory = 1) from the model's shape (docs/model-formulas.md); 0.5 when
+ * the shape is unknown. */
+double cost_attn_frac(const cost_model *m, int memory);
+/* Share of the TP-divided work (memory = 0) or memory (memory = 1) that
+ * rank holds: 1 / tp without shards. */
+double cost_rank_share(const cost_model *m, const cost_strategy *s, int rank,
+                       int memory);
+/* Check shards against the model: per TP group heads sum to H and columns
+ * to F, none negative.  COST_OK when s has none.  COST_EINVAL otherwise. */
+int cost_shards_check(const cost_model *m, const cost_strategy *s,
+                      cost_error *err);
+/* 1 when the TP group of (stage, dpi) mixes device types. */
+int cost_tp_group_mixed(const cost_cluster *c, const cost_strategy *s,
+                        int stage, int dpi);
+/* Rank that runs on device dev, -1 when none. */
+int cost_rank_of_device(const cost_strategy *s, int dev);
+/* Hook of cost_evaluate and the layer assignment: turn lt, the even-split
+ * time of layer on device dev (of type dt), into the time of dev's rank
+ * under its share, slowdown and frozen layers.  No-op when none applies. */
+void cost_rank_layer_adjust(const cost_model *m, const cost_params *p,
+                            const cost_device_type *dt,
+                            const cost_strategy *s, int dev, int layer,
+                            cost_layer_time *lt);
+/* Memory of rank from its even-split memory even_bytes: linear in the
+ * memory share, M(share) = base + per_share * share. */
+double cost_rank_memory(const cost_model *m, const cost_params *p,
+                        const cost_strategy *s, int rank, double even_bytes);
+void cost_rank_memory_line(const cost_model *m, const cost_params *p,
+                           const cost_strategy *s, int rank, double *base,
+                           double *per_share);
+
+/* Per-micro-batch forward + backward time of a rank's stage, split the
+ * way the shard planner and the straggler what-if need it. */
+typedef struct cost_rank_time {
+    double total;           /* at the rank's current share and slowdown, s */
+    double comm;            /* TP all-reduces inside total, s */
+    double fixed;           /* part that does not depend on the share, s */
+    double per_share;       /* total = fixed + per_share * share, s */
+    double gemm;            /* matrix-multiplication part of total (M_i of
+                               ZERO-resizing eq. 1), s */
+    double share;           /* the rank's share of the TP-divided work */
+} cost_rank_time;
+
+int cost_rank_time_of(const cost_cluster *c, const cost_model *m,
+                      const cost_profile *prof, const cost_params *p,
+                      const cost_strategy *s, int rank, cost_rank_time *out);
 
 #endif

@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "cost.h"
+#include "internal.h"
 
 void cost_params_init(cost_params *p)
 {
@@ -22,10 +23,10 @@ void cost_params_init(cost_params *p)
     p->bwd_traffic = 1.5;
     p->optimizer_bytes = 32.0;
     p->schedule = COST_SCHED_1F1B;
-    p->state_bytes = 20.0;
+    p->state_bytes = 0.0; /* from the precision (costmodel/memory.c) */
     p->zero_stage = 0;
     p->recompute = 0;
-    p->mem_reserve = 1.5 * 1073741824.0;
+    p->mem_reserve = 1073741824.0; /* docs/cost-model.md, "Memory" */
 }
 
 /* Settable fields: name, offset, is-integer, range. */
@@ -45,6 +46,8 @@ static const param_field param_fields[] = {
     PF(optimizer_bytes, 0, 0.0, 1e4), PF(schedule, 1, 0, 1),
     PF(state_bytes, 0, 0.0, 1e3),    PF(zero_stage, 1, 0, 3),
     PF(recompute, 1, 0, 1),          PF(mem_reserve, 0, 0.0, 1e15),
+    PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
+    PF(frozen_layers, 1, 0, 1e9),
 };
 #undef PF
 
@@ -227,7 +230,7 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
     const cost_layer *l = &m->layers[layer];
     const cost_profile_entry *pts[16], *base[16];
     int n, nb;
-    double b = (double)mbs, c_act, c_home, fwd, bwd, ratio;
+    double b = (double)mbs, c_act, c_home, fwd, bwd, ratio, work = 0.0;
 
     memset(out, 0, sizeof *out);
     ratio = bwd_ratio(m, p, dt, l, tp);
@@ -236,16 +239,19 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
     n = profile_points(prof, dt->name, tp, layer, pts, 16);
     if (n == 0) {
         /* estimate: host launch cost + work per sample + TP all-reduces */
-        fwd = (double)l->kernels * p->kernel_overhead +
-              b * layer_work(m, p, dt, l, tp) + c_act;
+        work = b * layer_work(m, p, dt, l, tp);
+        fwd = (double)l->kernels * p->kernel_overhead + work + c_act;
         out->fwd = fwd;
         out->bwd = ratio * fwd;
         out->comm = 2.0 * c_act;
         out->estimated = 1;
+        cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
+                               out->comm, &out->fwd, &out->bwd); /* issue 3 */
         return;
     }
     if (n >= 2) {
         fwd = interpolate(pts, n, layer, mbs, 0);
+        work = fwd > c_home ? fwd - c_home : 0.0;
         bwd = have_bwd(pts, n, layer) ? interpolate(pts, n, layer, mbs, 1)
                                       : ratio * fwd;
     } else {
@@ -275,10 +281,12 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
         fixed = p0 - b0 * w - c0;
         if (fixed >= 0.0) {
             fwd = fixed + b * w + c_home;
+            work = b * w;
         } else {
             /* measured faster than the estimate: keep its shape, scale it */
             double scale = p0 / (b0 * w + c0);
             fwd = scale * (b * w + c_home);
+            work = scale * b * w;
         }
         bwd = have_bwd(pts, 1, layer) ? pts[0]->bwd[layer] * fwd / (p0 > 0.0 ? p0 : 1.0)
                                       : ratio * fwd;
@@ -287,6 +295,8 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
     fwd += c_act - c_home;
     if (fwd < 0.0)
         fwd = 0.0;
+    cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
+                           2.0 * c_act, &fwd, &bwd); /* issue 3 */
     out->fwd = fwd;
     out->bwd = bwd;
     out->comm = 2.0 * c_act;
@@ -294,46 +304,7 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
         out->comm = fwd + bwd;
 }
 
-int cost_inflight(const cost_params *p, int stage, int pp, int gas)
-{
-    int k = p->schedule == COST_SCHED_GPIPE ? gas : pp - stage;
-
-    return k < gas ? k : gas;
-}
-
-double cost_stage_memory(const cost_model *m, const cost_params *p, int a,
-                         int b, int tp, int dp, int mbs, int inflight)
-{
-    double t = (double)tp, d = (double)dp, db = (double)m->dtype_bytes;
-    double params = 0.0, act = 0.0, peak_layer = 0.0;
-    double wbytes = db, gbytes = db, obytes = p->state_bytes - 2.0 * db;
-    int i;
-
-    if (obytes < 0.0)
-        obytes = 0.0;
-    for (i = a; i < b; i++) {
-        const cost_layer *l = &m->layers[i];
-        double full = l->act_rep_bytes + (l->act_bytes - l->act_rep_bytes) / t;
-        params += l->params / t;
-        if (p->recompute) {
-            /* keep each layer's input; one layer's activations live at a time */
-            act += i > 0 ? m->layers[i - 1].out_bytes : 0.0;
-            if (full > peak_layer)
-                peak_layer = full;
-        } else {
-            act += full;
-        }
-    }
-    /* ZeRO stages shard optimizer state, then gradients, then weights */
-    if (p->zero_stage >= 1)
-        obytes /= d;
-    if (p->zero_stage >= 2)
-        gbytes /= d;
-    if (p->zero_stage >= 3)
-        wbytes /= d;
-    return params * (wbytes + gbytes + obytes) +
-           (double)mbs * ((double)inflight * act + peak_layer) + p->mem_reserve;
-}
+/* cost_inflight and cost_stage_memory: costmodel/memory.c */
 
 int cost_strategy_check(const cost_cluster *c, const cost_model *m,
                         const cost_strategy *s, int global_batch,
@@ -407,17 +378,20 @@ done:
 double cost_flow_bw(const cost_cluster *c, const cost_params *p, int da,
                     int db, int share_a, int share_b, double *lat)
 {
-    double bw, nic;
+    double bw, nic, eff;
     int na = c->device_node[da], nb = c->device_node[db];
 
     cost_link_between(c, da, db, &bw, lat);
+    if (p->calib != NULL) /* issue 3: calibrated latency and link class */
+        *lat += p->calib->msg_latency;
+    eff = cost_calibration_eff(p, cost_link_class_of(c, da, db));
     if (na == nb)
-        return bw * p->intra_eff;
-    bw *= p->net_eff;
-    nic = c->nodes[na].nic_bw * p->net_eff / (double)(share_a > 0 ? share_a : 1);
+        return bw * eff;
+    bw *= eff;
+    nic = c->nodes[na].nic_bw * eff / (double)(share_a > 0 ? share_a : 1);
     if (nic < bw)
         bw = nic;
-    nic = c->nodes[nb].nic_bw * p->net_eff / (double)(share_b > 0 ? share_b : 1);
+    nic = c->nodes[nb].nic_bw * eff / (double)(share_b > 0 ? share_b : 1);
     if (nic < bw)
         bw = nic;
     return bw;
@@ -453,10 +427,11 @@ typedef struct eval_ctx {
     int *in_flows;
 } eval_ctx;
 
-/* Time of stage j on one device for one micro-batch: total and TP part. */
+/* Time of stage j on one device for one micro-batch: total, TP part and
+ * (fwd != NULL) the forward part. */
 static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
                        double lat, double *total, double *comm, int *est,
-                       int *meas)
+                       int *meas, double *fwd)
 {
     const cost_device_type *dt = cost_device(x->c, dev);
     const cost_node *node = &x->c->nodes[x->c->device_node[dev]];
@@ -465,11 +440,16 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
 
     *total = 0.0;
     *comm = 0.0;
+    if (fwd != NULL)
+        *fwd = 0.0;
     for (l = x->s->bounds[stage]; l < x->s->bounds[stage + 1]; l++) {
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
                            lat, node->intra_bw * x->p->intra_eff, &lt);
+        cost_rank_layer_adjust(x->m, x->p, dt, x->s, dev, l, &lt); /* issue 6 */
         *total += lt.fwd + lt.bwd;
         *comm += lt.comm;
+        if (fwd != NULL)
+            *fwd += lt.fwd;
         if (lt.estimated)
             (*est)++;
         else
@@ -554,13 +534,15 @@ static double stage_grad_bytes(const eval_ctx *x, int j)
     int l;
 
     for (l = x->s->bounds[j]; l < x->s->bounds[j + 1]; l++)
-        params += x->m->layers[l].params;
+        if (l >= x->p->frozen_layers) /* issue 6: frozen layers have no gradients */
+            params += x->m->layers[l].params;
     return params / (double)x->s->tp * (double)x->m->dtype_bytes;
 }
 
 /* AMP eq. 4, second term: the slowest DP all-reduce over all groups
- * (stage, tp index); groups that leave a node share its NIC. */
-static double dp_sync(const eval_ctx *x)
+ * (stage, tp index), of stage `only` when >= 0; groups that leave a node
+ * share its NIC. */
+static double dp_sync(const eval_ctx *x, int only)
 {
     const cost_strategy *s = x->s;
     const cost_cluster *c = x->c;
@@ -588,6 +570,8 @@ static double dp_sync(const eval_ctx *x)
         }
     for (j = 0; j < s->pp; j++) {
         double bytes = stage_grad_bytes(x, j);
+        if (only >= 0 && j != only)
+            continue;
         for (k = 0; k < s->tp; k++) {
             double bw = INFINITY, lat = 0.0, t;
             for (d = 0; d < s->dp; d++) {
@@ -661,8 +645,9 @@ static double tied_sync(const eval_ctx *x)
     return worst;
 }
 
-/* Optimizer step: bandwidth-bound pass over the parameters a device owns. */
-static double optimizer_time(const eval_ctx *x)
+/* Optimizer step: bandwidth-bound pass over the parameters a device owns
+ * (of stage `only` when >= 0). */
+static double optimizer_time(const eval_ctx *x, int only)
 {
     const cost_strategy *s = x->s;
     double worst = 0.0;
@@ -670,6 +655,8 @@ static double optimizer_time(const eval_ctx *x)
 
     for (j = 0; j < s->pp; j++) {
         double params = stage_grad_bytes(x, j) / (double)x->m->dtype_bytes;
+        if (only >= 0 && j != only)
+            continue;
         if (x->p->zero_stage >= 1)
             params /= (double)s->dp;
         for (d = 0; d < s->dp; d++)
@@ -695,6 +682,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
     ps.schedule = s->schedule;
+    ps.calib = cost_calibration_of(p, prof); /* issue 3 */
     p = &ps;
     x.c = c;
     x.m = m;
@@ -731,7 +719,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
                 double t, tc;
                 int est = 0, meas = 0;
                 stage_time(&x, j, cost_rank_device(s, j, d, k), bw, lat, &t, &tc,
-                           &est, &meas);
+                           &est, &meas, NULL);
                 out->estimated += est;
                 out->measured += meas;
                 if (t > st[j]) { /* a stage runs at its slowest device */
@@ -766,11 +754,21 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
             }
         }
     }
-    out->bd.dp_comm = dp_sync(&x) + tied_sync(&x);
-    out->bd.optimizer = optimizer_time(&x);
+    out->bd.dp_comm = dp_sync(&x, -1) + tied_sync(&x);
+    out->bd.optimizer = optimizer_time(&x, -1);
     out->bd.total = out->bd.compute + out->bd.tp_comm + out->bd.bubble +
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
+    if (p->fidelity == COST_FIDELITY_SIMULATE) { /* docs/simulator.md */
+        rc = cost_sim_refine(c, m, prof, p, s, out, err);
+        if (rc != COST_OK)
+            goto done;
+    }
+    if (p->calib != NULL) { /* issue 3: framework overhead, with the optimizer step */
+        out->bd.optimizer += p->calib->iter_overhead;
+        out->bd.total += p->calib->iter_overhead;
+        out->iter_s = out->bd.total;
+    }
 
     /* memory of every rank */
     out->fits = 1;
@@ -779,11 +777,11 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
         double worst = INFINITY;
         int r;
         for (r = 0; r < nr; r++) {
-            int stage = r / (s->tp * s->dp);
             const cost_device_type *dt = cost_device(c, s->ranks[r]);
-            out->mem_bytes[r] = cost_stage_memory(
-                m, p, s->bounds[stage], s->bounds[stage + 1], s->tp, s->dp,
-                s->mbs, cost_inflight(p, stage, s->pp, s->gas));
+            cost_memory mem; /* costmodel/memory.c */
+            cost_rank_stage_memory(m, p, s, r, &mem);
+            out->mem_bytes[r] = mem.total;
+            out->mem_bytes[r] = cost_rank_memory(m, p, s, r, out->mem_bytes[r]); /* issue 6 */
             out->mem_cap[r] = dt->mem_bytes;
             if (out->mem_cap[r] - out->mem_bytes[r] < worst) {
                 worst = out->mem_cap[r] - out->mem_bytes[r];
@@ -802,4 +800,115 @@ done:
     if (rc != COST_OK)
         cost_result_free(out);
     return rc;
+}
+
+/* ---- per-stage pieces for the simulator (costmodel/internal.h) -------- */
+
+/* eval_ctx with NIC scratch; 0 when out of memory. */
+static int ctx_open(eval_ctx *x, const cost_cluster *c, const cost_model *m,
+                    const cost_profile *prof, const cost_params *p,
+                    const cost_strategy *s)
+{
+    memset(x, 0, sizeof *x);
+    x->c = c;
+    x->m = m;
+    x->prof = prof;
+    x->p = p;
+    x->s = s;
+    x->out_flows = calloc((size_t)c->nnodes, sizeof *x->out_flows);
+    x->in_flows = calloc((size_t)c->nnodes, sizeof *x->in_flows);
+    return x->out_flows != NULL && x->in_flows != NULL;
+}
+
+static void ctx_close(eval_ctx *x)
+{
+    free(x->out_flows);
+    free(x->in_flows);
+    x->out_flows = x->in_flows = NULL;
+}
+
+void cost_stage_fwd_bwd(const cost_cluster *c, const cost_model *m,
+                        const cost_profile *prof, const cost_params *p,
+                        const cost_strategy *s, int j, int dpi, double *fwd,
+                        double *bwd, int *est, int *meas)
+{
+    eval_ctx x;
+    double bw, lat, best = -1.0;
+    int k, e = 0, me = 0;
+
+    memset(&x, 0, sizeof x); /* stage_time needs no scratch */
+    x.c = c;
+    x.m = m;
+    x.prof = prof;
+    x.p = p;
+    x.s = s;
+    *fwd = *bwd = 0.0;
+    cost_tp_ring(c, p, s, j, dpi, &bw, &lat);
+    for (k = 0; k < s->tp; k++) {
+        double t, tc, f;
+        stage_time(&x, j, cost_rank_device(s, j, dpi, k), bw, lat, &t, &tc, &e,
+                   &me, &f);
+        if (t > best) { /* the slowest device, as in cost_evaluate */
+            best = t;
+            *fwd = f;
+            *bwd = t - f;
+        }
+    }
+    if (est != NULL)
+        *est = e;
+    if (meas != NULL)
+        *meas = me;
+}
+
+double cost_p2p_oneway(const cost_cluster *c, const cost_model *m,
+                       const cost_params *p, const cost_strategy *s, int j,
+                       int dpi)
+{
+    eval_ctx x;
+    double t;
+
+    if (ctx_open(&x, c, m, NULL, p, s))
+        count_cut_flows(c, s, j, x.out_flows, x.in_flows);
+    else /* no scratch memory: links without NIC sharing */
+        ctx_close(&x);
+    t = p2p_time(&x, j, dpi) / 2.0; /* p2p_time is both directions */
+    ctx_close(&x);
+    return t;
+}
+
+double cost_dp_sync_stage(const cost_cluster *c, const cost_model *m,
+                          const cost_params *p, const cost_strategy *s, int j)
+{
+    eval_ctx x;
+    double t = -1.0;
+
+    if (ctx_open(&x, c, m, NULL, p, s))
+        t = dp_sync(&x, j);
+    ctx_close(&x);
+    return t;
+}
+
+double cost_tied_sync_time(const cost_cluster *c, const cost_model *m,
+                           const cost_params *p, const cost_strategy *s)
+{
+    eval_ctx x;
+    double t = -1.0;
+
+    if (ctx_open(&x, c, m, NULL, p, s))
+        t = tied_sync(&x);
+    ctx_close(&x);
+    return t;
+}
+
+double cost_optimizer_stage(const cost_cluster *c, const cost_model *m,
+                            const cost_params *p, const cost_strategy *s, int j)
+{
+    eval_ctx x;
+
+    memset(&x, 0, sizeof x); /* optimizer_time needs no scratch */
+    x.c = c;
+    x.m = m;
+    x.p = p;
+    x.s = s;
+    return optimizer_time(&x, j);
 }

@@ -1254,6 +1254,82 @@ static int parse_entry(const ctx *cx, const cJSON *e, const char *p,
     return parse_times(cx, bw, fp, m->nlayers, 1e3, &en->bwd);
 }
 
+/* "calibration" of a calibrated profile (issue 3, docs/calibration.md):
+ * {"devices": {TYPE: {"compute_scale", "mbs_half"}}, "links": {CLASS:
+ * fraction}, "msg_latency_us", "tp_fixed_ms", "iter_overhead_ms"}. */
+static int parse_calibration(const ctx *cx, const cJSON *jc,
+                             cost_calibration **out)
+{
+    const cJSON *jd = NULL, *jl = NULL, *e;
+    cost_calibration *cal = calloc(1, sizeof *cal);
+    char p[PATH_N], ep[PATH_N];
+    double v;
+    int rc, t, cls;
+
+    *out = NULL;
+    if (cal == NULL)
+        return fail(cx, COST_ENOMEM, "calibration", "out of memory");
+    cost_calibration_init(cal);
+    if ((rc = sub_field(cx, jc, "calibration", "devices", 0, K_OBJ, &jd)) != COST_OK ||
+        (rc = sub_field(cx, jc, "calibration", "links", 0, K_OBJ, &jl)) != COST_OK)
+        goto done;
+    cJSON_ArrayForEach(e, jd)
+    {
+        const char *name = e->string ? e->string : "";
+        pkey(p, sizeof p, "calibration.devices", name);
+        if (!cJSON_IsObject(e)) {
+            rc = fail(cx, COST_EFIELD, p, "expected an object, got %s", jtype(e));
+            goto done;
+        }
+        if (cost_calibration_type(cal, name) >= 0) {
+            rc = fail(cx, COST_EFIELD, p, "device type '%s' is given twice", name);
+            goto done;
+        }
+        t = cost_calibration_add_type(cal, name);
+        if (t < 0) {
+            rc = fail(cx, COST_EFIELD, p, "expected at most %d device types of at "
+                      "most 31 characters", COST_CALIB_MAX_TYPES);
+            goto done;
+        }
+        if ((rc = num_field(cx, e, p, "compute_scale", F_POS, 1.0,
+                            &cal->compute_scale[t])) != COST_OK ||
+            (rc = num_field(cx, e, p, "mbs_half", F_NONNEG, 0.0,
+                            &cal->mbs_half[t])) != COST_OK)
+            goto done;
+    }
+    cJSON_ArrayForEach(e, jl)
+    {
+        const char *name = e->string ? e->string : "";
+        pkey(p, sizeof p, "calibration.links", name);
+        for (cls = 0; cls < COST_LINK_NCLASSES; cls++)
+            if (strcmp(name, cost_link_class_name(cls)) == 0)
+                break;
+        if (cls == COST_LINK_NCLASSES) {
+            rc = fail(cx, COST_EFIELD, p, "unknown link class '%s' (known: "
+                      "intra-node, inter-node, cross-region)", name);
+            goto done;
+        }
+        if ((rc = num_value(cx, e, p, F_POS | F_FRAC, &v)) != COST_OK)
+            goto done;
+        cal->bw_frac[cls] = v;
+    }
+    pkey(ep, sizeof ep, "", "calibration");
+    if ((rc = num_field(cx, jc, ep, "msg_latency_us", F_NONNEG, 0.0, &v)) != COST_OK)
+        goto done;
+    cal->msg_latency = v * 1e-6;
+    if ((rc = num_field(cx, jc, ep, "tp_fixed_ms", F_NONNEG, 0.0, &v)) != COST_OK)
+        goto done;
+    cal->tp_fixed = v * 1e-3;
+    if ((rc = num_field(cx, jc, ep, "iter_overhead_ms", F_NONNEG, 0.0, &v)) != COST_OK)
+        goto done;
+    cal->iter_overhead = v * 1e-3;
+    *out = cal;
+    cal = NULL;
+done:
+    free(cal);
+    return rc;
+}
+
 int plan_parse_profile(const char *text, const char *file,
                        const cost_model *m, cost_profile *out,
                        cost_error *err)
@@ -1302,6 +1378,9 @@ int plan_parse_profile(const char *text, const char *file,
             goto done;
         i++;
     }
+    if ((rc = sub_field(&cx, root, "", "calibration", 0, K_OBJ, &je)) != COST_OK ||
+        (je != NULL && (rc = parse_calibration(&cx, je, &pr.calib)) != COST_OK))
+        goto done; /* issue 3: a calibrated profile */
     *out = pr;
     memset(&pr, 0, sizeof pr);
 done:

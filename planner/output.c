@@ -270,6 +270,8 @@ static cJSON *settings_json(const plan_meta *meta, const cost_model *m,
                          put_str(o, "method", meta->method) &&
                          put_str(o, "schedule", sched_name(sched)) &&
                          put_str(o, "precision", precision_name(m)) &&
+                         put_str(o, "fidelity",
+                                 p ? cost_fidelity_name(p->fidelity) : NULL) &&
                          put(o, "cost_params", params_json(p)));
 }
 
@@ -452,6 +454,9 @@ static cJSON *rank_json(const cost_cluster *c, const cost_strategy *s,
     if (!put_num(o, "stage", rank / (s->tp * s->dp)) ||
         !put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
         !put_num(o, "tp_index", rank % s->tp) ||
+        (s->tp_heads != NULL && s->tp_cols != NULL && /* issue 6: uneven shards */
+         (!put_num(o, "heads", s->tp_heads[rank]) ||
+          !put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
         !(has_mem ? put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
                   : put_null(o, "memory_gib")) ||
         !(has_cap ? put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
@@ -471,6 +476,30 @@ static cJSON *rank_json(const cost_cluster *c, const cost_strategy *s,
     ok = 1;
 done:
     return finish(o, ok);
+}
+
+/* Simulated events of one iteration (docs/simulator.md), or NULL when
+ * there are more than PLAN_TIMELINE_MAX (the plan stays small). */
+#define PLAN_TIMELINE_MAX 20000
+static cJSON *timeline_json(const cost_timeline *t)
+{
+    cJSON *arr = cJSON_CreateArray(), *e;
+    int i;
+
+    if (arr == NULL)
+        return NULL;
+    for (i = 0; i < t->nevents; i++) {
+        const cost_event *ev = &t->events[i];
+        e = cJSON_CreateObject();
+        if (!push(arr, e) || !put_str(e, "kind", cost_event_name(ev->kind)) ||
+            !put_num(e, "stage", ev->stage) || !put_num(e, "replica", ev->replica) ||
+            !put_num(e, "micro", ev->micro) || !put_num(e, "start_s", ev->start) ||
+            !put_num(e, "end_s", ev->end)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
 }
 
 static const char layer_note[] =
@@ -525,6 +554,10 @@ static cJSON *strategy_json(const plan_meta *meta, const cost_cluster *c,
     if (!put(o, "layer_times", lt) || !put_num(lt, "measured", r->measured) ||
         !put_num(lt, "estimated", r->estimated) ||
         (r->estimated > 0 && !put_str(lt, "note", layer_note)))
+        goto done;
+    if (idx == 0 && meta->timeline != NULL &&
+        meta->timeline->nevents <= PLAN_TIMELINE_MAX &&
+        !put(o, "timeline", timeline_json(meta->timeline)))
         goto done;
     ok = 1;
 done:
@@ -736,17 +769,31 @@ static void emit_stages(sbuf *b, const cost_cluster *c,
             wt = (int)strlen(types);
     }
     sb_printf(b, "\nstages of #1 (layers inclusive):\n");
-    sb_printf(b, "%5s  %-*s  %-*s  %15s\n", "stage", wl, "layers", wt,
-              "devices", "time/micro (ms)");
+    sb_printf(b, "%5s  %-*s  %-*s  %15s  %14s  %14s\n", "stage", wl, "layers",
+              wt, "devices", "time/micro (ms)", "peak mem (GiB)", "headroom (GiB)");
     for (j = 0; j < s->pp; j++) {
+        char mem[32] = "-", head[32] = "-";
+        int per = s->tp * s->dp, k;
+        double pk = -1.0, hr = HUGE_VAL;
         stage_layers(s, j, layers, sizeof layers);
         stage_types(c, s, j, types, sizeof types);
+        for (k = j * per; r->mem_bytes && r->mem_cap && k < (j + 1) * per &&
+                          k < r->nranks; k++) { /* issue 3: memory per stage */
+            if (r->mem_bytes[k] > pk)
+                pk = r->mem_bytes[k];
+            if (r->mem_cap[k] - r->mem_bytes[k] < hr)
+                hr = r->mem_cap[k] - r->mem_bytes[k];
+        }
+        if (pk >= 0.0) {
+            snprintf(mem, sizeof mem, "%.2f", gib(pk));
+            snprintf(head, sizeof head, "%.2f", gib(hr));
+        }
         if (r->stage_s != NULL && j < r->pp)
-            sb_printf(b, "%5d  %-*s  %-*s  %15.3f\n", j, wl, layers, wt,
-                      types, r->stage_s[j] * 1e3);
+            sb_printf(b, "%5d  %-*s  %-*s  %15.3f  %14s  %14s\n", j, wl, layers,
+                      wt, types, r->stage_s[j] * 1e3, mem, head);
         else
-            sb_printf(b, "%5d  %-*s  %-*s  %15s\n", j, wl, layers, wt, types,
-                      "-");
+            sb_printf(b, "%5d  %-*s  %-*s  %15s  %14s  %14s\n", j, wl, layers, wt,
+                      types, "-", mem, head);
     }
 }
 

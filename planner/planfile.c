@@ -138,6 +138,62 @@ static int read_params(plan_doc *d, const cJSON *cp, cost_error *err)
     return COST_OK;
 }
 
+/* Uneven TP shards (issue 6): "heads" and "mlp_cols" on every rank
+ * object of strategy i, or on none. */
+static int read_shards(plan_doc *d, int i, const cJSON *jr, cost_error *err)
+{
+    cost_strategy *s = &d->s[i];
+    int n = s->tp * s->dp * s->pp, r, have = 0, rc = COST_OK;
+    int *h = NULL, *c = NULL;
+    char jp[PF_PATH];
+
+    if (!cJSON_IsArray(jr) || cJSON_GetArraySize(jr) != n)
+        return COST_OK;
+    for (r = 0; r < n; r++)
+        if (get(cJSON_GetArrayItem(jr, r), "heads") != NULL)
+            have = 1;
+    if (!have)
+        return COST_OK;
+    h = calloc((size_t)n, sizeof *h);
+    c = calloc((size_t)n, sizeof *c);
+    if (h == NULL || c == NULL) {
+        rc = cost_error_set(err, COST_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    for (r = 0; r < n; r++) {
+        const cJSON *o = cJSON_GetArrayItem(jr, r);
+        const cJSON *vh = get(o, "heads"), *vc = get(o, "mlp_cols");
+        snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].heads", i, r);
+        if (!cJSON_IsNumber(vh) || vh->valuedouble < 0 ||
+            vh->valuedouble != (double)(int)vh->valuedouble) {
+            rc = bad(err, d->path, jp, "a whole number of heads", vh);
+            goto done;
+        }
+        snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].mlp_cols", i, r);
+        if (!cJSON_IsNumber(vc) || vc->valuedouble < 0 ||
+            vc->valuedouble != (double)(int)vc->valuedouble) {
+            rc = bad(err, d->path, jp, "a whole number of MLP columns", vc);
+            goto done;
+        }
+        h[r] = (int)vh->valuedouble;
+        c[r] = (int)vc->valuedouble;
+    }
+    if (cost_strategy_set_shards(s, h, c) != COST_OK) {
+        rc = cost_error_set(err, COST_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    snprintf(jp, sizeof jp, "strategies[%d].ranks", i);
+    if ((rc = cost_shards_check(&d->model, s, err)) != COST_OK && err != NULL) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rc = cost_error_set(err, rc, d->path, jp, "%s", msg);
+    }
+done:
+    free(h);
+    free(c);
+    return rc;
+}
+
 /* The plan's strategies as the strategies document `planner evaluate`
  * reads, so that one parser validates both. */
 static int read_strategies(plan_doc *d, const cJSON *arr, cost_error *err)
@@ -228,6 +284,8 @@ static int read_strategies(plan_doc *d, const cJSON *arr, cost_error *err)
         if (i < d->n && cJSON_IsString(pl))
             snprintf(d->s[i].placement, sizeof d->s[i].placement, "%s",
                      pl->valuestring);
+        if (i < d->n && (rc = read_shards(d, i, get(js, "ranks"), err)) != COST_OK)
+            goto done; /* issue 6 */
         i++;
     }
 done:

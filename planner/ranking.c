@@ -235,3 +235,87 @@ done:
     cJSON_Delete(doc);
     return rc;
 }
+
+/* ---- calibrated predictions (issue 3, docs/calibration.md) ------------ */
+
+int plan_predict_trials(const cost_cluster *c, const cost_model *m,
+                        const cost_profile *prof, const cost_params *cp,
+                        const plan_trial_set *ts, plan_trial *t,
+                        cost_error *err)
+{
+    int i, rc;
+
+    for (i = 0; i < ts->n; i++) {
+        cost_result r;
+        rc = cost_evaluate(c, m, prof, cp, &ts->s[i], &r, err);
+        if (rc != COST_OK)
+            return rc;
+        t[i].index = i;
+        t[i].measured_s = ts->measured_s[i];
+        t[i].failed_memory = ts->failed_memory[i];
+        t[i].predicted_s = r.iter_s;
+        t[i].fits = r.fits;
+        cost_result_free(&r);
+    }
+    return COST_OK;
+}
+
+int plan_calibrate_loo(const cost_cluster *c, const cost_model *m,
+                       const cost_profile *prof, const cost_params *cp,
+                       const plan_trial_set *ts,
+                       const search_calib_params *sp, plan_trial *t,
+                       cost_error *err)
+{
+    double *meas = malloc((size_t)(ts->n > 0 ? ts->n : 1) * sizeof *meas);
+    search_calib_fit fit;
+    cost_params p = *cp;
+    cost_result r;
+    int i, rc;
+
+    if (meas == NULL)
+        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    memcpy(meas, ts->measured_s, (size_t)ts->n * sizeof *meas);
+    /* failed runs: the fit on every measured trial */
+    rc = search_calibrate(c, m, prof, cp, ts->s, meas, ts->n, sp, &fit, err);
+    if (rc != COST_OK)
+        goto done;
+    p.calib = &fit.cal;
+    rc = plan_predict_trials(c, m, prof, &p, ts, t, err);
+    for (i = 0; rc == COST_OK && i < ts->n; i++) {
+        if (ts->measured_s[i] <= 0.0)
+            continue;
+        meas[i] = -1.0; /* left out of this fit */
+        rc = search_calibrate(c, m, prof, cp, ts->s, meas, ts->n, sp, &fit, err);
+        meas[i] = ts->measured_s[i];
+        if (rc != COST_OK)
+            break;
+        p.calib = &fit.cal;
+        rc = cost_evaluate(c, m, prof, &p, &ts->s[i], &r, err);
+        if (rc != COST_OK)
+            break;
+        t[i].predicted_s = r.iter_s;
+        cost_result_free(&r);
+    }
+done:
+    free(meas);
+    return rc;
+}
+
+int plan_calibrate_cross(const cost_cluster *fc, const cost_profile *fprof,
+                         const plan_trial_set *fit_set, const cost_cluster *c,
+                         const cost_model *m, const cost_profile *prof,
+                         const cost_params *cp, const plan_trial_set *ts,
+                         const search_calib_params *sp, plan_trial *t,
+                         cost_error *err)
+{
+    search_calib_fit fit;
+    cost_params p = *cp;
+    int rc;
+
+    rc = search_calibrate(fc, m, fprof, cp, fit_set->s, fit_set->measured_s,
+                          fit_set->n, sp, &fit, err);
+    if (rc != COST_OK)
+        return rc;
+    p.calib = &fit.cal;
+    return plan_predict_trials(c, m, prof, &p, ts, t, err);
+}

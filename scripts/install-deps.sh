@@ -7,4 +7,9 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config libglpk-dev libcjson-dev check >/dev/null
+# Report and man-page tests: headless Chromium renders the SVG report
+# (DejaVu for its text), zlib decodes the PNG screenshot, groff checks
+# docs/planner.1; the tests skip with a message when these are absent.
+$SUDO apt-get install -y -qq --no-install-recommends \
+    chromium fonts-dejavu-core zlib1g-dev groff-base >/dev/null
 echo "hetplan dependencies installed"

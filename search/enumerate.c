@@ -1,9 +1,11 @@
 /* search/enumerate.c: AMP Algorithm 1 (every degree, micro-batch size
  * and placement rule, with the optimal layer assignment of each) and the
  * Megatron heuristic baseline of AMP section 4.1. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "search.h"
 
@@ -17,6 +19,8 @@ void search_params_init(search_params *p)
     p->max_mbs = 0;
     p->placements = (1u << SEARCH_PLACE_NPLACEMENTS) - 1u;
     p->keep_infeasible = 0;
+    p->uneven_tp = 1;
+    p->tp_granule = 64;
 }
 
 void search_result_free(search_result *r)
@@ -51,6 +55,9 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
     }
     for (j = 0; j < k; j++) {
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
+        /* memory: per-layer sums plus a bound of the rest (issue 3) */
+        double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
+                                                 inflight, s->gas);
         cap[j] = INFINITY;
         for (d = 0; d < s->dp; d++) {
             double bw, lat;
@@ -63,17 +70,17 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
                     cost_layer_time lt;
                     cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw, lat,
                                        node->intra_bw * cp->intra_eff, &lt);
+                    cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt); /* issue 6 */
                     if (lt.fwd + lt.bwd > tt[j * L + l])
                         tt[j * L + l] = lt.fwd + lt.bwd;
                 }
-                if (dt->mem_bytes - cp->mem_reserve < cap[j])
-                    cap[j] = dt->mem_bytes - cp->mem_reserve;
+                if (dt->mem_bytes - over < cap[j])
+                    cap[j] = dt->mem_bytes - over;
             }
         }
         for (l = 0; l < L; l++)
-            mem[j * L + l] = cost_stage_memory(m, cp, l, l + 1, s->tp, s->dp,
-                                               s->mbs, inflight) -
-                             cp->mem_reserve;
+            mem[j * L + l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs,
+                                               inflight);
         if (cap[j] < 0.0)
             cap[j] = 0.0;
     }
@@ -178,6 +185,31 @@ static int largest_node(const cost_cluster *c, int smallest)
     return v;
 }
 
+/* Remember the rejected strategy closest to fitting (issue 3): its
+ * device with the least headroom, while nothing fits yet. */
+static void note_miss(const cost_cluster *c, const cost_strategy *s,
+                      const cost_result *r, search_result *res)
+{
+    int w = r->worst_rank;
+    double short_new, short_old;
+
+    if (res->n > 0 || r->mem_bytes == NULL || w < 0 || w >= r->nranks)
+        return;
+    short_new = r->mem_bytes[w] - r->mem_cap[w];
+    short_old = res->miss.need - res->miss.cap;
+    if (res->miss.need > 0.0 && short_new >= short_old)
+        return;
+    res->miss.tp = s->tp;
+    res->miss.dp = s->dp;
+    res->miss.pp = s->pp;
+    res->miss.mbs = s->mbs;
+    res->miss.stage = w / (s->tp * s->dp);
+    res->miss.device = s->ranks[w];
+    res->miss.need = r->mem_bytes[w];
+    res->miss.cap = r->mem_cap[w];
+    (void)c;
+}
+
 /* Score one (tp, dp, pp, mbs): each placement rule, DP assignment (or
  * Megatron's uniform split), cost model. */
 static int try_degrees(const cost_cluster *c, const cost_model *m,
@@ -224,13 +256,21 @@ static int try_degrees(const cost_cluster *c, const cost_model *m,
             arc = COST_OK;
         } else {
             arc = search_assign_layers(c, m, prof, cp, &s, err);
+            if (arc == COST_OK && sp->uneven_tp && tp > 1) { /* issue 6 */
+                search_shard_params shp;
+                search_shard_params_init(&shp);
+                shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
+                arc = search_shard_refine(c, m, prof, cp, &shp, &s, err);
+            }
         }
         if (arc == COST_EINFEASIBLE) {
             res->rejected_memory++;
-            if (!sp->keep_infeasible) {
+            if (!sp->keep_infeasible && res->n > 0) {
                 cost_strategy_free(&s);
                 continue;
             }
+            /* while nothing fits, the uniform split is scored too: it says
+             * by how much memory falls short (or fits after all) */
             uniform_bounds(m, &s);
         } else if (arc != COST_OK) {
             rc = arc;
@@ -244,6 +284,10 @@ static int try_degrees(const cost_cluster *c, const cost_model *m,
             *fit_any = 1;
         if (!r.fits && arc == COST_OK)
             res->rejected_memory++;
+        if (r.fits && arc == COST_EINFEASIBLE) /* the uniform split fits */
+            res->rejected_memory--;
+        if (!r.fits)
+            note_miss(c, &s, &r, res);
         if (!r.fits && !sp->keep_infeasible) {
             cost_strategy_free(&s);
             cost_result_free(&r);
@@ -281,14 +325,55 @@ static int consider(const cost_cluster *c, const cost_model *m,
     return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, out, fit, err);
 }
 
-int search_plan(const cost_cluster *c, const cost_model *m,
-                const cost_profile *prof, const cost_params *cp,
-                const search_params *sp, search_result *out, cost_error *err)
+/* Progress for the caller's callback (issue 7): the first call at once,
+ * then at most every 0.2 s, and a last one when final is set. */
+typedef struct progress_state {
+    double t0, last;
+    int calls;
+} progress_state;
+
+static double progress_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void progress_tick(const search_params *sp, const search_result *out,
+                          progress_state *ps, int final)
+{
+    search_progress pr;
+    double t;
+
+    if (sp->progress == NULL)
+        return;
+    t = progress_now();
+    if (!final && ps->calls > 0 && t - ps->last < 0.2)
+        return;
+    ps->last = t;
+    ps->calls++;
+    pr.elapsed_s = t - ps->t0;
+    pr.evaluated = out->evaluated;
+    pr.total = 0;
+    pr.best_s = out->n > 0 ? out->cands[0].r.iter_s : -1.0;
+    pr.phase = "enumerate";
+    sp->progress(sp->progress_ctx, &pr);
+}
+
+/* The enumeration itself, every candidate scored with cp as given. */
+static int search_all(const cost_cluster *c, const cost_model *m,
+                      const cost_profile *prof, const cost_params *cp,
+                      const search_params *sp, search_result *out,
+                      cost_error *err)
 {
     int N = c->ndevices, gbs = sp->global_batch, tp, pp, mbs, rc = COST_OK;
     int max_tp;
+    progress_state ps = {0.0, 0.0, 0};
 
     memset(out, 0, sizeof *out);
+    if (sp->progress)
+        ps.t0 = progress_now();
     if (gbs < 1)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "global batch must be a positive integer, got %d", gbs);
@@ -322,6 +407,7 @@ int search_plan(const cost_cluster *c, const cost_model *m,
                     rc = consider(c, m, prof, cp, sp, tp, q / tp, mbs, out, &fit, err);
                     if (rc != COST_OK)
                         goto done;
+                    progress_tick(sp, out, &ps, 0);
                 }
             }
             continue;
@@ -336,8 +422,25 @@ int search_plan(const cost_cluster *c, const cost_model *m,
                 rc = consider(c, m, prof, cp, sp, tp, pp, mbs, out, &fit, err);
                 if (rc != COST_OK)
                     goto done;
+                progress_tick(sp, out, &ps, 0);
             }
         }
+    }
+    progress_tick(sp, out, &ps, 1);
+    if (out->n == 0 && out->miss.need > 0.0) {
+        const search_memory_miss *x = &out->miss;
+        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                            "no strategy fits in memory: the closest (tp %d, dp %d, "
+                            "pp %d, mbs %d) needs %.2f GiB on device %d (%s, "
+                            "stage %d), which has %.2f GiB; %ld candidates "
+                            "rejected for memory, %ld for divisibility (try a "
+                            "smaller micro-batch, ZeRO, recomputation or more "
+                            "GPUs)", x->tp, x->dp, x->pp, x->mbs,
+                            x->need / 1073741824.0, x->device,
+                            cost_device(c, x->device)->name, x->stage,
+                            x->cap / 1073741824.0, out->rejected_memory,
+                            out->rejected_other);
+        goto done;
     }
     if (out->n == 0) {
         rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
@@ -348,6 +451,81 @@ int search_plan(const cost_cluster *c, const cost_model *m,
         goto done;
     }
 done:
+    if (rc != COST_OK)
+        search_result_free(out);
+    return rc;
+}
+
+/* Order of re-ranked candidates: predicted time, then analytic rank. */
+typedef struct rerank_key {
+    double t;
+    int i;
+} rerank_key;
+
+static int rerank_cmp(const void *pa, const void *pb)
+{
+    const rerank_key *a = pa, *b = pb;
+
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* With fidelity "simulate": prune with the analytic model (every
+ * candidate), keep the best max(4 top_k, 20), re-evaluate those with the
+ * schedule simulator and re-rank them (docs/simulator.md). */
+int search_plan(const cost_cluster *c, const cost_model *m,
+                const cost_profile *prof, const cost_params *cp,
+                const search_params *sp, search_result *out, cost_error *err)
+{
+    search_params wide;
+    cost_params analytic;
+    search_candidate *sorted = NULL;
+    rerank_key *key = NULL;
+    int i, rc;
+
+    if (cp->fidelity != COST_FIDELITY_SIMULATE || sp->top_k < 1)
+        return search_all(c, m, prof, cp, sp, out, err);
+    wide = *sp;
+    wide.top_k = sp->top_k > INT_MAX / 4 ? sp->top_k : 4 * sp->top_k;
+    if (wide.top_k < 20)
+        wide.top_k = 20;
+    analytic = *cp;
+    analytic.fidelity = COST_FIDELITY_ANALYTIC;
+    rc = search_all(c, m, prof, &analytic, &wide, out, err);
+    if (rc != COST_OK)
+        return rc;
+    key = calloc((size_t)out->n, sizeof *key);
+    sorted = calloc((size_t)out->n, sizeof *sorted);
+    if (key == NULL || sorted == NULL) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (i = 0; i < out->n; i++) {
+        cost_result r;
+        rc = cost_evaluate(c, m, prof, cp, &out->cands[i].s, &r, err);
+        if (rc != COST_OK)
+            goto done;
+        cost_result_free(&out->cands[i].r);
+        out->cands[i].r = r;
+        key[i].t = r.iter_s;
+        key[i].i = i;
+    }
+    qsort(key, (size_t)out->n, sizeof *key, rerank_cmp);
+    for (i = 0; i < out->n; i++)
+        sorted[i] = out->cands[key[i].i];
+    for (i = sp->top_k; i < out->n; i++) {
+        cost_strategy_free(&sorted[i].s);
+        cost_result_free(&sorted[i].r);
+    }
+    if (out->n > sp->top_k)
+        out->n = sp->top_k;
+    free(out->cands);
+    out->cands = sorted;
+    sorted = NULL;
+done:
+    free(key);
+    free(sorted);
     if (rc != COST_OK)
         search_result_free(out);
     return rc;

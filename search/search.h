@@ -106,6 +106,8 @@ typedef struct search_params {
     int max_mbs;            /* largest micro-batch size tried, 0 = no limit (0) */
     unsigned placements;    /* bit mask of enum search_placement rules tried (all) */
     int keep_infeasible;    /* 1: also return strategies that do not fit memory (0) */
+    int uneven_tp;          /* 1: uneven shards for TP groups that mix device types (1) */
+    int tp_granule;         /* MLP columns of uneven shards come in multiples of this (64) */
     search_progress_fn progress; /* progress callback, NULL = none (NULL) */
     void *progress_ctx;     /* passed to progress (NULL) */
 } search_params;
@@ -118,12 +120,21 @@ typedef struct search_candidate {
     cost_result r;          /* owned */
 } search_candidate;
 
+/* Where a strategy that does not fit overflows (issue 3, memory model). */
+typedef struct search_memory_miss {
+    int tp, dp, pp, mbs;    /* its degrees and micro-batch size */
+    int stage, device;      /* stage and device (global index) with the least headroom */
+    double need, cap;       /* bytes that device needs and has; need = 0: none recorded */
+} search_memory_miss;
+
 typedef struct search_result {
     search_candidate *cands; /* n entries, best (lowest iter_s) first; owned */
     int n;
     long evaluated;         /* candidates scored by the cost model */
     long rejected_memory;   /* candidates with no assignment that fits memory */
     long rejected_other;    /* candidates ruled out (divisibility, heads, layers) */
+    search_memory_miss miss; /* of the rejected candidate closest to fitting
+                                (recorded while none fits) */
 } search_result;
 
 /* Run the search.  out is overwritten; free with search_result_free.
@@ -143,10 +154,165 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
 /* ---- calibration by least absolute deviation (issue 3) --------------- */
 /* section owned by the calibration work: add declarations here */
 
+/* Constants search_calibrate may move (bit mask; the rest stay neutral). */
+enum search_calib_fit_flags {
+    SEARCH_CALIB_COMPUTE = 1,   /* compute_scale per device type */
+    SEARCH_CALIB_MBS = 2,       /* mbs_half per device type */
+    SEARCH_CALIB_LINKS = 4,     /* bw_frac per link class */
+    SEARCH_CALIB_LATENCY = 8,   /* msg_latency */
+    SEARCH_CALIB_TP_FIXED = 16, /* tp_fixed */
+    SEARCH_CALIB_OVERHEAD = 32, /* iter_overhead */
+    SEARCH_CALIB_ALL = 63
+};
+
+typedef struct search_calib_params {
+    unsigned fit;           /* enum search_calib_fit_flags (SEARCH_CALIB_ALL) */
+    double reg;             /* weight of the pull towards the neutral values: objective
+                               += reg * sum |x - neutral| / range per constant (0.01) */
+    int max_rounds;         /* linearise-and-solve rounds at most (30) */
+    double tol;             /* stop when a round improves the objective less (1e-7) */
+} search_calib_params;
+
+void search_calib_params_init(search_calib_params *p);
+
+/* What a fit reached. */
+typedef struct search_calib_fit {
+    cost_calibration cal;   /* the fitted constants */
+    int nfit;               /* trials fitted (measured time given) */
+    int nfree;              /* constants the trials constrain (the others stay neutral) */
+    int rounds;             /* linear programs solved */
+    double mape;            /* in-sample mean |predicted - measured| / measured */
+    double objective;       /* mape + the regularisation term */
+} search_calib_fit;
+
+/* Fit the calibration constants to measured iteration times by least
+ * relative absolute deviation, min sum |T_i(x) - m_i| / m_i, solved as a
+ * sequence of linear programs (GLPK): T_i is linearised at the current x
+ * (bottleneck stages and devices fixed), the LP is solved inside a trust
+ * region, the model re-evaluated (docs/calibration.md).  measured[i] < 0
+ * marks a failed run, left out.  cp->calib and prof->calib are ignored
+ * (the fit starts from neutral).  COST_EINVAL with fewer than 2 measured
+ * trials; COST_EINTERNAL when GLPK fails. */
+int search_calibrate(const cost_cluster *c, const cost_model *m,
+                     const cost_profile *prof, const cost_params *cp,
+                     const cost_strategy *s, const double *measured, int n,
+                     const search_calib_params *sp, search_calib_fit *out,
+                     cost_error *err);
+
 /* ---- DT-FM scheduling: GA, KL, SA, random, exact (issue 4) ------------ */
 /* section owned by the DT-FM work: add declarations here */
 
+/* Searchers for the DT-FM scheduling problem (cost_dtfm_problem): a
+ * balanced partition of the devices into d_pp groups minimising
+ * cost_dtfm_evaluate's total (DT-FM eq. 1). */
+enum search_dtfm_method {
+    SEARCH_DTFM_GA = 0,     /* hybrid genetic algorithm, DT-FM section 3.4 */
+    SEARCH_DTFM_SA,         /* simulated annealing over pair swaps */
+    SEARCH_DTFM_KL,         /* the same GA with Kernighan-Lin local search */
+    SEARCH_DTFM_RANDOM,     /* best of random balanced partitions */
+    SEARCH_DTFM_EXACT,      /* every balanced partition (small instances) */
+    SEARCH_DTFM_NMETHODS
+};
+/* "ga", "sa", "kl", "random", "exact"; NULL when out of range. */
+const char *search_dtfm_method_name(int method);
+/* Method from name, -1 when unknown. */
+int search_dtfm_method_from_name(const char *name);
+
+/* Largest device count SEARCH_DTFM_EXACT accepts. */
+#define SEARCH_DTFM_EXACT_MAX 16
+
+typedef struct search_dtfm_params {
+    int method;             /* enum search_dtfm_method (GA) */
+    uint64_t seed;          /* PCG32 seed; same seed, same result (0) */
+    double seconds;         /* wall-time limit, s; 0 = none (0).  Hitting it
+                               returns COST_ETIMEOUT with the best so far */
+    long max_evals;         /* cost evaluations (swap trials, candidates) allowed;
+                               0 = none (0).  The reproducible limit */
+    long stall;             /* GA/KL: stop after this many offspring without a new
+                               best; SA: restarts without one; 0 = none (0) */
+    int population;         /* GA/KL population size (32) */
+    int ls_passes;          /* local-search passes over all group pairs per
+                               offspring, 0 = until no improvement (0) */
+    double checkpoint_s;    /* also report the best cost reached by this
+                               time, s; 0 = none (0) */
+    search_progress_fn progress; /* progress callback, NULL = none (NULL) */
+    void *progress_ctx;     /* passed to progress (NULL) */
+} search_dtfm_params;
+
+void search_dtfm_params_init(search_dtfm_params *p);
+
+typedef struct search_dtfm_result {
+    int n;                  /* devices */
+    int *group_of;          /* n: group of each device (0..d_pp-1); owned */
+    double cost_s;          /* its total cost (cost_dtfm_evaluate's total_s) */
+    long evaluated;         /* cost evaluations made */
+    long generations;       /* GA/KL offspring, SA steps, random samples, exact
+                               partitions */
+    double elapsed_s;       /* wall time of the search */
+    double best_at_s;       /* elapsed time when the final best was found */
+    double checkpoint_cost_s; /* best cost at params.checkpoint_s; < 0 when none */
+    int timed_out;          /* 1 when the time limit ended the search */
+} search_dtfm_result;
+
+/* Search a schedule.  p must pass cost_dtfm_problem_check.  out is
+ * overwritten; free with search_dtfm_result_free.  COST_OK, or
+ * COST_ETIMEOUT with the best schedule so far; COST_EINVAL for an exact
+ * search over more than SEARCH_DTFM_EXACT_MAX devices. */
+int search_dtfm(const cost_dtfm_problem *p, const search_dtfm_params *sp,
+                search_dtfm_result *out, cost_error *err);
+void search_dtfm_result_free(search_dtfm_result *r);
+
 /* ---- uneven tensor-parallel shards via GLPK (issue 6) ----------------- */
 /* section owned by the uneven-TP work: add declarations here */
+
+/* One rank of a TP group as the shard planner sees it: its time and
+ * memory are linear in the heads h and MLP columns c it holds. */
+typedef struct search_shard_rank {
+    double fixed_s;         /* time that does not depend on the shard, s */
+    double head_s;          /* time per attention head, s */
+    double col_s;           /* time per MLP column, s */
+    double base_bytes;      /* memory that does not depend on the shard, bytes */
+    double head_bytes;      /* memory per head, bytes */
+    double col_bytes;       /* memory per MLP column, bytes */
+    double cap_bytes;       /* device memory, bytes; <= 0 = no limit */
+} search_shard_rank;
+
+typedef struct search_shard_params {
+    int granule;            /* MLP columns come in multiples of this (64) */
+    double time_limit_s;    /* GLPK time limit per group, s (10) */
+} search_shard_params;
+
+void search_shard_params_init(search_shard_params *p);
+
+/* Integer program (GLPK glp_intopt): split `heads` heads and `cols`
+ * columns (cols a multiple of granule) over n ranks minimising the largest
+ * rank time fixed_s + head_s * h + col_s * c, each rank within its memory;
+ * among the optimal splits the one closest to the split in proportion to
+ * speed.  heads_out and cols_out get n entries; *max_s (may be NULL) the
+ * largest rank time.  COST_EINFEASIBLE when no split fits memory,
+ * COST_EINVAL for bad sizes, COST_ETIMEOUT with the best split found when
+ * the time limit hits. */
+int search_shard_solve(const search_shard_rank *ranks, int n, int heads,
+                       int cols, const search_shard_params *sp,
+                       int *heads_out, int *cols_out, double *max_s,
+                       cost_error *err);
+
+/* Plan the shards of every TP group of s (all_groups = 0: only groups
+ * that mix device types; the others split evenly) from the cost model's
+ * per-rank times (cost_rank_time_of, with s->slow) and memory.  A group
+ * whose program has no solution keeps the even split.  s->tp_heads and
+ * s->tp_cols are set, or cleared when every group is even. */
+int search_shard_strategy(const cost_cluster *c, const cost_model *m,
+                          const cost_profile *prof, const cost_params *cp,
+                          const search_shard_params *sp, int all_groups,
+                          cost_strategy *s, cost_error *err);
+
+/* What search_plan does for a candidate with mixed TP groups: shards,
+ * layer assignment with those shards, shards again.  No-op (COST_OK) when
+ * no TP group is mixed. */
+int search_shard_refine(const cost_cluster *c, const cost_model *m,
+                        const cost_profile *prof, const cost_params *cp,
+                        const search_shard_params *sp, cost_strategy *s,
+                        cost_error *err);
 
 #endif

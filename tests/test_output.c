@@ -305,7 +305,8 @@ START_TEST(json_header)
     static const char *keys[] = {
         "compute_eff", "memory_eff", "kernel_overhead", "net_eff", "intra_eff",
         "bwd_ratio", "bwd_traffic", "optimizer_bytes", "schedule", "state_bytes",
-        "zero_stage", "recompute", "mem_reserve"};
+        "zero_stage", "recompute", "mem_reserve", "fidelity", "overlap_dp",
+        "frozen_layers"};
     size_t i;
 
     ck_assert_str_eq(str(doc, "schema"), PLAN_SCHEMA);

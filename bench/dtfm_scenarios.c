@@ -1,0 +1,335 @@
+/* bench/dtfm_scenarios.c: the DT-FM scheduler on the paper's five
+ * 64-GPU scenarios (examples/dtfm-*.json, "convention":"paper") and on
+ * the public scheduler's own instances of them
+ * (../shared/data/dtfm/scenarios.json, "convention":"public-code", with
+ * the costs the public Python code reached), plus optimality gaps on
+ * small random instances solved exactly.  Prints one JSON object.
+ *
+ * usage: dtfm-scenarios [--seconds S] [--seed N] [--quick] */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+#define DATA HETPLAN_SOURCE_DIR "/../shared/data/dtfm/scenarios.json"
+
+static const char *const paper_files[5] = {
+    "dtfm-datacenter.json", "dtfm-spot.json", "dtfm-campuses.json",
+    "dtfm-regional.json", "dtfm-worldwide.json"};
+static const char *const names[5] = {
+    "datacenter-on-demand", "datacenter-spot", "two-campuses",
+    "regional-geo-distributed", "world-wide-geo-distributed"};
+static const int methods[4] = {SEARCH_DTFM_GA, SEARCH_DTFM_SA, SEARCH_DTFM_KL,
+                               SEARCH_DTFM_RANDOM};
+
+static double seconds_opt = 5.0;
+static unsigned long long seed_opt = 0;
+
+static void print_num(double v)
+{
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
+
+/* Run one searcher and print {"cost_s":...}. */
+static void run_one(const cost_dtfm_problem *p, int method)
+{
+    search_dtfm_params sp;
+    search_dtfm_result r;
+    cost_dtfm_result res;
+    cost_error err;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    search_dtfm_params_init(&sp);
+    sp.method = method;
+    sp.seed = seed_opt;
+    sp.seconds = seconds_opt;
+    sp.checkpoint_s = 1.0;
+    /* the public code's budget for its random baseline is 5000 samples */
+    sp.stall = method == SEARCH_DTFM_SA ? 3 : method == SEARCH_DTFM_RANDOM ? 5000 : 100;
+    rc = search_dtfm(p, &sp, &r, &err);
+    if ((rc != COST_OK && rc != COST_ETIMEOUT) ||
+        cost_dtfm_evaluate(p, r.group_of, &res, &err) != COST_OK) {
+        printf("{\"error\":\"%s\"}", err.msg);
+        search_dtfm_result_free(&r);
+        return;
+    }
+    printf("{\"cost_s\":");
+    print_num(res.total_s);
+    printf(",\"dp_s\":");
+    print_num(res.dp_s);
+    printf(",\"pp_s\":");
+    print_num(res.pp_s);
+    printf(",\"wall_s\":");
+    print_num(r.elapsed_s);
+    printf(",\"best_at_s\":");
+    print_num(r.best_at_s);
+    printf(",\"cost_at_1s_s\":");
+    print_num(r.checkpoint_cost_s);
+    printf(",\"evaluations\":%ld,\"timed_out\":%s}", r.evaluated,
+           r.timed_out ? "true" : "false");
+    cost_dtfm_result_free(&res);
+    search_dtfm_result_free(&r);
+}
+
+static void run_all(const cost_dtfm_problem *p)
+{
+    int m;
+
+    for (m = 0; m < 4; m++) {
+        printf(",\"%s\":", search_dtfm_method_name(methods[m]));
+        run_one(p, methods[m]);
+        fflush(stdout);
+    }
+}
+
+/* One public-code case as a hetplan decentralized cluster document. */
+static char *public_case_doc(const cJSON *cs)
+{
+    cJSON *doc = cJSON_CreateObject(), *regs = cJSON_CreateArray(), *pairs;
+    const cJSON *groups = cJSON_GetObjectItem(cs, "groups"), *g, *in, *bt, *gp;
+    char *text = NULL, nm[32];
+    int i = 0;
+
+    cJSON_AddStringToObject(doc, "name", "public-code");
+    cJSON_AddItemToObject(doc, "regions", regs);
+    cJSON_ArrayForEach(g, groups) {
+        cJSON *r = cJSON_CreateObject();
+        const cJSON *name = cJSON_GetObjectItem(g, "name");
+        snprintf(nm, sizeof nm, "g%d", i++);
+        cJSON_AddStringToObject(r, "name", cJSON_IsString(name) ? name->valuestring : nm);
+        cJSON_AddNumberToObject(r, "gpus", cJSON_GetObjectItem(g, "gpus")->valuedouble);
+        cJSON_AddItemToArray(regs, r);
+    }
+    in = cJSON_GetObjectItem(cs, "inside");
+    bt = cJSON_GetObjectItem(cs, "between");
+    gp = cJSON_GetObjectItem(cs, "group_pairs");
+    if (in) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "latency_ms", cJSON_GetObjectItem(in, "latency_ms")->valuedouble);
+        cJSON_AddNumberToObject(o, "bandwidth_gbps", cJSON_GetObjectItem(in, "bandwidth")->valuedouble);
+        cJSON_AddItemToObject(doc, "inside", o);
+    }
+    if (bt) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "latency_ms", cJSON_GetObjectItem(bt, "latency_ms")->valuedouble);
+        cJSON_AddNumberToObject(o, "bandwidth_gbps", cJSON_GetObjectItem(bt, "bandwidth")->valuedouble);
+        cJSON_AddItemToObject(doc, "between", o);
+    }
+    if (gp) {
+        pairs = cJSON_CreateArray();
+        cJSON_ArrayForEach(g, gp) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "a", cJSON_GetObjectItem(g, "a")->valuestring);
+            cJSON_AddStringToObject(o, "b", cJSON_GetObjectItem(g, "b")->valuestring);
+            cJSON_AddNumberToObject(o, "latency_ms", cJSON_GetObjectItem(g, "latency_ms")->valuedouble);
+            cJSON_AddNumberToObject(o, "bandwidth_gbps", cJSON_GetObjectItem(g, "bandwidth")->valuedouble);
+            cJSON_AddItemToArray(pairs, o);
+        }
+        cJSON_AddItemToObject(doc, "region_pairs", pairs);
+    }
+    text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return text;
+}
+
+static void print_public(const cJSON *pub, int cs)
+{
+    char key[8];
+    const cJSON *res, *kl, *rnd, *v;
+
+    snprintf(key, sizeof key, "%d", cs);
+    res = cJSON_GetObjectItem(cJSON_GetObjectItem(pub, "cases"), key);
+    kl = cJSON_GetObjectItem(cJSON_GetObjectItem(pub, "kernighan_lin_baseline_seed0"), key);
+    rnd = cJSON_GetObjectItem(cJSON_GetObjectItem(pub, "random_assignment_seeds0-2"), key);
+    printf(",\"public\":{\"ga\":{\"cost_s\":");
+    print_num(res ? cJSON_GetObjectItem(res, "total_s")->valuedouble : NAN);
+    printf(",\"dp_s\":");
+    print_num(res ? cJSON_GetObjectItem(res, "dp_s")->valuedouble : NAN);
+    printf(",\"pp_s\":");
+    print_num(res ? cJSON_GetObjectItem(res, "pp_s")->valuedouble : NAN);
+    printf(",\"wall_s\":");
+    print_num(res ? cJSON_GetObjectItem(res, "wall_s")->valuedouble : NAN);
+    printf("},\"kl_cost_s\":");
+    if (cJSON_IsNumber(kl))
+        print_num(kl->valuedouble);
+    else if (cJSON_IsString(kl))
+        printf("\"%s\"", kl->valuestring);
+    else
+        printf("null");
+    printf(",\"random_cost_s\":");
+    v = cJSON_IsArray(rnd) ? cJSON_GetArrayItem(rnd, 0) : NULL;
+    print_num(v ? v->valuedouble : NAN);
+    printf("}");
+}
+
+/* ---- small instances ----------------------------------------------------- */
+
+/* Random regional network: devices in 2..4 regions, inside 5 ms / 2 Gbps,
+ * between 10..250 ms / 0.3..1.3 Gbps, every pair +-20% noise (asymmetric). */
+static void small_instance(search_pcg32 *rng, int n, int d_pp,
+                           cost_dtfm_problem *p)
+{
+    int nreg = 2 + (int)search_pcg32_bounded(rng, 3), reg[16], i, j;
+    double rl[4][4], rb[4][4];
+
+    cost_dtfm_problem_alloc(p, n, d_pp, 0, NULL);
+    p->c_pp = 0.512e9;
+    p->c_dp = 0.65e9;
+    for (i = 0; i < nreg; i++)
+        for (j = i; j < nreg; j++) {
+            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * search_pcg32_double(rng);
+            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + search_pcg32_double(rng)) * 1e9 / 8;
+        }
+    for (i = 0; i < n; i++)
+        reg[i] = (int)search_pcg32_bounded(rng, (uint32_t)nreg);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++) {
+            double f = 0.8 + 0.4 * search_pcg32_double(rng);
+            if (i == j)
+                continue;
+            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
+            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
+        }
+}
+
+static double small_cost(const cost_dtfm_problem *p, int method, long evals)
+{
+    search_dtfm_params sp;
+    search_dtfm_result r;
+    double c;
+
+    search_dtfm_params_init(&sp);
+    sp.method = method;
+    sp.seed = seed_opt;
+    sp.max_evals = evals;
+    if (search_dtfm(p, &sp, &r, NULL) != COST_OK)
+        return NAN;
+    c = r.cost_s;
+    search_dtfm_result_free(&r);
+    return c;
+}
+
+int main(int argc, char **argv)
+{
+    static const int sizes[][2] = {{8, 2}, {8, 4}, {9, 3}, {10, 2}, {10, 5},
+                                   {12, 2}, {12, 3}, {12, 4}, {12, 6}, {14, 7}, {15, 3}};
+    int i, cs, first = 1, quick = 0;
+    char *text = NULL;
+    cJSON *data = NULL;
+    const cJSON *pcases = NULL, *pub = NULL;
+    search_pcg32 rng;
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+            seconds_opt = atof(argv[++i]);
+        else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
+            seed_opt = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--quick") == 0)
+            quick = 1;
+        else {
+            fprintf(stderr, "usage: dtfm-scenarios [--seconds S] [--seed N] [--quick]\n");
+            return 2;
+        }
+    }
+    if (!(seconds_opt > 0)) {
+        fprintf(stderr, "dtfm-scenarios: --seconds expects a positive number\n");
+        return 2;
+    }
+    if (plan_read_file(DATA, &text, NULL) == COST_OK) {
+        data = cJSON_Parse(text);
+        pcases = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(data, "public_code_conventions"), "cases");
+        pub = cJSON_GetObjectItem(
+            cJSON_GetObjectItem(data, "public_code_conventions"),
+            "public_results_seed0");
+    }
+    printf("{\"seconds\":%g,\"seed\":%llu,\"scenarios\":[", seconds_opt, seed_opt);
+    for (cs = 1; cs <= 5; cs++) {
+        plan_dtfm_input in;
+        plan_dtfm_options o;
+        cost_error err;
+        char path[1024];
+
+        memset(&err, 0, sizeof err);
+        plan_dtfm_options_init(&o);
+        snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR,
+                 paper_files[cs - 1]);
+        printf("%s{\"case\":%d,\"name\":\"%s\",\"convention\":\"paper\","
+               "\"cluster\":\"examples/%s\"", first ? "" : ",", cs, names[cs - 1],
+               paper_files[cs - 1]);
+        first = 0;
+        if (plan_dtfm_load(path, &o, &in, &err) != COST_OK) {
+            printf(",\"error\":\"%s\"}", err.msg);
+            continue;
+        }
+        run_all(&in.prob);
+        printf("}");
+        plan_dtfm_input_free(&in);
+    }
+    for (cs = 1; cs <= 5 && pcases; cs++) {
+        plan_dtfm_input in;
+        plan_dtfm_options o;
+        cost_error err;
+        char *doc = public_case_doc(cJSON_GetArrayItem(pcases, cs - 1));
+
+        memset(&err, 0, sizeof err);
+        plan_dtfm_options_init(&o);
+        o.convention = PLAN_DTFM_PUBLIC_CODE;
+        printf(",{\"case\":%d,\"name\":\"%s\",\"convention\":\"public-code\"", cs,
+               names[cs - 1]);
+        if (doc == NULL || plan_dtfm_parse(doc, "scenarios.json", &o, &in, &err) != COST_OK) {
+            printf(",\"error\":\"%s\"}", err.msg);
+            free(doc);
+            continue;
+        }
+        free(doc);
+        run_all(&in.prob);
+        print_public(pub, cs);
+        printf("}");
+        plan_dtfm_input_free(&in);
+    }
+    printf("]");
+    if (pcases == NULL)
+        printf(",\"public_code\":\"skipped: %s not found (the public-code "
+               "instances and the public scheduler's costs come from it)\"", DATA);
+    printf(",\"small\":[");
+    search_pcg32_seed(&rng, 2022u, 4u);
+    for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++) {
+        cost_dtfm_problem p;
+        double opt, ga, sa, kl, rnd;
+        long budget = quick ? 5000 : 20000;
+
+        small_instance(&rng, sizes[i][0], sizes[i][1], &p);
+        opt = small_cost(&p, SEARCH_DTFM_EXACT, 0);
+        ga = small_cost(&p, SEARCH_DTFM_GA, budget);
+        sa = small_cost(&p, SEARCH_DTFM_SA, budget);
+        kl = small_cost(&p, SEARCH_DTFM_KL, budget);
+        rnd = small_cost(&p, SEARCH_DTFM_RANDOM, budget);
+        printf("%s{\"devices\":%d,\"d_pp\":%d,\"optimum_s\":", i ? "," : "",
+               sizes[i][0], sizes[i][1]);
+        print_num(opt);
+        printf(",\"evaluations\":%ld,\"ga_gap\":", budget);
+        print_num((ga - opt) / opt);
+        printf(",\"sa_gap\":");
+        print_num((sa - opt) / opt);
+        printf(",\"kl_gap\":");
+        print_num((kl - opt) / opt);
+        printf(",\"random_gap\":");
+        print_num((rnd - opt) / opt);
+        printf("}");
+        fflush(stdout);
+        cost_dtfm_problem_free(&p);
+    }
+    printf("]}\n");
+    cJSON_Delete(data);
+    free(text);
+    return 0;
+}

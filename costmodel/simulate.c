@@ -1,0 +1,516 @@
+/* costmodel/simulate.c: event-driven simulation of one training
+ * iteration: the 1F1B (PipeDream-flush) or GPipe schedule on every
+ * data-parallel replica's pipeline, P2P transfers on link resources, the
+ * data-parallel all-reduce of each stage and the optimizer step
+ * (docs/simulator.md). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cost.h"
+#include "internal.h"
+
+static const char *const event_names[COST_EV_NKINDS] = {
+    "forward", "backward", "send-activation", "send-gradient", "dp-allreduce",
+    "optimizer"};
+
+const char *cost_event_name(int kind)
+{
+    if (kind < 0 || kind >= COST_EV_NKINDS)
+        return NULL;
+    return event_names[kind];
+}
+
+const char *cost_fidelity_name(int fidelity)
+{
+    switch (fidelity) {
+    case COST_FIDELITY_ANALYTIC:
+        return "analytic";
+    case COST_FIDELITY_SIMULATE:
+        return "simulate";
+    default:
+        return NULL;
+    }
+}
+
+int cost_fidelity_from_name(const char *name)
+{
+    if (name == NULL)
+        return -1;
+    if (strcasecmp(name, "analytic") == 0)
+        return COST_FIDELITY_ANALYTIC;
+    if (strcasecmp(name, "simulate") == 0)
+        return COST_FIDELITY_SIMULATE;
+    return -1;
+}
+
+void cost_timeline_free(cost_timeline *t)
+{
+    if (t == NULL)
+        return;
+    free(t->events);
+    free(t->busy_s);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- the schedule ------------------------------------------------------ */
+
+/* Micro-batch of the k-th compute operation of stage j (0 <= k < 2 gas);
+ * *bwd = 1 when it is a backward.
+ * GPipe (Huang et al. 2019): every forward, then every backward.
+ * 1F1B, the non-interleaved PipeDream-flush schedule of Megatron-LM and
+ * DeepSpeed (Narayanan et al. 2021): min(pp - j - 1, gas) warm-up
+ * forwards, then one forward and one backward in turn, then the
+ * remaining backwards. */
+static int op_at(int schedule, int pp, int gas, int j, int k, int *bwd)
+{
+    int w = pp - j - 1 < gas ? pp - j - 1 : gas, n = gas - w;
+
+    if (schedule == COST_SCHED_GPIPE) {
+        *bwd = k >= gas;
+        return k < gas ? k : k - gas;
+    }
+    if (k < w) {
+        *bwd = 0;
+        return k;
+    }
+    k -= w;
+    if (k < 2 * n) {
+        *bwd = k % 2;
+        return *bwd ? k / 2 : w + k / 2;
+    }
+    *bwd = 1;
+    return k - n;
+}
+
+typedef struct sim {
+    const cost_sim_input *in;
+    int pp, dp, gas, cuts;
+    int *next;          /* dp * pp: next operation of (replica, stage) */
+    double *free_at;    /* dp * pp: when the stage's devices are free */
+    double *last_bwd;   /* dp * pp: end of the stage's last backward */
+    double *act_in;     /* dp * pp * gas: activation of micro m received by
+                           stage j at [(r * pp + j) * gas + m]; < 0 = not yet */
+    double *grad_in;    /* same layout: gradient received from stage j + 1 */
+    double *link_act;   /* dp * cuts: when the j -> j + 1 direction is free */
+    double *link_grad;  /* dp * cuts: when the j + 1 -> j direction is free */
+    cost_event *ev;     /* preallocated to the largest possible count */
+    size_t nev;
+} sim;
+
+static void emit(sim *x, int kind, int stage, int replica, int micro,
+                 double start, double end)
+{
+    cost_event *e = &x->ev[x->nev++];
+
+    e->kind = kind;
+    e->stage = stage;
+    e->replica = replica;
+    e->micro = micro;
+    e->start = start;
+    e->end = end;
+}
+
+/* Transfer produced at time t by stage j of replica r; returns when the
+ * receiver has it.  Each direction of a cut is one link resource: a
+ * transfer waits until the previous one on it ended (first come, first
+ * served, i.e. in the sender's order). */
+static double send(sim *x, int kind, int r, int j, int micro, double t)
+{
+    int cut = kind == COST_EV_SEND_ACT ? j : j - 1;
+    size_t q = (size_t)r * (size_t)x->cuts + (size_t)cut;
+    const double *dur = kind == COST_EV_SEND_ACT ? x->in->send_act : x->in->send_grad;
+    double *link = kind == COST_EV_SEND_ACT ? &x->link_act[q] : &x->link_grad[q];
+    double d = dur != NULL ? dur[q] : 0.0;
+    double start = t > *link ? t : *link;
+
+    *link = start + d;
+    if (d > 0.0)
+        emit(x, kind, j, r, micro, start, start + d);
+    return start + d;
+}
+
+/* Run (replica r, stage j) as far as its received inputs allow; returns
+ * the number of operations done. */
+static int advance(sim *x, int r, int j)
+{
+    size_t rj = (size_t)r * (size_t)x->pp + (size_t)j;
+    int done = 0;
+
+    while (x->next[rj] < 2 * x->gas) {
+        int bwd, mi = op_at(x->in->schedule, x->pp, x->gas, j, x->next[rj], &bwd);
+        size_t q = rj * (size_t)x->gas + (size_t)mi;
+        double ready, start, end;
+
+        /* a forward needs the activation from j - 1, a backward the
+         * gradient from j + 1; the last stage's backward follows its own
+         * forward, which comes earlier in its order */
+        if (!bwd)
+            ready = j == 0 ? 0.0 : x->act_in[q];
+        else
+            ready = j == x->pp - 1 ? 0.0 : x->grad_in[q];
+        if (ready < 0.0)
+            break;
+        start = ready > x->free_at[rj] ? ready : x->free_at[rj];
+        end = start + (bwd ? x->in->bwd[rj] : x->in->fwd[rj]);
+        emit(x, bwd ? COST_EV_BWD : COST_EV_FWD, j, r, mi, start, end);
+        x->free_at[rj] = end;
+        if (!bwd && j + 1 < x->pp)
+            x->act_in[q + (size_t)x->gas] = send(x, COST_EV_SEND_ACT, r, j, mi, end);
+        if (bwd && j > 0)
+            x->grad_in[q - (size_t)x->gas] = send(x, COST_EV_SEND_GRAD, r, j, mi, end);
+        if (bwd)
+            x->last_bwd[rj] = end;
+        x->next[rj]++;
+        done++;
+    }
+    return done;
+}
+
+/* Start time, then stage, replica, kind, micro-batch, end. */
+static int event_cmp(const void *pa, const void *pb)
+{
+    const cost_event *a = pa, *b = pb;
+
+    if (a->start != b->start)
+        return a->start < b->start ? -1 : 1;
+    if (a->stage != b->stage)
+        return a->stage < b->stage ? -1 : 1;
+    if (a->replica != b->replica)
+        return a->replica < b->replica ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->micro != b->micro)
+        return a->micro < b->micro ? -1 : 1;
+    if (a->end != b->end)
+        return a->end < b->end ? -1 : 1;
+    return 0;
+}
+
+/* Every entry of a[0..n) finite and >= 0 (a may be NULL when optional). */
+static int check_times(const double *a, size_t n, const char *name,
+                       int required, cost_error *err)
+{
+    size_t i;
+    char path[48];
+
+    if (a == NULL) {
+        if (!required)
+            return COST_OK;
+        return cost_error_set(err, COST_EINVAL, NULL, name,
+                              "expected %zu stage times, got none", n);
+    }
+    for (i = 0; i < n; i++)
+        if (!(isfinite(a[i]) && a[i] >= 0.0)) {
+            snprintf(path, sizeof path, "%s[%zu]", name, i);
+            return cost_error_set(err, COST_EINVAL, NULL, path,
+                                  "expected a finite time >= 0, got %g", a[i]);
+        }
+    return COST_OK;
+}
+
+static int check_input(const cost_sim_input *in, size_t *max_events,
+                       cost_error *err)
+{
+    size_t n, cuts, ops;
+    int rc;
+
+    if (in->pp < 1 || in->dp < 1 || in->gas < 1)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "expected pp, dp and gas >= 1, got %d, %d, %d",
+                              in->pp, in->dp, in->gas);
+    if (in->schedule != COST_SCHED_1F1B && in->schedule != COST_SCHED_GPIPE)
+        return cost_error_set(err, COST_EINVAL, NULL, "schedule",
+                              "expected 1f1b (0) or gpipe (1), got %d",
+                              in->schedule);
+    n = (size_t)in->dp * (size_t)in->pp;
+    cuts = (size_t)in->dp * (size_t)(in->pp - 1);
+    /* compute and transfers per micro-batch, plus all-reduces (DP and
+     * tied) and optimizer steps; refuse what would not fit in an int */
+    ops = n * (size_t)in->gas;
+    if (ops > (size_t)INT32_MAX / 8)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "%d x %d x %d micro-batch steps are too many to "
+                              "simulate", in->dp, in->pp, in->gas);
+    *max_events = 2 * ops + 2 * cuts * (size_t)in->gas + 3 * n;
+    if ((rc = check_times(in->fwd, n, "fwd", 1, err)) != COST_OK ||
+        (rc = check_times(in->bwd, n, "bwd", 1, err)) != COST_OK ||
+        (rc = check_times(in->send_act, cuts, "send_act", 0, err)) != COST_OK ||
+        (rc = check_times(in->send_grad, cuts, "send_grad", 0, err)) != COST_OK ||
+        (rc = check_times(in->dp_s, (size_t)in->pp, "dp_s", 0, err)) != COST_OK ||
+        (rc = check_times(in->opt_s, (size_t)in->pp, "opt_s", 0, err)) != COST_OK ||
+        (rc = check_times(&in->tied_s, 1, "tied_s", 1, err)) != COST_OK)
+        return rc;
+    if (in->tied_s > 0.0 &&
+        (in->tied_first < 0 || in->tied_last >= in->pp ||
+         in->tied_first >= in->tied_last))
+        return cost_error_set(err, COST_EINVAL, NULL, "tied_first",
+                              "expected 0 <= tied_first < tied_last < %d, got "
+                              "%d and %d", in->pp, in->tied_first, in->tied_last);
+    return COST_OK;
+}
+
+int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
+                         cost_error *err)
+{
+    sim x;
+    size_t max_events = 0, n, i;
+    long total, done = 0;
+    double pipe_end = 0.0, *ready = NULL, *dp_end = NULL;
+    int r, j, rc;
+
+    memset(out, 0, sizeof *out);
+    memset(&x, 0, sizeof x);
+    rc = check_input(in, &max_events, err);
+    if (rc != COST_OK)
+        return rc;
+    x.in = in;
+    x.pp = in->pp;
+    x.dp = in->dp;
+    x.gas = in->gas;
+    x.cuts = in->pp - 1;
+    n = (size_t)in->dp * (size_t)in->pp;
+    x.next = calloc(n, sizeof *x.next);
+    x.free_at = calloc(n, sizeof *x.free_at);
+    x.last_bwd = calloc(n, sizeof *x.last_bwd);
+    x.act_in = malloc(n * (size_t)in->gas * sizeof *x.act_in);
+    x.grad_in = malloc(n * (size_t)in->gas * sizeof *x.grad_in);
+    x.link_act = calloc(n, sizeof *x.link_act); /* dp * cuts <= n */
+    x.link_grad = calloc(n, sizeof *x.link_grad);
+    x.ev = malloc(max_events * sizeof *x.ev);
+    ready = calloc((size_t)in->pp, sizeof *ready);
+    dp_end = calloc((size_t)in->pp, sizeof *dp_end);
+    out->busy_s = calloc(n, sizeof *out->busy_s);
+    if (!x.next || !x.free_at || !x.last_bwd || !x.act_in || !x.grad_in ||
+        !x.link_act || !x.link_grad || !x.ev || !ready || !dp_end || !out->busy_s) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (i = 0; i < n * (size_t)in->gas; i++)
+        x.act_in[i] = x.grad_in[i] = -1.0;
+
+    /* Discrete-event run of the pipelines: each (replica, stage) executes
+     * its fixed operation order, an operation starting when the stage is
+     * free and its input has arrived.  Sweeping the stages up (forward
+     * waves) and down (backward waves) until every operation ran visits
+     * the operations in an order consistent with all dependencies. */
+    total = 2L * (long)n * (long)in->gas;
+    while (done < total) {
+        long progress = 0;
+        for (r = 0; r < x.dp; r++)
+            for (j = 0; j < x.pp; j++)
+                progress += advance(&x, r, j);
+        for (r = 0; r < x.dp; r++)
+            for (j = x.pp - 1; j >= 0; j--)
+                progress += advance(&x, r, j);
+        if (progress == 0) {
+            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                                "pipeline schedule deadlocked after %ld of %ld "
+                                "operations", done, total);
+            goto done;
+        }
+        done += progress;
+    }
+    for (i = 0; i < n; i++) {
+        out->busy_s[i] = (double)in->gas * (in->fwd[i] + in->bwd[i]);
+        if (x.last_bwd[i] > pipe_end)
+            pipe_end = x.last_bwd[i];
+    }
+
+    /* DP all-reduce of stage j: needs the gradients of every replica, so
+     * it starts when the stage's last backward ended in all replicas
+     * (overlap) or when the whole pipeline drained (no overlap); the tied
+     * weights then meet between their two stages; then the optimizer */
+    for (j = 0; j < x.pp; j++) {
+        ready[j] = in->overlap_dp ? 0.0 : pipe_end;
+        for (r = 0; in->overlap_dp && r < x.dp; r++)
+            if (x.last_bwd[(size_t)r * (size_t)x.pp + (size_t)j] > ready[j])
+                ready[j] = x.last_bwd[(size_t)r * (size_t)x.pp + (size_t)j];
+        dp_end[j] = ready[j] + (in->dp_s ? in->dp_s[j] : 0.0);
+        for (r = 0; r < x.dp && dp_end[j] > ready[j]; r++)
+            emit(&x, COST_EV_DP_ALLREDUCE, j, r, -1, ready[j], dp_end[j]);
+    }
+    if (in->tied_s > 0.0) {
+        int ends[2];
+        double t0 = dp_end[in->tied_first] > dp_end[in->tied_last]
+                        ? dp_end[in->tied_first] : dp_end[in->tied_last];
+        ends[0] = in->tied_first;
+        ends[1] = in->tied_last;
+        for (i = 0; i < 2; i++) {
+            dp_end[ends[i]] = t0 + in->tied_s;
+            for (r = 0; r < x.dp; r++)
+                emit(&x, COST_EV_DP_ALLREDUCE, ends[i], r, -2, t0, t0 + in->tied_s);
+        }
+    }
+    for (j = 0; j < x.pp; j++) {
+        double d = in->opt_s ? in->opt_s[j] : 0.0;
+        for (r = 0; r < x.dp && d > 0.0; r++)
+            emit(&x, COST_EV_OPTIMIZER, j, r, -1, dp_end[j], dp_end[j] + d);
+    }
+
+    out->iter_s = pipe_end;
+    for (i = 0; i < x.nev; i++)
+        if (x.ev[i].end > out->iter_s)
+            out->iter_s = x.ev[i].end;
+    qsort(x.ev, x.nev, sizeof *x.ev, event_cmp);
+    out->pp = in->pp;
+    out->dp = in->dp;
+    out->gas = in->gas;
+    out->events = x.ev;
+    out->nevents = (int)x.nev;
+    x.ev = NULL;
+done:
+    free(x.next);
+    free(x.free_at);
+    free(x.last_bwd);
+    free(x.act_in);
+    free(x.grad_in);
+    free(x.link_act);
+    free(x.link_grad);
+    free(x.ev);
+    free(ready);
+    free(dp_end);
+    if (rc != COST_OK)
+        cost_timeline_free(out);
+    return rc;
+}
+
+/* ---- stage times from the cost model ----------------------------------- */
+
+/* First and last stage holding layers of the model's first tied group;
+ * 0 when fewer than two stages hold it. */
+static int tied_stages(const cost_model *m, const cost_strategy *s, int *first,
+                       int *last)
+{
+    int l, j, group = 0;
+
+    *first = *last = -1;
+    for (l = 0; l < m->nlayers && group == 0; l++)
+        group = m->layers[l].tied_group;
+    for (j = 0; j < s->pp && group > 0; j++)
+        for (l = s->bounds[j]; l < s->bounds[j + 1]; l++)
+            if (m->layers[l].tied_group == group) {
+                if (*first < 0)
+                    *first = j;
+                *last = j;
+            }
+    return *first >= 0 && *last > *first;
+}
+
+int cost_simulate(const cost_cluster *c, const cost_model *m,
+                  const cost_profile *prof, const cost_params *p,
+                  const cost_strategy *s, int overlap_dp, cost_timeline *out,
+                  cost_error *err)
+{
+    cost_params ps;
+    cost_sim_input in;
+    double *fwd = NULL, *bwd = NULL, *send_s = NULL, *dps = NULL, *opt = NULL;
+    int r, j, cuts, rc = COST_OK;
+    size_t n;
+
+    memset(out, 0, sizeof *out);
+    if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1 || s->gas < 1 ||
+        s->bounds == NULL || s->ranks == NULL)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "expected a strategy with degrees, micro-batches, "
+                              "stage boundaries and ranks");
+    ps = *p; /* the strategy's own schedule, as in cost_evaluate */
+    ps.schedule = s->schedule;
+    cuts = s->pp - 1;
+    n = (size_t)s->dp * (size_t)s->pp;
+    fwd = calloc(n, sizeof *fwd);
+    bwd = calloc(n, sizeof *bwd);
+    send_s = calloc(n, sizeof *send_s); /* dp * cuts <= n */
+    dps = calloc((size_t)s->pp, sizeof *dps);
+    opt = calloc((size_t)s->pp, sizeof *opt);
+    if (!fwd || !bwd || !send_s || !dps || !opt) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    memset(&in, 0, sizeof in);
+    /* each replica on its own devices: t_j of (replica, stage) is the
+     * slowest device of that TP group, not of the stage over replicas */
+    for (r = 0; r < s->dp; r++)
+        for (j = 0; j < s->pp; j++) {
+            size_t q = (size_t)r * (size_t)s->pp + (size_t)j;
+            cost_stage_fwd_bwd(c, m, prof, &ps, s, j, r, &fwd[q], &bwd[q], NULL,
+                               NULL);
+            if (j < cuts)
+                send_s[(size_t)r * (size_t)cuts + (size_t)j] =
+                    cost_p2p_oneway(c, m, &ps, s, j, r);
+        }
+    for (j = 0; j < s->pp; j++) {
+        dps[j] = cost_dp_sync_stage(c, m, &ps, s, j);
+        opt[j] = cost_optimizer_stage(c, m, &ps, s, j);
+        if (dps[j] < 0.0) {
+            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+            goto done;
+        }
+    }
+    if (tied_stages(m, s, &in.tied_first, &in.tied_last)) {
+        in.tied_s = cost_tied_sync_time(c, m, &ps, s);
+        if (in.tied_s < 0.0) {
+            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+            goto done;
+        }
+    } else {
+        in.tied_first = in.tied_last = 0;
+    }
+    in.pp = s->pp;
+    in.dp = s->dp;
+    in.gas = s->gas;
+    in.schedule = s->schedule;
+    in.fwd = fwd;
+    in.bwd = bwd;
+    in.send_act = send_s; /* the gradient of an activation has its size */
+    in.send_grad = send_s;
+    in.dp_s = dps;
+    in.opt_s = opt;
+    in.overlap_dp = overlap_dp ? 1 : 0;
+    rc = cost_simulate_stages(&in, out, err);
+done:
+    free(fwd);
+    free(bwd);
+    free(send_s);
+    free(dps);
+    free(opt);
+    return rc;
+}
+
+int cost_sim_refine(const cost_cluster *c, const cost_model *m,
+                    const cost_profile *prof, const cost_params *p,
+                    const cost_strategy *s, cost_result *out, cost_error *err)
+{
+    cost_timeline tl;
+    cost_breakdown *bd = &out->bd;
+    double covered, delta, deficit;
+    double *hidden[3];
+    int rc, i;
+
+    rc = cost_simulate(c, m, prof, p, s, p->overlap_dp, &tl, err);
+    if (rc != COST_OK)
+        return rc;
+    covered = bd->compute + bd->tp_comm + bd->bubble + bd->p2p + bd->dp_comm +
+              bd->optimizer;
+    delta = tl.iter_s - covered;
+    bd->bubble += delta;
+    /* overlap hid transfers, all-reduces or optimizer time: they shrink */
+    hidden[0] = &bd->p2p;
+    hidden[1] = &bd->dp_comm;
+    hidden[2] = &bd->optimizer;
+    deficit = bd->bubble < 0.0 ? -bd->bubble : 0.0;
+    if (deficit > 0.0)
+        bd->bubble = 0.0;
+    for (i = 0; i < 3 && deficit > 0.0; i++) {
+        double take = *hidden[i] < deficit ? *hidden[i] : deficit;
+        *hidden[i] -= take;
+        deficit -= take;
+    }
+    bd->total += delta;
+    out->iter_s = bd->total;
+    cost_timeline_free(&tl);
+    return COST_OK;
+}

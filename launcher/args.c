@@ -1,0 +1,127 @@
+/* launcher/args.c: the command line of hetplan-launch. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "launch.h"
+
+void launch_options_init(launch_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->rank = -1;
+    o->strategy = 1;
+    o->iterations = 10;
+    o->warmup = 2;
+}
+
+static int parse_one(const char *opt, const char *s, int lo, int hi, int *out,
+                     cost_error *err)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "option '%s' expects an integer in %d..%d, got '%s'",
+                              opt, lo, hi, s);
+    *out = (int)v;
+    return COST_OK;
+}
+
+int launch_parse_args(int argc, char **argv, launch_options *o,
+                      cost_error *err)
+{
+    static const char *const valued[] = {
+        "--plan", "--output", "-o", "--rank", "--strategy", "--iterations",
+        "--warmup", "--gpu", "--format"};
+    int i, rc, all_local = 0;
+
+    launch_options_init(o);
+    for (i = 1; i < argc; i++) {
+        char name[64];
+        const char *val = NULL, *eq = NULL;
+        size_t j, len;
+        int takes = 0;
+
+        if (strncmp(argv[i], "--", 2) == 0)
+            eq = strchr(argv[i], '=');
+        len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
+        if (len >= sizeof name)
+            len = sizeof name - 1;
+        memcpy(name, argv[i], len);
+        name[len] = '\0';
+        if (eq)
+            val = eq + 1;
+        for (j = 0; j < sizeof valued / sizeof valued[0]; j++)
+            if (strcmp(name, valued[j]) == 0)
+                takes = 1;
+        if (takes && !val) {
+            if (i + 1 >= argc)
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '%s' needs a value", name);
+            val = argv[++i];
+        } else if (!takes && val) {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "option '%s' takes no value", name);
+        }
+        if (strcmp(name, "--plan") == 0) {
+            o->plan = val;
+        } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
+            o->output = val;
+        } else if (strcmp(name, "--rank") == 0) {
+            if ((rc = parse_one("--rank", val, 0, 1 << 20, &o->rank, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--all-local") == 0) {
+            all_local = 1;
+        } else if (strcmp(name, "--strategy") == 0) {
+            if ((rc = parse_one("--strategy", val, 1, 1 << 20, &o->strategy, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--iterations") == 0) {
+            if ((rc = parse_one("--iterations", val, 1, 100000, &o->iterations, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--warmup") == 0) {
+            if ((rc = parse_one("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--gpu") == 0) {
+            if ((rc = parse_one("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--format") == 0) {
+            if (strcmp(val, "json") == 0)
+                o->json = 1;
+            else if (strcmp(val, "table") == 0)
+                o->json = 0;
+            else
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '--format' expects 'table' or "
+                                      "'json', got '%s'", val);
+        } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
+            o->verbose = 1;
+        } else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+            o->help = 1;
+        } else if (strcmp(name, "--version") == 0) {
+            o->version = 1;
+        } else if (argv[i][0] == '-') {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "unknown option '%s'", argv[i]);
+        } else {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (o->help || o->version)
+        return COST_OK;
+    if (!o->plan)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "missing required option '--plan'");
+    if (all_local && o->rank >= 0)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "options '--rank' and '--all-local' exclude each other");
+    if (o->quiet && o->verbose)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "options '--quiet' and '--verbose' exclude each other");
+    return COST_OK;
+}

@@ -1,0 +1,309 @@
+/* launcher/hetplan_launch.c: the hetplan-launch program: run a plan's
+ * stage work on the local GPU in the schedule's order, compose the
+ * iteration with the planner's schedule simulator and write a trial file
+ * beside the plan's predictions.  The only file of the launcher that
+ * prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "launch.h"
+
+enum exit_code {
+    EXIT_OK = 0,
+    EXIT_INTERNAL = 1,  /* out of memory, CUDA/cuBLAS failure */
+    EXIT_USAGE = 2,     /* bad command line */
+    EXIT_INPUT = 3,     /* the plan or its inputs cannot be read */
+    EXIT_OUTPUT = 5,    /* the trial cannot be written */
+    EXIT_NOGPU = 6      /* no CUDA GPU, or CUPTI cannot be used */
+};
+
+static const char usage_text[] =
+    "usage: hetplan-launch --plan FILE [--rank R | --all-local] [options]\n"
+    "\n"
+    "Runs the work of a plan's pipeline stages on the local GPU: synthetic\n"
+    "layers of the model's shapes (tensor-parallel shard), the plan's micro-batch\n"
+    "size and count, each stage's passes in the schedule's order (1F1B), timed\n"
+    "with CUPTI.  The iteration is composed from the measured stage times with\n"
+    "the planner's schedule simulator (transfers and all-reduces from the cost\n"
+    "model) and written beside the plan's prediction as a trial file that\n"
+    "'planner calibrate' and 'planner evaluate' read (docs/profiler.md).\n"
+    "\n"
+    "options:\n"
+    "  --plan FILE            plan written by 'planner --output' (hetplan-plan/1)\n"
+    "  --strategy K           K-th strategy of the plan (default 1, the best)\n"
+    "  --all-local            run every distinct stage here (default)\n"
+    "  --rank R               run only the stage of rank R; the other stages\n"
+    "                         keep the plan's predicted times\n"
+    "  --iterations N         timed iterations per stage (default 10)\n"
+    "  --warmup N             untimed iterations first (default 2)\n"
+    "  --gpu N                CUDA device index (default 0)\n"
+    "  --output FILE, -o FILE write the trial JSON (atomically)\n"
+    "  --format table|json    what to print on stdout (default table)\n"
+    "  --quiet                print nothing on success\n"
+    "  --verbose              print progress on stderr\n"
+    "  --help, --version\n"
+    "\n"
+    "exit codes:\n"
+    "  0 success, 1 internal error, 2 bad command line, 3 invalid plan or input,\n"
+    "  5 cannot write the output, 6 no CUDA GPU or CUPTI not usable\n";
+
+static int report(const cost_error *err)
+{
+    char buf[1024];
+
+    cost_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "hetplan-launch: %s\n", buf);
+    switch (err->code) {
+    case COST_EIO:
+    case COST_EPARSE:
+    case COST_EFIELD:
+    case COST_EINVAL:
+        return EXIT_INPUT;
+    case COST_ENOTFOUND:
+        return EXIT_NOGPU;
+    default:
+        return EXIT_INTERNAL;
+    }
+}
+
+/* Median and IQR of the pass spans of one direction, and the median span
+ * of a whole iteration. */
+static int pass_stats(const prof_samples *s, const int *bwd, launch_measure *out,
+                      cost_error *err)
+{
+    double *f = NULL, *b = NULL, *it = NULL;
+    int nf = 0, nb = 0, r, i, rc = COST_OK;
+    prof_stats st;
+
+    f = malloc((size_t)s->repeats * (size_t)s->nk * sizeof *f);
+    b = malloc((size_t)s->repeats * (size_t)s->nk * sizeof *b);
+    it = malloc((size_t)s->repeats * sizeof *it);
+    if (!f || !b || !it) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (r = 0; r < s->repeats; r++) {
+        size_t first = (size_t)r * (size_t)s->nk, last = first + (size_t)s->nk - 1;
+        for (i = 0; i < s->nk; i++) {
+            size_t at = first + (size_t)i;
+            if (bwd[i])
+                b[nb++] = s->end[at] - s->start[at];
+            else
+                f[nf++] = s->end[at] - s->start[at];
+        }
+        it[r] = s->end[last] - s->start[first];
+    }
+    if ((rc = prof_stats_of(f, nf, &st, err)) != COST_OK)
+        goto done;
+    out->fwd_s = st.median;
+    out->fwd_iqr_s = st.iqr;
+    if ((rc = prof_stats_of(b, nb, &st, err)) != COST_OK)
+        goto done;
+    out->bwd_s = st.median;
+    out->bwd_iqr_s = st.iqr;
+    if ((rc = prof_stats_of(it, s->repeats, &st, err)) != COST_OK)
+        goto done;
+    out->busy_s = st.median;
+    out->measured = 1;
+done:
+    free(f);
+    free(b);
+    free(it);
+    return rc;
+}
+
+/* Run stage j of the work on the GPU and fill meas. */
+static int run_stage(prof_gpu *g, const plan_doc *d, const launch_work *w, int j,
+                     const launch_options *o, launch_measure *meas, cost_error *err)
+{
+    const launch_stage *st = &w->stages[j];
+    prof_layer_work *kinds = NULL;
+    const prof_layer_work **layers = NULL;
+    int have[COST_KIND_NOOP + 1] = {0};
+    int *bwd = NULL, *micro = NULL, n = 0, np, l, rc = COST_OK;
+    double params = 0.0;
+    prof_samples s;
+
+    memset(&s, 0, sizeof s);
+    kinds = calloc(COST_KIND_NOOP + 1, sizeof *kinds);
+    layers = calloc((size_t)(st->last - st->first), sizeof *layers);
+    bwd = calloc((size_t)(2 * w->gas), sizeof *bwd);
+    micro = calloc((size_t)(2 * w->gas), sizeof *micro);
+    if (!kinds || !layers || !bwd || !micro) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (l = st->first; l < st->last; l++) {
+        int kind = d->model.layers[l].kind;
+        params += d->model.layers[l].params;
+        if (!prof_kind_measurable(kind))
+            continue;
+        if (!have[kind]) {
+            prof_shape sh;
+            if ((rc = prof_shape_of(&d->model, kind, w->tp, w->mbs, 2, &sh, err)) != COST_OK ||
+                (rc = prof_layer_work_of(&sh, &kinds[kind], err)) != COST_OK)
+                goto done;
+            have[kind] = 1;
+        }
+        layers[n++] = &kinds[kind];
+    }
+    np = launch_stage_order(w->schedule, j, w->pp, w->gas, bwd, micro);
+    if (n == 0 || np < 1) {
+        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                            "stage %d has nothing to run", j);
+        goto done;
+    }
+    if ((rc = prof_gpu_time_passes(g, layers, n, bwd, np, o->warmup, o->iterations,
+                                   &s, err)) != COST_OK)
+        goto done;
+    if ((rc = pass_stats(&s, bwd, meas, err)) != COST_OK)
+        goto done;
+    /* optimizer step of the stage's shard (every parameter, tp-divided) */
+    meas->opt_s = -1.0;
+    if (params / w->tp >= 1.0 &&
+        prof_gpu_time_adam(g, (long long)(params / w->tp), 5, &meas->opt_s, NULL) != COST_OK)
+        meas->opt_s = -1.0; /* e.g. no memory left: the cost model's */
+done:
+    prof_samples_free(&s);
+    free(kinds);
+    free(layers);
+    free(bwd);
+    free(micro);
+    return rc;
+}
+
+static void print_table(const plan_doc *d, const launch_work *w,
+                        const launch_measure *meas, const launch_trial *t,
+                        const prof_device_info *dev, int ngpu)
+{
+    int j;
+
+    printf("plan '%s', strategy %d: tp %d, dp %d, pp %d, mbs %d, %d micro-batches, %s\n",
+           d->path, w->strategy + 1, w->tp, w->dp, w->pp, w->mbs, w->gas,
+           w->schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b");
+    if (w->rank >= 0)
+        printf("only the stage of rank %d ran, on GPU %d (%s); ", w->rank, dev->index,
+               dev->type);
+    else
+        printf("this machine has %d GPU%s for the plan's %d ranks: each distinct stage "
+               "ran on GPU %d (%s); ", ngpu, ngpu == 1 ? "" : "s", w->ranks, dev->index,
+               dev->type);
+    printf("the iteration is composed with the planner's schedule simulator "
+           "(transfers and all-reduces from the cost model)\n");
+    printf("%5s %7s %-10s %-26s %10s %10s %10s %10s\n", "stage", "layers", "plan GPU",
+           "source", "fwd (ms)", "bwd (ms)", "pred fwd", "pred bwd");
+    for (j = 0; j < w->pp; j++) {
+        const launch_stage *st = &w->stages[j];
+        const char *src = meas[j].measured ? "measured"
+                          : meas[st->same_as].measured ? "measured (same as earlier)"
+                                                       : "predicted";
+        printf("%5d %3d-%-3d %-10s %-26s %10.3f %10.3f %10.3f %10.3f\n", j, st->first,
+               st->last - 1, st->device_type, src, t->used_fwd_s[j] * 1e3,
+               t->used_bwd_s[j] * 1e3, t->pred_fwd_s[j] * 1e3, t->pred_bwd_s[j] * 1e3);
+    }
+    printf("iteration: measured (composed) %.4f s, predicted %.4f s (plan), "
+           "%.4f s (simulator); measured / predicted = %.3f\n",
+           t->measured_s, t->predicted_s, t->simulated_s,
+           t->predicted_s > 0 ? t->measured_s / t->predicted_s : 0.0);
+}
+
+int main(int argc, char **argv)
+{
+    launch_options o;
+    cost_error err;
+    plan_doc d;
+    launch_work w;
+    launch_trial t;
+    launch_measure *meas = NULL;
+    prof_device_info dev;
+    prof_gpu *g = NULL;
+    char *text = NULL;
+    int rc, code = EXIT_OK, j, ngpu = 0, progress;
+
+    memset(&d, 0, sizeof d);
+    memset(&w, 0, sizeof w);
+    memset(&t, 0, sizeof t);
+    memset(&err, 0, sizeof err);
+    if (launch_parse_args(argc, argv, &o, &err) != COST_OK) {
+        fprintf(stderr, "hetplan-launch: %s\ntry 'hetplan-launch --help'\n", err.msg);
+        return EXIT_USAGE;
+    }
+    if (o.help) {
+        fputs(usage_text, stdout);
+        return EXIT_OK;
+    }
+    if (o.version) {
+        printf("hetplan-launch %s\n", PROF_VERSION);
+        return EXIT_OK;
+    }
+    progress = !o.quiet && (o.verbose || isatty(STDERR_FILENO));
+    if ((rc = plan_load_plan(o.plan, &d, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    if (d.digest_mismatch && !o.quiet)
+        fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since "
+                        "the plan was made (SHA-256 differs)\n", o.plan);
+    if ((rc = launch_work_of(&d, o.strategy - 1, o.rank, &w, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    if ((rc = prof_gpu_open(o.device, d.model.bf16, &g, &err)) != COST_OK ||
+        (rc = prof_gpu_info(g, &dev, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    ngpu = dev.gpus;
+    meas = calloc((size_t)w.pp, sizeof *meas);
+    if (!meas) {
+        fprintf(stderr, "hetplan-launch: out of memory\n");
+        code = EXIT_INTERNAL;
+        goto done;
+    }
+    for (j = 0; j < w.pp; j++) {
+        meas[j].opt_s = -1.0;
+        if (!w.stages[j].run)
+            continue;
+        if (progress)
+            fprintf(stderr, "hetplan-launch: stage %d (layers %d-%d): %d passes x %d "
+                            "iterations on GPU %d\n", j, w.stages[j].first,
+                    w.stages[j].last - 1, 2 * w.gas, o.iterations, dev.index);
+        if ((rc = run_stage(g, &d, &w, j, &o, &meas[j], &err)) != COST_OK) {
+            code = report(&err);
+            goto done;
+        }
+    }
+    if ((rc = launch_compose(&d, &w, meas, &t, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    text = launch_trial_json(&d, &w, meas, &t, &dev, o.iterations);
+    if (!text) {
+        fprintf(stderr, "hetplan-launch: out of memory\n");
+        code = EXIT_INTERNAL;
+        goto done;
+    }
+    if (o.output && (rc = plan_write_file_atomic(o.output, text, &err)) != COST_OK) {
+        report(&err);
+        code = EXIT_OUTPUT;
+        goto done;
+    }
+    if (!o.quiet) {
+        if (o.json)
+            printf("%s\n", text);
+        else
+            print_table(&d, &w, meas, &t, &dev, ngpu);
+        if (o.output && !o.json)
+            printf("trial written to '%s'\n", o.output);
+    }
+done:
+    free(text);
+    free(meas);
+    launch_trial_free(&t);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    prof_gpu_close(g);
+    return code;
+}

@@ -1,0 +1,714 @@
+/* planner/report.c: a plan drawn as a self-contained SVG (and an HTML
+ * page around it): the simulated pipeline timeline of one iteration per
+ * (stage, replica), the memory of every rank against its device's
+ * capacity, and the top-k strategies' predicted times side by side with
+ * their breakdown (docs/report.md).  No fonts, images or scripts are
+ * referenced; text uses the generic sans-serif family. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define RP_WIDTH 1300.0
+#define RP_X0 270.0             /* left edge of every plot */
+#define RP_PW 980.0             /* plot width */
+#define RP_MAXROWS 64           /* timeline rows drawn at most */
+#define RP_GIB 1073741824.0
+
+/* ---- string builder ---------------------------------------------------- */
+
+typedef struct rbuf {
+    char *p;
+    size_t len, cap;
+    int failed;
+} rbuf;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void rb_printf(rbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    int k;
+    size_t need;
+
+    if (b->failed)
+        return;
+    va_start(ap, fmt);
+    k = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+        b->failed = 1;
+        return;
+    }
+    need = b->len + (size_t)k + 1;
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        char *q;
+        while (cap < need)
+            cap *= 2;
+        q = realloc(b->p, cap);
+        if (q == NULL) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)k + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)k;
+}
+
+/* Text with XML special characters escaped. */
+static void rb_text(rbuf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': rb_printf(b, "&amp;"); break;
+        case '<': rb_printf(b, "&lt;"); break;
+        case '>': rb_printf(b, "&gt;"); break;
+        case '"': rb_printf(b, "&quot;"); break;
+        case '\'': rb_printf(b, "&#39;"); break;
+        default: rb_printf(b, "%c", *s); break;
+        }
+    }
+}
+
+static void text_at(rbuf *b, double x, double y, const char *anchor, int size,
+                    const char *weight, const char *s)
+{
+    rb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s%s>",
+              x, y, anchor, size, weight ? " font-weight=\"" : "",
+              weight ? weight : "", weight ? "\"" : "");
+    rb_text(b, s);
+    rb_printf(b, "</text>\n");
+}
+
+static void rect(rbuf *b, double x, double y, double w, double h,
+                 const char *fill, const char *extra)
+{
+    rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s%s/>\n",
+              x, y, w > 0 ? w : 0, h > 0 ? h : 0, fill, extra ? " " : "",
+              extra ? extra : "");
+}
+
+/* ---- colours and legends ----------------------------------------------- */
+
+static const char *const ev_colour[COST_EV_NKINDS] = {
+    "#4e79a7", /* forward */
+    "#59a14f", /* backward */
+    "#f28e2b", /* send activation */
+    "#e15759", /* send gradient */
+    "#b07aa1", /* dp all-reduce */
+    "#9c755f"  /* optimizer */
+};
+#define RP_IDLE "#f4e1e1"
+
+typedef struct legend_item {
+    const char *colour;
+    const char *label;
+} legend_item;
+
+/* Legend in one row starting at (x, y); returns its box. */
+static plan_report_box legend(rbuf *b, double x, double y,
+                              const legend_item *it, int n)
+{
+    plan_report_box box;
+    double cx = x;
+    int i;
+
+    rb_printf(b, "<g class=\"legend\">\n");
+    for (i = 0; i < n; i++) {
+        rect(b, cx, y, 14, 14, it[i].colour, "stroke=\"#555\" stroke-width=\"0.5\"");
+        text_at(b, cx + 19, y + 11.5, "start", 12, NULL, it[i].label);
+        cx += 19 + 7.2 * (double)strlen(it[i].label) + 22;
+    }
+    rb_printf(b, "</g>\n");
+    box.x = x;
+    box.y = y;
+    box.w = cx - x;
+    box.h = 14;
+    return box;
+}
+
+/* A "nice" tick step near range / target (1, 2, 5 x 10^k). */
+static double nice_step(double range, int target)
+{
+    double raw = range / target, mag, f;
+
+    if (!(raw > 0) || !isfinite(raw))
+        return 1.0;
+    mag = pow(10.0, floor(log10(raw)));
+    f = raw / mag;
+    return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * mag;
+}
+
+static void fmt_num(char *buf, size_t n, double v, double step)
+{
+    int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+
+    if (dec > 6)
+        dec = 6;
+    snprintf(buf, n, "%.*f", dec, v);
+}
+
+/* Horizontal axis under a plot: line, ticks, numbers, title.  Values
+ * 0..vmax mapped onto [x, x + w]; returns the axis box. */
+static plan_report_box x_axis(rbuf *b, double x, double y, double w,
+                              double vmax, double scale, const char *title)
+{
+    plan_report_box box;
+    double step = nice_step(vmax * scale, 8), v;
+    char num[32];
+
+    rb_printf(b, "<g class=\"axis\">\n");
+    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", x, y, x + w, y);
+    for (v = 0; v <= vmax * scale * (1 + 1e-9); v += step) {
+        double px = x + (vmax > 0 ? v / (vmax * scale) * w : 0);
+        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                     "stroke=\"#222\" stroke-width=\"1.5\"/>\n", px, y, px, y + 6);
+        fmt_num(num, sizeof num, v, step);
+        text_at(b, px, y + 19, "middle", 11, NULL, num);
+    }
+    text_at(b, x + w / 2, y + 37, "middle", 13, "bold", title);
+    rb_printf(b, "</g>\n");
+    box.x = x - 15;
+    box.y = y;
+    box.w = w + 30;
+    box.h = 42;
+    return box;
+}
+
+/* ---- section 1: timeline ----------------------------------------------- */
+
+static void rank_range(const cost_cluster *c, const cost_strategy *s, int stage,
+                       int replica, char *buf, size_t n)
+{
+    int t, lo = INT_MAX, hi = -1;
+    const cost_device_type *dt = cost_device(c, cost_rank_device(s, stage, replica, 0));
+
+    for (t = 0; t < s->tp; t++) {
+        int d = cost_rank_device(s, stage, replica, t);
+        if (d < lo)
+            lo = d;
+        if (d > hi)
+            hi = d;
+    }
+    if (s->tp == 1)
+        snprintf(buf, n, "stage %d, dp %d: %s (device %d)", stage, replica,
+                 dt->name, lo);
+    else
+        snprintf(buf, n, "stage %d, dp %d: %dx%s (devices %d-%d)", stage, replica,
+                 s->tp, dt->name, lo, hi);
+}
+
+/* Consecutive events of one kind on one timeline row, drawn as one. */
+typedef struct ev_run {
+    int kind, stage, replica, row, n, narrow;
+    int first_micro, last_micro;
+    double start, end;      /* s */
+    double x0, x1;          /* px */
+} ev_run;
+
+static void draw_run(rbuf *b, const ev_run *r, double y, double rh)
+{
+    double w = r->x1 - r->x0, ry = y + r->row * rh + 1, eh = rh - 2;
+    char buf[32];
+
+    if (r->kind == COST_EV_SEND_ACT || r->kind == COST_EV_SEND_GRAD) {
+        ry += eh * 0.62;
+        eh *= 0.38;
+    }
+    rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                 "fill=\"%s\"><title>%s, stage %d, replica %d",
+              r->x0, ry, w > 0.3 ? w : 0.3, eh, ev_colour[r->kind],
+              cost_event_name(r->kind), r->stage, r->replica);
+    if (r->n > 1)
+        rb_printf(b, ", %d events, micro-batches %d-%d", r->n, r->first_micro,
+                  r->last_micro);
+    else if (r->first_micro >= 0)
+        rb_printf(b, ", micro-batch %d", r->first_micro);
+    rb_printf(b, ": %.3f-%.3f ms</title></rect>\n", r->start * 1e3, r->end * 1e3);
+    if ((r->kind == COST_EV_FWD || r->kind == COST_EV_BWD) && r->n == 1 && w >= 16 &&
+        rh >= 14 && r->first_micro >= 0) {
+        snprintf(buf, sizeof buf, "%d", r->first_micro);
+        rb_printf(b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
+                     "font-size=\"9\" fill=\"#fff\">%s</text>\n",
+                  r->x0 + w / 2, ry + eh / 2 + 3, buf);
+    }
+}
+
+static double timeline_section(rbuf *b, const plan_report_input *in, double y,
+                               plan_report_layout *L)
+{
+    const cost_timeline *tl = in->timeline;
+    const cost_strategy *s = &in->s[in->shown];
+    static const legend_item items[] = {
+        {"#4e79a7", "forward"},          {"#59a14f", "backward"},
+        {"#f28e2b", "send activation"},  {"#e15759", "send gradient"},
+        {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"},
+        {RP_IDLE, "idle (pipeline bubble)"}};
+    char buf[256];
+    int rows, shown_rows, i;
+    double rh, scale, iter;
+    const char *unit;
+    ev_run *pend;
+
+    snprintf(buf, sizeof buf, "Pipeline timeline of one iteration, strategy #%d "
+             "(tp %d, dp %d, pp %d, %d micro-batches of %d)", in->shown + 1, s->tp,
+             s->dp, s->pp, s->gas, s->mbs);
+    text_at(b, 20, y + 16, "start", 16, "bold", buf);
+    y += 30;
+    if (tl == NULL || tl->nevents == 0 || !(tl->iter_s > 0)) {
+        text_at(b, 20, y + 16, "start", 13, NULL,
+                "timeline unavailable: the schedule simulator produced no events");
+        return y + 40;
+    }
+    L->timeline_legend = legend(b, RP_X0, y, items, 7);
+    y += 28;
+    rows = tl->pp * tl->dp;
+    shown_rows = rows > RP_MAXROWS ? RP_MAXROWS : rows;
+    rh = shown_rows <= 24 ? 22.0 : floor(528.0 / shown_rows);
+    if (rh < 6)
+        rh = 6;
+    iter = tl->iter_s;
+    if (iter >= 10.0) {
+        scale = 1.0;
+        unit = "time (s)";
+    } else {
+        scale = 1e3;
+        unit = "time (ms)";
+    }
+    L->timeline.x = RP_X0;
+    L->timeline.y = y;
+    L->timeline.w = RP_PW;
+    L->timeline.h = rh * shown_rows;
+    text_at(b, RP_X0 - 10, y - 6, "end", 11, "bold", "stage, replica: devices");
+    /* rows: idle background and labels; row index = stage * dp + replica */
+    for (i = 0; i < shown_rows; i++) {
+        int stage = i / tl->dp, rep = i % tl->dp;
+        double ry = y + i * rh;
+        rect(b, RP_X0, ry + 1, RP_PW, rh - 2, RP_IDLE, NULL);
+        if (rh >= 10) {
+            rank_range(in->c, s, stage, rep, buf, sizeof buf);
+            text_at(b, RP_X0 - 10, ry + rh / 2 + 4, "end", rh >= 14 ? 11 : 8, NULL, buf);
+        }
+    }
+    L->timeline_yaxis.x = 10;
+    L->timeline_yaxis.y = y;
+    L->timeline_yaxis.w = RP_X0 - 18;
+    L->timeline_yaxis.h = rh * shown_rows;
+    /* events; runs of narrow events (< 2 px) of one kind on one row that
+     * touch (gap < 0.5 px) are drawn as one shape */
+    pend = calloc((size_t)shown_rows * COST_EV_NKINDS, sizeof *pend);
+    if (pend == NULL) {
+        b->failed = 1;
+        return y;
+    }
+    for (i = 0; i < tl->nevents; i++) {
+        const cost_event *e = &tl->events[i];
+        int row = e->stage * tl->dp + e->replica;
+        double x0, x1;
+        ev_run *pr;
+        if (row < 0 || row >= shown_rows || e->kind < 0 || e->kind >= COST_EV_NKINDS)
+            continue;
+        x0 = RP_X0 + e->start / iter * RP_PW;
+        x1 = RP_X0 + e->end / iter * RP_PW;
+        pr = &pend[row * COST_EV_NKINDS + e->kind];
+        if (pr->n > 0 && x1 - x0 < 2.0 && pr->x1 - pr->x0 < 2.0 * pr->n &&
+            pr->narrow && x0 - pr->x1 < 0.5) {
+            pr->x1 = x1 > pr->x1 ? x1 : pr->x1;
+            pr->end = e->end;
+            pr->last_micro = e->micro;
+            pr->n++;
+            continue;
+        }
+        if (pr->n > 0)
+            draw_run(b, pr, y, rh);
+        pr->kind = e->kind;
+        pr->stage = e->stage;
+        pr->replica = e->replica;
+        pr->row = row;
+        pr->first_micro = pr->last_micro = e->micro;
+        pr->start = e->start;
+        pr->end = e->end;
+        pr->x0 = x0;
+        pr->x1 = x1;
+        pr->n = 1;
+        pr->narrow = x1 - x0 < 2.0;
+    }
+    for (i = 0; i < shown_rows * COST_EV_NKINDS; i++)
+        if (pend[i].n > 0)
+            draw_run(b, &pend[i], y, rh);
+    free(pend);
+    y += rh * shown_rows;
+    if (shown_rows < rows) {
+        snprintf(buf, sizeof buf, "(first %d of %d stage/replica rows shown)",
+                 shown_rows, rows);
+        text_at(b, RP_X0 + RP_PW, y + 52, "end", 11, NULL, buf);
+    }
+    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, L->timeline.y, RP_X0, y);
+    L->timeline_xaxis = x_axis(b, RP_X0, y, RP_PW, iter, scale, unit);
+    snprintf(buf, sizeof buf, "simulated iteration: %.4f s", iter);
+    text_at(b, RP_X0 + RP_PW, y + 37, "end", 11, NULL, buf);
+    return y + 60;
+}
+
+/* ---- section 2: memory -------------------------------------------------- */
+
+static double memory_section(rbuf *b, const plan_report_input *in, double y,
+                             plan_report_layout *L)
+{
+    const cost_strategy *s = &in->s[in->shown];
+    const cost_result *r = &in->r[in->shown];
+    static const legend_item items[] = {
+        {"#dcdcdc", "device capacity"},
+        {"#4e79a7", "predicted peak memory"},
+        {"#e15759", "over capacity"}};
+    int n = r->nranks, i, every;
+    double vmax = 0, ph = 200, slot, bw, step, v;
+    char buf[128];
+
+    text_at(b, 20, y + 16, "start", 16, "bold", "Memory per device against its capacity");
+    y += 30;
+    if (n <= 0 || r->mem_bytes == NULL || r->mem_cap == NULL) {
+        text_at(b, 20, y + 16, "start", 13, NULL, "memory unavailable");
+        return y + 40;
+    }
+    L->memory_legend = legend(b, RP_X0, y, items, 3);
+    y += 34;
+    for (i = 0; i < n; i++) {
+        if (r->mem_cap[i] > vmax)
+            vmax = r->mem_cap[i];
+        if (r->mem_bytes[i] > vmax)
+            vmax = r->mem_bytes[i];
+    }
+    vmax /= RP_GIB;
+    if (!(vmax > 0))
+        vmax = 1;
+    step = nice_step(vmax, 5);
+    vmax = ceil(vmax / step - 1e-9) * step;
+    L->memory.x = RP_X0;
+    L->memory.y = y;
+    L->memory.w = RP_PW;
+    L->memory.h = ph;
+    /* y axis with grid */
+    rb_printf(b, "<g class=\"axis\">\n");
+    for (v = 0; v <= vmax * (1 + 1e-9); v += step) {
+        double py = y + ph - v / vmax * ph;
+        char num[32];
+        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                     "stroke-width=\"1\"/>\n", RP_X0 - 6, py, RP_X0 + RP_PW, py,
+                  v == 0 ? "#222" : "#e8e8e8");
+        fmt_num(num, sizeof num, v, step);
+        text_at(b, RP_X0 - 10, py + 4, "end", 11, NULL, num);
+    }
+    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, y, RP_X0, y + ph);
+    rb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"13\" "
+                 "font-weight=\"bold\" transform=\"rotate(-90 %.1f %.1f)\">memory (GiB)"
+                 "</text>\n", RP_X0 - 55, y + ph / 2, RP_X0 - 55, y + ph / 2);
+    rb_printf(b, "</g>\n");
+    L->memory_yaxis.x = RP_X0 - 70;
+    L->memory_yaxis.y = y;
+    L->memory_yaxis.w = 70;
+    L->memory_yaxis.h = ph;
+    slot = RP_PW / n;
+    bw = slot * 0.7 > 40 ? 40 : slot * 0.7;
+    for (i = 0; i < n; i++) {
+        double cx = RP_X0 + slot * (i + 0.5);
+        double cap = r->mem_cap[i] / RP_GIB, used = r->mem_bytes[i] / RP_GIB;
+        double hc = cap / vmax * ph, hu = used / vmax * ph;
+        const cost_device_type *dt = cost_device(in->c, s->ranks[i]);
+        rb_printf(b, "<g><title>rank %d on device %d (%s): %.2f of %.2f GiB</title>\n", i,
+                  s->ranks[i], dt->name, used, cap);
+        rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#dcdcdc", NULL);
+        if (used <= cap) {
+            rect(b, cx - bw / 2, y + ph - hu, bw, hu, "#4e79a7", NULL);
+        } else {
+            rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#4e79a7", NULL);
+            rect(b, cx - bw / 2, y + ph - hu, bw, hu - hc, "#e15759", NULL);
+        }
+        rb_printf(b, "</g>\n");
+    }
+    /* x axis: rank numbers (thinned), device types where they change */
+    every = 1;
+    while (slot * every < 24)
+        every++;
+    rb_printf(b, "<g class=\"axis\">\n");
+    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, y + ph, RP_X0 + RP_PW, y + ph);
+    for (i = 0; i < n; i += every) {
+        double cx = RP_X0 + slot * (i + 0.5);
+        snprintf(buf, sizeof buf, "%d", i);
+        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
+                  cx, y + ph, cx, y + ph + 5);
+        text_at(b, cx, y + ph + 17, "middle", 10, NULL, buf);
+    }
+    for (i = 0; i < n;) {
+        int j = i;
+        const char *name = cost_device(in->c, s->ranks[i])->name;
+        while (j < n && strcmp(cost_device(in->c, s->ranks[j])->name, name) == 0)
+            j++;
+        if (slot * (j - i) >= 7.0 * (double)strlen(name))
+            text_at(b, RP_X0 + slot * (i + j) / 2.0, y + ph + 31, "middle", 10, NULL, name);
+        if (i > 0)
+            rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                         "stroke=\"#888\" stroke-dasharray=\"3,2\"/>\n",
+                      RP_X0 + slot * i, y + ph + 20, RP_X0 + slot * i, y + ph + 34);
+        i = j;
+    }
+    text_at(b, RP_X0 + RP_PW / 2, y + ph + 50, "middle", 13, "bold", "rank (device type)");
+    rb_printf(b, "</g>\n");
+    L->memory_xaxis.x = RP_X0 - 15;
+    L->memory_xaxis.y = y + ph;
+    L->memory_xaxis.w = RP_PW + 30;
+    L->memory_xaxis.h = 55;
+    return y + ph + 75;
+}
+
+/* ---- section 3: strategies side by side -------------------------------- */
+
+static double topk_section(rbuf *b, const plan_report_input *in, double y,
+                           plan_report_layout *L)
+{
+    static const legend_item items[] = {
+        {"#4e79a7", "compute"},       {"#76b7b2", "tensor-parallel comm"},
+        {RP_IDLE, "pipeline bubble"}, {"#f28e2b", "stage transfers"},
+        {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"}};
+    static const char *const fills[6] = {"#4e79a7", "#76b7b2", RP_IDLE,
+                                         "#f28e2b", "#b07aa1", "#9c755f"};
+    double vmax = 0, rh = 26, x;
+    char buf[256];
+    int i, k;
+
+    snprintf(buf, sizeof buf, "Top %d strategies: predicted iteration time and where it goes",
+             in->n);
+    text_at(b, 20, y + 16, "start", 16, "bold", buf);
+    y += 30;
+    L->topk_legend = legend(b, RP_X0, y, items, 6);
+    y += 28;
+    for (i = 0; i < in->n; i++)
+        if (in->r[i].iter_s > vmax)
+            vmax = in->r[i].iter_s;
+    if (!(vmax > 0))
+        vmax = 1;
+    vmax *= 1.18; /* room for the value labels */
+    L->topk.x = RP_X0;
+    L->topk.y = y;
+    L->topk.w = RP_PW;
+    L->topk.h = rh * in->n;
+    for (i = 0; i < in->n; i++) {
+        const cost_strategy *s = &in->s[i];
+        const cost_result *r = &in->r[i];
+        const double part[6] = {r->bd.compute, r->bd.tp_comm, r->bd.bubble,
+                                r->bd.p2p, r->bd.dp_comm, r->bd.optimizer};
+        double ry = y + i * rh;
+        snprintf(buf, sizeof buf, "#%d  tp %d, dp %d, pp %d, mbs %d (%s)", i + 1,
+                 s->tp, s->dp, s->pp, s->mbs, s->placement[0] ? s->placement : "?");
+        text_at(b, RP_X0 - 10, ry + rh / 2 + 4, "end", 11, i == in->shown ? "bold" : NULL,
+                buf);
+        x = RP_X0;
+        for (k = 0; k < 6; k++) {
+            double w = part[k] > 0 ? part[k] / vmax * RP_PW : 0;
+            rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                         "fill=\"%s\"><title>%s: %.4f s</title></rect>\n",
+                      x, ry + 3, w, rh - 6, fills[k], items[k].label, part[k]);
+            x += w;
+        }
+        snprintf(buf, sizeof buf, "%.4f s, %.1f samples/s%s", r->iter_s,
+                 r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
+                 r->fits ? "" : ", does not fit");
+        text_at(b, x + 6, ry + rh / 2 + 4, "start", 11, NULL, buf);
+    }
+    y += rh * in->n;
+    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, L->topk.y, RP_X0, y);
+    L->topk_xaxis = x_axis(b, RP_X0, y, RP_PW, vmax, 1.0, "predicted iteration time (s)");
+    return y + 60;
+}
+
+/* ---- whole drawing ------------------------------------------------------ */
+
+static int check_input(const plan_report_input *in, cost_error *err)
+{
+    int i;
+
+    if (in == NULL || in->c == NULL || in->m == NULL || in->s == NULL ||
+        in->r == NULL || in->n < 1)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "a report needs at least one strategy with its result");
+    if (in->shown < 0 || in->shown >= in->n)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "strategy %d to show is outside 1..%d", in->shown + 1,
+                              in->n);
+    for (i = 0; i < in->n; i++)
+        if (in->s[i].ranks == NULL ||
+            in->s[i].tp * in->s[i].dp * in->s[i].pp != in->c->ndevices ||
+            (in->r[i].nranks != 0 && in->r[i].nranks != in->c->ndevices))
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "strategy %d does not match the cluster's %d devices",
+                                  i + 1, in->c->ndevices);
+    if (in->timeline && in->timeline->nevents > 0 &&
+        (in->timeline->pp != in->s[in->shown].pp ||
+         in->timeline->dp != in->s[in->shown].dp))
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "the timeline is not of strategy %d", in->shown + 1);
+    return COST_OK;
+}
+
+static void svg_body(rbuf *b, const plan_report_input *in, plan_report_layout *L)
+{
+    rbuf body = {0};
+    double y = 0;
+    char buf[400];
+    const cost_result *r = &in->r[in->shown];
+
+    memset(L, 0, sizeof *L);
+    snprintf(buf, sizeof buf, "hetplan report%s%s", in->title ? ": " : "",
+             in->title ? in->title : "");
+    text_at(&body, 20, 30, "start", 20, "bold", buf);
+    snprintf(buf, sizeof buf, "model '%s' on cluster '%s' (%d GPUs), global batch %d; "
+             "strategy #%d predicted %.4f s per iteration, peak memory headroom %s",
+             in->m->name, in->c->name, in->c->ndevices, in->global_batch,
+             in->shown + 1, r->iter_s, r->fits ? "positive on every GPU" : "NEGATIVE");
+    text_at(&body, 20, 52, "start", 12, NULL, buf);
+    y = 75;
+    y = timeline_section(&body, in, y, L);
+    y = memory_section(&body, in, y, L);
+    y = topk_section(&body, in, y, L);
+    L->width = RP_WIDTH;
+    L->height = ceil(y);
+    rb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                 "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n",
+              L->width, L->height, L->width, L->height);
+    rb_printf(b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
+              L->width, L->height);
+    if (body.failed)
+        b->failed = 1;
+    else if (body.p)
+        rb_printf(b, "%s", body.p);
+    rb_printf(b, "</svg>\n");
+    free(body.p);
+}
+
+int plan_report_svg(const plan_report_input *in, char **svg,
+                    plan_report_layout *layout, cost_error *err)
+{
+    rbuf b = {0};
+    plan_report_layout L;
+    int rc;
+
+    *svg = NULL;
+    if ((rc = check_input(in, err)) != COST_OK)
+        return rc;
+    rb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    svg_body(&b, in, &L);
+    if (b.failed) {
+        free(b.p);
+        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    }
+    if (layout)
+        *layout = L;
+    *svg = b.p;
+    return COST_OK;
+}
+
+int plan_report_html(const plan_report_input *in, char **html,
+                     plan_report_layout *layout, cost_error *err)
+{
+    rbuf b = {0};
+    plan_report_layout L;
+    const cost_strategy *s;
+    const cost_result *r;
+    int rc, i, j, t;
+
+    *html = NULL;
+    if ((rc = check_input(in, err)) != COST_OK)
+        return rc;
+    rb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>hetplan report");
+    if (in->title) {
+        rb_printf(&b, ": ");
+        rb_text(&b, in->title);
+    }
+    rb_printf(&b, "</title>\n<style>\n"
+                  "body { font-family: sans-serif; margin: 0; background: #fff; color: #222; }\n"
+                  "table { border-collapse: collapse; margin: 8px 20px 24px 20px; font-size: 13px; }\n"
+                  "th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }\n"
+                  "th { background: #f0f0f0; }\n"
+                  "td.l, th.l { text-align: left; }\n"
+                  "h2 { font-size: 16px; margin: 16px 20px 4px 20px; }\n"
+                  "svg { display: block; }\n"
+                  "</style>\n</head>\n<body>\n");
+    svg_body(&b, in, &L);
+    rb_printf(&b, "<h2>Strategies</h2>\n<table>\n<tr><th>#</th><th>time (s)</th>"
+                  "<th>samples/s</th><th>tp</th><th>dp</th><th>pp</th><th>mbs</th>"
+                  "<th>micro-batches</th><th class=\"l\">placement</th><th>bubble (s)</th>"
+                  "<th>dp comm (s)</th><th>peak memory (GiB)</th><th>fits</th></tr>\n");
+    for (i = 0; i < in->n; i++) {
+        double peak = 0;
+        s = &in->s[i];
+        r = &in->r[i];
+        for (j = 0; j < r->nranks; j++)
+            if (r->mem_bytes && r->mem_bytes[j] > peak)
+                peak = r->mem_bytes[j];
+        rb_printf(&b, "<tr><td>%d</td><td>%.4f</td><td>%.2f</td><td>%d</td><td>%d</td>"
+                      "<td>%d</td><td>%d</td><td>%d</td><td class=\"l\">",
+                  i + 1, r->iter_s, r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
+                  s->tp, s->dp, s->pp, s->mbs, s->gas);
+        rb_text(&b, s->placement);
+        rb_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
+                  r->bd.bubble, r->bd.dp_comm, peak / RP_GIB, r->fits ? "yes" : "no");
+    }
+    rb_printf(&b, "</table>\n");
+    s = &in->s[in->shown];
+    r = &in->r[in->shown];
+    rb_printf(&b, "<h2>Stages of strategy #%d</h2>\n<table>\n<tr><th>stage</th>"
+                  "<th class=\"l\">layers</th><th class=\"l\">devices</th>"
+                  "<th>time per micro-batch (ms)</th><th>peak memory (GiB)</th>"
+                  "<th>capacity (GiB)</th></tr>\n", in->shown + 1);
+    for (j = 0; j < s->pp; j++) {
+        double mem = 0, cap = 0;
+        rb_printf(&b, "<tr><td>%d</td><td class=\"l\">%d-%d (", j, s->bounds[j],
+                  s->bounds[j + 1] - 1);
+        rb_text(&b, in->m->layers[s->bounds[j]].name);
+        rb_printf(&b, " .. ");
+        rb_text(&b, in->m->layers[s->bounds[j + 1] - 1].name);
+        rb_printf(&b, ")</td><td class=\"l\">");
+        for (t = 0; t < s->tp * s->dp; t++) {
+            int rank = j * s->tp * s->dp + t;
+            if (t)
+                rb_printf(&b, ", ");
+            rb_printf(&b, "%d:", s->ranks[rank]);
+            rb_text(&b, cost_device(in->c, s->ranks[rank])->name);
+            if (r->mem_bytes && rank < r->nranks && r->mem_bytes[rank] > mem) {
+                mem = r->mem_bytes[rank];
+                cap = r->mem_cap[rank];
+            }
+        }
+        rb_printf(&b, "</td><td>");
+        if (r->stage_s && j < r->pp)
+            rb_printf(&b, "%.3f", r->stage_s[j] * 1e3);
+        else
+            rb_printf(&b, "-");
+        rb_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
+    }
+    rb_printf(&b, "</table>\n</body>\n</html>\n");
+    if (b.failed) {
+        free(b.p);
+        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    }
+    if (layout)
+        *layout = L;
+    *html = b.p;
+    return COST_OK;
+}

@@ -1,0 +1,191 @@
+/* profiler/args.c: the command line of hetplan-profile. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof.h"
+
+void prof_options_init(prof_options *o)
+{
+    static const int def[] = {1, 2, 4, 8};
+    int i;
+
+    memset(o, 0, sizeof *o);
+    for (i = 0; i < 4; i++) {
+        o->tp[i] = def[i];
+        o->mbs[i] = def[i];
+    }
+    o->ntp = 4;
+    o->nmbs = 4;
+    o->warmup = 5;
+    o->repeats = 20;
+}
+
+static int parse_one(const char *opt, const char *s, int lo, int hi, int *out,
+                     cost_error *err)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "option '%s' expects an integer in %d..%d, got '%s'",
+                              opt, lo, hi, s);
+    *out = (int)v;
+    return COST_OK;
+}
+
+int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
+                        int *out, int cap, int *n, cost_error *err)
+{
+    char item[32];
+    const char *p = s;
+    int cnt = 0, i, j, v, rc;
+
+    *n = 0;
+    if (*s == '\0')
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "option '%s' expects a comma-separated list of "
+                              "integers, got ''", opt);
+    while (1) {
+        const char *c = strchr(p, ',');
+        size_t len = c ? (size_t)(c - p) : strlen(p);
+        if (len == 0 || len >= sizeof item)
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "option '%s' expects a comma-separated list "
+                                  "of integers in %d..%d, got '%s'",
+                                  opt, lo, hi, s);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        if ((rc = parse_one(opt, item, lo, hi, &v, err)) != COST_OK)
+            return rc;
+        for (i = 0; i < cnt && out[i] != v; i++)
+            ;
+        if (i == cnt) {
+            if (cnt >= cap)
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '%s' takes at most %d values",
+                                      opt, cap);
+            /* insertion keeps the list sorted */
+            for (j = cnt; j > 0 && out[j - 1] > v; j--)
+                out[j] = out[j - 1];
+            out[j] = v;
+            cnt++;
+        }
+        if (!c)
+            break;
+        p = c + 1;
+    }
+    *n = cnt;
+    return COST_OK;
+}
+
+/* Option name and inline value of "--name=value"; *val NULL otherwise. */
+static void split(const char *arg, char *name, size_t n, const char **val)
+{
+    const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+
+    if (len >= n)
+        len = n - 1;
+    memcpy(name, arg, len);
+    name[len] = '\0';
+    *val = eq ? eq + 1 : NULL;
+}
+
+int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
+{
+    static const char *const valued[] = {
+        "--model", "--output", "-o", "--tp", "--mbs", "--dtype", "--warmup",
+        "--repeats", "--gpu", "--device-type"};
+    int i, rc;
+
+    prof_options_init(o);
+    for (i = 1; i < argc; i++) {
+        char name[64];
+        const char *val;
+        size_t j;
+        int takes = 0;
+
+        split(argv[i], name, sizeof name, &val);
+        for (j = 0; j < sizeof valued / sizeof valued[0]; j++)
+            if (strcmp(name, valued[j]) == 0)
+                takes = 1;
+        if (takes && !val) {
+            if (i + 1 >= argc)
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '%s' needs a value", name);
+            val = argv[++i];
+        } else if (!takes && val) {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "option '%s' takes no value", name);
+        }
+        if (strcmp(name, "--model") == 0) {
+            o->model = val;
+        } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
+            o->output = val;
+        } else if (strcmp(name, "--device-type") == 0) {
+            if (val[0] == '\0' || strlen(val) > 31)
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '--device-type' expects a name of "
+                                      "1 to 31 characters, got '%s'", val);
+            o->device_type = val;
+        } else if (strcmp(name, "--tp") == 0) {
+            if ((rc = prof_parse_int_list("--tp", val, 1, 64, o->tp,
+                                          PROF_MAX_LIST, &o->ntp, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--mbs") == 0) {
+            if ((rc = prof_parse_int_list("--mbs", val, 1, 4096, o->mbs,
+                                          PROF_MAX_LIST, &o->nmbs, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--dtype") == 0) {
+            if (strcmp(val, "fp16") == 0)
+                o->dtype = 1;
+            else if (strcmp(val, "bf16") == 0)
+                o->dtype = 2;
+            else
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '--dtype' expects 'fp16' or "
+                                      "'bf16', got '%s'", val);
+        } else if (strcmp(name, "--warmup") == 0) {
+            if ((rc = parse_one("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--repeats") == 0) {
+            if ((rc = parse_one("--repeats", val, 1, 100000, &o->repeats, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--gpu") == 0) {
+            if ((rc = parse_one("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+                return rc;
+        } else if (strcmp(name, "--no-bandwidth") == 0) {
+            o->skip_bandwidth = 1;
+        } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
+            o->quiet = 1;
+        } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
+            o->verbose = 1;
+        } else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+            o->help = 1;
+        } else if (strcmp(name, "--version") == 0) {
+            o->version = 1;
+        } else if (argv[i][0] == '-') {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "unknown option '%s'", argv[i]);
+        } else {
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "unexpected argument '%s'", argv[i]);
+        }
+    }
+    if (o->help || o->version)
+        return COST_OK;
+    if (!o->model)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "missing required option '--model'");
+    if (!o->output)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "missing required option '--output'");
+    if (o->quiet && o->verbose)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "options '--quiet' and '--verbose' exclude each other");
+    return COST_OK;
+}

@@ -1,0 +1,600 @@
+/* tests/test_profiler.c: the GPU-free parts of hetplan-profile: layer
+ * shard shapes and FLOPs, statistics, the command line and the profile
+ * JSON (read back by the planner's parser). */
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "prof.h"
+
+#define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
+
+static void load(const char *path, cost_model *m)
+{
+    cost_error err;
+    int rc = plan_load_model(path, m, &err);
+
+    ck_assert_msg(rc == COST_OK, "%s: %s", path, err.msg);
+}
+
+static double gemm_flops(const prof_layer_work *w, int bwd)
+{
+    double f = 0.0;
+    int i;
+
+    for (i = 0; i < w->nk; i++)
+        if (w->k[i].op == PROF_OP_GEMM && w->k[i].bwd == bwd)
+            f += w->k[i].flops;
+    return f;
+}
+
+static int layer_of_kind(const cost_model *m, int kind)
+{
+    int l;
+
+    for (l = 0; l < m->nlayers; l++)
+        if (m->layers[l].kind == kind)
+            return l;
+    return -1;
+}
+
+static const prof_kernel *kernel(const prof_layer_work *w, const char *name)
+{
+    int i;
+
+    for (i = 0; i < w->nk; i++)
+        if (strcmp(w->k[i].name, name) == 0)
+            return &w->k[i];
+    return NULL;
+}
+
+/* GEMM FLOPs of the shard equal the cost model's per-layer formula
+ * (docs/model-formulas.md) times mbs, divided by tp; backward GEMMs do
+ * twice the forward work. */
+START_TEST(test_block_flops_match_model)
+{
+    static const int tps[] = {1, 2, 4, 8, 16};
+    cost_model m;
+    int b, i, mbs;
+
+    load(EX("gpt2-345m.json"), &m);
+    b = layer_of_kind(&m, COST_KIND_TRANSFORMER);
+    ck_assert_int_ge(b, 0);
+    for (i = 0; i < 5; i++)
+        for (mbs = 1; mbs <= 8; mbs *= 2) {
+            prof_shape sh;
+            prof_layer_work w;
+            double want = m.layers[b].fwd_flops * mbs / tps[i];
+            ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, tps[i], mbs,
+                                           0, &sh, NULL), COST_OK);
+            ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+            ck_assert_msg(fabs(gemm_flops(&w, 0) - want) <= 1e-9 * want,
+                          "tp %d mbs %d: %g vs %g", tps[i], mbs,
+                          gemm_flops(&w, 0), want);
+            ck_assert(fabs(gemm_flops(&w, 1) - 2.0 * want) <= 1e-9 * want);
+            ck_assert(w.fwd_flops > gemm_flops(&w, 0)); /* element-wise work */
+            ck_assert(w.fwd_bytes > 0 && w.bwd_bytes > w.fwd_bytes);
+        }
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_block_shapes)
+{
+    cost_model m;
+    prof_shape sh;
+    prof_layer_work w;
+    const prof_kernel *k;
+    int i, nf = 0, seen_bwd = 0;
+
+    load(EX("gpt2-345m.json"), &m);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 4, 2, 0, &sh, NULL),
+                     COST_OK);
+    ck_assert_int_eq(sh.ffn, 4096);
+    ck_assert_int_eq(sh.gated, 0);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    /* QKV: (b*s, h) x (h, 3h/tp) -> column-major m = 3h/tp, n = b*s, k = h */
+    k = kernel(&w, "qkv");
+    ck_assert_ptr_nonnull(k);
+    ck_assert(k->m == 3 * 1024 / 4 && k->n == 2 * 1024 && k->k == 1024);
+    ck_assert(k->batch == 1 && !k->transa && !k->transb && !k->bwd);
+    /* scores per head group: batch = b * heads / tp, s x s, inner d = 64 */
+    k = kernel(&w, "attn_scores");
+    ck_assert(k->m == 1024 && k->n == 1024 && k->k == 64 && k->batch == 2 * 4);
+    k = kernel(&w, "softmax");
+    ck_assert(k->rows == 2LL * 4 * 1024 && k->cols == 1024);
+    k = kernel(&w, "proj");
+    ck_assert(k->m == 1024 && k->n == 2048 && k->k == 256);
+    k = kernel(&w, "fc1");
+    ck_assert(k->m == 1024 && k->n == 2048 && k->k == 1024);
+    k = kernel(&w, "gelu");
+    ck_assert(k->rows == 2048 && k->cols == 1024);
+    k = kernel(&w, "fc2");
+    ck_assert(k->m == 1024 && k->n == 2048 && k->k == 1024);
+    /* weight gradient of fc2: (N x K) = dY X^T, inner dimension b*s */
+    k = kernel(&w, "fc2.wgrad");
+    ck_assert(k->m == 1024 && k->n == 1024 && k->k == 2048 && k->transb && k->bwd);
+    k = kernel(&w, "qkv.dgrad");
+    ck_assert(k->m == 1024 && k->n == 2048 && k->k == 768 && k->transa);
+    ck_assert_ptr_nonnull(kernel(&w, "norm1"));
+    ck_assert_ptr_nonnull(kernel(&w, "residual2.bwd"));
+    ck_assert_ptr_null(kernel(&w, "swiglu"));
+    /* forward kernels first, then backward; every size positive */
+    for (i = 0; i < w.nk; i++) {
+        if (w.k[i].bwd)
+            seen_bwd = 1;
+        else {
+            ck_assert(!seen_bwd);
+            nf++;
+        }
+        ck_assert(w.k[i].flops >= 0 && w.k[i].bytes > 0);
+        if (w.k[i].op == PROF_OP_GEMM)
+            ck_assert(w.k[i].m > 0 && w.k[i].n > 0 && w.k[i].k > 0 &&
+                      w.k[i].m < 2147483647LL && w.k[i].batch >= 1);
+        else
+            ck_assert(w.k[i].rows > 0 && w.k[i].cols > 0);
+        ck_assert_ptr_nonnull(prof_op_name(w.k[i].op));
+    }
+    ck_assert_int_eq(nf, 12);
+    ck_assert_int_eq(w.nk - nf, 18);
+    ck_assert_ptr_null(prof_op_name(PROF_NOPS));
+    ck_assert_ptr_null(prof_op_name(-1));
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_llama_block)
+{
+    cost_model m;
+    prof_shape sh;
+    prof_layer_work w;
+    const prof_kernel *k;
+    int b;
+
+    load(EX("llama-7b.json"), &m);
+    b = layer_of_kind(&m, COST_KIND_TRANSFORMER);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 2, 1, 0, &sh, NULL),
+                     COST_OK);
+    ck_assert_int_eq(sh.gated, 1);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    k = kernel(&w, "gate_up");
+    ck_assert_ptr_nonnull(k);
+    ck_assert(k->m == 2LL * m.ffn / 2);
+    ck_assert_ptr_nonnull(kernel(&w, "swiglu"));
+    ck_assert_int_eq(kernel(&w, "norm1")->op, PROF_OP_RMSNORM);
+    ck_assert(fabs(gemm_flops(&w, 0) - m.layers[b].fwd_flops / 2) <=
+              1e-9 * m.layers[b].fwd_flops);
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_other_kinds)
+{
+    cost_model m;
+    prof_shape sh;
+    prof_layer_work w;
+    const prof_kernel *k;
+    int h;
+
+    load(EX("gpt2-345m.json"), &m);
+    /* LM head: logits GEMM over a padded vocabulary shard */
+    h = layer_of_kind(&m, COST_KIND_HEAD);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 2, 0, &sh, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert(fabs(gemm_flops(&w, 0) - 2 * m.layers[h].fwd_flops) <=
+              1e-9 * m.layers[h].fwd_flops);
+    ck_assert_ptr_nonnull(kernel(&w, "cross_entropy"));
+    ck_assert_ptr_nonnull(kernel(&w, "logits.wgrad"));
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 8, 1, 0, &sh, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert(kernel(&w, "logits")->m == 6532); /* 52256 / 8 */
+    ck_assert(kernel(&w, "cross_entropy")->cols == 6532);
+    /* embedding: gather from a vocabulary shard, positions added (GPT-2) */
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_EMBEDDING, 16, 1, 0, &sh, NULL),
+                     COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    k = kernel(&w, "embed");
+    ck_assert(k->rows == 1024 && k->cols == 1024 && k->table_rows == 3266);
+    ck_assert_ptr_nonnull(kernel(&w, "position_add"));
+    ck_assert_ptr_nonnull(kernel(&w, "embed.bwd"));
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_NORM, 2, 4, 0, &sh, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(w.nk, 2);
+    ck_assert(w.k[0].rows == 4096 && w.k[0].cols == 1024); /* not split by tp */
+    ck_assert(w.k[1].bwd);
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_shape_errors)
+{
+    cost_model m;
+    prof_shape sh;
+    prof_layer_work w;
+    cost_error err;
+
+    load(EX("gpt2-345m.json"), &m);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 3, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "tp 3 does not divide"));
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 32, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_GENERIC, 1, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'generic'"));
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_NOOP, 1, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 0, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 1, 3, &sh, &err),
+                     COST_EINVAL);
+    m.hidden = 0;
+    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 1, 0, &sh, &err),
+                     COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no transformer shape"));
+    memset(&sh, 0, sizeof sh);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, &err), COST_EINVAL);
+    ck_assert(prof_kind_measurable(COST_KIND_TRANSFORMER));
+    ck_assert(!prof_kind_measurable(COST_KIND_NOOP));
+    ck_assert(!prof_kind_measurable(COST_KIND_GENERIC));
+    cost_model_free(&m);
+}
+END_TEST
+
+START_TEST(test_stats)
+{
+    const double even[] = {4, 1, 3, 2};
+    const double odd[] = {10, 30, 20, 50, 40};
+    double copy[4], bad[2] = {1, NAN};
+    prof_stats s;
+    cost_error err;
+
+    memcpy(copy, even, sizeof copy);
+    ck_assert_int_eq(prof_stats_of(copy, 4, &s, NULL), COST_OK);
+    ck_assert(memcmp(copy, even, sizeof copy) == 0); /* input untouched */
+    ck_assert_int_eq(s.n, 4);
+    ck_assert_double_eq_tol(s.median, 2.5, 1e-12);
+    ck_assert_double_eq_tol(s.q1, 1.75, 1e-12);
+    ck_assert_double_eq_tol(s.q3, 3.25, 1e-12);
+    ck_assert_double_eq_tol(s.iqr, 1.5, 1e-12);
+    ck_assert_double_eq_tol(s.mean, 2.5, 1e-12);
+    ck_assert(s.min == 1 && s.max == 4);
+    ck_assert_int_eq(prof_stats_of(odd, 5, &s, NULL), COST_OK);
+    ck_assert_double_eq_tol(s.median, 30, 1e-12);
+    ck_assert_double_eq_tol(s.iqr, 20, 1e-12);
+    ck_assert_int_eq(prof_stats_of(odd, 1, &s, NULL), COST_OK);
+    ck_assert(s.median == 10 && s.iqr == 0);
+    ck_assert_int_eq(prof_stats_of(odd, 0, &s, &err), COST_EINVAL);
+    ck_assert_int_eq(prof_stats_of(bad, 2, &s, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "sample 1"));
+}
+END_TEST
+
+/* Two forward and one backward kernel over three repeats. */
+START_TEST(test_summarise)
+{
+    prof_layer_work w;
+    prof_samples s;
+    prof_layer_result r;
+    cost_error err;
+    int rep;
+
+    memset(&w, 0, sizeof w);
+    w.shape.kind = COST_KIND_TRANSFORMER;
+    w.shape.tp = 2;
+    w.shape.mbs = 4;
+    w.nk = 3;
+    strcpy(w.k[0].name, "a");
+    strcpy(w.k[1].name, "b");
+    strcpy(w.k[2].name, "c");
+    w.k[2].bwd = 1;
+    ck_assert_int_eq(prof_samples_alloc(&s, 3, 3), COST_OK);
+    for (rep = 0; rep < 3; rep++) {
+        double t0 = 100.0 * rep, slow = rep == 2 ? 10.0 : 0.0;
+        /* a: 1 s, gap 0.5, b: 2 s (+10 in repeat 2), gap 1, c: 4 s */
+        s.start[rep * 3 + 0] = t0;
+        s.end[rep * 3 + 0] = t0 + 1;
+        s.busy[rep * 3 + 0] = 1;
+        s.start[rep * 3 + 1] = t0 + 1.5;
+        s.end[rep * 3 + 1] = t0 + 3.5 + slow;
+        s.busy[rep * 3 + 1] = 2 + slow;
+        s.start[rep * 3 + 2] = t0 + 4.5 + slow;
+        s.end[rep * 3 + 2] = t0 + 8.5 + slow;
+        s.busy[rep * 3 + 2] = 4;
+    }
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, NULL), COST_OK);
+    ck_assert_int_eq(r.kind, COST_KIND_TRANSFORMER);
+    ck_assert(r.tp == 2 && r.mbs == 4 && r.repeats == 3 && r.nk == 3);
+    ck_assert_double_eq_tol(r.fwd_s, 3.5, 1e-12);      /* span, median */
+    ck_assert_double_eq_tol(r.fwd_busy_s, 3.0, 1e-12); /* busy, median */
+    ck_assert_double_eq_tol(r.fwd_iqr_s, 5.0, 1e-12);  /* 3.5, 3.5, 13.5 */
+    ck_assert_double_eq_tol(r.bwd_s, 4.0, 1e-12);
+    ck_assert_double_eq_tol(r.bwd_iqr_s, 0.0, 1e-12);
+    ck_assert_double_eq_tol(r.kt[1].median_s, 2.0, 1e-12);
+    ck_assert_double_eq_tol(r.kt[2].median_s, 4.0, 1e-12);
+    /* a kernel with no GPU time */
+    s.end[4] = s.start[4] - 1;
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'b'"));
+    /* layout mismatch */
+    w.nk = 2;
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), COST_EINVAL);
+    prof_samples_free(&s);
+    prof_samples_free(&s); /* idempotent */
+    ck_assert_int_eq(prof_samples_alloc(&s, 0, 3), COST_EINVAL);
+}
+END_TEST
+
+static int parse(prof_options *o, cost_error *err, ...)
+{
+    char *argv[32];
+    int argc = 0;
+    va_list ap;
+    char *a;
+
+    argv[argc++] = "hetplan-profile";
+    va_start(ap, err);
+    while ((a = va_arg(ap, char *)) != NULL)
+        argv[argc++] = a;
+    va_end(ap);
+    return prof_parse_args(argc, argv, o, err);
+}
+
+START_TEST(test_args)
+{
+    prof_options o;
+    cost_error err;
+
+    ck_assert_int_eq(parse(&o, &err, "--model", "m.json", "--output", "p.json",
+                           NULL), COST_OK);
+    ck_assert_str_eq(o.model, "m.json");
+    ck_assert_str_eq(o.output, "p.json");
+    ck_assert(o.ntp == 4 && o.tp[3] == 8 && o.nmbs == 4 && o.mbs[0] == 1);
+    ck_assert(o.warmup == 5 && o.repeats == 20 && o.dtype == 0 && o.device == 0);
+    ck_assert_int_eq(parse(&o, &err, "--model=m.json", "-o", "p.json", "--tp",
+                           "4,1,2,1", "--mbs=16", "--dtype", "bf16",
+                           "--warmup", "0", "--repeats=7", "--gpu", "1",
+                           "--device-type", "H100-SXM", "--no-bandwidth",
+                           "--verbose", NULL), COST_OK);
+    ck_assert(o.ntp == 3 && o.tp[0] == 1 && o.tp[1] == 2 && o.tp[2] == 4);
+    ck_assert(o.nmbs == 1 && o.mbs[0] == 16);
+    ck_assert(o.dtype == 2 && o.warmup == 0 && o.repeats == 7 && o.device == 1);
+    ck_assert_str_eq(o.device_type, "H100-SXM");
+    ck_assert(o.skip_bandwidth && o.verbose && !o.quiet);
+    ck_assert_int_eq(parse(&o, &err, "--help", NULL), COST_OK);
+    ck_assert(o.help);
+    ck_assert_int_eq(parse(&o, &err, "--version", NULL), COST_OK);
+    ck_assert(o.version);
+
+    ck_assert_int_eq(parse(&o, &err, "--output", "p.json", NULL), COST_EINVAL);
+    ck_assert_str_eq(err.msg, "missing required option '--model'");
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", NULL), COST_EINVAL);
+    ck_assert_str_eq(err.msg, "missing required option '--output'");
+    ck_assert_int_eq(parse(&o, &err, "--model", NULL), COST_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--model' needs a value");
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--frob", NULL),
+                     COST_EINVAL);
+    ck_assert_str_eq(err.msg, "unknown option '--frob'");
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "extra", NULL),
+                     COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--tp", "1,,2",
+                           NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--tp", "0",
+                           NULL), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'--tp'"));
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--mbs", "x",
+                           NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--dtype",
+                           "fp8", NULL), COST_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--dtype' expects 'fp16' or 'bf16', got 'fp8'");
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--repeats",
+                           "0", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--quiet=1",
+                           NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--quiet",
+                           "--verbose", NULL), COST_EINVAL);
+}
+END_TEST
+
+START_TEST(test_int_list)
+{
+    int v[3], n;
+    cost_error err;
+
+    ck_assert_int_eq(prof_parse_int_list("--x", "8,2,8,1", 1, 8, v, 3, &n, NULL),
+                     COST_OK);
+    ck_assert(n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 8);
+    ck_assert_int_eq(prof_parse_int_list("--x", "1,2,3,4", 1, 8, v, 3, &n, &err),
+                     COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "at most 3"));
+    ck_assert_int_eq(prof_parse_int_list("--x", "", 1, 8, v, 3, &n, &err),
+                     COST_EINVAL);
+    ck_assert_int_eq(prof_parse_int_list("--x", "2,", 1, 8, v, 3, &n, &err),
+                     COST_EINVAL);
+    ck_assert_int_eq(prof_parse_int_list("--x", "9", 1, 8, v, 3, &n, &err),
+                     COST_EINVAL);
+}
+END_TEST
+
+START_TEST(test_device_type)
+{
+    char out[32];
+
+    prof_device_type_of("NVIDIA H100 80GB HBM3", out);
+    ck_assert_str_eq(out, "H100-SXM");
+    prof_device_type_of("NVIDIA H200", out);
+    ck_assert_str_eq(out, "H200");
+    prof_device_type_of("Tesla V100-SXM2-16GB", out);
+    ck_assert_str_eq(out, "V100");
+    prof_device_type_of("NVIDIA Imaginary GPU with a very long marketing name", out);
+    ck_assert_int_eq((int)strlen(out), 31);
+    ck_assert(strncmp(out, "NVIDIA Imaginary", 16) == 0);
+}
+END_TEST
+
+static void fill_result(prof_layer_result *r, const cost_model *m, int kind,
+                        int tp, int mbs, double fwd_ms)
+{
+    prof_shape sh;
+    prof_layer_work w;
+    int i;
+
+    ck_assert_int_eq(prof_shape_of(m, kind, tp, mbs, 2, &sh, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    memset(r, 0, sizeof *r);
+    r->kind = kind;
+    r->tp = tp;
+    r->mbs = mbs;
+    r->fwd_s = fwd_ms / 1e3;
+    r->bwd_s = 2 * fwd_ms / 1e3;
+    r->fwd_busy_s = 0.9 * r->fwd_s;
+    r->bwd_busy_s = 0.9 * r->bwd_s;
+    r->repeats = 10;
+    r->nk = w.nk;
+    for (i = 0; i < w.nk; i++)
+        r->kt[i].median_s = 1e-5 * (i + 1);
+}
+
+/* The written profile is read back by the planner's own parser against
+ * AMP's 30-layer GPT-2 (with noop layers): noop -> 0, measured kinds ->
+ * their times, grid points without results -> no entry. */
+START_TEST(test_profile_json_roundtrip)
+{
+    cost_model m;
+    cost_profile p;
+    cost_error err;
+    prof_run run;
+    prof_layer_result res[5];
+    const int tps[] = {1, 2}, mbss[] = {1, 4};
+    char *text;
+    cJSON *doc, *e;
+    int rc, l, i;
+
+    load(EX("gpt2-amp.json"), &m);
+    fill_result(&res[0], &m, COST_KIND_EMBEDDING, 1, 1, 0.25);
+    fill_result(&res[1], &m, COST_KIND_TRANSFORMER, 1, 1, 1.5);
+    fill_result(&res[2], &m, COST_KIND_HEAD, 1, 1, 2.0);
+    fill_result(&res[3], &m, COST_KIND_TRANSFORMER, 2, 4, 3.25);
+    fill_result(&res[4], &m, COST_KIND_HEAD, 2, 4, 4.0);
+    memset(&run, 0, sizeof run);
+    strcpy(run.dev.name, "NVIDIA H100 80GB HBM3");
+    prof_device_type_of(run.dev.name, run.dev.type);
+    run.dev.cc_major = 9;
+    run.dev.sm_count = 132;
+    run.dev.mem_bytes = 85e9;
+    run.dev.gpus = 1;
+    run.bw.h2d_bps = 25e9;
+    run.bw.copy_bytes = 1 << 28;
+    run.bw.gemm_flops = 700e12;
+    run.bw.gemm_n = 8192;
+    run.warmup = 5;
+    run.repeats = 10;
+    run.res = res;
+    run.nres = 5;
+    run.tp = tps;
+    run.ntp = 2;
+    run.mbs = mbss;
+    run.nmbs = 2;
+    text = prof_profile_json(&run, &m, "gpt2-amp");
+    ck_assert_ptr_nonnull(text);
+
+    rc = plan_parse_profile(text, "profile.json", &m, &p, &err);
+    ck_assert_msg(rc == COST_OK, "%s: %s", err.path, err.msg);
+    ck_assert_int_eq(p.nentries, 2); /* (1,1) and (2,4); (1,4), (2,1) empty */
+    ck_assert_str_eq(p.entries[0].device, "H100-SXM");
+    ck_assert(p.entries[0].tp == 1 && p.entries[0].mbs == 1);
+    ck_assert(p.entries[1].tp == 2 && p.entries[1].mbs == 4);
+    for (l = 0; l < m.nlayers; l++) {
+        int k = m.layers[l].kind;
+        double f0 = p.entries[0].fwd[l], f1 = p.entries[1].fwd[l];
+        if (k == COST_KIND_NOOP) {
+            ck_assert(f0 == 0 && f1 == 0);
+        } else if (k == COST_KIND_TRANSFORMER) {
+            ck_assert_double_eq_tol(f0, 1.5e-3, 1e-12);
+            ck_assert_double_eq_tol(p.entries[0].bwd[l], 3e-3, 1e-12);
+            ck_assert_double_eq_tol(f1, 3.25e-3, 1e-12);
+        } else if (k == COST_KIND_EMBEDDING) {
+            ck_assert_double_eq_tol(f0, 0.25e-3, 1e-12);
+            ck_assert(f1 < 0); /* not measured at (2, 4) */
+        } else if (k == COST_KIND_HEAD) {
+            ck_assert_double_eq_tol(f1, 4e-3, 1e-12);
+        }
+    }
+    cost_profile_free(&p);
+
+    /* the extras: device, machine, per-kernel detail */
+    doc = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_str_eq(cJSON_GetObjectItem(doc, "format")->valuestring,
+                     "hetplan-profile/1");
+    e = cJSON_GetObjectItem(doc, "device_info");
+    ck_assert_int_eq(cJSON_GetObjectItem(e, "sm_count")->valueint, 132);
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "compute_capability")->valuestring, "9.0");
+    e = cJSON_GetObjectItem(doc, "machine");
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(e, "h2d_gbs")->valuedouble, 25, 1e-9);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(e, "p2p_gbs")));
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(e, "gemm_tflops")->valuedouble, 700, 1e-9);
+    e = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "entries"), 0);
+    e = cJSON_GetObjectItem(cJSON_GetObjectItem(e, "detail"), "transformer");
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(e, "kernels")), 30);
+    e = cJSON_GetArrayItem(cJSON_GetObjectItem(e, "kernels"), 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "name")->valuestring, "qkv");
+    ck_assert_str_eq(cJSON_GetObjectItem(e, "op")->valuestring, "gemm");
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(e, "median_ms")->valuedouble, 0.02, 1e-12);
+    cJSON_Delete(doc);
+    free(text);
+
+    /* without results nothing is measured: an empty entry list */
+    run.nres = 0;
+    run.bw.copy_bytes = 0;
+    run.bw.gemm_n = 0;
+    text = prof_profile_json(&run, &m, NULL);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_int_eq(plan_parse_profile(text, "p.json", &m, &p, &err), COST_OK);
+    ck_assert_int_eq(p.nentries, 0);
+    cost_profile_free(&p);
+    doc = cJSON_Parse(text);
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "machine")));
+    cJSON_Delete(doc);
+    free(text);
+    for (i = 0; i < 5; i++)
+        ck_assert(res[i].nk > 0);
+    cost_model_free(&m);
+}
+END_TEST
+
+static Suite *profiler_suite(void)
+{
+    Suite *s = suite_create("profiler");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, test_block_flops_match_model);
+    tcase_add_test(tc, test_block_shapes);
+    tcase_add_test(tc, test_llama_block);
+    tcase_add_test(tc, test_other_kinds);
+    tcase_add_test(tc, test_shape_errors);
+    tcase_add_test(tc, test_stats);
+    tcase_add_test(tc, test_summarise);
+    tcase_add_test(tc, test_args);
+    tcase_add_test(tc, test_int_list);
+    tcase_add_test(tc, test_device_type);
+    tcase_add_test(tc, test_profile_json_roundtrip);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(profiler_suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

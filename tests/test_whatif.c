@@ -1,0 +1,349 @@
+/* tests/test_whatif.c: straggler what-if on models whose times are worked
+ * out by hand, and the `planner whatif` command line.
+ *
+ * The model: generic layers of 1e12 FLOPs per sample, all divided by
+ * tensor parallelism, nothing else (no parameters, traffic, kernels or
+ * all-reduces).  Device X: 1 TFLOP/s at compute_eff 0.5, so a layer's
+ * forward takes 2 / tp s, its backward twice that: 6 / tp s per layer
+ * and micro-batch.  One stage, no DP: iteration = gas * stage time. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost.h"
+#include "plan.h"
+#include "search.h"
+#include "tp_cli.h"
+
+static const char cluster_json[] =
+    "{\"name\":\"x\",\"device_types\":{\"X\":{\"memory_gib\":80,\"tflops_fp16\":1,"
+    "\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\",\"device\":\"X\",\"gpus\":4,"
+    "\"intra_gbps\":8000,\"nic_gbps\":100}]}";
+
+/* two layers: 24 heads, ffn 768 (12 granules of 64) */
+static const char model_json[] =
+    "{\"name\":\"flat\",\"training\":{\"global_batch\":4},"
+    "\"shape\":{\"hidden\":48,\"heads\":24,\"seq\":16,\"vocab\":100,\"ffn\":768},"
+    "\"layers\":[{\"name\":\"l\",\"kind\":\"generic\",\"repeat\":2,\"params\":0,"
+    "\"fwd_flops\":1e12,\"out_bytes\":0,\"act_bytes\":0,\"tp_flops_frac\":1,"
+    "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
+    "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
+
+static cost_cluster C;
+static cost_model M;
+
+static void load(void)
+{
+    cost_error err;
+
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(plan_parse_cluster(cluster_json, "x.json", &C, &err) == COST_OK,
+                  "%s", err.msg);
+    ck_assert_msg(plan_parse_model(model_json, "m.json", &M, &err) == COST_OK, "%s",
+                  err.msg);
+}
+
+static void unload(void)
+{
+    cost_model_free(&M);
+    cost_cluster_free(&C);
+}
+
+/* tp ranks on devices 0.., one stage, mbs 1, 4 micro-batches */
+static void tp_only(cost_strategy *s, int tp)
+{
+    int k;
+
+    ck_assert_int_eq(cost_strategy_alloc(s, tp, 1, 1), COST_OK);
+    for (k = 0; k < tp; k++)
+        s->ranks[k] = k;
+    s->bounds[1] = M.nlayers;
+    s->mbs = 1;
+    s->gas = 4;
+}
+
+static int run_whatif(const cost_strategy *s, const plan_slow *sl, int n,
+                      plan_whatif *w)
+{
+    plan_whatif_params wp;
+    cost_params p;
+    cost_error err;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    cost_params_init(&p);
+    plan_whatif_params_init(&wp);
+    wp.slow = sl;
+    wp.nslow = n;
+    rc = plan_whatif_run(&C, &M, NULL, &p, s, &wp, w, &err);
+    return rc;
+}
+
+/* tp = 2, rank 1 at half speed.  Even: 6 s vs 3 s per layer -> 12 s a
+ * micro-batch, 48 s (base 24 s).  Re-sharded 16/8 heads and 512/256
+ * columns (shares 2/3 and 1/3): both ranks 4 s a layer -> 32 s.  Eq. 1:
+ * T_avg = (6 + 12) / 2 = 9, M_1 = 12 (all GEMM), gamma = 0.25 -> 36 s.
+ * Eq. 3 with one straggler: Gamma = 0.5 * 6 / 12 = 0.25, the receiver
+ * gets 0.25 * 6 / 0.5 = 3 s: f = 6 - 3 > 0, migrate; 6 + 3 = 9 -> 36 s. */
+START_TEST(one_straggler)
+{
+    cost_strategy s;
+    plan_whatif w;
+    plan_slow sl[1] = {{1, 2.0}};
+
+    load();
+    tp_only(&s, 2);
+    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), COST_OK);
+    ck_assert_double_eq_tol(w.base_s, 24.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 48.0, 1e-6);
+    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESHARD].applicable, 1);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESHARD].iter_s, 32.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].iter_s, 36.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].max_gamma, 0.25, 1e-9);
+    ck_assert_double_eq_tol(w.stragglers[0].gamma, 0.25, 1e-9);
+    ck_assert_double_eq_tol(w.stragglers[0].t_s, 12.0, 1e-9);
+    ck_assert_double_eq_tol(w.stragglers[0].t_avg_s, 9.0, 1e-9);
+    ck_assert_int_eq(w.stragglers[0].migrate, 1);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].iter_s, 36.0, 1e-3);
+    ck_assert_int_eq(w.recommended, PLAN_REMEDY_RESHARD);
+    ck_assert_int_eq(w.best.tp_heads[0], 16);
+    ck_assert_int_eq(w.best.tp_heads[1], 8);
+    ck_assert_int_eq(w.best.tp_cols[0], 512);
+    ck_assert_int_eq(w.best.tp_cols[1], 256);
+    ck_assert_ptr_nonnull(strstr(w.reason, "no accuracy change"));
+    /* no pipeline to re-balance: replan equals reshard */
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_REPLAN].iter_s, 32.0, 1e-6);
+    plan_whatif_free(&w);
+    cost_strategy_free(&s);
+    unload();
+}
+END_TEST
+
+/* tp = 4, ranks 1, 2 at half speed and rank 3 at 1/1.5: 6, 6, 4.5 s
+ * against 3 s a micro-batch.  Eq. 1: T_avg = 4.875 for all three
+ * -> 19.5 s.  Eq. 3 (shares 1/4, T/L = 24, 24, 18, 12): first straggler:
+ * Gamma = 1/8, f = 3 - (1/8)/3 * 24 = 2; second: Gamma = 1/4,
+ * f = 3 - (1/4)/2 * 18 = 0.75; third: Gamma = 1/3, f = 1.5 - (1/3) * 12
+ * < 0: two migrate.  The other two get (1/4)/2 = 1/8 share each: rank 0
+ * 3 + 1.5 = 4.5 s; rank 3 4.5 + 2.25 = 6.75 s, resized to T_min = 3 s
+ * (gamma 5/9): the group takes 4.5 s -> 18 s. */
+START_TEST(several_stragglers)
+{
+    cost_strategy s;
+    plan_whatif w;
+    plan_slow sl[3] = {{1, 2.0}, {2, 2.0}, {3, 1.5}};
+    int mig = 0, i;
+
+    load();
+    tp_only(&s, 4);
+    ck_assert_int_eq(run_whatif(&s, sl, 3, &w), COST_OK);
+    ck_assert_double_eq_tol(w.base_s, 12.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 24.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].iter_s, 19.5, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].iter_s, 18.0, 1e-3);
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].max_gamma, 5.0 / 9.0, 1e-9);
+    ck_assert_int_eq(w.remedies[PLAN_REMEDY_SEMI].lossless, 0);
+    for (i = 0; i < 3; i++)
+        mig += w.stragglers[i].migrate;
+    ck_assert_int_eq(mig, 2);
+    ck_assert_int_eq(w.stragglers[2].migrate, 0);
+    /* the lossless re-split comes within whole heads and 64-column
+     * granules of the ideal 4 * 12 / (1 + 1/2 + 1/2 + 2/3) = 18 s; the
+     * partly lossy hybrid is no faster, so the re-split is recommended */
+    ck_assert(w.remedies[PLAN_REMEDY_RESHARD].iter_s >= 18.0 - 1e-9);
+    ck_assert(w.remedies[PLAN_REMEDY_RESHARD].iter_s < 18.2);
+    ck_assert_int_eq(w.recommended, PLAN_REMEDY_RESHARD);
+    plan_whatif_free(&w);
+    cost_strategy_free(&s);
+    unload();
+}
+END_TEST
+
+/* tp = 1: the shard remedies do not apply; a 4-stage pipeline with a
+ * slow stage re-balances its layers instead */
+START_TEST(pipeline_straggler)
+{
+    cost_strategy s;
+    plan_whatif w;
+    plan_slow sl[1] = {{0, 3.0}};
+
+    load();
+    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[1] = 1;
+    s.bounds[2] = 2;
+    s.gas = 4;
+    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), COST_OK);
+    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESHARD].applicable, 0);
+    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESIZE].applicable, 0);
+    ck_assert_ptr_nonnull(strstr(w.remedies[PLAN_REMEDY_RESHARD].note, "tp = 1"));
+    /* two layers, two stages: nothing to move, the plan stays */
+    ck_assert_int_eq(w.recommended, PLAN_REMEDY_NONE);
+    /* 6 s and 18 s stages: (4 - 1) * 18 + 24 = 78 s */
+    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 78.0, 1e-3);
+    plan_whatif_free(&w);
+    cost_strategy_free(&s);
+    unload();
+}
+END_TEST
+
+START_TEST(bad_stragglers)
+{
+    cost_strategy s;
+    plan_whatif w;
+    plan_whatif_params wp;
+    cost_params p;
+    cost_error err;
+    plan_slow out_of_range[1] = {{7, 2.0}}, twice[2] = {{1, 2.0}, {1, 3.0}};
+    plan_slow faster[1] = {{0, 0.5}};
+
+    load();
+    tp_only(&s, 2);
+    cost_params_init(&p);
+    plan_whatif_params_init(&wp);
+    memset(&err, 0, sizeof err);
+    wp.slow = out_of_range;
+    wp.nslow = 1;
+    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "rank 7 is not in the plan"));
+    wp.slow = twice;
+    wp.nslow = 2;
+    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "given twice"));
+    wp.slow = faster;
+    wp.nslow = 1;
+    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, ">= 1"));
+    cost_strategy_free(&s);
+    unload();
+}
+END_TEST
+
+/* ---- command line ----------------------------------------------------- */
+
+static void make_plan(void)
+{
+    const char *args[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
+                          "--strategies", "s.json", "--output", "plan.json",
+                          "--quiet", NULL};
+    tp_run_out r;
+
+    tp_write("c.json", cluster_json);
+    tp_write("m.json", model_json);
+    tp_write("s.json", "{\"strategies\":[{\"tp\":2,\"dp\":2,\"pp\":1,\"mbs\":1,"
+                       "\"stage_boundaries\":[0,2]}]}");
+    tp_run(&r, args);
+    ck_assert_msg(r.status == 0, "evaluate failed: %s", r.err);
+    tp_run_free(&r);
+}
+
+START_TEST(cli_whatif)
+{
+    tp_run_out r;
+    char *json;
+    const char *table[] = {"whatif", "--plan", "plan.json", "--slow", "1:2", NULL};
+    const char *js[] = {"whatif", "--plan", "plan.json", "--slow", "1:2", "--slow",
+                        "2:2", "--slow", "3:2", "--format", "json", "--output",
+                        "w.json", NULL};
+
+    tp_setup();
+    make_plan();
+    tp_run(&r, table);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.out, "recommended: reshard"));
+    ck_assert_ptr_nonnull(strstr(r.out, "resize"));
+    tp_run_free(&r);
+    tp_run(&r, js);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    json = tp_read("w.json");
+    ck_assert_ptr_nonnull(json);
+    ck_assert_str_eq(json, r.out[0] ? json : "");
+    ck_assert_ptr_nonnull(strstr(json, "\"schema\":\t\"hetplan-whatif/1\""));
+    ck_assert_ptr_nonnull(strstr(json, "\"recommendation\":"));
+    ck_assert_ptr_nonnull(strstr(json, "\"name\":\t\"semi\""));
+    free(json);
+    tp_run_free(&r);
+    tp_teardown();
+}
+END_TEST
+
+START_TEST(cli_whatif_errors)
+{
+    tp_run_out r;
+    const char *no_slow[] = {"whatif", "--plan", "plan.json", NULL};
+    const char *bad_slow[] = {"whatif", "--plan", "plan.json", "--slow", "1x2", NULL};
+    const char *bad_factor[] = {"whatif", "--plan", "plan.json", "--slow", "1:0.5", NULL};
+    const char *bad_rank[] = {"whatif", "--plan", "plan.json", "--slow", "9:2", NULL};
+    const char *missing[] = {"whatif", "--plan", "nope.json", "--slow", "1:2", NULL};
+    const char *unknown[] = {"whatif", "--plan", "plan.json", "--fast", "1", NULL};
+    const char *bad_out[] = {"whatif", "--plan", "plan.json", "--slow", "1:2",
+                             "--output", "no/such/dir/w.json", NULL};
+    const char *help[] = {"whatif", "--help", NULL};
+
+    tp_setup();
+    make_plan();
+    tp_run(&r, no_slow);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--slow RANK:FACTOR"));
+    tp_run_free(&r);
+    tp_run(&r, bad_slow);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "expects RANK:FACTOR, got '1x2'"));
+    tp_run_free(&r);
+    tp_run(&r, bad_factor);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "'--slow' expects a number >= 1"));
+    tp_run_free(&r);
+    tp_run(&r, bad_rank);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "rank 9 is not in the plan: expected 0..3"));
+    tp_run_free(&r);
+    tp_run(&r, missing);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_ptr_nonnull(strstr(r.err, "nope.json"));
+    tp_run_free(&r);
+    tp_run(&r, unknown);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "unknown option '--fast'"));
+    tp_run_free(&r);
+    tp_run(&r, bad_out);
+    ck_assert_int_eq(r.status, 5);
+    tp_run_free(&r);
+    tp_run(&r, help);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "usage: planner whatif"));
+    tp_run_free(&r);
+    tp_teardown();
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("whatif");
+    TCase *lib = tcase_create("library"), *cli = tcase_create("cli");
+
+    tcase_add_test(lib, one_straggler);
+    tcase_add_test(lib, several_stragglers);
+    tcase_add_test(lib, pipeline_straggler);
+    tcase_add_test(lib, bad_stragglers);
+    tcase_add_test(cli, cli_whatif);
+    tcase_add_test(cli, cli_whatif_errors);
+    tcase_set_timeout(cli, 120);
+    suite_add_tcase(s, lib);
+    suite_add_tcase(s, cli);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    int failed;
+
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

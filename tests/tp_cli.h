@@ -1,0 +1,136 @@
+/* tests/tp_cli.h: running the planner binary from test_whatif and
+ * test_replan in a temporary directory (static helpers, header-only). */
+#ifndef HETPLAN_TP_CLI_H
+#define HETPLAN_TP_CLI_H
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TP_PATHN 1024
+
+static char tp_dir[TP_PATHN]; /* made by tp_setup, removed by tp_teardown */
+
+static void tp_setup(void)
+{
+    const char *tmp = getenv("TMPDIR");
+
+    snprintf(tp_dir, sizeof tp_dir, "%s/hetplan-tp.XXXXXX",
+             tmp && tmp[0] ? tmp : "/tmp");
+    ck_assert_msg(mkdtemp(tp_dir) != NULL, "mkdtemp: %s", strerror(errno));
+}
+
+static void tp_teardown(void)
+{
+    char cmd[TP_PATHN + 32];
+
+    if (tp_dir[0] == '\0')
+        return;
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tp_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "cannot remove %s\n", tp_dir);
+    tp_dir[0] = '\0';
+}
+
+static const char *tp_path(char *buf, const char *name)
+{
+    size_t a = strlen(tp_dir), b = strlen(name);
+
+    ck_assert_uint_lt(a + b + 2, TP_PATHN);
+    memcpy(buf, tp_dir, a);
+    buf[a] = '/';
+    memcpy(buf + a + 1, name, b + 1);
+    return buf;
+}
+
+static void tp_write(const char *name, const char *text)
+{
+    char p[TP_PATHN];
+    FILE *f = fopen(tp_path(p, name), "wb");
+
+    ck_assert_msg(f != NULL, "cannot create %s", p);
+    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Whole file, NUL-terminated (caller frees); NULL when missing. */
+static char *tp_read(const char *name)
+{
+    char p[TP_PATHN], *buf;
+    FILE *f = fopen(tp_path(p, name), "rb");
+    long n;
+
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc((size_t)n + 1);
+    ck_assert_ptr_nonnull(buf);
+    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+typedef struct tp_run_out {
+    int status;
+    char *out, *err;
+} tp_run_out;
+
+static void tp_run_free(tp_run_out *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+/* Run the planner in tp_dir with args (NULL-terminated). */
+static void tp_run(tp_run_out *r, const char *const *args)
+{
+    pid_t pid;
+    int st = 0, n = 0;
+    char *argv[64];
+    char op[TP_PATHN], ep[TP_PATHN];
+
+    memset(r, 0, sizeof *r);
+    argv[n++] = strdup(HETPLAN_PLANNER);
+    while (args[n - 1] != NULL && n < 63) {
+        argv[n] = strdup(args[n - 1]);
+        n++;
+    }
+    argv[n] = NULL;
+    tp_path(op, ".stdout");
+    tp_path(ep, ".stderr");
+    fflush(NULL);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fo = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int fi = open("/dev/null", O_RDONLY);
+        if (fo < 0 || fe < 0 || fi < 0 || chdir(tp_dir) != 0)
+            _exit(126);
+        dup2(fi, 0);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execv(HETPLAN_PLANNER, argv);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    while (n > 0)
+        free(argv[--n]);
+    r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r->out = tp_read(".stdout");
+    r->err = tp_read(".stderr");
+    ck_assert_ptr_nonnull(r->out);
+    ck_assert_ptr_nonnull(r->err);
+}
+
+#endif
