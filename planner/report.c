@@ -202,10 +202,10 @@ static void rank_range(const cost_cluster *c, const cost_strategy *s, int stage,
             hi = d;
     }
     if (s->tp == 1)
-        snprintf(buf, n, "stage %d, dp %d: %s (device %d)", stage, replica,
+        snprintf(buf, n, "stage %d, dp %d: %s (dev %d)", stage, replica,
                  dt->name, lo);
     else
-        snprintf(buf, n, "stage %d, dp %d: %dx%s (devices %d-%d)", stage, replica,
+        snprintf(buf, n, "stage %d, dp %d: %dx%s (dev %d-%d)", stage, replica,
                  s->tp, dt->name, lo, hi);
 }
 
@@ -243,6 +243,87 @@ static void draw_run(rbuf *b, const ev_run *r, double y, double rh)
                      "font-size=\"9\" fill=\"#fff\">%s</text>\n",
                   r->x0 + w / 2, ry + eh / 2 + 3, buf);
     }
+}
+
+/* Dense timelines (events narrower than a few pixels on average): each
+ * pixel column of a row shows its dominant activity, in two layers
+ * (compute and all-reduce above, transfers in the bottom strip), and
+ * equal neighbouring columns become one shape. */
+#define RP_COLS ((int)RP_PW)
+
+static int is_send(int kind)
+{
+    return kind == COST_EV_SEND_ACT || kind == COST_EV_SEND_GRAD;
+}
+
+static int dense_timeline(rbuf *b, const cost_timeline *tl, int shown_rows,
+                          double y, double rh)
+{
+    double *cov = calloc((size_t)shown_rows * RP_COLS * COST_EV_NKINDS, sizeof *cov);
+    double px_s = tl->iter_s / RP_PW; /* seconds per pixel column */
+    int i, row, col, k;
+
+    if (cov == NULL)
+        return -1;
+    for (i = 0; i < tl->nevents; i++) {
+        const cost_event *e = &tl->events[i];
+        double a = e->start / px_s, z = e->end / px_s;
+        row = e->stage * tl->dp + e->replica;
+        if (row < 0 || row >= shown_rows || e->kind < 0 || e->kind >= COST_EV_NKINDS)
+            continue;
+        for (col = (int)a; col <= (int)z && col < RP_COLS; col++) {
+            double lo = a > col ? a : col, hi = z < col + 1 ? z : col + 1;
+            if (col >= 0 && hi > lo)
+                cov[((size_t)row * RP_COLS + (size_t)col) * COST_EV_NKINDS + (size_t)e->kind] +=
+                    hi - lo;
+        }
+    }
+    for (row = 0; row < shown_rows; row++)
+        for (k = 0; k < 2; k++) { /* 0: compute layer, 1: transfers */
+            int run_key = -1, run_start = 0;
+            for (col = 0; col <= RP_COLS; col++) {
+                int best = -1, kind, key = -1;
+                double bestv = 0, total = 0;
+                if (col < RP_COLS)
+                    for (kind = 0; kind < COST_EV_NKINDS; kind++) {
+                        double v = cov[((size_t)row * RP_COLS + (size_t)col) *
+                                           COST_EV_NKINDS + (size_t)kind];
+                        if (is_send(kind) != (k == 1))
+                            continue;
+                        total += v;
+                        if (v > bestv) {
+                            bestv = v;
+                            best = kind;
+                        }
+                    }
+                /* main kind, and how busy the column is in quarters */
+                if (best >= 0 && total >= 0.125)
+                    key = best * 8 + (total >= 0.875 ? 4 : (int)(total * 4.0 + 0.5));
+                if (col < RP_COLS && key == run_key)
+                    continue;
+                if (run_key >= 0) {
+                    int run_kind = run_key / 8;
+                    double opacity = (run_key % 8) / 4.0;
+                    double ry = y + row * rh + 1, eh = rh - 2;
+                    if (k == 1) {
+                        ry += eh * 0.62;
+                        eh *= 0.38;
+                    }
+                    rb_printf(b, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%d\" "
+                                 "height=\"%.2f\" fill=\"%s\" fill-opacity=\"%.2f\">"
+                                 "<title>mostly %s, stage %d, replica %d, busy %.0f%%: "
+                                 "%.1f-%.1f ms</title></rect>\n",
+                              RP_X0 + run_start, ry, col - run_start, eh,
+                              ev_colour[run_kind], opacity, cost_event_name(run_kind),
+                              row / tl->dp, row % tl->dp, opacity * 100.0,
+                              run_start * px_s * 1e3, col * px_s * 1e3);
+                }
+                run_key = key;
+                run_start = col;
+            }
+        }
+    free(cov);
+    return 0;
 }
 
 static double timeline_section(rbuf *b, const plan_report_input *in, double y,
@@ -305,8 +386,17 @@ static double timeline_section(rbuf *b, const plan_report_input *in, double y,
     L->timeline_yaxis.y = y;
     L->timeline_yaxis.w = RP_X0 - 18;
     L->timeline_yaxis.h = rh * shown_rows;
-    /* events; runs of narrow events (< 2 px) of one kind on one row that
-     * touch (gap < 0.5 px) are drawn as one shape */
+    /* events, one shape each; dense timelines per pixel column */
+    if (tl->nevents > shown_rows * (int)(RP_PW / 4)) {
+        if (dense_timeline(b, tl, shown_rows, y, rh) != 0) {
+            b->failed = 1;
+            return y;
+        }
+        text_at(b, RP_X0, y + rh * shown_rows + 52, "start", 11, NULL,
+                "(dense timeline: each pixel column shows its main activity, "
+                "paler when the device is busy for less of it)");
+        goto axis;
+    }
     pend = calloc((size_t)shown_rows * COST_EV_NKINDS, sizeof *pend);
     if (pend == NULL) {
         b->failed = 1;
@@ -348,6 +438,7 @@ static double timeline_section(rbuf *b, const plan_report_input *in, double y,
         if (pend[i].n > 0)
             draw_run(b, &pend[i], y, rh);
     free(pend);
+axis:
     y += rh * shown_rows;
     if (shown_rows < rows) {
         snprintf(buf, sizeof buf, "(first %d of %d stage/replica rows shown)",
@@ -501,7 +592,7 @@ static double topk_section(rbuf *b, const plan_report_input *in, double y,
             vmax = in->r[i].iter_s;
     if (!(vmax > 0))
         vmax = 1;
-    vmax *= 1.18; /* room for the value labels */
+    vmax *= 1.32; /* room for the value labels */
     L->topk.x = RP_X0;
     L->topk.y = y;
     L->topk.w = RP_PW;

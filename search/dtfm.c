@@ -1352,7 +1352,10 @@ done:
 
 static void run_sa(ctx *c, work *w)
 {
-    long len = c->sp->max_evals > 0 ? c->sp->max_evals : 200000, step, since = 0;
+    /* cycles of len steps; with an evaluation limit, four cycles in 90% of
+     * it and the rest for a final descent */
+    long len = c->sp->max_evals > 0 ? c->sp->max_evals * 9 / 40 : 200000;
+    long step, since = 0, cycle = 0;
     double t0 = 0.0, worse = 0.0;
     int nworse = 0, i;
     state *s = &w->s;
@@ -1383,8 +1386,8 @@ static void run_sa(ctx *c, work *w)
         for (step = 0; step < len && !c->stop; step++) {
             int d = (int)search_pcg32_bounded(&c->rng, (uint32_t)c->n), e;
             double before = s->cost, v, thr;
-            /* geometric cooling from t0 to t0 * 1e-4 over one cycle */
-            temp = t0 * pow(1e-4, (double)step / (double)len);
+            /* geometric cooling from t0 to t0 * 1e-3 over one cycle */
+            temp = t0 * pow(1e-3, (double)step / (double)len);
             do
                 e = (int)search_pcg32_bounded(&c->rng, (uint32_t)c->n);
             while (s->grp[e] == s->grp[d]);
@@ -1403,17 +1406,21 @@ static void run_sa(ctx *c, work *w)
             }
             c->gens++;
         }
-        /* reheat from the best schedule */
-        memcpy(s->grp, c->best_grp, (size_t)c->n * sizeof *s->grp);
+        /* reheat: odd cycles from the best schedule, even ones from a
+         * fresh random partition */
+        if (++cycle & 1)
+            memcpy(s->grp, c->best_grp, (size_t)c->n * sizeof *s->grp);
+        else
+            random_partition(c, s->grp);
         state_build(c, s);
-        t0 *= 0.5;
         if (improved)
             since = 0;
         else if (c->stall > 0 && ++since >= c->stall)
             break;
-        if (c->sp->max_evals > 0)
+        if (c->sp->max_evals > 0 && c->evals >= c->sp->max_evals * 9 / 10)
             break;
     }
+    polish(c, &w->t, s);
 }
 
 /* ---- random assignment and exhaustive search ------------------------ */

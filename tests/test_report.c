@@ -212,7 +212,7 @@ START_TEST(svg_text_has_everything)
     /* x axis ticks 0..100 ms in steps of 10 or 20 */
     ck_assert_ptr_nonnull(strstr(svg, ">100</text>"));
     /* rows labelled with their devices */
-    ck_assert_ptr_nonnull(strstr(svg, "stage 1, dp 0: 4xV100 (devices 4-7)"));
+    ck_assert_ptr_nonnull(strstr(svg, "stage 1, dp 0: 4xV100 (dev 4-7)"));
     /* one memory bar per rank */
     ck_assert_int_eq(count(svg, "<g><title>rank "), 8);
     /* escaping, nothing external */
