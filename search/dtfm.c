@@ -1352,9 +1352,10 @@ done:
 
 static void run_sa(ctx *c, work *w)
 {
-    /* cycles of len steps; with an evaluation limit, four cycles in 90% of
-     * it and the rest for a final descent */
-    long len = c->sp->max_evals > 0 ? c->sp->max_evals * 9 / 40 : 200000;
+    /* cycles of len steps (50 n d_pp + 2000); with an evaluation limit,
+     * four cycles in 90% of it and the rest for a final descent */
+    long len = c->sp->max_evals > 0 ? c->sp->max_evals * 9 / 40
+                                    : 50L * c->n * c->k + 2000;
     long step, since = 0, cycle = 0;
     double t0 = 0.0, worse = 0.0;
     int nworse = 0, i;
@@ -1363,7 +1364,8 @@ static void run_sa(ctx *c, work *w)
     c->phase = "sa";
     random_partition(c, s->grp);
     state_build(c, s);
-    /* initial temperature: an average uphill move is accepted with p = 0.5 */
+    /* initial temperature: an uphill move ten times the average one is
+     * accepted with p = 0.5 */
     for (i = 0; i < 64 && !c->stop; i++) {
         int d = (int)search_pcg32_bounded(&c->rng, (uint32_t)c->n), e;
         double before = s->cost, v;
@@ -1379,7 +1381,7 @@ static void run_sa(ctx *c, work *w)
         }
         tx_rollback(c, &w->t, s);
     }
-    t0 = nworse ? (worse / nworse) / log(2.0) : 1e-3 * (s->cost + 1e-9);
+    t0 = nworse ? 10.0 * (worse / nworse) / log(2.0) : 1e-3 * (s->cost + 1e-9);
     while (!c->stop) {
         double temp;
         int improved = 0;
