@@ -177,7 +177,7 @@ static void print_public(const cJSON *pub, int cs)
 static void small_instance(search_pcg32 *rng, int n, int d_pp,
                            cost_dtfm_problem *p)
 {
-    int nreg = 2 + (int)search_pcg32_bounded(rng, 3), reg[16], i, j;
+    int nreg = 2 + (int)search_pcg32_bounded(rng, 3), reg[32], i, j;
     double rl[4][4], rb[4][4];
 
     cost_dtfm_problem_alloc(p, n, d_pp, 0, NULL);

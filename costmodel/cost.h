@@ -299,9 +299,21 @@ typedef struct cost_result {
     int worst_rank;         /* rank with the least headroom */
     int estimated;          /* layer times estimated analytically (no profile entry) */
     int measured;           /* layer times taken from the profile */
+    int empty_stage;        /* first pipeline stage whose layers hold no parameters,
+                               -1 if none: not runnable whatever the memory (a
+                               structural rule, cost_empty_stage) */
 } cost_result;
 
 void cost_result_free(cost_result *r);
+
+/* Structural rule (docs/cost-model.md, "Stages without parameters"):
+ * DeepSpeed's pipeline engine and Megatron build one optimizer per stage
+ * from its parameters, and torch.optim refuses an empty parameter list,
+ * so every stage must hold a layer with params > 0.  First stage of s
+ * whose layers sum to 0 parameters, -1 if none (or bounds is NULL). */
+int cost_empty_stage(const cost_model *m, const cost_strategy *s);
+/* Layers with params > 0: the most pipeline stages m can be split into. */
+int cost_param_layers(const cost_model *m);
 
 /* Time of one layer for one micro-batch on one device type.
  * link_bw/link_lat describe the TP group's slowest link (ignored for

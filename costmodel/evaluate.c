@@ -791,6 +791,8 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
                 out->fits = 0;
         }
     }
+    /* structural rule, not memory: a stage without parameters cannot run */
+    out->empty_stage = cost_empty_stage(m, s);
 done:
     free(st);
     free(sc);

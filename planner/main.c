@@ -993,8 +993,8 @@ static const char decentralized_usage[] =
 static void decentralized_progress(void *ctx, const search_progress *p)
 {
     (void)ctx;
-    fprintf(stderr, "\r%-8s %7.1f s  %10ld evaluations  best %.4f s   ", p->phase,
-            p->elapsed_s, p->evaluated, p->best_s);
+    fprintf(stderr, "\rplanner: %s %.1f s, %ld evaluations, best %.4f s   ",
+            p->phase, p->elapsed_s, p->evaluated, p->best_s);
     fflush(stderr);
 }
 
@@ -1158,7 +1158,7 @@ static int cmd_decentralized(int argc, char **argv)
     }
     rc = search_dtfm(&in.prob, &sp, &sr, &err);
     if (progress)
-        fprintf(stderr, "\r%60s\r", "");
+        fprintf(stderr, "\r%72s\r", "");
     if (rc != COST_OK && rc != COST_ETIMEOUT) {
         code = err.code == COST_EINVAL ? (fprintf(stderr, "planner: %s\n", err.msg),
                                           EXIT_USAGE)

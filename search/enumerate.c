@@ -37,20 +37,64 @@ void search_result_free(search_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Groups the layer assignment works on (issue 3): each layer without
+ * parameters is glued to the layer with parameters before it (leading
+ * ones to the first with parameters), so that no stage can be left
+ * without parameters (cost_empty_stage).  start gets G + 1 entries
+ * (start[G] = L); returns G, the layers with parameters. */
+static int param_groups(const cost_model *m, int *start)
+{
+    int l, g = 0;
+
+    for (l = 0; l < m->nlayers; l++)
+        if (m->layers[l].params > 0.0) {
+            start[g] = g == 0 ? 0 : l;
+            g++;
+        }
+    start[g] = m->nlayers;
+    return g;
+}
+
+/* First layer of group q of param_groups, without a table. */
+static int group_start(const cost_model *m, int q)
+{
+    int l, seen = 0;
+
+    if (q <= 0)
+        return 0;
+    for (l = 0; l < m->nlayers; l++)
+        if (m->layers[l].params > 0.0 && seen++ == q)
+            return l;
+    return m->nlayers;
+}
+
 int search_assign_layers(const cost_cluster *c, const cost_model *m,
                          const cost_profile *prof, const cost_params *cp,
                          cost_strategy *s, cost_error *err)
 {
-    int L = m->nlayers, k = s->pp, j, l, d, t, rc = COST_OK;
+    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = COST_OK;
     double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
+    double *tg = NULL, *eg = NULL, *mg = NULL;
+    int *gs = NULL, *gb = NULL;
     search_dp_input in;
 
     tt = calloc((size_t)k * (size_t)L, sizeof *tt);
     e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
     mem = calloc((size_t)k * (size_t)L, sizeof *mem);
     cap = calloc((size_t)k, sizeof *cap);
-    if (!tt || !e || !mem || !cap) {
+    gs = calloc((size_t)L + 1, sizeof *gs);
+    gb = calloc((size_t)k + 1, sizeof *gb);
+    if (!tt || !e || !mem || !cap || !gs || !gb) {
         rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    G = param_groups(m, gs);
+    if (G < k) {
+        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                            "model '%s' has %d layers holding parameters, fewer "
+                            "than the %d pipeline stages: a stage without "
+                            "parameters cannot run (an optimizer per stage)",
+                            m->name, G, k);
         goto done;
     }
     for (j = 0; j < k; j++) {
@@ -94,26 +138,51 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
             e[j * (L + 1) + l] =
                 2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
     }
-    in.L = L;
+    /* the DP runs on the G groups: sums of their layers' times and
+     * memory, cuts only before a group (identical when G = L) */
+    tg = calloc((size_t)k * (size_t)G, sizeof *tg);
+    eg = calloc((size_t)k * ((size_t)G + 1), sizeof *eg);
+    mg = calloc((size_t)k * (size_t)G, sizeof *mg);
+    if (!tg || !eg || !mg) {
+        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (j = 0; j < k; j++)
+        for (g = 0; g < G; g++) {
+            for (l = gs[g]; l < gs[g + 1]; l++) {
+                tg[j * G + g] += tt[j * L + l];
+                mg[j * G + g] += mem[j * L + l];
+            }
+            eg[j * (G + 1) + g] = e[j * (L + 1) + gs[g]];
+        }
+    in.L = G;
     in.k = k;
     in.gas = s->gas;
-    in.t = tt;
-    in.e = e;
-    in.mem = mem;
+    in.t = tg;
+    in.e = eg;
+    in.mem = mg;
     in.cap = cap;
-    rc = search_dp_assign(&in, s->bounds, &obj, err);
+    rc = search_dp_assign(&in, gb, &obj, err);
+    if (rc == COST_OK) /* group boundaries back to layer boundaries */
+        for (j = 0; j <= k; j++)
+            s->bounds[j] = gs[gb[j]];
 done:
     free(tt);
     free(e);
     free(mem);
     free(cap);
+    free(tg);
+    free(eg);
+    free(mg);
+    free(gs);
+    free(gb);
     return rc;
 }
 
 /* Megatron's layer split: blocks divided as evenly as possible (earlier
  * stages take the remainder), the layers before the first block join
  * stage 0 and those after the last block join the last stage.  Models
- * without blocks are split by layer count. */
+ * with fewer blocks than stages are split by layers holding parameters. */
 static void uniform_bounds(const cost_model *m, cost_strategy *s)
 {
     int L = m->nlayers, k = s->pp, nb = 0, first = -1, last = -1, l, j;
@@ -125,20 +194,26 @@ static void uniform_bounds(const cost_model *m, cost_strategy *s)
                 first = l;
             last = l;
         }
-    if (nb < k) {
-        for (j = 0; j <= k; j++)
-            s->bounds[j] = (int)(((long)L * j) / k);
-        return;
+    if (nb >= k) {
+        s->bounds[0] = 0;
+        s->bounds[k] = L;
+        for (j = 1; j < k; j++) {
+            int blocks = nb / k * j + (j < nb % k ? j : nb % k), seen = 0;
+            for (l = first; l <= last; l++)
+                if (m->layers[l].kind == COST_KIND_TRANSFORMER && seen++ == blocks)
+                    break;
+            s->bounds[j] = l;
+        }
+        if (cost_empty_stage(m, s) < 0)
+            return;
     }
-    s->bounds[0] = 0;
-    s->bounds[k] = L;
-    for (j = 1; j < k; j++) {
-        int blocks = nb / k * j + (j < nb % k ? j : nb % k), seen = 0;
-        for (l = first; l <= last; l++)
-            if (m->layers[l].kind == COST_KIND_TRANSFORMER && seen++ == blocks)
-                break;
-        s->bounds[j] = l;
-    }
+    /* fewer blocks than stages (or blocks without parameters): the groups
+     * of the layer assignment split evenly, so that every stage holds
+     * parameters (issue 3); by layer count when there are too few */
+    nb = cost_param_layers(m);
+    for (j = 0; j <= k; j++)
+        s->bounds[j] = nb >= k ? (j == k ? L : group_start(m, (int)(((long)nb * j) / k)))
+                               : (int)(((long)L * j) / k);
 }
 
 /* Keep the best top_k candidates, sorted by predicted time (stable). */
@@ -280,6 +355,12 @@ static int try_degrees(const cost_cluster *c, const cost_model *m,
         if (rc != COST_OK)
             goto done;
         res->evaluated++;
+        if (r.empty_stage >= 0) { /* never kept: it cannot run (issue 3) */
+            res->rejected_other++;
+            cost_strategy_free(&s);
+            cost_result_free(&r);
+            continue;
+        }
         if (r.fits)
             *fit_any = 1;
         if (!r.fits && arc == COST_OK)
@@ -318,8 +399,10 @@ static int consider(const cost_cluster *c, const cost_model *m,
     }
     if (gbs % dp != 0 || (gbs / dp) % mbs != 0)
         return COST_OK; /* mbs must divide the per-replica batch */
-    if (pp > m->nlayers) {
+    if (pp > cost_param_layers(m)) {
+        /* a stage without parameters cannot run (issue 3) */
         out->rejected_other++;
+        out->rejected_stages++;
         return COST_OK;
     }
     return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, out, fit, err);
@@ -383,6 +466,10 @@ static int search_all(const cost_cluster *c, const cost_model *m,
     if (N < 1 || m->nlayers < 1)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "empty cluster or model");
+    if (cost_param_layers(m) < 1) /* issue 3: nothing for an optimizer */
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "model '%s' has no layer with parameters "
+                              "(every 'params' is 0): nothing to train", m->name);
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
     if (out->cands == NULL)
         return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
@@ -440,6 +527,16 @@ static int search_all(const cost_cluster *c, const cost_model *m,
                             cost_device(c, x->device)->name, x->stage,
                             x->cap / 1073741824.0, out->rejected_memory,
                             out->rejected_other);
+        goto done;
+    }
+    if (out->n == 0 && out->rejected_stages > 0 && out->rejected_memory == 0) {
+        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+                            "no runnable strategy: model '%s' has %d layers "
+                            "holding parameters, and every pipeline stage needs "
+                            "one (%ld candidates with more stages ruled out, %ld "
+                            "for divisibility)", m->name, cost_param_layers(m),
+                            out->rejected_stages,
+                            out->rejected_other - out->rejected_stages);
         goto done;
     }
     if (out->n == 0) {

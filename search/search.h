@@ -133,6 +133,8 @@ typedef struct search_result {
     long evaluated;         /* candidates scored by the cost model */
     long rejected_memory;   /* candidates with no assignment that fits memory */
     long rejected_other;    /* candidates ruled out (divisibility, heads, layers) */
+    long rejected_stages;   /* of rejected_other: more stages than layers holding
+                               parameters (a stage without any cannot run) */
     search_memory_miss miss; /* of the rejected candidate closest to fitting
                                 (recorded while none fits) */
 } search_result;

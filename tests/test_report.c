@@ -298,6 +298,46 @@ START_TEST(no_timeline_and_bad_input)
 }
 END_TEST
 
+START_TEST(dense_timeline_is_downsampled)
+{
+    rfix f;
+    char *svg = NULL;
+    cost_error err;
+    cost_timeline dense;
+    int i, n = 4000;
+
+    rfix_make(&f);
+    memset(&dense, 0, sizeof dense);
+    dense.pp = 2;
+    dense.dp = 1;
+    dense.gas = n / 2;
+    dense.events = calloc((size_t)n, sizeof *dense.events);
+    dense.busy_s = calloc(2, sizeof *dense.busy_s);
+    /* stage 0 busy all the time (forward), stage 1 a quarter of it */
+    for (i = 0; i < n; i++) {
+        cost_event *e = &dense.events[i];
+        e->kind = COST_EV_FWD;
+        e->stage = i % 2;
+        e->micro = i / 2;
+        e->start = (double)(i / 2) * 1e-3;
+        e->end = e->start + (e->stage == 0 ? 1e-3 : 0.25e-3);
+    }
+    dense.nevents = n;
+    dense.iter_s = (double)(n / 2) * 1e-3;
+    f.in.timeline = &dense;
+    ck_assert_int_eq(plan_report_svg(&f.in, &svg, NULL, &err), COST_OK);
+    ck_assert_ptr_nonnull(strstr(svg, "dense timeline"));
+    /* one run per row: stage 0 fully busy, stage 1 at a quarter */
+    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
+    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 1, replica 0, busy 25%"), 1);
+    ck_assert_int_eq(count(svg, "<title>forward, stage"), 0);
+    free(svg);
+    cost_timeline_free(&dense);
+    f.in.timeline = NULL;
+    rfix_free(&f);
+}
+END_TEST
+
 /* ---- the CLI ------------------------------------------------------------ */
 
 static int run_planner(const char *const *args, const char *out_path,
@@ -733,6 +773,7 @@ int main(void)
     tcase_add_test(t, svg_text_has_everything);
     tcase_add_test(t, html_has_svg_and_tables);
     tcase_add_test(t, no_timeline_and_bad_input);
+    tcase_add_test(t, dense_timeline_is_downsampled);
     tcase_add_test(c, cli_report);
     tcase_set_timeout(b, 400);
     tcase_add_test(b, renders_in_chromium);
