@@ -172,7 +172,8 @@ static cJSON *run(const char *dir, const experiment *e)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddNumberToObject(x, "index", t[i].index);
         cJSON_AddNumberToObject(x, "predicted_s", t[i].predicted_s);
-        cJSON_AddBoolToObject(x, "fits", t[i].fits);
+        cJSON_AddBoolToObject(x, "fits", t[i].fits); /* the memory model's verdict */
+        cJSON_AddBoolToObject(x, "runnable", t[i].fits && !t[i].empty_stage);
         if (t[i].measured_s >= 0.0)
             cJSON_AddNumberToObject(x, "measured_s", t[i].measured_s);
         else
@@ -191,6 +192,8 @@ static cJSON *run(const char *dir, const experiment *e)
     cJSON_AddNumberToObject(o, "oom_flagged", rk.oom_flagged);
     cJSON_AddNumberToObject(o, "oom_total", rk.oom_total);
     cJSON_AddNumberToObject(o, "runnable_rejected", rk.runnable_rejected);
+    cJSON_AddNumberToObject(o, "flagged_by_memory", rk.flagged_by_memory);
+    cJSON_AddNumberToObject(o, "flagged_by_empty_stage", rk.flagged_by_empty_stage);
     amp = cJSON_AddObjectToObject(o, "amp");
     cJSON_AddNumberToObject(amp, "spearman", e->amp_rho);
     cJSON_AddNumberToObject(amp, "kendall", e->amp_tau);

@@ -52,8 +52,11 @@ static void run_one(const cost_dtfm_problem *p, int method)
     sp.seed = seed_opt;
     sp.seconds = seconds_opt;
     sp.checkpoint_s = 1.0;
-    /* the public code's budget for its random baseline is 5000 samples */
-    sp.stall = method == SEARCH_DTFM_SA ? 3 : method == SEARCH_DTFM_RANDOM ? 5000 : 100;
+    sp.stall = method == SEARCH_DTFM_SA ? 3 : 100;
+    if (method == SEARCH_DTFM_RANDOM) { /* the public baseline: 5000 samples */
+        sp.stall = 0;
+        sp.max_evals = 5000;
+    }
     rc = search_dtfm(p, &sp, &r, &err);
     if ((rc != COST_OK && rc != COST_ETIMEOUT) ||
         cost_dtfm_evaluate(p, r.group_of, &res, &err) != COST_OK) {

@@ -102,7 +102,7 @@ double cost_attn_frac(const cost_model *m, int memory)
 double cost_rank_share(const cost_model *m, const cost_strategy *s, int rank,
                        int memory)
 {
-    int H, F;
+    int H = 0, F = 0; /* set by cost_shard_units; initialised for -O2 */
     double a;
 
     if (s->tp_heads == NULL || s->tp_cols == NULL || s->tp <= 1 ||
@@ -116,7 +116,7 @@ double cost_rank_share(const cost_model *m, const cost_strategy *s, int rank,
 int cost_shards_check(const cost_model *m, const cost_strategy *s,
                       cost_error *err)
 {
-    int H, F, j, d, k, rc;
+    int H = 0, F = 0, j, d, k, rc; /* H, F: initialised for -O2 */
 
     if (s->tp_heads == NULL && s->tp_cols == NULL)
         return COST_OK;

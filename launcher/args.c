@@ -35,7 +35,7 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
 {
     static const char *const valued[] = {
         "--plan", "--output", "-o", "--rank", "--strategy", "--iterations",
-        "--warmup", "--gpu", "--format"};
+        "--warmup", "--gpu", "--format", "--mode"};
     int i, rc, all_local = 0;
 
     launch_options_init(o);
@@ -96,6 +96,17 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
                 return cost_error_set(err, COST_EINVAL, NULL, NULL,
                                       "option '--format' expects 'table' or "
                                       "'json', got '%s'", val);
+        } else if (strcmp(name, "--mode") == 0) {
+            if (strcmp(val, "auto") == 0)
+                o->mode = LAUNCH_MODE_AUTO;
+            else if (strcmp(val, "executed") == 0)
+                o->mode = LAUNCH_MODE_EXECUTED;
+            else if (strcmp(val, "composed") == 0)
+                o->mode = LAUNCH_MODE_COMPOSED;
+            else
+                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                      "option '--mode' expects 'auto', 'executed' "
+                                      "or 'composed', got '%s'", val);
         } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
             o->quiet = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
@@ -120,6 +131,10 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
     if (all_local && o->rank >= 0)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "options '--rank' and '--all-local' exclude each other");
+    if (o->rank >= 0 && o->mode == LAUNCH_MODE_EXECUTED)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "options '--rank' and '--mode executed' exclude each "
+                              "other (a rank runs one stage, composed)");
     if (o->quiet && o->verbose)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");

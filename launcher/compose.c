@@ -21,6 +21,11 @@ void launch_trial_free(launch_trial *t)
     free(t->tp_comm_s);
     free(t->opt_s);
     free(t->busy_s);
+    free(t->extra_fwd_s);
+    free(t->extra_bwd_s);
+    free(t->dp_stage_s);
+    free(t->gpu);
+    free(t->route);
     memset(t, 0, sizeof *t);
 }
 
@@ -147,9 +152,13 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     out->tp_comm_s = calloc((size_t)pp, sizeof(double));
     out->opt_s = calloc((size_t)pp, sizeof(double));
     out->busy_s = calloc((size_t)pp, sizeof(double));
+    out->extra_fwd_s = calloc((size_t)pp, sizeof(double));
+    out->extra_bwd_s = calloc((size_t)pp, sizeof(double));
+    out->dp_stage_s = calloc((size_t)pp, sizeof(double));
     if (!pf || !pb || !uf || !ub || !sa || !sg || !dps || !opt || !cnt ||
         !out->pred_fwd_s || !out->pred_bwd_s || !out->used_fwd_s ||
-        !out->used_bwd_s || !out->tp_comm_s || !out->opt_s || !out->busy_s) {
+        !out->used_bwd_s || !out->tp_comm_s || !out->opt_s || !out->busy_s ||
+        !out->extra_fwd_s || !out->extra_bwd_s || !out->dp_stage_s) {
         rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
@@ -187,6 +196,17 @@ int launch_compose(const plan_doc *d, const launch_work *w,
         } else {
             in.tied_s = 0.0;
         }
+    }
+    out->tied_s = in.tied_s;
+    out->tied_first = in.tied_first;
+    out->tied_last = in.tied_last;
+    out->overlap_dp = d->params.overlap_dp ? 1 : 0;
+    for (j = 0; j < pp; j++) { /* what an executed replica 0 cannot run */
+        double comm, gf, gb;
+        modelled_parts(d, s, j, 0, &comm, &gf, &gb);
+        out->extra_fwd_s[j] = gf + 0.5 * comm;
+        out->extra_bwd_s[j] = gb + 0.5 * comm;
+        out->dp_stage_s[j] = dps[j];
     }
 
     /* measured stage times, with the modelled parts added */
@@ -261,6 +281,33 @@ done:
     return rc;
 }
 
+int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
+                              const launch_exec_result *r, cost_error *err)
+{
+    int j;
+
+    free(t->gpu);
+    free(t->route);
+    t->gpu = calloc((size_t)t->pp, sizeof *t->gpu);
+    t->route = calloc((size_t)(t->pp > 1 ? t->pp - 1 : 1), sizeof *t->route);
+    if (!t->gpu || !t->route)
+        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    t->executed = 1;
+    t->composed_s = t->measured_s;
+    t->measured_s = r->iter_s;
+    t->iter_iqr_s = r->iter_iqr_s;
+    for (j = 0; j < t->pp && j < x->pp; j++) {
+        t->gpu[j] = x->st[j].gpu;
+        t->used_fwd_s[j] = r->fwd_s[j];
+        t->used_bwd_s[j] = r->bwd_s[j];
+        t->busy_s[j] = r->busy_s[j];
+    }
+    for (j = 0; j < x->nxfer; j++) /* activations of cut c, micro-batch 0 */
+        if (!x->xfers[j].grad && x->xfers[j].micro == 0 && x->xfers[j].cut < t->pp - 1)
+            t->route[x->xfers[j].cut] = x->xfers[j].route;
+    return COST_OK;
+}
+
 /* ---- the trial document ------------------------------------------------ */
 
 static int put(cJSON *obj, const char *key, cJSON *item)
@@ -309,7 +356,9 @@ static cJSON *stage_json(const launch_work *w, const launch_measure *meas,
         src = j;
     else if (meas[st->same_as].measured)
         src = st->same_as;
-    if (src == j)
+    if (t->executed)
+        snprintf(source, sizeof source, "executed on GPU %d", t->gpu ? t->gpu[j] : -1);
+    else if (src == j)
         snprintf(source, sizeof source, "measured");
     else if (src >= 0)
         snprintf(source, sizeof source, "measured (same layers as stage %d)", src);
@@ -342,6 +391,13 @@ static cJSON *stage_json(const launch_work *w, const launch_measure *meas,
     ok = ok && put(o, "optimizer_measured",
                    cJSON_CreateBool(src >= 0 && meas[src].opt_s >= 0.0));
     ok = ok && put(o, "busy_s", num(t->busy_s[j]));
+    ok = ok && put(o, "gpu", t->executed && t->gpu ? cJSON_CreateNumber(t->gpu[j])
+                                                  : cJSON_CreateNull());
+    ok = ok && put(o, "route_to_next",
+                   t->executed && t->route && j < t->pp - 1
+                       ? cJSON_CreateString(t->route[j] == LAUNCH_ROUTE_PEER
+                                                ? "peer" : "host")
+                       : cJSON_CreateNull());
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -360,13 +416,23 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
 
     for (i = 0; i < w->pp; i++)
         nmeas += meas[i].measured;
-    snprintf(note, sizeof note,
-             "%d of %d stages ran on the local GPU (%s), one micro-batch at a "
-             "time in the schedule's order; the iteration is composed by the "
-             "planner's schedule simulator (cost_simulate_stages) with the "
-             "cost model's transfers, tensor- and data-parallel all-reduces%s",
-             nmeas, w->pp, dev && dev->type[0] ? dev->type : "unknown",
-             nmeas < w->pp ? " and the stages not measured" : "");
+    if (t->executed)
+        snprintf(note, sizeof note,
+                 "the pipeline ran for real: %d stages on %d local GPUs (%s), "
+                 "one host thread each, the schedule's passes in order, "
+                 "activations and gradients copied between the stages' GPUs; "
+                 "measured_s is the median wall time of an iteration (CUDA "
+                 "events); tensor- and data-parallel all-reduces and generic "
+                 "layers are the cost model's, run as GPU delays",
+                 w->pp, w->pp, dev && dev->type[0] ? dev->type : "unknown");
+    else
+        snprintf(note, sizeof note,
+                 "%d of %d stages ran on the local GPU (%s), one micro-batch at a "
+                 "time in the schedule's order; the iteration is composed by the "
+                 "planner's schedule simulator (cost_simulate_stages) with the "
+                 "cost model's transfers, tensor- and data-parallel all-reduces%s",
+                 nmeas, w->pp, dev && dev->type[0] ? dev->type : "unknown",
+                 nmeas < w->pp ? " and the stages not measured" : "");
     ok = ok && put(doc, "format", cJSON_CreateString(LAUNCH_TRIAL_FORMAT));
     o = cJSON_CreateObject();
     ok = ok && put(doc, "launcher", o);
@@ -381,10 +447,12 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
     ok = ok && put(o, "model", str(d->model_path));
     ok = ok && put(o, "profile", str(d->profile_path));
     ok = ok && put(doc, "global_batch", cJSON_CreateNumber(d->global_batch));
-    ok = ok && put(doc, "mode", cJSON_CreateString(w->rank >= 0 ? "rank" : "all-local"));
+    ok = ok && put(doc, "mode", cJSON_CreateString(t->executed ? "executed" : "composed"));
+    ok = ok && put(doc, "mode_reason", str(t->reason));
+    ok = ok && put(doc, "selection", cJSON_CreateString(w->rank >= 0 ? "rank" : "all-local"));
     ok = ok && put(doc, "rank", w->rank >= 0 ? cJSON_CreateNumber(w->rank)
                                               : cJSON_CreateNull());
-    ok = ok && put(doc, "composed", cJSON_CreateBool(1));
+    ok = ok && put(doc, "composed", cJSON_CreateBool(!t->executed));
     ok = ok && put(doc, "note", cJSON_CreateString(note));
     ok = ok && put(doc, "iterations", cJSON_CreateNumber(iterations));
     if (dev) {
@@ -417,6 +485,9 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
     ok = ok && put(o, "measured_s", num(t->measured_s));
     ok = ok && put(o, "predicted_s", num(t->predicted_s));
     ok = ok && put(o, "simulated_s", num(t->simulated_s));
+    ok = ok && put(o, "measured_iqr_s", t->executed ? num(t->iter_iqr_s) : cJSON_CreateNull());
+    ok = ok && put(o, "composed_from_measured_s",
+                   t->executed ? num(t->composed_s) : num(t->measured_s));
     ok = ok && put(o, "measured_over_predicted",
                    t->predicted_s > 0.0 ? num(t->measured_s / t->predicted_s)
                                         : cJSON_CreateNull());

@@ -1,8 +1,9 @@
 /* launcher/hetplan_launch.c: the hetplan-launch program: run a plan's
- * stage work on the local GPU in the schedule's order, compose the
- * iteration with the planner's schedule simulator and write a trial file
- * beside the plan's predictions.  The only file of the launcher that
- * prints. */
+ * pipeline for real on one local GPU per stage (executed mode), or run
+ * each distinct stage's work alone on one GPU and compose the iteration
+ * with the planner's schedule simulator (composed mode); write a trial
+ * file beside the plan's predictions.  The only file of the launcher
+ * that prints. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,23 +23,31 @@ enum exit_code {
 static const char usage_text[] =
     "usage: hetplan-launch --plan FILE [--rank R | --all-local] [options]\n"
     "\n"
-    "Runs the work of a plan's pipeline stages on the local GPU: synthetic\n"
-    "layers of the model's shapes (tensor-parallel shard), the plan's micro-batch\n"
-    "size and count, each stage's passes in the schedule's order (1F1B), timed\n"
-    "with CUPTI.  The iteration is composed from the measured stage times with\n"
-    "the planner's schedule simulator (transfers and all-reduces from the cost\n"
-    "model) and written beside the plan's prediction as a trial file that\n"
+    "Runs the work of a plan's pipeline stages: synthetic layers of the model's\n"
+    "shapes (tensor-parallel shard), the plan's micro-batch size and count, each\n"
+    "stage's passes in the schedule's order (1F1B).\n"
+    "  executed (one local GPU per stage, GPUs N..N+pp-1): the pipeline runs for\n"
+    "    real, one thread per GPU, activations and gradients copied between the\n"
+    "    GPUs, the iteration timed with CUDA events; one data-parallel replica,\n"
+    "    TP and DP all-reduces modelled as GPU delays.\n"
+    "  composed (fewer GPUs, --rank, or --mode composed): each distinct stage\n"
+    "    runs alone on GPU N, timed with CUPTI; the iteration is composed with\n"
+    "    the planner's schedule simulator (transfers and all-reduces from the\n"
+    "    cost model).\n"
+    "The result is written beside the plan's prediction as a trial file that\n"
     "'planner calibrate' and 'planner evaluate' read (docs/profiler.md).\n"
     "\n"
     "options:\n"
     "  --plan FILE            plan written by 'planner --output' (hetplan-plan/1)\n"
     "  --strategy K           K-th strategy of the plan (default 1, the best)\n"
-    "  --all-local            run every distinct stage here (default)\n"
-    "  --rank R               run only the stage of rank R; the other stages\n"
-    "                         keep the plan's predicted times\n"
-    "  --iterations N         timed iterations per stage (default 10)\n"
+    "  --all-local            run every stage here (default)\n"
+    "  --rank R               run only the stage of rank R (composed); the other\n"
+    "                         stages keep the plan's predicted times\n"
+    "  --mode M               auto (default: executed when there are enough\n"
+    "                         GPUs), executed (fail otherwise) or composed\n"
+    "  --iterations N         timed iterations (default 10)\n"
     "  --warmup N             untimed iterations first (default 2)\n"
-    "  --gpu N                CUDA device index (default 0)\n"
+    "  --gpu N                first CUDA device (default 0)\n"
     "  --output FILE, -o FILE write the trial JSON (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
@@ -47,7 +56,8 @@ static const char usage_text[] =
     "\n"
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid plan or input,\n"
-    "  5 cannot write the output, 6 no CUDA GPU or CUPTI not usable\n";
+    "  5 cannot write the output, 6 no CUDA GPU, too few GPUs for '--mode\n"
+    "  executed', or CUPTI not available (composed mode)\n";
 
 static int report(const cost_error *err)
 {
@@ -183,6 +193,26 @@ static void print_table(const plan_doc *d, const launch_work *w,
     printf("plan '%s', strategy %d: tp %d, dp %d, pp %d, mbs %d, %d micro-batches, %s\n",
            d->path, w->strategy + 1, w->tp, w->dp, w->pp, w->mbs, w->gas,
            w->schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b");
+    printf("mode: %s\n", t->reason);
+    if (t->executed) {
+        printf("%5s %7s %-10s %4s %-5s %10s %10s %10s %10s %10s\n", "stage", "layers",
+               "plan GPU", "gpu", "next", "fwd (ms)", "bwd (ms)", "busy (ms)",
+               "pred fwd", "pred bwd");
+        for (j = 0; j < w->pp; j++) {
+            const launch_stage *st = &w->stages[j];
+            printf("%5d %3d-%-3d %-10s %4d %-5s %10.3f %10.3f %10.3f %10.3f %10.3f\n", j,
+                   st->first, st->last - 1, st->device_type, t->gpu[j],
+                   j == w->pp - 1 ? "-" : t->route[j] == LAUNCH_ROUTE_PEER ? "peer" : "host",
+                   t->used_fwd_s[j] * 1e3, t->used_bwd_s[j] * 1e3, t->busy_s[j] * 1e3,
+                   t->pred_fwd_s[j] * 1e3, t->pred_bwd_s[j] * 1e3);
+        }
+        printf("iteration: measured (executed) %.4f s (IQR %.4f), composed from the "
+               "measured stages %.4f s, predicted %.4f s (plan), %.4f s (simulator); "
+               "measured / predicted = %.3f\n",
+               t->measured_s, t->iter_iqr_s, t->composed_s, t->predicted_s,
+               t->simulated_s, t->predicted_s > 0 ? t->measured_s / t->predicted_s : 0.0);
+        return;
+    }
     if (w->rank >= 0)
         printf("only the stage of rank %d ran, on GPU %d (%s); ", w->rank, dev->index,
                dev->type);
@@ -209,22 +239,78 @@ static void print_table(const plan_doc *d, const launch_work *w,
            t->predicted_s > 0 ? t->measured_s / t->predicted_s : 0.0);
 }
 
+/* The executed mode: the plan's pipeline on GPUs o->device .. + pp - 1.
+ * t0 is the composition without measurements (the modelled parts). */
+static int run_executed(const plan_doc *d, const launch_work *w,
+                        const launch_options *o, const launch_trial *t0,
+                        const int *peer, int ngpu, int progress,
+                        launch_measure *meas, launch_trial *t, cost_error *err)
+{
+    launch_exec_input in;
+    launch_exec x;
+    launch_exec_samples smp;
+    launch_exec_result res;
+    int rc, j;
+
+    memset(&x, 0, sizeof x);
+    memset(&smp, 0, sizeof smp);
+    memset(&res, 0, sizeof res);
+    launch_exec_input_init(&in);
+    in.first_gpu = o->device;
+    in.ngpu = ngpu;
+    in.peer = peer;
+    in.fwd_extra_s = t0->extra_fwd_s;
+    in.bwd_extra_s = t0->extra_bwd_s;
+    in.dp_s = t0->dp_stage_s;
+    in.tied_s = t0->tied_s;
+    in.tied_first = t0->tied_first;
+    in.tied_last = t0->tied_last;
+    in.overlap_dp = t0->overlap_dp;
+    if ((rc = launch_exec_plan(w, &in, &x, err)) != COST_OK)
+        goto done;
+    if (progress) {
+        fprintf(stderr, "hetplan-launch: executing %d stages on GPUs %d..%d, %d warm-up "
+                        "+ %d timed iterations\n", w->pp, o->device,
+                o->device + w->pp - 1, o->warmup, o->iterations);
+        for (j = 0; j < x.nxfer; j++)
+            if (!x.xfers[j].grad && x.xfers[j].micro == 0)
+                fprintf(stderr, "  cut %d: GPU %d <-> GPU %d, %.2f MiB per micro-batch, %s\n",
+                        x.xfers[j].cut, x.xfers[j].src_gpu, x.xfers[j].dst_gpu,
+                        x.xfers[j].bytes / 1048576.0,
+                        x.xfers[j].route == LAUNCH_ROUTE_PEER ? "peer copy"
+                                                              : "through pinned host memory");
+    }
+    if ((rc = launch_gpu_execute(d, w, &x, d->model.bf16, o->warmup, o->iterations,
+                                 &smp, err)) != COST_OK ||
+        (rc = launch_exec_summarise(&smp, meas, &res, err)) != COST_OK ||
+        (rc = launch_compose(d, w, meas, t, err)) != COST_OK ||
+        (rc = launch_trial_set_executed(t, &x, &res, err)) != COST_OK)
+        goto done;
+done:
+    launch_exec_result_free(&res);
+    launch_exec_samples_free(&smp);
+    launch_exec_free(&x);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     launch_options o;
     cost_error err;
     plan_doc d;
     launch_work w;
-    launch_trial t;
+    launch_trial t, t0;
     launch_measure *meas = NULL;
     prof_device_info dev;
     prof_gpu *g = NULL;
-    char *text = NULL;
-    int rc, code = EXIT_OK, j, ngpu = 0, progress;
+    char *text = NULL, why[256];
+    int *peer = NULL;
+    int rc, code = EXIT_OK, j, ngpu = 0, progress, mode;
 
     memset(&d, 0, sizeof d);
     memset(&w, 0, sizeof w);
     memset(&t, 0, sizeof t);
+    memset(&t0, 0, sizeof t0);
     memset(&err, 0, sizeof err);
     if (launch_parse_args(argc, argv, &o, &err) != COST_OK) {
         fprintf(stderr, "hetplan-launch: %s\ntry 'hetplan-launch --help'\n", err.msg);
@@ -250,17 +336,57 @@ int main(int argc, char **argv)
         code = report(&err);
         goto done;
     }
-    if ((rc = prof_gpu_open(o.device, d.model.bf16, &g, &err)) != COST_OK ||
-        (rc = prof_gpu_info(g, &dev, &err)) != COST_OK) {
-        code = report(&err);
-        goto done;
-    }
-    ngpu = dev.gpus;
     meas = calloc((size_t)w.pp, sizeof *meas);
     if (!meas) {
         fprintf(stderr, "hetplan-launch: out of memory\n");
         code = EXIT_INTERNAL;
         goto done;
+    }
+    for (j = 0; j < w.pp; j++)
+        meas[j].opt_s = -1.0;
+    /* the prediction alone: the modelled parts the executed mode needs */
+    if ((rc = launch_compose(&d, &w, meas, &t0, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    if ((rc = launch_gpu_topology(&ngpu, NULL, 0, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    peer = calloc((size_t)ngpu * (size_t)ngpu, sizeof *peer);
+    if (!peer) {
+        fprintf(stderr, "hetplan-launch: out of memory\n");
+        code = EXIT_INTERNAL;
+        goto done;
+    }
+    if ((rc = launch_gpu_topology(&ngpu, peer, ngpu * ngpu, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    mode = launch_choose_mode(&w, o.mode, ngpu, o.device, why, sizeof why);
+    if (mode < 0) {
+        fprintf(stderr, "hetplan-launch: '--mode executed' is not possible: %s\n",
+                why + strlen("composed: "));
+        code = EXIT_NOGPU;
+        goto done;
+    }
+    /* device information (and, composed, the GPU that runs every stage) */
+    if ((rc = prof_gpu_open(o.device, d.model.bf16, mode == LAUNCH_MODE_COMPOSED, &g,
+                            &err)) != COST_OK ||
+        (rc = prof_gpu_info(g, &dev, &err)) != COST_OK) {
+        code = report(&err);
+        goto done;
+    }
+    if (mode == LAUNCH_MODE_EXECUTED) {
+        prof_gpu_close(g); /* each stage opens its own GPU */
+        g = NULL;
+        if ((rc = run_executed(&d, &w, &o, &t0, peer, ngpu, progress, meas, &t,
+                               &err)) != COST_OK) {
+            code = report(&err);
+            goto done;
+        }
+        snprintf(t.reason, sizeof t.reason, "%s", why);
+        goto write;
     }
     for (j = 0; j < w.pp; j++) {
         meas[j].opt_s = -1.0;
@@ -279,6 +405,8 @@ int main(int argc, char **argv)
         code = report(&err);
         goto done;
     }
+    snprintf(t.reason, sizeof t.reason, "%s", why);
+write:
     text = launch_trial_json(&d, &w, meas, &t, &dev, o.iterations);
     if (!text) {
         fprintf(stderr, "hetplan-launch: out of memory\n");
@@ -301,7 +429,9 @@ int main(int argc, char **argv)
 done:
     free(text);
     free(meas);
+    free(peer);
     launch_trial_free(&t);
+    launch_trial_free(&t0);
     launch_work_free(&w);
     plan_doc_free(&d);
     prof_gpu_close(g);

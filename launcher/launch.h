@@ -1,9 +1,13 @@
 /* launcher/launch.h: the GPU-free parts of hetplan-launch (library
  * hetplan_launcher, plain C): its command line, the mapping from a plan
- * to the work a GPU runs, the pipeline schedule of a stage, and the
+ * to the work a GPU runs, the pipeline schedule of a stage, the choice
+ * between executing the pipeline on one GPU per stage and composing it
+ * from stage times, the execution plan the GPU code follows (ops,
+ * transfers, event dependencies) with a CPU replay of it, and the
  * composition of measured stage times into an iteration with the
  * planner's schedule simulator, written as a trial file that `planner
- * calibrate` and `planner evaluate` read.  Nothing here prints. */
+ * calibrate` and `planner evaluate` read.  The GPU side (launch_gpu_*)
+ * is launcher/exec.cu, built only with CUDA.  Nothing here prints. */
 #ifndef HETPLAN_LAUNCH_H
 #define HETPLAN_LAUNCH_H
 
@@ -17,6 +21,12 @@ extern "C" {
 
 /* ---- command line (launcher/args.c) ----------------------------------- */
 
+enum launch_mode {
+    LAUNCH_MODE_AUTO = 0,   /* executed when the GPUs allow it, else composed */
+    LAUNCH_MODE_EXECUTED,   /* one GPU per stage, the pipeline run for real */
+    LAUNCH_MODE_COMPOSED    /* stages timed alone, the simulator composes */
+};
+
 typedef struct launch_options {
     const char *plan;       /* --plan FILE (required) */
     const char *output;     /* --output FILE: trial JSON; NULL = none */
@@ -26,6 +36,7 @@ typedef struct launch_options {
     int warmup;             /* --warmup N: untimed iterations (default 2) */
     int device;             /* --gpu N: CUDA device index (default 0) */
     int json;               /* --format json: print the trial on stdout */
+    int mode;               /* --mode auto|executed|composed (enum launch_mode) */
     int quiet, verbose, help, version;
 } launch_options;
 
@@ -44,6 +55,10 @@ typedef struct launch_stage {
     int nsynth;             /* layers synthesised on the GPU */
     int nmodelled;          /* layers timed by the cost model (generic kind) */
     char device_type[32];   /* the plan's device type of the stage's first rank */
+    double send_bytes;      /* activation sent to stage j + 1 per micro-batch
+                               (mbs * out_bytes of the last layer; 0 for the
+                               last stage); its gradient has the same size */
+    double params;          /* parameters of the stage's layers (all TP ranks) */
 } launch_stage;
 
 typedef struct launch_work {
@@ -70,6 +85,131 @@ void launch_work_free(launch_work *w);
  * bad arguments. */
 int launch_stage_order(int schedule, int stage, int pp, int gas, int *bwd,
                        int *micro);
+
+/* ---- executed or composed (launcher/execplan.c) ----------------------- */
+
+/* Which mode runs: LAUNCH_MODE_EXECUTED when `asked` is auto or executed,
+ * no rank was asked for (w->rank < 0) and GPUs first_gpu ..
+ * first_gpu + pp - 1 exist (ngpu visible); else LAUNCH_MODE_COMPOSED.
+ * why (n bytes) says why, in words.  -1 when executed was asked for and
+ * is not possible (why says why). */
+int launch_choose_mode(const launch_work *w, int asked, int ngpu, int first_gpu,
+                       char *why, size_t n);
+
+/* ---- the execution plan (launcher/execplan.c) ------------------------- */
+
+enum launch_op_kind {
+    LAUNCH_OP_FWD = 0,      /* forward pass of `micro`, then fwd_extra_s */
+    LAUNCH_OP_BWD,          /* backward pass of `micro`, then bwd_extra_s */
+    LAUNCH_OP_RECV,         /* compute waits until transfer `xfer` arrived */
+    LAUNCH_OP_SEND,         /* transfer `xfer` starts on its link once the
+                               compute stream got here */
+    LAUNCH_OP_MARK,         /* this stage's marker `mark` (an event) */
+    LAUNCH_OP_WAIT_MARK,    /* compute waits for marker `mark` of `stage` */
+    LAUNCH_OP_DELAY,        /* modelled time delay_s (enum launch_delay what) */
+    LAUNCH_OP_OPTIMIZER     /* the stage's Adam step */
+};
+
+enum launch_mark {
+    LAUNCH_MARK_DRAINED = 0,/* last backward done (no-overlap DP barrier) */
+    LAUNCH_MARK_REDUCED,    /* DP all-reduce done (tied-weight meeting) */
+    LAUNCH_MARK_END,        /* iteration done (end-of-iteration barrier) */
+    LAUNCH_NMARKS
+};
+
+enum launch_delay {
+    LAUNCH_DELAY_DP = 0,    /* data-parallel gradient all-reduce */
+    LAUNCH_DELAY_TIED       /* tied embedding / head all-reduce */
+};
+
+enum launch_route {
+    LAUNCH_ROUTE_PEER = 0,  /* cudaMemcpyPeerAsync, peer access enabled */
+    LAUNCH_ROUTE_HOST       /* device -> pinned host -> device */
+};
+
+typedef struct launch_op {
+    int kind;               /* enum launch_op_kind */
+    int micro;              /* FWD, BWD: micro-batch */
+    int xfer;               /* RECV, SEND: index into launch_exec.xfers */
+    int stage;              /* WAIT_MARK: whose marker (MARK: own stage) */
+    int mark;               /* MARK, WAIT_MARK: enum launch_mark */
+    int what;               /* DELAY: enum launch_delay */
+    double delay_s;         /* DELAY: seconds */
+} launch_op;
+
+/* One activation (stage cut -> cut + 1) or gradient (cut + 1 -> cut)
+ * transfer of one micro-batch; repeated every iteration. */
+typedef struct launch_xfer {
+    int grad;               /* 0 activation, 1 gradient */
+    int cut;                /* between stages cut and cut + 1 */
+    int micro;
+    int src_stage, dst_stage;
+    int src_gpu, dst_gpu;
+    int route;              /* enum launch_route */
+    double bytes;
+    int send_at, recv_at;   /* op index of the SEND in the source stage's
+                               list, of the RECV in the destination's */
+} launch_xfer;
+
+typedef struct launch_exec_stage {
+    int gpu;                /* CUDA device running the stage */
+    double fwd_extra_s;     /* modelled, queued after each forward's kernels:
+                               half the TP all-reduces + generic layers */
+    double bwd_extra_s;     /* the same after each backward */
+    int nops;
+    launch_op *ops;         /* one iteration, in order, owned */
+} launch_exec_stage;
+
+typedef struct launch_exec {
+    int pp, gas, schedule;
+    int overlap_dp;         /* 0: DP all-reduces wait for every stage */
+    launch_exec_stage *st;  /* pp, owned */
+    int nxfer;
+    launch_xfer *xfers;     /* owned */
+} launch_exec;
+
+/* What the plan needs besides the work. */
+typedef struct launch_exec_input {
+    int first_gpu;          /* stage j runs on GPU first_gpu + j */
+    int ngpu;               /* CUDA devices visible */
+    const int *peer;        /* ngpu * ngpu: [a * ngpu + b] = 1 when GPU a can
+                               access GPU b's memory; NULL = never */
+    const double *fwd_extra_s; /* pp, NULL = 0 (launch_stage_extra) */
+    const double *bwd_extra_s; /* pp, NULL = 0 */
+    const double *dp_s;     /* pp: modelled DP all-reduce; NULL = 0 */
+    double tied_s;          /* tied-weight all-reduce, 0 = none */
+    int tied_first, tied_last; /* its two stages */
+    int overlap_dp;         /* as cost_sim_input.overlap_dp */
+    int optimizer;          /* 1: every stage runs its optimizer step */
+} launch_exec_input;
+
+void launch_exec_input_init(launch_exec_input *in);
+
+/* The ops of one iteration per stage: for each pass of
+ * launch_stage_order, RECV of its input (stages > 0 forward, < pp - 1
+ * backward), the pass, SEND of its output; then (overlap_dp 0) MARK
+ * DRAINED and WAIT_MARK DRAINED of every other stage; DELAY of the DP
+ * all-reduce (when > 0); on the tied stages MARK REDUCED, WAIT_MARK of
+ * the other's REDUCED, DELAY of the tied all-reduce; OPTIMIZER; MARK END
+ * and WAIT_MARK END of every other stage (the iteration barrier).
+ * Transfers: activation m of cut j before its gradient, each route PEER
+ * when in->peer allows src -> dst.  COST_EINVAL when a GPU is missing.
+ * Free with launch_exec_free (NULL-safe). */
+int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
+                     launch_exec *out, cost_error *err);
+void launch_exec_free(launch_exec *x);
+
+/* Play the plan on the CPU with the stream semantics the GPU code uses
+ * (one compute stream per stage, one send stream per cut and direction,
+ * FIFO), given per micro-batch kernel times fwd_s/bwd_s (pp; the plan's
+ * extras are added), transfer times act_s/grad_s (pp - 1, NULL = 0) and
+ * optimizer times opt_s (pp, NULL = 0): iteration time in *iter_s, busy
+ * time (passes) per stage in busy_s (pp, NULL = skip).  COST_EINTERNAL
+ * naming the stuck op when the plan deadlocks. */
+int launch_exec_replay(const launch_exec *x, const double *fwd_s,
+                       const double *bwd_s, const double *act_s,
+                       const double *grad_s, const double *opt_s,
+                       double *iter_s, double *busy_s, cost_error *err);
 
 /* ---- composition (launcher/compose.c) --------------------------------- */
 
@@ -102,6 +242,21 @@ typedef struct launch_trial {
                                timeline (replica 0) */
     double p2p_s;           /* modelled transfers per micro-batch, summed over cuts */
     double dp_s;            /* modelled DP all-reduce, longest stage */
+    /* the cost model's parts a GPU cannot run, replica 0, for the
+     * executed mode (launch_exec_input) */
+    double *extra_fwd_s;    /* pp: half the TP all-reduce + generic layers' fwd */
+    double *extra_bwd_s;    /* pp: the other half + generic layers' bwd */
+    double *dp_stage_s;     /* pp: DP all-reduce of each stage */
+    double tied_s;          /* tied-weight all-reduce, 0 = none */
+    int tied_first, tied_last;
+    int overlap_dp;         /* the plan's cost parameter */
+    /* executed mode (launch_trial_set_executed); 0 / NULL when composed */
+    int executed;           /* 1: measured_s is a real pipeline's wall time */
+    double composed_s;      /* the simulator on the executed stage times */
+    double iter_iqr_s;      /* spread of the executed iterations */
+    int *gpu;               /* pp: CUDA device of each stage */
+    int *route;             /* pp - 1: enum launch_route of cut j (activations) */
+    char reason[256];       /* why this mode ran (launch_choose_mode) */
 } launch_trial;
 
 /* Compose: the cost model gives what one GPU cannot measure (transfers,
@@ -121,6 +276,63 @@ void launch_trial_free(launch_trial *t);
 char *launch_trial_json(const plan_doc *d, const launch_work *w,
                         const launch_measure *meas, const launch_trial *t,
                         const prof_device_info *dev, int iterations);
+
+/* ---- executed mode: what the GPUs measured (launcher/execplan.c) ------- */
+
+/* Raw GPU timings (CUDA events) of the timed iterations. */
+typedef struct launch_exec_samples {
+    int pp, iterations, npass; /* npass = 2 * gas passes per stage */
+    double *iter_s;         /* iterations: barrier-to-barrier wall time */
+    double *kern_s;         /* pp * iterations * npass, [(j * iterations + i)
+                               * npass + p]: the pass's kernels */
+    double *full_s;         /* same layout: kernels + modelled extra */
+    double *opt_s;          /* pp * iterations: optimizer step */
+    int *bwd;               /* pp * npass: 1 = backward pass */
+} launch_exec_samples;
+
+int launch_exec_samples_alloc(launch_exec_samples *s, int pp, int iterations,
+                              int npass);
+void launch_exec_samples_free(launch_exec_samples *s);
+
+/* Medians over the timed iterations. */
+typedef struct launch_exec_result {
+    double iter_s, iter_iqr_s;  /* wall time of one iteration */
+    double iter_min_s, iter_max_s;
+    double *fwd_s, *bwd_s;  /* pp: pass incl. modelled extra, per micro-batch */
+    double *busy_s;         /* pp: sum of the stage's passes per iteration */
+} launch_exec_result;
+
+/* meas (pp entries) gets the kernels-only pass times (measured = 1) and
+ * the optimizer step; res the iteration and the full pass times.  Free
+ * res with launch_exec_result_free (NULL-safe). */
+int launch_exec_summarise(const launch_exec_samples *s, launch_measure *meas,
+                          launch_exec_result *res, cost_error *err);
+void launch_exec_result_free(launch_exec_result *r);
+
+/* Turn a trial composed from executed stage times (meas from
+ * launch_exec_summarise) into the executed trial: measured_s becomes the
+ * executed wall time, the composed value moves to composed_s, fwd/bwd
+ * and busy become the executed passes, GPUs and routes from x.
+ * COST_ENOMEM. */
+int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
+                              const launch_exec_result *r, cost_error *err);
+
+/* ---- executed mode, GPU side (launcher/exec.cu; CUDA build only) ------ */
+
+/* Visible GPUs in *n and, when peer is not NULL (n * n ints, caller's,
+ * at most cap entries), cudaDeviceCanAccessPeer for each pair.
+ * COST_ENOTFOUND when there is no GPU. */
+int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err);
+
+/* Run the plan for real: one host thread per stage on its GPU, the
+ * stage's synthetic layers (model shapes at the plan's tp and mbs), the
+ * transfers between neighbouring GPUs, `warmup` untimed then
+ * `iterations` timed iterations, timed with CUDA events.  bf16: the
+ * math precision.  out is allocated here (launch_exec_samples_free). */
+int launch_gpu_execute(const plan_doc *d, const launch_work *w,
+                       const launch_exec *x, int bf16, int warmup,
+                       int iterations, launch_exec_samples *out,
+                       cost_error *err);
 
 #ifdef __cplusplus
 }

@@ -74,8 +74,11 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
         st->first = s->bounds[j];
         st->last = s->bounds[j + 1];
         snprintf(st->device_type, sizeof st->device_type, "%s", dt ? dt->name : "");
+        if (j < s->pp - 1)
+            st->send_bytes = (double)s->mbs * m->layers[st->last - 1].out_bytes;
         for (l = st->first; l < st->last; l++) {
             int kind = m->layers[l].kind;
+            st->params += m->layers[l].params;
             if (prof_kind_measurable(kind))
                 st->nsynth++;
             else if (kind != COST_KIND_NOOP)

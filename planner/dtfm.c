@@ -488,7 +488,7 @@ static int parse_matrix(const pctx *cx, const cJSON *root, const char *key,
             return fail(cx, p, "expected an array of %d numbers, got %s", n,
                         cJSON_IsArray(row) ? "another length" : jtype(row));
         for (j = 0; j < n; j++) {
-            double d;
+            double d = 0.0; /* initialised for -O2 */
             v = cJSON_GetArrayItem(row, j);
             pidx(q, p, j);
             if (i == j && (cJSON_IsNull(v) || cJSON_IsNumber(v)))

@@ -527,7 +527,7 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
     node_ref *r = NULL, *grown_r;
     cost_node nd, *grown;
     const char *dev;
-    double intra_gbps, nic_gbps, intra_us, nic_us;
+    double intra_gbps = 0.0, nic_gbps = 0.0, intra_us, nic_us; /* for -O2 */
     long long gpus_total = 0;
     int rc, entry = 0, cap = 0, count, k, t, nent;
 
@@ -1113,7 +1113,7 @@ static int parse_times(const ctx *cx, const cJSON *arr, const char *p, int n,
 {
     const cJSON *v;
     char ep[PATH_N];
-    double *t = NULL, d;
+    double *t = NULL, d = 0.0; /* d initialised for -O2 */
     int rc = COST_OK, i = 0, cnt;
 
     *out = NULL;

@@ -973,8 +973,9 @@ static const char decentralized_usage[] =
     "  --seconds S            wall-time limit; when hit, the best so far is kept\n"
     "                         (default 60)\n"
     "  --evals N              limit on cost evaluations (reproducible on any machine)\n"
-    "  --stall N              stop after N offspring (sa: cycles) without a new best\n"
-    "                         (default 100 for ga/kl, 3 for sa, 5000 samples for random)\n"
+    "  --stall N              stop after N offspring (sa: cycles, random: samples)\n"
+    "                         without a new best (default 100 for ga/kl, 3 for sa;\n"
+    "                         random draws 5000 samples)\n"
     "  --pp N                 pipeline stages d_pp (default: the file's, else 8)\n"
     "  --convention NAME      paper (default: c_pp, c_dp from the model) or\n"
     "                         public-code (the public scheduler's constants)\n"
@@ -1132,9 +1133,12 @@ static int cmd_decentralized(int argc, char **argv)
     }
     sp.seed = (uint64_t)seed;
     sp.max_evals = evals;
-    sp.stall = stall > 0 ? stall
-                         : (sp.method == SEARCH_DTFM_SA ? 3
-                            : sp.method == SEARCH_DTFM_RANDOM ? 5000 : 100);
+    sp.stall = stall > 0 ? stall : (sp.method == SEARCH_DTFM_SA ? 3 : 100);
+    if (sp.method == SEARCH_DTFM_RANDOM && stall <= 0) {
+        sp.stall = 0; /* the public code's baseline: 5000 samples */
+        if (evals <= 0)
+            sp.max_evals = 5000;
+    }
     if (model_path) {
         if (plan_load_model(model_path, &m, &err) != COST_OK) {
             code = report(&err);

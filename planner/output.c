@@ -506,6 +506,37 @@ static const char layer_note[] =
     "estimated times come from FLOPs and memory traffic at the device's "
     "peak with compute_eff/memory_eff (docs/cost-model.md)";
 
+/* Whether a strategy is predicted to run (memory fits and every stage
+ * holds parameters, docs/cost-model.md); why not in buf ("" when it
+ * runs).  The structural rule is checked on s itself, not on r. */
+static int runnable_reason(const cost_model *m, const cost_strategy *s,
+                           const cost_result *r, char *buf, size_t n)
+{
+    int es = cost_empty_stage(m, s), w = r->worst_rank, len = 0;
+
+    buf[0] = '\0';
+    if (es >= 0) {
+        int a = s->bounds[es], b = s->bounds[es + 1];
+        len = snprintf(buf, n, "stage %d (layers %d-%d: '%s'%s) holds no "
+                       "parameters: DeepSpeed and Megatron build one optimizer "
+                       "per stage and torch.optim refuses an empty parameter list",
+                       es, a, b - 1, a >= 0 && a < b && a < m->nlayers
+                                         ? m->layers[a].name : "none",
+                       b - a > 1 ? ", ..." : "");
+    }
+    if (!r->fits && len >= 0 && (size_t)len < n) {
+        if (r->mem_bytes != NULL && r->mem_cap != NULL && w >= 0 && w < r->nranks)
+            snprintf(buf + len, n - (size_t)len,
+                     "%sdoes not fit memory: rank %d needs %.2f GiB, its device "
+                     "has %.2f GiB", len > 0 ? "; " : "", w, gib(r->mem_bytes[w]),
+                     gib(r->mem_cap[w]));
+        else
+            snprintf(buf + len, n - (size_t)len, "%sdoes not fit memory",
+                     len > 0 ? "; " : "");
+    }
+    return r->fits && es < 0;
+}
+
 static cJSON *strategy_json(const plan_meta *meta, const cost_cluster *c,
                             const cost_model *m, const cost_strategy *s,
                             const cost_result *r, int idx)
@@ -550,6 +581,14 @@ static cJSON *strategy_json(const plan_meta *meta, const cost_cluster *c,
                            : put_null(mem, "min_headroom_gib")) ||
         !put_num(mem, "worst_rank", r->worst_rank))
         goto done;
+    { /* issue 3: verdict of memory and of the empty-stage rule */
+        char why[512];
+        int es = cost_empty_stage(m, s), run = runnable_reason(m, s, r, why, sizeof why);
+        if (!put_bool(o, "runnable", run) ||
+            !(es >= 0 ? put_num(o, "empty_stage", es) : put_null(o, "empty_stage")) ||
+            !(run ? put_null(o, "reason") : put_str(o, "reason", why)))
+            goto done;
+    }
     lt = cJSON_CreateObject();
     if (!put(o, "layer_times", lt) || !put_num(lt, "measured", r->measured) ||
         !put_num(lt, "estimated", r->estimated) ||
@@ -681,8 +720,9 @@ static double result_peak(const cost_result *r)
     return peak;
 }
 
-static void fmt_row(char row[TCOLS][CELL], const cost_strategy *s,
-                    const cost_result *r, int idx, int global_batch)
+static void fmt_row(char row[TCOLS][CELL], const cost_model *m,
+                    const cost_strategy *s, const cost_result *r, int idx,
+                    int global_batch)
 {
     double peak = result_peak(r);
 
@@ -704,7 +744,10 @@ static void fmt_row(char row[TCOLS][CELL], const cost_strategy *s,
         snprintf(row[11], CELL, "%.2f", gib(peak));
     else
         snprintf(row[11], CELL, "-");
-    snprintf(row[12], CELL, "%s", r->fits ? "yes" : "no");
+    /* "no*": a stage without parameters, explained below the table */
+    snprintf(row[12], CELL, "%s", cost_empty_stage(m, s) >= 0 ? "no*"
+                                  : r->fits                    ? "yes"
+                                                               : "no");
 }
 
 static void emit_row(sbuf *b, const char *const cells[TCOLS],
@@ -815,7 +858,7 @@ char *plan_to_table(const cost_cluster *c, const cost_model *m,
     for (k = 0; k < TCOLS; k++)
         w[k] = (int)strlen(tab_head[k]);
     for (i = 0; i < n; i++) {
-        fmt_row(cells[i], &s[i], &r[i], i, global_batch);
+        fmt_row(cells[i], m, &s[i], &r[i], i, global_batch);
         for (k = 0; k < TCOLS; k++)
             if ((int)strlen(cells[i][k]) > w[k])
                 w[k] = (int)strlen(cells[i][k]);
@@ -831,6 +874,12 @@ char *plan_to_table(const cost_cluster *c, const cost_model *m,
             row[k] = cells[i][k];
         emit_row(&b, row, w);
     }
+    for (i = 0; i < n; i++) /* issue 3: why "no*" */
+        if (cost_empty_stage(m, &s[i]) >= 0) {
+            char why[512];
+            runnable_reason(m, &s[i], &r[i], why, sizeof why);
+            sb_printf(&b, "* #%d is not runnable: %s\n", i + 1, why);
+        }
     if (n == 0)
         sb_printf(&b, "(no strategies)\n");
     else

@@ -112,6 +112,9 @@ typedef struct plan_trial {
     int failed_memory;      /* 1: failure labelled "memory" */
     double predicted_s;     /* model's iteration time, s */
     int fits;               /* model's memory verdict */
+    int empty_stage;        /* structural verdict: 1 when a pipeline stage holds no
+                               parameters (cost_result.empty_stage >= 0), so the run
+                               is predicted to fail whatever the memory (0) */
 } plan_trial;
 
 /* Scores as ../shared/data/README.md defines them. */
@@ -120,13 +123,18 @@ typedef struct plan_ranking {
     double spearman;        /* rho over trials that ran (average ranks for ties) */
     double kendall;         /* tau-b over trials that ran */
     double top1_regret;     /* measured time of the first pick among those
-                               predicted to fit / best measured; < 0 when that
-                               pick failed (counts as a failure) */
+                               predicted to run (fit, no empty stage) / best
+                               measured; < 0 when that pick failed (counts as a
+                               failure) */
     int top1_index;         /* data-file index of that pick, -1 if none */
     double mape;            /* mean |predicted - measured| / measured */
     int oom_total;          /* trials labelled failure: memory */
-    int oom_flagged;        /* ... that the model predicts not to fit */
-    int runnable_rejected;  /* trials that ran but are predicted not to fit */
+    int oom_flagged;        /* ... that the model predicts not to run (memory or
+                               empty stage) */
+    int runnable_rejected;  /* trials that ran but are predicted not to run */
+    int flagged_by_memory;  /* of oom_total: predicted not to fit memory */
+    int flagged_by_empty_stage; /* of oom_total: with a stage without parameters
+                               (a trial may count in both) */
 } plan_ranking;
 
 void plan_score_trials(const plan_trial *t, int n, plan_ranking *out);
@@ -196,7 +204,8 @@ int plan_load_trials(const char *path, int amp, const cost_cluster *c,
                      plan_trial_set *out, cost_error *err);
 
 /* Predict every trial with cp (and its calib, if any): fills
- * t[i].index/measured_s/failed_memory/predicted_s/fits for n trials. */
+ * t[i].index/measured_s/failed_memory/predicted_s/fits/empty_stage for n
+ * trials. */
 int plan_predict_trials(const cost_cluster *c, const cost_model *m,
                         const cost_profile *prof, const cost_params *cp,
                         const plan_trial_set *ts, plan_trial *t,

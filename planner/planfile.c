@@ -358,6 +358,23 @@ int plan_load_plan(const char *path, plan_doc *out, cost_error *err)
             COST_OK ||
         (rc = plan_load_model(out->model_path, &out->model, err)) != COST_OK)
         goto done;
+    /* settings.precision (e.g. from --precision) applies to the model as
+     * planner/main.c applies --precision: before the profile is read */
+    v = get(settings, "precision");
+    if (v != NULL && !cJSON_IsNull(v)) {
+        int prec = cJSON_IsString(v) ? cost_precision_from_name(v->valuestring) : -1;
+        if (prec < 0) {
+            rc = cJSON_IsString(v)
+                     ? cost_error_set(err, COST_EFIELD, path, "settings.precision",
+                                      "expected 'fp16', 'bf16' or 'fp32', got '%s'",
+                                      v->valuestring)
+                     : bad(err, path, "settings.precision",
+                           "'fp16', 'bf16' or 'fp32'", v);
+            goto done;
+        }
+        if ((rc = cost_model_set_precision(&out->model, prec, err)) != COST_OK)
+            goto done;
+    }
     prof = get(inputs, "profile");
     if (out->profile_path[0] != '\0') {
         const cJSON *fmt = get(prof, "format"), *key = get(prof, "key");

@@ -94,14 +94,19 @@ void plan_score_trials(const plan_trial *t, int n, plan_ranking *out)
     if (!p || !q || !rp || !rq || !idx)
         goto done;
     for (i = 0; i < n; i++) {
+        int runs = t[i].fits && !t[i].empty_stage; /* memory and structure */
         if (t[i].failed_memory) {
             out->oom_total++;
-            if (!t[i].fits)
+            if (!runs)
                 out->oom_flagged++;
+            if (!t[i].fits)
+                out->flagged_by_memory++;
+            if (t[i].empty_stage)
+                out->flagged_by_empty_stage++;
         }
         if (t[i].measured_s < 0.0)
             continue;
-        if (!t[i].fits)
+        if (!runs)
             out->runnable_rejected++;
         p[k] = t[i].predicted_s;
         q[k] = t[i].measured_s;
@@ -118,8 +123,9 @@ void plan_score_trials(const plan_trial *t, int n, plan_ranking *out)
         out->kendall = kendall_tau_b(p, q, k);
     }
     out->mape = k > 0 ? err / (double)k : 0.0;
-    for (i = 0; i < n; i++) /* first pick among those predicted to fit */
-        if (t[i].fits && (pick < 0 || t[i].predicted_s < t[pick].predicted_s))
+    for (i = 0; i < n; i++) /* first pick among those predicted to run */
+        if (t[i].fits && !t[i].empty_stage &&
+            (pick < 0 || t[i].predicted_s < t[pick].predicted_s))
             pick = i;
     out->top1_index = pick >= 0 ? t[pick].index : -1;
     if (pick < 0 || t[pick].measured_s < 0.0)
@@ -219,6 +225,7 @@ int plan_amp_trials(const char *trial_path, const cost_cluster *c,
         out[i].failed_memory = cJSON_IsString(fl) && strcmp(fl->valuestring, "memory") == 0;
         out[i].predicted_s = r.iter_s;
         out[i].fits = r.fits;
+        out[i].empty_stage = r.empty_stage >= 0;
         cost_result_free(&r);
         i++;
     }
@@ -255,6 +262,7 @@ int plan_predict_trials(const cost_cluster *c, const cost_model *m,
         t[i].failed_memory = ts->failed_memory[i];
         t[i].predicted_s = r.iter_s;
         t[i].fits = r.fits;
+        t[i].empty_stage = r.empty_stage >= 0;
         cost_result_free(&r);
     }
     return COST_OK;

@@ -42,7 +42,7 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
 {
     char item[32];
     const char *p = s;
-    int cnt = 0, i, j, v, rc;
+    int cnt = 0, i, j, v = 0, rc;
 
     *n = 0;
     if (*s == '\0')

@@ -3,8 +3,9 @@
  * through cuBLAS (fp16/bf16 inputs, fp32 accumulation), kernel times from
  * the CUPTI activity API (GPU start and end of every kernel, matched to
  * our sub-kernels by external correlation ids), copy bandwidths and GEMM
- * throughput.  C-style code; the interface is prof_gpu_* in prof.h.
- * Nothing here prints. */
+ * throughput.  CUPTI is loaded at run time (profiler/cupti_load.c): only
+ * its header is used here, never its library at link time.  C-style
+ * code; the interface is prof_gpu_* in prof.h.  Nothing here prints. */
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -30,6 +31,69 @@ typedef CUpti_ActivityKernel9 kernel_record;
 #endif
 
 #define THREADS 256
+
+#ifndef HETPLAN_CUPTI_LIBRARY
+#define HETPLAN_CUPTI_LIBRARY ""
+#endif
+
+/* ---- CUPTI loaded at run time ------------------------------------------ */
+
+static struct {
+    pthread_mutex_t lock;
+    int tried, ok;
+    prof_cupti_lib lib;
+    char msg[sizeof(((cost_error *)0)->msg)]; /* why it failed */
+    decltype(&cuptiActivityRegisterCallbacks) register_callbacks;
+    decltype(&cuptiActivityEnable) enable;
+    decltype(&cuptiActivityFlushAll) flush_all;
+    decltype(&cuptiActivityGetNextRecord) get_next_record;
+    decltype(&cuptiActivityGetNumDroppedRecords) get_dropped;
+    decltype(&cuptiGetResultString) result_string;
+    decltype(&cuptiActivityPushExternalCorrelationId) push_id;
+    decltype(&cuptiActivityPopExternalCorrelationId) pop_id;
+} cu = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {}, "", NULL, NULL, NULL, NULL, NULL,
+        NULL, NULL, NULL};
+
+template <typename F>
+static void bind(F *fp, int which)
+{
+    void *a = cu.lib.fn[which];
+
+    memcpy((void *)fp, &a, sizeof *fp); /* dlsym address to function pointer */
+}
+
+/* Load libcupti once per process; COST_ENOTFOUND when it is missing. */
+static int cupti_load(cost_error *err)
+{
+    char names[PROF_CUPTI_MAX_CANDIDATES][PROF_PATH_MAX];
+    cost_error e;
+    int n;
+
+    pthread_mutex_lock(&cu.lock);
+    if (!cu.tried) {
+        cu.tried = 1;
+        memset(&e, 0, sizeof e);
+        n = prof_cupti_candidates(CUDART_VERSION / 1000, HETPLAN_CUPTI_LIBRARY,
+                                  names, PROF_CUPTI_MAX_CANDIDATES);
+        if (prof_cupti_load(names, n, &cu.lib, &e) == COST_OK) {
+            bind(&cu.register_callbacks, PROF_CUPTI_REGISTER_CALLBACKS);
+            bind(&cu.enable, PROF_CUPTI_ENABLE);
+            bind(&cu.flush_all, PROF_CUPTI_FLUSH_ALL);
+            bind(&cu.get_next_record, PROF_CUPTI_GET_NEXT_RECORD);
+            bind(&cu.get_dropped, PROF_CUPTI_GET_DROPPED);
+            bind(&cu.result_string, PROF_CUPTI_RESULT_STRING);
+            bind(&cu.push_id, PROF_CUPTI_PUSH_EXTERNAL_ID);
+            bind(&cu.pop_id, PROF_CUPTI_POP_EXTERNAL_ID);
+            cu.ok = 1;
+        } else {
+            snprintf(cu.msg, sizeof cu.msg, "%s", e.msg);
+        }
+    }
+    pthread_mutex_unlock(&cu.lock);
+    if (!cu.ok)
+        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL, "%s", cu.msg);
+    return COST_OK;
+}
 
 /* ---- CUPTI activity collection (process-wide, as CUPTI is) ------------ */
 
@@ -94,7 +158,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
     (void)size;
     pthread_mutex_lock(&cupti.lock);
     while (valid > 0 &&
-           cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+           cu.get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
         if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
             rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
             const kernel_record *r = (const kernel_record *)rec;
@@ -124,14 +188,23 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
     free(buffer);
 }
 
-static int cupti_fail(cost_error *err, const char *call, CUptiResult r)
+/* A failed CUPTI call: COST_EINTERNAL, or COST_ENOTFOUND (exit 6) when
+ * CUPTI refuses to start tracing at all. */
+static int cupti_fail_code(cost_error *err, int code, const char *call,
+                           CUptiResult r)
 {
     const char *s = NULL;
 
-    cuptiGetResultString(r, &s);
-    return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+    if (cu.result_string)
+        cu.result_string(r, &s);
+    return cost_error_set(err, code, NULL, NULL,
                           "CUPTI is not usable: %s failed: %s", call,
                           s ? s : "unknown error");
+}
+
+static int cupti_fail(cost_error *err, const char *call, CUptiResult r)
+{
+    return cupti_fail_code(err, COST_EINTERNAL, call, r);
 }
 
 static int cupti_start(cost_error *err)
@@ -142,16 +215,19 @@ static int cupti_start(cost_error *err)
         CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER};
     CUptiResult r;
     size_t i;
+    int rc;
 
     if (cupti.ready)
         return COST_OK;
-    r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+    if ((rc = cupti_load(err)) != COST_OK)
+        return rc;
+    r = cu.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS)
-        return cupti_fail(err, "cuptiActivityRegisterCallbacks", r);
+        return cupti_fail_code(err, COST_ENOTFOUND, "cuptiActivityRegisterCallbacks", r);
     for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
-        r = cuptiActivityEnable(kinds[i]);
+        r = cu.enable(kinds[i]);
         if (r != CUPTI_SUCCESS)
-            return cupti_fail(err, "cuptiActivityEnable", r);
+            return cupti_fail_code(err, COST_ENOTFOUND, "cuptiActivityEnable", r);
     }
     cupti.ready = 1;
     return COST_OK;
@@ -160,7 +236,7 @@ static int cupti_start(cost_error *err)
 /* Deliver every pending record, then forget them all. */
 static int cupti_reset(cost_error *err)
 {
-    CUptiResult r = cuptiActivityFlushAll(1);
+    CUptiResult r = cu.flush_all(1);
 
     if (r != CUPTI_SUCCESS)
         return cupti_fail(err, "cuptiActivityFlushAll", r);
@@ -192,11 +268,11 @@ static int cupti_assemble(prof_samples *out, const char *(*name)(void *, int),
     CUptiResult r;
     size_t dropped = 0;
 
-    r = cuptiActivityFlushAll(1);
+    r = cu.flush_all(1);
     if (r != CUPTI_SUCCESS)
         return cupti_fail(err, "cuptiActivityFlushAll", r);
     pthread_mutex_lock(&cupti.lock);
-    if (cuptiActivityGetNumDroppedRecords(NULL, 0, &dropped) == CUPTI_SUCCESS &&
+    if (cu.get_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS &&
         dropped > 0) {
         rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
                             "CUPTI dropped %zu activity records", dropped);
@@ -264,6 +340,10 @@ struct prof_gpu {
     size_t capids;
     int id_range;           /* ids are drawn from [0, id_range) */
     unsigned seed;
+    int cupti;              /* 1: CUPTI collection was asked for */
+    float *adam_w, *adam_m, *adam_v; /* prof_gpu_adam_prepare's state */
+    void *adam_g, *adam_w16;
+    long long adam_n;
 };
 
 #define CUDA_TRY(call)                                                       \
@@ -313,16 +393,25 @@ void prof_gpu_close(prof_gpu *g)
     if (g->stream)
         cudaStreamDestroy(g->stream);
     if (cupti.ready)
-        cuptiActivityFlushAll(1);
+        cu.flush_all(1);
+    cudaFree(g->adam_w);
+    cudaFree(g->adam_m);
+    cudaFree(g->adam_v);
+    cudaFree(g->adam_g);
+    cudaFree(g->adam_w16);
     free(g);
 }
 
-int prof_gpu_open(int index, int bf16, prof_gpu **out, cost_error *err)
+int prof_gpu_open(int index, int bf16, int cupti_on, prof_gpu **out,
+                  cost_error *err)
 {
     prof_gpu *g = NULL;
     int n = 0, rc;
 
     *out = NULL;
+    /* a missing libcupti is reported before anything touches CUDA */
+    if (cupti_on && (rc = cupti_load(err)) != COST_OK)
+        return rc;
     if ((rc = prof_gpu_count(&n, err)) != COST_OK)
         return rc;
     if (index < 0 || index >= n)
@@ -330,7 +419,7 @@ int prof_gpu_open(int index, int bf16, prof_gpu **out, cost_error *err)
                               "no CUDA GPU %d: %d device%s visible (0..%d)",
                               index, n, n == 1 ? "" : "s", n - 1);
     /* CUPTI before the context exists, so that no launch is missed */
-    if ((rc = cupti_start(err)) != COST_OK)
+    if (cupti_on && (rc = cupti_start(err)) != COST_OK)
         return rc;
     g = (prof_gpu *)calloc(1, sizeof *g);
     if (!g)
@@ -338,6 +427,7 @@ int prof_gpu_open(int index, int bf16, prof_gpu **out, cost_error *err)
     g->dev = index;
     g->bf16 = bf16 ? 1 : 0;
     g->seed = 12345u;
+    g->cupti = cupti_on ? 1 : 0;
     CUDA_TRY(cudaSetDevice(index));
     CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) {
@@ -983,7 +1073,7 @@ static int run_pass(prof_gpu *g, const prof_layer_work *const *w, int nw,
 
 static int push_id(unsigned long long id, cost_error *err)
 {
-    CUptiResult r = cuptiActivityPushExternalCorrelationId(
+    CUptiResult r = cu.push_id(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, (uint64_t)id);
 
     return r == CUPTI_SUCCESS ? COST_OK
@@ -993,7 +1083,7 @@ static int push_id(unsigned long long id, cost_error *err)
 static int pop_id(cost_error *err)
 {
     uint64_t last = 0;
-    CUptiResult r = cuptiActivityPopExternalCorrelationId(
+    CUptiResult r = cu.pop_id(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 
     return r == CUPTI_SUCCESS ? COST_OK
@@ -1012,6 +1102,9 @@ int prof_gpu_time_layer(prof_gpu *g, const prof_layer_work *w, int warmup,
     int r, i, rc = COST_OK;
 
     memset(out, 0, sizeof *out);
+    if (!g->cupti)
+        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                              "timing needs the GPU opened with CUPTI");
     CUDA_TRY(cudaSetDevice(g->dev));
     if ((rc = prepare(g, one, 1, err)) != COST_OK)
         goto done;
@@ -1060,6 +1153,9 @@ int prof_gpu_time_passes(prof_gpu *g, const prof_layer_work *const *layers,
     int r, i, rc = COST_OK;
 
     memset(out, 0, sizeof *out);
+    if (!g->cupti)
+        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                              "timing needs the GPU opened with CUPTI");
     if (nlayers < 1 || npasses < 1)
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "nothing to run (%d layers, %d passes)", nlayers,
@@ -1114,6 +1210,9 @@ int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats, double *median_s,
         return cost_error_set(err, COST_EINVAL, NULL, NULL,
                               "expected parameters and repeats, got %lld, %d",
                               n, repeats);
+    if (!g->cupti)
+        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                              "timing needs the GPU opened with CUPTI");
     CUDA_TRY(cudaSetDevice(g->dev));
     CUDA_TRY(cudaMalloc((void **)&w, (size_t)n * 4));
     CUDA_TRY(cudaMalloc((void **)&m, (size_t)n * 4));
@@ -1258,7 +1357,7 @@ int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
     w.shape.hidden = 1;
     w.shape.heads = 1;
     w.nk = 1;
-    strcpy(w.k[0].name, "gemm-8192");
+    snprintf(w.k[0].name, sizeof w.k[0].name, "gemm-8192");
     w.k[0].op = PROF_OP_GEMM;
     w.k[0].m = w.k[0].n = w.k[0].k = 8192;
     w.k[0].batch = 1;
@@ -1280,5 +1379,135 @@ done:
     cudaFree(d1);
     if (host)
         cudaFreeHost(host);
+    return rc;
+}
+
+/* ---- building blocks of the launcher's executed mode ------------------- */
+
+/* Keep one thread busy until `ns` nanoseconds of the GPU's global timer
+ * have passed. */
+__global__ void k_spin(unsigned long long ns)
+{
+    unsigned long long t0, t;
+
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    } while (t - t0 < ns);
+}
+
+void *prof_gpu_stream(prof_gpu *g)
+{
+    return (void *)g->stream;
+}
+
+int prof_gpu_device(const prof_gpu *g)
+{
+    return g->dev;
+}
+
+int prof_gpu_prepare(prof_gpu *g, const prof_layer_work *const *layers,
+                     int nlayers, cost_error *err)
+{
+    int rc = COST_OK;
+
+    CUDA_TRY(cudaSetDevice(g->dev));
+    if (nlayers > 0 && (rc = prepare(g, layers, nlayers, err)) != COST_OK)
+        goto done;
+    CUDA_TRY(cudaStreamSynchronize(g->stream));
+done:
+    return rc;
+}
+
+int prof_gpu_pass(prof_gpu *g, const prof_layer_work *const *layers,
+                  int nlayers, int bwd, cost_error *err)
+{
+    int rc = COST_OK;
+
+    if (nlayers < 1)
+        return COST_OK;
+    CUDA_TRY(cudaSetDevice(g->dev));
+    rc = run_pass(g, layers, nlayers, bwd, err);
+done:
+    return rc;
+}
+
+int prof_gpu_delay(prof_gpu *g, double seconds, cost_error *err)
+{
+    int rc = COST_OK;
+
+    if (!(seconds > 0.0))
+        return COST_OK;
+    if (seconds > 3600.0)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "a modelled delay of %g s is not plausible", seconds);
+    CUDA_TRY(cudaSetDevice(g->dev));
+    k_spin<<<1, 1, 0, g->stream>>>((unsigned long long)(seconds * 1e9 + 0.5));
+    CUDA_TRY(cudaGetLastError());
+done:
+    return rc;
+}
+
+int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err)
+{
+    int rc = COST_OK;
+
+    if (n < 1)
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "expected a positive parameter count, got %lld", n);
+    if (g->adam_n >= n)
+        return COST_OK;
+    CUDA_TRY(cudaSetDevice(g->dev));
+    cudaFree(g->adam_w);
+    cudaFree(g->adam_m);
+    cudaFree(g->adam_v);
+    cudaFree(g->adam_g);
+    cudaFree(g->adam_w16);
+    g->adam_w = g->adam_m = g->adam_v = NULL;
+    g->adam_g = g->adam_w16 = NULL;
+    g->adam_n = 0;
+    if (cudaMalloc((void **)&g->adam_w, (size_t)n * 4) != cudaSuccess ||
+        cudaMalloc((void **)&g->adam_m, (size_t)n * 4) != cudaSuccess ||
+        cudaMalloc((void **)&g->adam_v, (size_t)n * 4) != cudaSuccess ||
+        cudaMalloc(&g->adam_g, (size_t)n * 2) != cudaSuccess ||
+        cudaMalloc(&g->adam_w16, (size_t)n * 2) != cudaSuccess) {
+        cudaGetLastError();
+        return cost_error_set(err, COST_ENOMEM, NULL, NULL,
+                              "out of GPU memory for the optimizer state of "
+                              "%lld parameters", n);
+    }
+    k_fill_f<<<grid_for(n), THREADS, 0, g->stream>>>(g->adam_w, n, 0.01f);
+    k_fill_f<<<grid_for(n), THREADS, 0, g->stream>>>(g->adam_m, n, 0.0f);
+    k_fill_f<<<grid_for(n), THREADS, 0, g->stream>>>(g->adam_v, n, 0.0f);
+    if (!(g->bf16 ? fill_t<__nv_bfloat16>(g, g->adam_g, (size_t)n)
+                  : fill_t<__half>(g, g->adam_g, (size_t)n))) {
+        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                            "initialising optimizer state failed");
+        goto done;
+    }
+    CUDA_TRY(cudaStreamSynchronize(g->stream));
+    g->adam_n = n;
+done:
+    return rc;
+}
+
+int prof_gpu_adam_step(prof_gpu *g, cost_error *err)
+{
+    long long n = g->adam_n;
+    int rc = COST_OK;
+
+    if (n < 1)
+        return COST_OK;
+    CUDA_TRY(cudaSetDevice(g->dev));
+    if (g->bf16)
+        k_adam<__nv_bfloat16><<<grid_for(n), THREADS, 0, g->stream>>>(
+            g->adam_w, g->adam_m, g->adam_v, (const __nv_bfloat16 *)g->adam_g,
+            (__nv_bfloat16 *)g->adam_w16, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.001f);
+    else
+        k_adam<__half><<<grid_for(n), THREADS, 0, g->stream>>>(
+            g->adam_w, g->adam_m, g->adam_v, (const __half *)g->adam_g,
+            (__half *)g->adam_w16, n, 1e-4f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.001f);
+    CUDA_TRY(cudaGetLastError());
+done:
     return rc;
 }

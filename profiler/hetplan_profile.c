@@ -119,7 +119,7 @@ int main(int argc, char **argv)
         }
     }
 
-    if ((rc = prof_gpu_open(o.device, o.dtype == 2 || (o.dtype == 0 && m.bf16), &g,
+    if ((rc = prof_gpu_open(o.device, o.dtype == 2 || (o.dtype == 0 && m.bf16), 1, &g,
                             &err)) != COST_OK) {
         code = report("", &err);
         goto done;

@@ -232,6 +232,47 @@ char *prof_device_info_json(const prof_device_info *d);
 char *prof_profile_json(const prof_run *r, const cost_model *m,
                         const char *model_name);
 
+/* ---- CUPTI loaded at run time (profiler/cupti_load.c) ----------------- */
+
+/* The CUPTI functions the profiler calls, in prof_cupti_lib.fn order. */
+enum prof_cupti_fn {
+    PROF_CUPTI_REGISTER_CALLBACKS = 0, /* cuptiActivityRegisterCallbacks */
+    PROF_CUPTI_ENABLE,                 /* cuptiActivityEnable */
+    PROF_CUPTI_FLUSH_ALL,              /* cuptiActivityFlushAll */
+    PROF_CUPTI_GET_NEXT_RECORD,        /* cuptiActivityGetNextRecord */
+    PROF_CUPTI_GET_DROPPED,            /* cuptiActivityGetNumDroppedRecords */
+    PROF_CUPTI_RESULT_STRING,          /* cuptiGetResultString */
+    PROF_CUPTI_PUSH_EXTERNAL_ID,       /* cuptiActivityPushExternalCorrelationId */
+    PROF_CUPTI_POP_EXTERNAL_ID,        /* cuptiActivityPopExternalCorrelationId */
+    PROF_CUPTI_NFUNCS
+};
+
+#define PROF_PATH_MAX 512
+#define PROF_CUPTI_MAX_CANDIDATES 4
+
+typedef struct prof_cupti_lib {
+    void *handle;              /* dlopen handle, NULL = not loaded */
+    char path[PROF_PATH_MAX];  /* the name that loaded */
+    void *fn[PROF_CUPTI_NFUNCS]; /* dlsym addresses, enum prof_cupti_fn order */
+} prof_cupti_lib;
+
+/* Symbol name of function fn; NULL when out of range. */
+const char *prof_cupti_symbol(int fn);
+/* Library names to try, in order, into out (cap entries): the
+ * environment variable HETPLAN_CUPTI_LIBRARY alone when set; else
+ * "libcupti.so.<cuda_major>" (when > 0), build_path (the toolkit's
+ * library found at build time; NULL/"" = none), "libcupti.so".
+ * Returns the count. */
+int prof_cupti_candidates(int cuda_major, const char *build_path,
+                          char out[][PROF_PATH_MAX], int cap);
+/* dlopen the first of names[0..n-1] that loads and has every function.
+ * COST_ENOTFOUND with "CUPTI not available: cannot load ..." (the names
+ * tried and the last loader error) otherwise.  Free with
+ * prof_cupti_unload (NULL-safe). */
+int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
+                    cost_error *err);
+void prof_cupti_unload(prof_cupti_lib *l);
+
 /* ---- GPU side (profiler/gpu.cu; only in the CUDA build) --------------- */
 
 typedef struct prof_gpu prof_gpu;
@@ -240,10 +281,13 @@ typedef struct prof_gpu prof_gpu;
  * when there is none or the driver is missing. */
 int prof_gpu_count(int *n, cost_error *err);
 /* Open device `index` for fp16 (bf16 = 0) or bf16 math: stream, cuBLAS
- * handle and CUPTI activity collection.  COST_ENOTFOUND when there is no
- * such GPU, COST_EINTERNAL when CUPTI or cuBLAS cannot be started.
- * Free with prof_gpu_close (NULL-safe). */
-int prof_gpu_open(int index, int bf16, prof_gpu **out, cost_error *err);
+ * handle and, when cupti = 1, CUPTI activity collection (libcupti is
+ * loaded then, on first use).  COST_ENOTFOUND when there is no such GPU
+ * or CUPTI cannot be loaded ("CUPTI not available ..."), COST_EINTERNAL
+ * when CUPTI refuses to trace or cuBLAS cannot be started.  The prof_gpu_time_*
+ * functions need cupti = 1.  Free with prof_gpu_close (NULL-safe). */
+int prof_gpu_open(int index, int bf16, int cupti, prof_gpu **out,
+                  cost_error *err);
 void prof_gpu_close(prof_gpu *g);
 int prof_gpu_info(prof_gpu *g, prof_device_info *out, cost_error *err);
 /* Run the kernels of layer w (forward, then backward) `warmup` times
@@ -264,6 +308,29 @@ int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats,
                        double *median_s, cost_error *err);
 /* Copy bandwidths and large-GEMM throughput. */
 int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err);
+
+/* Building blocks of hetplan-launch's executed mode (no CUPTI needed):
+ * everything is queued on g's stream and returns without waiting.
+ * The stream, as a cudaStream_t (owned by g). */
+void *prof_gpu_stream(prof_gpu *g);
+/* CUDA device index of g. */
+int prof_gpu_device(const prof_gpu *g);
+/* Allocate and fill the buffers the layers' kernels need (synchronous). */
+int prof_gpu_prepare(prof_gpu *g, const prof_layer_work *const *layers,
+                     int nlayers, cost_error *err);
+/* Queue one forward (bwd = 0) or backward pass over the layers (after
+ * prof_gpu_prepare with the same layers); nlayers 0 queues nothing. */
+int prof_gpu_pass(prof_gpu *g, const prof_layer_work *const *layers,
+                  int nlayers, int bwd, cost_error *err);
+/* Queue a kernel that keeps the stream busy for `seconds` (GPU clock;
+ * one thread): how modelled communication enters a real timeline.
+ * seconds <= 0 queues nothing. */
+int prof_gpu_delay(prof_gpu *g, double seconds, cost_error *err);
+/* Optimizer state for n parameters (fp32 master, m, v; half-precision
+ * weights and gradients), allocated once (synchronous); then each
+ * prof_gpu_adam_step queues one fused Adam step over them. */
+int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err);
+int prof_gpu_adam_step(prof_gpu *g, cost_error *err);
 
 #ifdef __cplusplus
 }

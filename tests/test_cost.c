@@ -453,9 +453,12 @@ START_TEST(test_assign_balances_speed)
     cost_params p;
     cost_strategy s;
     cost_error err;
+    int l;
 
     make_cluster(&c, 2, 1, 1);
     make_model(&m, 12, 0.0);
+    for (l = 0; l < 12; l++) /* every stage needs parameters (issue 3) */
+        m.layers[l].params = 1e6;
     memset(&prof, 0, sizeof prof);
     add_entry(&prof, 12, "fast", 1, 1e-3, 2e-3);
     add_entry(&prof, 12, "slow", 1, 2e-3, 4e-3);

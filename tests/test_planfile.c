@@ -8,11 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "plan.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
 
 static char dir[256];
+static int plan_precision = -1; /* make_plan: --precision of the plan, -1 = none */
 
 static void setup(void)
 {
@@ -69,6 +72,8 @@ static char *make_plan(const char *cluster_name, search_result *res,
     ck_assert_int_eq(plan_load_cluster(path, c, &err), COST_OK);
     snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
     ck_assert_int_eq(plan_load_model(path, m, &err), COST_OK);
+    if (plan_precision >= 0) /* as planner/main.c applies --precision */
+        ck_assert_int_eq(cost_model_set_precision(m, plan_precision, &err), COST_OK);
     cost_params_init(cp);
     cp->net_eff = 0.6; /* a non-default value must survive the round trip */
     search_params_init(&sp);
@@ -179,6 +184,68 @@ START_TEST(round_trip)
 }
 END_TEST
 
+/* A plan made at another precision than the model file's (--precision)
+ * reloads the model at the plan's precision: same memory, same time. */
+START_TEST(plan_precision_kept)
+{
+    static const int precs[2] = {COST_PREC_BF16, COST_PREC_FP32};
+    int p;
+
+    copy_example("amp-het.json");
+    copy_example("gpt2-amp.json");
+    for (p = 0; p < 2; p++) {
+        search_result res;
+        cost_cluster c;
+        cost_model m;
+        cost_params cp;
+        plan_doc d;
+        cost_error err;
+        cost_result a, b;
+        char *text, path[512];
+        int i, k;
+
+        memset(&c, 0, sizeof c);
+        memset(&m, 0, sizeof m);
+        plan_precision = precs[p];
+        text = make_plan("amp-het.json", &res, &c, &m, &cp);
+        plan_precision = -1;
+        {
+            cJSON *doc = cJSON_Parse(text);
+            const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "settings"),
+                                                 "precision");
+            ck_assert(cJSON_IsString(v));
+            ck_assert_str_eq(v->valuestring, cost_precision_name(precs[p]));
+            cJSON_Delete(doc);
+        }
+        put("plan.json", text);
+        free(text);
+        snprintf(path, sizeof path, "%s/plan.json", dir);
+        ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
+        ck_assert_int_eq(cost_model_precision(&d.model), precs[p]);
+        ck_assert_int_eq(d.model.dtype_bytes, m.dtype_bytes);
+        ck_assert_int_eq(d.model.bf16, m.bf16);
+        for (i = 0; i < m.nlayers; i++) {
+            ck_assert(d.model.layers[i].act_bytes == m.layers[i].act_bytes);
+            ck_assert(d.model.layers[i].out_bytes == m.layers[i].out_bytes);
+        }
+        ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &cp, &res.cands[0].s, &a, &err),
+                         COST_OK);
+        ck_assert_int_eq(cost_evaluate(&d.cluster, &d.model, NULL, &d.params, &d.s[0],
+                                       &b, &err), COST_OK);
+        ck_assert(fabs(a.iter_s - d.predicted_s[0]) <= 1e-9 * a.iter_s);
+        ck_assert(fabs(b.iter_s - d.predicted_s[0]) <= 1e-9 * b.iter_s);
+        for (k = 0; k < a.nranks; k++)
+            ck_assert(fabs(a.mem_bytes[k] - b.mem_bytes[k]) <= 1e-9 * a.mem_bytes[k]);
+        cost_result_free(&a);
+        cost_result_free(&b);
+        plan_doc_free(&d);
+        search_result_free(&res);
+        cost_model_free(&m);
+        cost_cluster_free(&c);
+    }
+}
+END_TEST
+
 static void expect_fail(const char *text, int code, const char *jpath,
                         const char *needle)
 {
@@ -251,6 +318,16 @@ START_TEST(bad_plans)
                 "\"stage_boundaries\":[0,30],"
                 "\"ranks\":[{\"rank\":0}]}]}",
                 COST_EFIELD, "strategies[0].ranks[0].device", "device index");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32,\"precision\":\"fp8\"}}",
+                COST_EFIELD, "settings.precision", "got 'fp8'");
+    expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
+                "\"cluster\":{\"path\":\"amp-het.json\"},"
+                "\"model\":{\"path\":\"gpt2-amp.json\"}},"
+                "\"settings\":{\"global_batch\":32,\"precision\":16}}",
+                COST_EFIELD, "settings.precision", "got a number");
 }
 END_TEST
 
@@ -264,6 +341,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, bad_plans);
+    tcase_add_test(tc, plan_precision_kept); /* issue 3 */
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

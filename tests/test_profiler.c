@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "prof.h"
 
@@ -568,6 +570,127 @@ START_TEST(test_profile_json_roundtrip)
 }
 END_TEST
 
+/* CUPTI is opened at run time: the names tried, and the messages when
+ * it cannot be loaded (a missing file, a library without CUPTI's
+ * functions); the real library when this machine has one. */
+START_TEST(test_cupti_load)
+{
+    char names[PROF_CUPTI_MAX_CANDIDATES][PROF_PATH_MAX];
+    prof_cupti_lib lib;
+    cost_error err;
+    int n, f, rc;
+    static const char *const toolkit[] = {
+        "/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/lib/libcupti.so",
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so"};
+
+    ck_assert_str_eq(prof_cupti_symbol(PROF_CUPTI_ENABLE), "cuptiActivityEnable");
+    ck_assert_str_eq(prof_cupti_symbol(PROF_CUPTI_POP_EXTERNAL_ID),
+                     "cuptiActivityPopExternalCorrelationId");
+    ck_assert_ptr_null(prof_cupti_symbol(PROF_CUPTI_NFUNCS));
+    ck_assert_ptr_null(prof_cupti_symbol(-1));
+
+    unsetenv("HETPLAN_CUPTI_LIBRARY");
+    n = prof_cupti_candidates(13, "/opt/cuda/lib64/libcupti.so.13.0.1", names,
+                              PROF_CUPTI_MAX_CANDIDATES);
+    ck_assert_int_eq(n, 3);
+    ck_assert_str_eq(names[0], "libcupti.so.13");
+    ck_assert_str_eq(names[1], "/opt/cuda/lib64/libcupti.so.13.0.1");
+    ck_assert_str_eq(names[2], "libcupti.so");
+    ck_assert_int_eq(prof_cupti_candidates(0, "", names, PROF_CUPTI_MAX_CANDIDATES), 1);
+    ck_assert_int_eq(prof_cupti_candidates(12, NULL, names, 1), 1);
+    ck_assert_str_eq(names[0], "libcupti.so.12");
+    setenv("HETPLAN_CUPTI_LIBRARY", "/nonexistent/libcupti.so.13", 1);
+    n = prof_cupti_candidates(13, "/opt/x.so", names, PROF_CUPTI_MAX_CANDIDATES);
+    ck_assert_int_eq(n, 1);
+    ck_assert_str_eq(names[0], "/nonexistent/libcupti.so.13");
+    unsetenv("HETPLAN_CUPTI_LIBRARY");
+
+    /* no such file */
+    rc = prof_cupti_load(names, n, &lib, &err);
+    ck_assert_int_eq(rc, COST_ENOTFOUND);
+    ck_assert_ptr_null(lib.handle);
+    {
+        static const char want[] = "CUPTI not available: cannot load "
+                                   "'/nonexistent/libcupti.so.13' (last error: ";
+        ck_assert_msg(strncmp(err.msg, want, strlen(want)) == 0, "%s", err.msg);
+    }
+    ck_assert_ptr_nonnull(strstr(err.msg, "HETPLAN_CUPTI_LIBRARY"));
+    /* a library that is not CUPTI (libm is always there) */
+    snprintf(names[0], PROF_PATH_MAX, "/nonexistent/libcupti.so");
+    snprintf(names[1], PROF_PATH_MAX, "libm.so.6");
+    rc = prof_cupti_load(names, 2, &lib, &err);
+    ck_assert_int_eq(rc, COST_ENOTFOUND);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'/nonexistent/libcupti.so', 'libm.so.6'"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "'libm.so.6' has no symbol "
+                                          "'cuptiActivityRegisterCallbacks'"));
+    ck_assert_int_eq(prof_cupti_load(names, 0, &lib, &err), COST_ENOTFOUND);
+    prof_cupti_unload(&lib);
+    prof_cupti_unload(NULL);
+
+    /* the toolkit's CUPTI, when installed in a usual place */
+    for (f = 0; f < 3; f++) {
+        snprintf(names[0], PROF_PATH_MAX, "%s", toolkit[f]);
+        if (prof_cupti_load(names, 1, &lib, &err) == COST_OK)
+            break;
+    }
+    if (f == 3) {
+        fprintf(stderr, "test_cupti_load: no libcupti under /usr/local/cuda: "
+                        "loading the real library not checked\n");
+        return;
+    }
+    ck_assert_ptr_nonnull(lib.handle);
+    ck_assert_str_eq(lib.path, toolkit[f]);
+    for (n = 0; n < PROF_CUPTI_NFUNCS; n++)
+        ck_assert_ptr_nonnull(lib.fn[n]);
+    /* not unloaded: after dlclose LeakSanitizer reports libcupti's own
+     * start-up allocations (the programs never unload it either) */
+}
+END_TEST
+
+#ifdef HETPLAN_PROFILE_EXE
+/* Exit status of a shell command; its stdout and stderr in out. */
+static int run_cmd(const char *cmd, char *out, size_t cap)
+{
+    char full[2048], path[] = "/tmp/hetplan-prof-cli-XXXXXX";
+    FILE *f;
+    size_t n;
+    int fd = mkstemp(path), rc;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, path);
+    rc = system(full);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* The built program: help, usage errors, and a clear exit 6 without
+ * CUPTI (checked before the GPU, so this holds on any machine). */
+START_TEST(test_profile_cli)
+{
+    char out[4096], cmd[1024];
+
+    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "' --help", out, sizeof out), 0);
+    ck_assert_ptr_nonnull(strstr(out, "usage: hetplan-profile"));
+    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "'", out, sizeof out), 2);
+    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "' --model /nonexistent.json "
+                             "--output /tmp/hetplan-never.json", out, sizeof out), 3);
+    snprintf(cmd, sizeof cmd,
+             "HETPLAN_CUPTI_LIBRARY=/nonexistent/libcupti.so '%s' --model '%s' "
+             "--output /tmp/hetplan-never.json", HETPLAN_PROFILE_EXE, EX("gpt2-345m.json"));
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_msg(strstr(out, "hetplan-profile: CUPTI not available: cannot load "
+                              "'/nonexistent/libcupti.so'") != NULL, "%s", out);
+    ck_assert_int_ne(access("/tmp/hetplan-never.json", F_OK), 0);
+}
+END_TEST
+#endif
+
 static Suite *profiler_suite(void)
 {
     Suite *s = suite_create("profiler");
@@ -584,6 +707,10 @@ static Suite *profiler_suite(void)
     tcase_add_test(tc, test_int_list);
     tcase_add_test(tc, test_device_type);
     tcase_add_test(tc, test_profile_json_roundtrip);
+    tcase_add_test(tc, test_cupti_load);
+#ifdef HETPLAN_PROFILE_EXE
+    tcase_add_test(tc, test_profile_cli);
+#endif
     suite_add_tcase(s, tc);
     return s;
 }

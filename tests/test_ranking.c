@@ -19,14 +19,15 @@ typedef struct experiment {
     const char *name, *data, *cluster;
     double amp_rho, amp_tau, amp_regret;
     double min_rho, min_tau, max_regret, max_mape;
-    int min_oom_flagged;    /* memory failures the model must flag (floor) */
+    int min_oom_flagged;    /* memory failures the model must flag (floor), by
+                               memory or by the empty-stage rule */
 } experiment;
 
 static const experiment experiments[] = {
     {"homogeneous", "homogeneous.json", "amp-homogeneous.json", 0.935, 0.795, 1.10,
      0.97, 0.87, 1.02, 0.15, 4},
     {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148,
-     0.55, 0.44, 1.02, 0.36, 5},
+     0.55, 0.44, 1.02, 0.36, 7},
 };
 
 static int have_data(void)
@@ -71,10 +72,12 @@ static void score(const experiment *e, plan_ranking *rk)
     plan_score_trials(t, n, rk);
     printf("%-12s trials %d ran %d | spearman %.3f (AMP %.3f) | kendall-b %.3f "
            "(AMP %.3f) | top-1 regret %.3f (AMP %.3f) | MAPE %.1f%% | memory: "
-           "%d/%d failures flagged, %d runnable rejected\n",
+           "%d/%d failures flagged (%d by memory, %d by an empty stage), %d "
+           "runnable rejected\n",
            e->name, n, rk->ran, rk->spearman, e->amp_rho, rk->kendall, e->amp_tau,
            rk->top1_regret, e->amp_regret, 100.0 * rk->mape, rk->oom_flagged,
-           rk->oom_total, rk->runnable_rejected);
+           rk->oom_total, rk->flagged_by_memory, rk->flagged_by_empty_stage,
+           rk->runnable_rejected);
     fflush(stdout);
     free(t);
     cost_profile_free(&prof);
@@ -110,9 +113,11 @@ START_TEST(test_beats_amp)
     ck_assert_msg(rk.mape <= e->max_mape, "%s: MAPE %.3f above the floor %.3f",
                   e->name, rk.mape, e->max_mape);
     ck_assert_msg(rk.runnable_rejected == 0, "%s: %d runs that ran are rejected "
-                  "by the memory model", e->name, rk.runnable_rejected);
-    /* memory floor (docs/cost-model.md, "Memory"): the other failures
-     * conflict with runs that ran with at least as much on every device */
+                  "by the memory model or the empty-stage rule", e->name,
+                  rk.runnable_rejected);
+    /* memory floor (docs/cost-model.md, "Memory" and "Stages without
+     * parameters"): the two failures left (homogeneous #50, heterogeneous
+     * #26) conflict with runs that ran with at least as much on every device */
     ck_assert_msg(rk.oom_flagged >= e->min_oom_flagged,
                   "%s: %d of %d memory failures flagged, floor %d", e->name,
                   rk.oom_flagged, rk.oom_total, e->min_oom_flagged);
@@ -233,8 +238,8 @@ END_TEST
 START_TEST(test_metrics_by_hand)
 {
     plan_trial t[5] = {
-        {0, 1.0, 0, 1.1, 1}, {1, 2.0, 0, 1.9, 1}, {2, 3.0, 0, 3.5, 1},
-        {3, -1.0, 1, 0.5, 0}, {4, 4.0, 0, 3.0, 1}};
+        {0, 1.0, 0, 1.1, 1, 0}, {1, 2.0, 0, 1.9, 1, 0}, {2, 3.0, 0, 3.5, 1, 0},
+        {3, -1.0, 1, 0.5, 0, 0}, {4, 4.0, 0, 3.0, 1, 0}};
     plan_ranking rk;
 
     plan_score_trials(t, 5, &rk);
@@ -249,10 +254,32 @@ START_TEST(test_metrics_by_hand)
     ck_assert_int_eq(rk.oom_total, 1);
     ck_assert_int_eq(rk.oom_flagged, 1);
     ck_assert_double_eq_tol(rk.mape, (0.1 + 0.05 + 0.5 / 3.0 + 0.25) / 4.0, 1e-12);
+    ck_assert_int_eq(rk.flagged_by_memory, 1);
+    ck_assert_int_eq(rk.flagged_by_empty_stage, 0);
     t[3].fits = 1; /* now the fastest prediction is a run that failed */
     plan_score_trials(t, 5, &rk);
     ck_assert(rk.top1_regret < 0.0);
     ck_assert_int_eq(rk.oom_flagged, 0);
+    /* the structural verdict alone flags it and keeps it from the pick */
+    t[3].empty_stage = 1;
+    plan_score_trials(t, 5, &rk);
+    ck_assert_int_eq(rk.top1_index, 0);
+    ck_assert_int_eq(rk.oom_flagged, 1);
+    ck_assert_int_eq(rk.flagged_by_memory, 0);
+    ck_assert_int_eq(rk.flagged_by_empty_stage, 1);
+    ck_assert_int_eq(rk.runnable_rejected, 0);
+    /* both verdicts on one trial count once in oom_flagged */
+    t[3].fits = 0;
+    plan_score_trials(t, 5, &rk);
+    ck_assert_int_eq(rk.oom_flagged, 1);
+    ck_assert_int_eq(rk.flagged_by_memory, 1);
+    ck_assert_int_eq(rk.flagged_by_empty_stage, 1);
+    /* a run that ran, predicted to have an empty stage: rejected, not picked */
+    t[0].empty_stage = 1;
+    plan_score_trials(t, 5, &rk);
+    ck_assert_int_eq(rk.runnable_rejected, 1);
+    ck_assert_int_eq(rk.top1_index, 1);
+    ck_assert_double_eq_tol(rk.top1_regret, 2.0, 1e-12);
 }
 END_TEST
 
@@ -260,8 +287,8 @@ START_TEST(test_tau_b_ties)
 {
     /* ties in x: tau-b = (C - D) / sqrt((C + D + Tx)(C + D + Ty)) */
     plan_trial t[4] = {
-        {0, 1.0, 0, 1.0, 1}, {1, 2.0, 0, 1.0, 1}, {2, 3.0, 0, 2.0, 1},
-        {3, 4.0, 0, 3.0, 1}};
+        {0, 1.0, 0, 1.0, 1, 0}, {1, 2.0, 0, 1.0, 1, 0}, {2, 3.0, 0, 2.0, 1, 0},
+        {3, 4.0, 0, 3.0, 1, 0}};
     plan_ranking rk;
 
     plan_score_trials(t, 4, &rk);
