@@ -464,7 +464,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
             cudaGetLastError();
         }
         if (xf->route == LAUNCH_ROUTE_HOST && xf->bytes > 0)
-            CUDA_TRY(cudaMallocHost(&r.host[i], (size_t)xf->bytes));
+            CUDA_TRY(cudaHostAlloc(&r.host[i], (size_t)xf->bytes, cudaHostAllocPortable));
         for (k = 0; k < 2; k++) {
             CUDA_TRY(cudaSetDevice(rec));
             CUDA_TRY(cudaEventCreateWithFlags(&r.arr[i * 2 + k], cudaEventDisableTiming));
