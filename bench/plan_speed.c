@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "cost.h"
-#include "internal.h"
+#include "../search/internal.h" /* search/, not planner/internal.h */
 #include "plan.h"
 #include "search.h"
 

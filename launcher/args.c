@@ -1,5 +1,4 @@
 /* launcher/args.c: the command line of hetplan-launch. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,22 +13,6 @@ void launch_options_init(launch_options *o)
     o->warmup = 2;
 }
 
-static int parse_one(const char *opt, const char *s, int lo, int hi, int *out,
-                     cost_error *err)
-{
-    char *end;
-    long v;
-
-    errno = 0;
-    v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                              "option '%s' expects an integer in %d..%d, got '%s'",
-                              opt, lo, hi, s);
-    *out = (int)v;
-    return COST_OK;
-}
-
 int launch_parse_args(int argc, char **argv, launch_options *o,
                       cost_error *err)
 {
@@ -41,51 +24,32 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
     launch_options_init(o);
     for (i = 1; i < argc; i++) {
         char name[64];
-        const char *val = NULL, *eq = NULL;
-        size_t j, len;
-        int takes = 0;
+        const char *val;
 
-        if (strncmp(argv[i], "--", 2) == 0)
-            eq = strchr(argv[i], '=');
-        len = eq ? (size_t)(eq - argv[i]) : strlen(argv[i]);
-        if (len >= sizeof name)
-            len = sizeof name - 1;
-        memcpy(name, argv[i], len);
-        name[len] = '\0';
-        if (eq)
-            val = eq + 1;
-        for (j = 0; j < sizeof valued / sizeof valued[0]; j++)
-            if (strcmp(name, valued[j]) == 0)
-                takes = 1;
-        if (takes && !val) {
-            if (i + 1 >= argc)
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                                      "option '%s' needs a value", name);
-            val = argv[++i];
-        } else if (!takes && val) {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                                  "option '%s' takes no value", name);
-        }
+        if ((rc = prof_next_option(argc, argv, &i, valued,
+                                   sizeof valued / sizeof valued[0], name,
+                                   sizeof name, &val, err)) != COST_OK)
+            return rc;
         if (strcmp(name, "--plan") == 0) {
             o->plan = val;
         } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
             o->output = val;
         } else if (strcmp(name, "--rank") == 0) {
-            if ((rc = parse_one("--rank", val, 0, 1 << 20, &o->rank, err)) != COST_OK)
+            if ((rc = prof_parse_int("--rank", val, 0, 1 << 20, &o->rank, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--all-local") == 0) {
             all_local = 1;
         } else if (strcmp(name, "--strategy") == 0) {
-            if ((rc = parse_one("--strategy", val, 1, 1 << 20, &o->strategy, err)) != COST_OK)
+            if ((rc = prof_parse_int("--strategy", val, 1, 1 << 20, &o->strategy, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--iterations") == 0) {
-            if ((rc = parse_one("--iterations", val, 1, 100000, &o->iterations, err)) != COST_OK)
+            if ((rc = prof_parse_int("--iterations", val, 1, 100000, &o->iterations, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--warmup") == 0) {
-            if ((rc = parse_one("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--gpu") == 0) {
-            if ((rc = parse_one("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--format") == 0) {
             if (strcmp(val, "json") == 0)

@@ -310,18 +310,6 @@ int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
 
 /* ---- the trial document ------------------------------------------------ */
 
-static int put(cJSON *obj, const char *key, cJSON *item)
-{
-    if (!item)
-        return 0;
-    if (key ? !cJSON_AddItemToObject(obj, key, item)
-            : !cJSON_AddItemToArray(obj, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
 /* Shortest of %.15g..%.17g that reads back exactly; null when not finite
  * or negative (= unknown). */
 static cJSON *num(double v)
@@ -364,36 +352,36 @@ static cJSON *stage_json(const launch_work *w, const launch_measure *meas,
         snprintf(source, sizeof source, "measured (same layers as stage %d)", src);
     else
         snprintf(source, sizeof source, "predicted");
-    ok = ok && put(o, "index", cJSON_CreateNumber(j));
+    ok = ok && prof_json_put(o, "index", cJSON_CreateNumber(j));
     ly = cJSON_CreateArray();
-    ok = ok && put(o, "layers", ly);
-    ok = ok && put(ly, NULL, cJSON_CreateNumber(st->first));
-    ok = ok && put(ly, NULL, cJSON_CreateNumber(st->last));
-    ok = ok && put(o, "device_type", str(st->device_type));
-    ok = ok && put(o, "source", cJSON_CreateString(source));
-    ok = ok && put(o, "synthesised_layers", cJSON_CreateNumber(st->nsynth));
-    ok = ok && put(o, "modelled_layers", cJSON_CreateNumber(st->nmodelled));
-    ok = ok && put(o, "measured_fwd_s", src >= 0 ? num(meas[src].fwd_s) : cJSON_CreateNull());
-    ok = ok && put(o, "measured_bwd_s", src >= 0 ? num(meas[src].bwd_s) : cJSON_CreateNull());
-    ok = ok && put(o, "measured_fwd_iqr_s",
+    ok = ok && prof_json_put(o, "layers", ly);
+    ok = ok && prof_json_put(ly, NULL, cJSON_CreateNumber(st->first));
+    ok = ok && prof_json_put(ly, NULL, cJSON_CreateNumber(st->last));
+    ok = ok && prof_json_put(o, "device_type", str(st->device_type));
+    ok = ok && prof_json_put(o, "source", cJSON_CreateString(source));
+    ok = ok && prof_json_put(o, "synthesised_layers", cJSON_CreateNumber(st->nsynth));
+    ok = ok && prof_json_put(o, "modelled_layers", cJSON_CreateNumber(st->nmodelled));
+    ok = ok && prof_json_put(o, "measured_fwd_s", src >= 0 ? num(meas[src].fwd_s) : cJSON_CreateNull());
+    ok = ok && prof_json_put(o, "measured_bwd_s", src >= 0 ? num(meas[src].bwd_s) : cJSON_CreateNull());
+    ok = ok && prof_json_put(o, "measured_fwd_iqr_s",
                    src >= 0 ? num(meas[src].fwd_iqr_s) : cJSON_CreateNull());
-    ok = ok && put(o, "measured_bwd_iqr_s",
+    ok = ok && prof_json_put(o, "measured_bwd_iqr_s",
                    src >= 0 ? num(meas[src].bwd_iqr_s) : cJSON_CreateNull());
-    ok = ok && put(o, "modelled_tp_allreduce_s", num(t->tp_comm_s[j]));
-    ok = ok && put(o, "fwd_s", num(t->used_fwd_s[j]));
-    ok = ok && put(o, "bwd_s", num(t->used_bwd_s[j]));
-    ok = ok && put(o, "time_per_microbatch_s", num(t->used_fwd_s[j] + t->used_bwd_s[j]));
-    ok = ok && put(o, "predicted_fwd_s", num(t->pred_fwd_s[j]));
-    ok = ok && put(o, "predicted_bwd_s", num(t->pred_bwd_s[j]));
-    ok = ok && put(o, "predicted_time_per_microbatch_s",
+    ok = ok && prof_json_put(o, "modelled_tp_allreduce_s", num(t->tp_comm_s[j]));
+    ok = ok && prof_json_put(o, "fwd_s", num(t->used_fwd_s[j]));
+    ok = ok && prof_json_put(o, "bwd_s", num(t->used_bwd_s[j]));
+    ok = ok && prof_json_put(o, "time_per_microbatch_s", num(t->used_fwd_s[j] + t->used_bwd_s[j]));
+    ok = ok && prof_json_put(o, "predicted_fwd_s", num(t->pred_fwd_s[j]));
+    ok = ok && prof_json_put(o, "predicted_bwd_s", num(t->pred_bwd_s[j]));
+    ok = ok && prof_json_put(o, "predicted_time_per_microbatch_s",
                    num(t->pred_fwd_s[j] + t->pred_bwd_s[j]));
-    ok = ok && put(o, "optimizer_s", num(t->opt_s[j]));
-    ok = ok && put(o, "optimizer_measured",
+    ok = ok && prof_json_put(o, "optimizer_s", num(t->opt_s[j]));
+    ok = ok && prof_json_put(o, "optimizer_measured",
                    cJSON_CreateBool(src >= 0 && meas[src].opt_s >= 0.0));
-    ok = ok && put(o, "busy_s", num(t->busy_s[j]));
-    ok = ok && put(o, "gpu", t->executed && t->gpu ? cJSON_CreateNumber(t->gpu[j])
+    ok = ok && prof_json_put(o, "busy_s", num(t->busy_s[j]));
+    ok = ok && prof_json_put(o, "gpu", t->executed && t->gpu ? cJSON_CreateNumber(t->gpu[j])
                                                   : cJSON_CreateNull());
-    ok = ok && put(o, "route_to_next",
+    ok = ok && prof_json_put(o, "route_to_next",
                    t->executed && t->route && j < t->pp - 1
                        ? cJSON_CreateString(t->route[j] == LAUNCH_ROUTE_PEER
                                                 ? "peer" : "host")
@@ -433,70 +421,70 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
                  "cost model's transfers, tensor- and data-parallel all-reduces%s",
                  nmeas, w->pp, dev && dev->type[0] ? dev->type : "unknown",
                  nmeas < w->pp ? " and the stages not measured" : "");
-    ok = ok && put(doc, "format", cJSON_CreateString(LAUNCH_TRIAL_FORMAT));
+    ok = ok && prof_json_put(doc, "format", cJSON_CreateString(LAUNCH_TRIAL_FORMAT));
     o = cJSON_CreateObject();
-    ok = ok && put(doc, "launcher", o);
-    ok = ok && put(o, "name", cJSON_CreateString("hetplan-launch"));
-    ok = ok && put(o, "version", cJSON_CreateString(PROF_VERSION));
+    ok = ok && prof_json_put(doc, "launcher", o);
+    ok = ok && prof_json_put(o, "name", cJSON_CreateString("hetplan-launch"));
+    ok = ok && prof_json_put(o, "version", cJSON_CreateString(PROF_VERSION));
     o = cJSON_CreateObject();
-    ok = ok && put(doc, "plan", o);
-    ok = ok && put(o, "path", cJSON_CreateString(d->path));
-    ok = ok && put(o, "strategy", cJSON_CreateNumber(w->strategy + 1));
-    ok = ok && put(o, "method", str(d->method));
-    ok = ok && put(o, "cluster", str(d->cluster_path));
-    ok = ok && put(o, "model", str(d->model_path));
-    ok = ok && put(o, "profile", str(d->profile_path));
-    ok = ok && put(doc, "global_batch", cJSON_CreateNumber(d->global_batch));
-    ok = ok && put(doc, "mode", cJSON_CreateString(t->executed ? "executed" : "composed"));
-    ok = ok && put(doc, "mode_reason", str(t->reason));
-    ok = ok && put(doc, "selection", cJSON_CreateString(w->rank >= 0 ? "rank" : "all-local"));
-    ok = ok && put(doc, "rank", w->rank >= 0 ? cJSON_CreateNumber(w->rank)
+    ok = ok && prof_json_put(doc, "plan", o);
+    ok = ok && prof_json_put(o, "path", cJSON_CreateString(d->path));
+    ok = ok && prof_json_put(o, "strategy", cJSON_CreateNumber(w->strategy + 1));
+    ok = ok && prof_json_put(o, "method", str(d->method));
+    ok = ok && prof_json_put(o, "cluster", str(d->cluster_path));
+    ok = ok && prof_json_put(o, "model", str(d->model_path));
+    ok = ok && prof_json_put(o, "profile", str(d->profile_path));
+    ok = ok && prof_json_put(doc, "global_batch", cJSON_CreateNumber(d->global_batch));
+    ok = ok && prof_json_put(doc, "mode", cJSON_CreateString(t->executed ? "executed" : "composed"));
+    ok = ok && prof_json_put(doc, "mode_reason", str(t->reason));
+    ok = ok && prof_json_put(doc, "selection", cJSON_CreateString(w->rank >= 0 ? "rank" : "all-local"));
+    ok = ok && prof_json_put(doc, "rank", w->rank >= 0 ? cJSON_CreateNumber(w->rank)
                                               : cJSON_CreateNull());
-    ok = ok && put(doc, "composed", cJSON_CreateBool(!t->executed));
-    ok = ok && put(doc, "note", cJSON_CreateString(note));
-    ok = ok && put(doc, "iterations", cJSON_CreateNumber(iterations));
+    ok = ok && prof_json_put(doc, "composed", cJSON_CreateBool(!t->executed));
+    ok = ok && prof_json_put(doc, "note", cJSON_CreateString(note));
+    ok = ok && prof_json_put(doc, "iterations", cJSON_CreateNumber(iterations));
     if (dev) {
         char *dj = prof_device_info_json(dev);
-        ok = ok && dj != NULL && put(doc, "local_device", cJSON_Parse(dj));
+        ok = ok && dj != NULL && prof_json_put(doc, "local_device", cJSON_Parse(dj));
         free(dj);
     } else {
-        ok = ok && put(doc, "local_device", cJSON_CreateNull());
+        ok = ok && prof_json_put(doc, "local_device", cJSON_CreateNull());
     }
 
     list = cJSON_CreateArray();
-    ok = ok && put(doc, "strategies", list);
+    ok = ok && prof_json_put(doc, "strategies", list);
     o = cJSON_CreateObject();
-    ok = ok && put(list, NULL, o);
-    ok = ok && put(o, "tp", cJSON_CreateNumber(s->tp));
-    ok = ok && put(o, "dp", cJSON_CreateNumber(s->dp));
-    ok = ok && put(o, "pp", cJSON_CreateNumber(s->pp));
-    ok = ok && put(o, "mbs", cJSON_CreateNumber(s->mbs));
-    ok = ok && put(o, "micro_batches", cJSON_CreateNumber(s->gas));
-    ok = ok && put(o, "schedule", cJSON_CreateString(
+    ok = ok && prof_json_put(list, NULL, o);
+    ok = ok && prof_json_put(o, "tp", cJSON_CreateNumber(s->tp));
+    ok = ok && prof_json_put(o, "dp", cJSON_CreateNumber(s->dp));
+    ok = ok && prof_json_put(o, "pp", cJSON_CreateNumber(s->pp));
+    ok = ok && prof_json_put(o, "mbs", cJSON_CreateNumber(s->mbs));
+    ok = ok && prof_json_put(o, "micro_batches", cJSON_CreateNumber(s->gas));
+    ok = ok && prof_json_put(o, "schedule", cJSON_CreateString(
                                       s->schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b"));
     arr = cJSON_CreateArray();
-    ok = ok && put(o, "stage_boundaries", arr);
+    ok = ok && prof_json_put(o, "stage_boundaries", arr);
     for (i = 0; ok && i <= s->pp; i++)
-        ok = put(arr, NULL, cJSON_CreateNumber(s->bounds[i]));
+        ok = prof_json_put(arr, NULL, cJSON_CreateNumber(s->bounds[i]));
     arr = cJSON_CreateArray();
-    ok = ok && put(o, "ranks", arr);
+    ok = ok && prof_json_put(o, "ranks", arr);
     for (i = 0; ok && i < w->ranks; i++)
-        ok = put(arr, NULL, cJSON_CreateNumber(s->ranks[i]));
-    ok = ok && put(o, "measured_s", num(t->measured_s));
-    ok = ok && put(o, "predicted_s", num(t->predicted_s));
-    ok = ok && put(o, "simulated_s", num(t->simulated_s));
-    ok = ok && put(o, "measured_iqr_s", t->executed ? num(t->iter_iqr_s) : cJSON_CreateNull());
-    ok = ok && put(o, "composed_from_measured_s",
+        ok = prof_json_put(arr, NULL, cJSON_CreateNumber(s->ranks[i]));
+    ok = ok && prof_json_put(o, "measured_s", num(t->measured_s));
+    ok = ok && prof_json_put(o, "predicted_s", num(t->predicted_s));
+    ok = ok && prof_json_put(o, "simulated_s", num(t->simulated_s));
+    ok = ok && prof_json_put(o, "measured_iqr_s", t->executed ? num(t->iter_iqr_s) : cJSON_CreateNull());
+    ok = ok && prof_json_put(o, "composed_from_measured_s",
                    t->executed ? num(t->composed_s) : num(t->measured_s));
-    ok = ok && put(o, "measured_over_predicted",
+    ok = ok && prof_json_put(o, "measured_over_predicted",
                    t->predicted_s > 0.0 ? num(t->measured_s / t->predicted_s)
                                         : cJSON_CreateNull());
-    ok = ok && put(o, "modelled_p2p_per_microbatch_s", num(t->p2p_s));
-    ok = ok && put(o, "modelled_dp_allreduce_s", num(t->dp_s));
+    ok = ok && prof_json_put(o, "modelled_p2p_per_microbatch_s", num(t->p2p_s));
+    ok = ok && prof_json_put(o, "modelled_dp_allreduce_s", num(t->dp_s));
     st = cJSON_CreateArray();
-    ok = ok && put(o, "stages", st);
+    ok = ok && prof_json_put(o, "stages", st);
     for (i = 0; ok && i < w->pp; i++)
-        ok = put(st, NULL, stage_json(w, meas, t, i));
+        ok = prof_json_put(st, NULL, stage_json(w, meas, t, i));
     if (ok)
         text = cJSON_Print(doc);
     cJSON_Delete(doc);

@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 #define PATH_N 160               /* = sizeof cost_error.path */
@@ -93,45 +94,6 @@ static int fail(const pctx *cx, const char *path, const char *fmt, ...)
     return cost_error_set(cx->err, COST_EFIELD, cx->file, path, "%s", msg);
 }
 
-static void pkey(char *buf, const char *parent, const char *key)
-{
-    int k;
-
-    if (parent == NULL || parent[0] == '\0')
-        k = snprintf(buf, PATH_N, "%s", key);
-    else
-        k = snprintf(buf, PATH_N, "%s.%s", parent, key);
-    if (k < 0 || k >= PATH_N)
-        memcpy(buf + PATH_N - 4, "...", 4);
-}
-
-static void pidx(char *buf, const char *parent, int i)
-{
-    int k = snprintf(buf, PATH_N, "%s[%d]", parent, i);
-
-    if (k < 0 || k >= PATH_N)
-        memcpy(buf + PATH_N - 4, "...", 4);
-}
-
-static const char *jtype(const cJSON *v)
-{
-    if (v == NULL)
-        return "nothing";
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsBool(v))
-        return "a boolean";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "an invalid value";
-}
-
 static const char *want(int flags, int integer)
 {
     if (flags & F_POS)
@@ -147,7 +109,7 @@ static int num_at(const pctx *cx, const cJSON *v, const char *p, int flags,
     double d;
 
     if (!cJSON_IsNumber(v))
-        return fail(cx, p, "expected %s, got %s", want(flags, 0), jtype(v));
+        return fail(cx, p, "expected %s, got %s", want(flags, 0), plan_json_type(v));
     d = v->valuedouble;
     if (!isfinite(d) || ((flags & F_POS) && !(d > 0)) ||
         ((flags & F_NONNEG) && d < 0))
@@ -163,7 +125,7 @@ static int num_field(const pctx *cx, const cJSON *obj, const char *parent,
     char p[PATH_N];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
-    pkey(p, parent, key);
+    plan_json_key(p, PATH_N, parent, key);
     if (found)
         *found = v != NULL;
     if (v == NULL)
@@ -180,14 +142,14 @@ static int int_field(const pctx *cx, const cJSON *obj, const char *parent,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     double d;
 
-    pkey(p, parent, key);
+    plan_json_key(p, PATH_N, parent, key);
     if (found)
         *found = v != NULL;
     if (v == NULL)
         return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
                                : COST_OK;
     if (!cJSON_IsNumber(v))
-        return fail(cx, p, "expected %s, got %s", want(flags, 1), jtype(v));
+        return fail(cx, p, "expected %s, got %s", want(flags, 1), plan_json_type(v));
     d = v->valuedouble;
     if (!isfinite(d) || d != floor(d) || d < lo || d > hi)
         return fail(cx, p, "expected an integer in %d..%d, got %.10g", lo, hi, d);
@@ -202,12 +164,12 @@ static int str_field(const pctx *cx, const cJSON *obj, const char *parent,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     size_t len;
 
-    pkey(p, parent, key);
+    plan_json_key(p, PATH_N, parent, key);
     if (v == NULL)
         return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
                                : COST_OK;
     if (!cJSON_IsString(v) || v->valuestring == NULL)
-        return fail(cx, p, "expected a string, got %s", jtype(v));
+        return fail(cx, p, "expected a string, got %s", plan_json_type(v));
     len = strlen(v->valuestring);
     if (len == 0)
         return fail(cx, p, "expected a non-empty string, got ''");
@@ -225,14 +187,14 @@ static int sub_field(const pctx *cx, const cJSON *obj, const char *parent,
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
 
     *out = NULL;
-    pkey(p, parent, key);
+    plan_json_key(p, PATH_N, parent, key);
     if (v == NULL)
         return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
                                : COST_OK;
     if (kind == 'o' && !cJSON_IsObject(v))
-        return fail(cx, p, "expected an object, got %s", jtype(v));
+        return fail(cx, p, "expected an object, got %s", plan_json_type(v));
     if (kind == 'a' && !cJSON_IsArray(v))
-        return fail(cx, p, "expected an array, got %s", jtype(v));
+        return fail(cx, p, "expected an array, got %s", plan_json_type(v));
     if (kind == 'a' && cJSON_GetArraySize(v) == 0)
         return fail(cx, p, "expected a non-empty array, got []");
     *out = v;
@@ -324,9 +286,9 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
     for (i = 0; i < nreg; i++) {
         int gpus = 0;
         e = cJSON_GetArrayItem(regs, i);
-        pidx(p, "regions", i);
+        plan_json_index(p, PATH_N, "regions", i);
         if (!cJSON_IsObject(e))
-            return fail(cx, p, "expected an object, got %s", jtype(e));
+            return fail(cx, p, "expected an object, got %s", plan_json_type(e));
         if ((rc = int_field(cx, e, p, "gpus", F_REQ | F_POS, 1,
                             MAX_DTFM_DEVICES, &gpus, NULL)))
             return rc;
@@ -351,7 +313,7 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         char type[32];
         double ms = 0, gbps = 0;
         e = cJSON_GetArrayItem(regs, i);
-        pidx(p, "regions", i);
+        plan_json_index(p, PATH_N, "regions", i);
         snprintf(type, sizeof type, "%s", dflt_type);
         if ((rc = str_field(cx, e, p, "name", F_REQ, r->rname[i], sizeof r->rname[i])) ||
             (rc = int_field(cx, e, p, "gpus", F_REQ | F_POS, 1, MAX_DTFM_DEVICES,
@@ -360,7 +322,7 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
             goto done;
         for (j = 0; j < i; j++)
             if (strcmp(r->rname[j], r->rname[i]) == 0) {
-                pkey(q, p, "name");
+                plan_json_key(q, PATH_N, p, "name");
                 rc = fail(cx, q, "expected a unique region name, '%s' is also "
                           "regions[%d]", r->rname[i], j);
                 goto done;
@@ -369,7 +331,7 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
             goto done;
         il[i] = found ? ms / 1000.0 : in_lat;
         if (found && !cJSON_GetObjectItemCaseSensitive(e, "bandwidth_gbps")) {
-            pkey(q, p, "bandwidth_gbps");
+            plan_json_key(q, PATH_N, p, "bandwidth_gbps");
             rc = fail(cx, q, "missing required field 'bandwidth_gbps' (given "
                       "with 'latency_ms')");
             goto done;
@@ -394,9 +356,9 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         const cJSON *rev = NULL;
         double la, ba, lr, br;
         e = cJSON_GetArrayItem(pairs, i);
-        pidx(p, "region_pairs", i);
+        plan_json_index(p, PATH_N, "region_pairs", i);
         if (!cJSON_IsObject(e)) {
-            rc = fail(cx, p, "expected an object, got %s", jtype(e));
+            rc = fail(cx, p, "expected an object, got %s", plan_json_type(e));
             goto done;
         }
         if ((rc = str_field(cx, e, p, "a", F_REQ, an, sizeof an)) ||
@@ -407,13 +369,13 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         for (b = 0; b < nreg && strcmp(r->rname[b], bn) != 0; b++)
             ;
         if (a == nreg || b == nreg) {
-            pkey(q, p, a == nreg ? "a" : "b");
+            plan_json_key(q, PATH_N, p, a == nreg ? "a" : "b");
             rc = fail(cx, q, "expected the name of a region, got '%s'",
                       a == nreg ? an : bn);
             goto done;
         }
         if (a == b) {
-            pkey(q, p, "b");
+            plan_json_key(q, PATH_N, p, "b");
             rc = fail(cx, q, "expected a region other than '%s'", an);
             goto done;
         }
@@ -428,7 +390,7 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         lr = la;
         br = ba;
         if (rev) {
-            pkey(q, p, "reverse");
+            plan_json_key(q, PATH_N, p, "reverse");
             if ((rc = link_obj(cx, rev, q, &lr, &br)))
                 goto done;
         }
@@ -478,19 +440,19 @@ static int parse_matrix(const pctx *cx, const cJSON *root, const char *key,
     int i, j, rc;
 
     if (!cJSON_IsArray(m))
-        return fail(cx, key, "expected an array of %d rows, got %s", n, jtype(m));
+        return fail(cx, key, "expected an array of %d rows, got %s", n, plan_json_type(m));
     if (cJSON_GetArraySize(m) != n)
         return fail(cx, key, "expected %d rows, got %d", n, cJSON_GetArraySize(m));
     for (i = 0; i < n; i++) {
         row = cJSON_GetArrayItem(m, i);
-        pidx(p, key, i);
+        plan_json_index(p, PATH_N, key, i);
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != n)
             return fail(cx, p, "expected an array of %d numbers, got %s", n,
-                        cJSON_IsArray(row) ? "another length" : jtype(row));
+                        cJSON_IsArray(row) ? "another length" : plan_json_type(row));
         for (j = 0; j < n; j++) {
             double d = 0.0; /* initialised for -O2 */
             v = cJSON_GetArrayItem(row, j);
-            pidx(q, p, j);
+            plan_json_index(q, PATH_N, p, j);
             if (i == j && (cJSON_IsNull(v) || cJSON_IsNumber(v)))
                 continue; /* the diagonal is ignored */
             if ((rc = num_at(cx, v, q, positive ? F_POS : F_NONNEG, &d)))
@@ -510,7 +472,7 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
 
     if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0)
         return fail(cx, "latency_ms", "expected a non-empty array of rows, got %s",
-                    jtype(m));
+                    plan_json_type(m));
     n = cJSON_GetArraySize(m);
     if (n > MAX_DTFM_DEVICES)
         return fail(cx, "latency_ms", "expected at most %d devices, got %d",
@@ -529,10 +491,10 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
         snprintf(r->type[i], sizeof r->type[i], "%s", dflt);
         if (types) {
             const cJSON *t = cJSON_GetArrayItem(types, i);
-            pidx(p, "device_types", i);
+            plan_json_index(p, PATH_N, "device_types", i);
             if (!cJSON_IsString(t) || t->valuestring == NULL ||
                 t->valuestring[0] == '\0' || strlen(t->valuestring) >= 32)
-                return fail(cx, p, "expected a GPU type name, got %s", jtype(t));
+                return fail(cx, p, "expected a GPU type name, got %s", plan_json_type(t));
             snprintf(r->type[i], sizeof r->type[i], "%s", t->valuestring);
         }
     }
@@ -729,7 +691,7 @@ int plan_dtfm_parse(const char *text, const char *file,
     }
     if (!cJSON_IsObject(root)) {
         rc = fail(&cx, "", "expected a JSON object at the top level, got %s",
-                  jtype(root));
+                  plan_json_type(root));
         goto done;
     }
     snprintf(out->name, sizeof out->name, "decentralized");
@@ -786,63 +748,12 @@ int plan_dtfm_load(const char *path, const plan_dtfm_options *o,
 
 /* ---- plan JSON ---------------------------------------------------------- */
 
-static int put(cJSON *obj, const char *key, cJSON *item)
-{
-    if (item == NULL)
-        return 0;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-static int push(cJSON *arr, cJSON *item)
-{
-    if (item == NULL)
-        return 0;
-    if (!cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-/* Shortest %.15g..%.17g that reads back exactly; null when not finite. */
-static cJSON *num(double v)
-{
-    char buf[40];
-    int prec;
-
-    if (!isfinite(v))
-        return cJSON_CreateNull();
-    for (prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    return cJSON_CreateRaw(buf);
-}
-
-static cJSON *int_array(const int *a, int n)
-{
-    cJSON *arr = cJSON_CreateArray();
-    int i;
-
-    for (i = 0; arr && i < n; i++)
-        if (!push(arr, cJSON_CreateNumber(a[i]))) {
-            cJSON_Delete(arr);
-            return NULL;
-        }
-    return arr;
-}
-
 static cJSON *input_ref(const char *path, const char *digest)
 {
     cJSON *o = cJSON_CreateObject();
 
-    if (!put(o, "path", cJSON_CreateString(path ? path : "")) ||
-        !put(o, "sha256", cJSON_CreateString(digest ? digest : ""))) {
+    if (!plan_json_put(o, "path", cJSON_CreateString(path ? path : "")) ||
+        !plan_json_put(o, "sha256", cJSON_CreateString(digest ? digest : ""))) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -861,102 +772,102 @@ char *plan_dtfm_to_json(const plan_dtfm_meta *meta,
     if (doc == NULL)
         return NULL;
     o = cJSON_CreateObject();
-    if (!put(doc, "schema", cJSON_CreateString("hetplan-dtfm-plan/1")) ||
-        !put(doc, "planner", o) ||
-        !put(o, "name", cJSON_CreateString("hetplan")) ||
-        !put(o, "version", cJSON_CreateString(PLAN_VERSION)))
+    if (!plan_json_put(doc, "schema", cJSON_CreateString("hetplan-dtfm-plan/1")) ||
+        !plan_json_put(doc, "planner", o) ||
+        !plan_json_put(o, "name", cJSON_CreateString("hetplan")) ||
+        !plan_json_put(o, "version", cJSON_CreateString(PLAN_VERSION)))
         goto done;
     o = cJSON_CreateObject();
-    if (!put(doc, "inputs", o) ||
-        !put(o, "cluster", input_ref(meta->cluster_path, meta->cluster_digest)) ||
-        !put(o, "model", meta->model_path
+    if (!plan_json_put(doc, "inputs", o) ||
+        !plan_json_put(o, "cluster", input_ref(meta->cluster_path, meta->cluster_digest)) ||
+        !plan_json_put(o, "model", meta->model_path
                              ? input_ref(meta->model_path, meta->model_digest)
                              : cJSON_CreateNull()))
         goto done;
     o = cJSON_CreateObject();
-    if (!put(doc, "settings", o) ||
-        !put(o, "method", cJSON_CreateString("decentralized")) ||
-        !put(o, "searcher", cJSON_CreateString(meta->searcher ? meta->searcher : "")) ||
-        !put(o, "seed", num((double)meta->seed)) ||
-        !put(o, "seconds", num(meta->seconds)) ||
-        !put(o, "max_evals", cJSON_CreateNumber((double)meta->max_evals)) ||
-        !put(o, "convention",
+    if (!plan_json_put(doc, "settings", o) ||
+        !plan_json_put(o, "method", cJSON_CreateString("decentralized")) ||
+        !plan_json_put(o, "searcher", cJSON_CreateString(meta->searcher ? meta->searcher : "")) ||
+        !plan_json_put(o, "seed", plan_json_num((double)meta->seed)) ||
+        !plan_json_put(o, "seconds", plan_json_num(meta->seconds)) ||
+        !plan_json_put(o, "max_evals", cJSON_CreateNumber((double)meta->max_evals)) ||
+        !plan_json_put(o, "convention",
              cJSON_CreateString(plan_dtfm_convention_name(in->convention))) ||
-        !put(o, "compute", cJSON_CreateBool(in->prob.compute != NULL)) ||
-        !put(o, "d_pp", cJSON_CreateNumber(in->prob.d_pp)) ||
-        !put(o, "d_dp", cJSON_CreateNumber(in->prob.d_dp)) ||
-        !put(o, "c_pp_bytes", num(in->prob.c_pp)) ||
-        !put(o, "c_dp_bytes", num(in->prob.c_dp)) ||
-        !put(o, "workload_source", cJSON_CreateString(in->workload_source)))
+        !plan_json_put(o, "compute", cJSON_CreateBool(in->prob.compute != NULL)) ||
+        !plan_json_put(o, "d_pp", cJSON_CreateNumber(in->prob.d_pp)) ||
+        !plan_json_put(o, "d_dp", cJSON_CreateNumber(in->prob.d_dp)) ||
+        !plan_json_put(o, "c_pp_bytes", plan_json_num(in->prob.c_pp)) ||
+        !plan_json_put(o, "c_dp_bytes", plan_json_num(in->prob.c_dp)) ||
+        !plan_json_put(o, "workload_source", cJSON_CreateString(in->workload_source)))
         goto done;
     o = cJSON_CreateObject();
-    if (!put(doc, "search", o) ||
-        !put(o, "evaluated", cJSON_CreateNumber(sr ? (double)sr->evaluated : 0)) ||
-        !put(o, "generations", cJSON_CreateNumber(sr ? (double)sr->generations : 0)) ||
-        !put(o, "elapsed_s", num(sr ? sr->elapsed_s : 0.0)) ||
-        !put(o, "best_at_s", num(sr ? sr->best_at_s : 0.0)) ||
-        !put(o, "timed_out", cJSON_CreateBool(sr ? sr->timed_out : 0)))
+    if (!plan_json_put(doc, "search", o) ||
+        !plan_json_put(o, "evaluated", cJSON_CreateNumber(sr ? (double)sr->evaluated : 0)) ||
+        !plan_json_put(o, "generations", cJSON_CreateNumber(sr ? (double)sr->generations : 0)) ||
+        !plan_json_put(o, "elapsed_s", plan_json_num(sr ? sr->elapsed_s : 0.0)) ||
+        !plan_json_put(o, "best_at_s", plan_json_num(sr ? sr->best_at_s : 0.0)) ||
+        !plan_json_put(o, "timed_out", cJSON_CreateBool(sr ? sr->timed_out : 0)))
         goto done;
     o = cJSON_CreateObject();
     arr = cJSON_CreateArray();
-    if (!put(doc, "cluster", o) || !put(o, "name", cJSON_CreateString(in->name)) ||
-        !put(o, "devices", cJSON_CreateNumber(in->prob.n)) ||
-        !put(o, "regions", arr))
+    if (!plan_json_put(doc, "cluster", o) || !plan_json_put(o, "name", cJSON_CreateString(in->name)) ||
+        !plan_json_put(o, "devices", cJSON_CreateNumber(in->prob.n)) ||
+        !plan_json_put(o, "regions", arr))
         goto done;
     for (i = 0; i < in->nregions; i++) {
         e = cJSON_CreateObject();
-        if (!push(arr, e) || !put(e, "name", cJSON_CreateString(in->region_name[i])) ||
-            !put(e, "gpus", cJSON_CreateNumber(in->region_gpus[i])))
+        if (!plan_json_push(arr, e) || !plan_json_put(e, "name", cJSON_CreateString(in->region_name[i])) ||
+            !plan_json_put(e, "gpus", cJSON_CreateNumber(in->region_gpus[i])))
             goto done;
     }
     o = cJSON_CreateObject();
-    if (!put(doc, "cost", o) || !put(o, "total_s", num(r->total_s)) ||
-        !put(o, "dp_s", num(r->dp_s)) || !put(o, "pp_s", num(r->pp_s)) ||
-        !put(o, "compute_s", num(r->compute_s)) ||
-        !put(o, "tsp_exact", cJSON_CreateBool(r->tsp_exact)))
+    if (!plan_json_put(doc, "cost", o) || !plan_json_put(o, "total_s", plan_json_num(r->total_s)) ||
+        !plan_json_put(o, "dp_s", plan_json_num(r->dp_s)) || !plan_json_put(o, "pp_s", plan_json_num(r->pp_s)) ||
+        !plan_json_put(o, "compute_s", plan_json_num(r->compute_s)) ||
+        !plan_json_put(o, "tsp_exact", cJSON_CreateBool(r->tsp_exact)))
         goto done;
     arr = cJSON_CreateArray();
-    if (!put(doc, "pipeline", arr))
+    if (!plan_json_put(doc, "pipeline", arr))
         goto done;
     for (j = 0; j < k; j++) {
         int q = r->order[j];
         cJSON *regs = cJSON_CreateArray();
         e = cJSON_CreateObject();
-        if (!push(arr, e) || !put(e, "stage", cJSON_CreateNumber(j)) ||
-            !put(e, "group", cJSON_CreateNumber(q)) ||
-            !put(e, "devices", int_array(r->members + q * g, g)) ||
-            !put(e, "regions", regs) || !put(e, "dp_s", num(r->group_dp_s[q])))
+        if (!plan_json_push(arr, e) || !plan_json_put(e, "stage", cJSON_CreateNumber(j)) ||
+            !plan_json_put(e, "group", cJSON_CreateNumber(q)) ||
+            !plan_json_put(e, "devices", plan_json_int_array(r->members + q * g, g)) ||
+            !plan_json_put(e, "regions", regs) || !plan_json_put(e, "dp_s", plan_json_num(r->group_dp_s[q])))
             goto done;
         for (i = 0; i < g; i++)
-            if (!push(regs, cJSON_CreateString(
+            if (!plan_json_push(regs, cJSON_CreateString(
                                 in->region_name[in->device_region[r->members[q * g + i]]])))
                 goto done;
     }
     arr = cJSON_CreateArray();
-    if (!put(doc, "edges", arr))
+    if (!plan_json_put(doc, "edges", arr))
         goto done;
     for (j = 0; j + 1 < k; j++) {
         cJSON *pairs = cJSON_CreateArray();
         e = cJSON_CreateObject();
-        if (!push(arr, e) || !put(e, "from_stage", cJSON_CreateNumber(j)) ||
-            !put(e, "to_stage", cJSON_CreateNumber(j + 1)) ||
-            !put(e, "cost_s", num(r->edge_s[j])) || !put(e, "matching", pairs))
+        if (!plan_json_push(arr, e) || !plan_json_put(e, "from_stage", cJSON_CreateNumber(j)) ||
+            !plan_json_put(e, "to_stage", cJSON_CreateNumber(j + 1)) ||
+            !plan_json_put(e, "cost_s", plan_json_num(r->edge_s[j])) || !plan_json_put(e, "matching", pairs))
             goto done;
         for (i = 0; i < g; i++) {
             int pr[2];
             pr[0] = r->members[r->order[j] * g + i];
             pr[1] = r->match[j * g + i];
-            if (!push(pairs, int_array(pr, 2)))
+            if (!plan_json_push(pairs, plan_json_int_array(pr, 2)))
                 goto done;
         }
     }
     arr = cJSON_CreateArray();
-    if (!put(doc, "chains", arr))
+    if (!plan_json_put(doc, "chains", arr))
         goto done;
     for (i = 0; i < g; i++) {
         e = cJSON_CreateObject();
-        if (!push(arr, e) || !put(e, "micro_batch_group", cJSON_CreateNumber(i)) ||
-            !put(e, "devices", int_array(r->chain + i * k, k)))
+        if (!plan_json_push(arr, e) || !plan_json_put(e, "micro_batch_group", cJSON_CreateNumber(i)) ||
+            !plan_json_put(e, "devices", plan_json_int_array(r->chain + i * k, k)))
             goto done;
     }
     text = cJSON_Print(doc);
@@ -967,86 +878,42 @@ done:
 
 /* ---- table ------------------------------------------------------------- */
 
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-static void sb_printf(sbuf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int k;
-
-    if (b->failed)
-        return;
-    for (;;) {
-        size_t room = b->cap - b->len;
-        va_start(ap, fmt);
-        k = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-        va_end(ap);
-        if (k < 0) {
-            b->failed = 1;
-            return;
-        }
-        if (b->p && (size_t)k < room) {
-            b->len += (size_t)k;
-            return;
-        }
-        {
-            size_t ncap = b->cap ? b->cap * 2 : 1024;
-            char *np;
-            while (ncap < b->len + (size_t)k + 1)
-                ncap *= 2;
-            np = realloc(b->p, ncap);
-            if (np == NULL) {
-                b->failed = 1;
-                return;
-            }
-            b->p = np;
-            b->cap = ncap;
-        }
-    }
-}
-
 char *plan_dtfm_to_table(const plan_dtfm_meta *meta,
                          const plan_dtfm_input *in,
                          const cost_dtfm_result *r)
 {
-    sbuf b;
+    plan_buf b;
     int i, j, k = r->k, g = r->g;
 
     memset(&b, 0, sizeof b);
-    sb_printf(&b, "decentralized schedule of '%s': %d devices, d_pp %d, d_dp %d, "
+    plan_buf_printf(&b, "decentralized schedule of '%s': %d devices, d_pp %d, d_dp %d, "
               "searcher %s, seed %llu, convention %s\n", in->name, in->prob.n,
               k, g, meta->searcher ? meta->searcher : "", meta->seed,
               plan_dtfm_convention_name(in->convention));
-    sb_printf(&b, "cost %.4f s = data-parallel %.4f s + pipeline %.4f s",
+    plan_buf_printf(&b, "cost %.4f s = data-parallel %.4f s + pipeline %.4f s",
               r->total_s, r->dp_s, r->pp_s);
     if (in->prob.compute)
-        sb_printf(&b, " + compute %.4f s", r->compute_s);
-    sb_printf(&b, "%s\n\n", r->tsp_exact ? "" : " (pipeline order by heuristic)");
-    sb_printf(&b, "stage  dp (s)  next edge (s)  devices\n");
+        plan_buf_printf(&b, " + compute %.4f s", r->compute_s);
+    plan_buf_printf(&b, "%s\n\n", r->tsp_exact ? "" : " (pipeline order by heuristic)");
+    plan_buf_printf(&b, "stage  dp (s)  next edge (s)  devices\n");
     for (j = 0; j < k; j++) {
         int q = r->order[j];
-        sb_printf(&b, "%5d %7.3f ", j, r->group_dp_s[q]);
+        plan_buf_printf(&b, "%5d %7.3f ", j, r->group_dp_s[q]);
         if (j + 1 < k)
-            sb_printf(&b, "%14.3f ", r->edge_s[j]);
+            plan_buf_printf(&b, "%14.3f ", r->edge_s[j]);
         else
-            sb_printf(&b, "%14s ", "-");
+            plan_buf_printf(&b, "%14s ", "-");
         for (i = 0; i < g; i++) {
             int d = r->members[q * g + i];
-            sb_printf(&b, "%s%d", i ? " " : " ", d);
+            plan_buf_printf(&b, "%s%d", i ? " " : " ", d);
             if (in->nregions > 1)
-                sb_printf(&b, "(%s)", in->region_name[in->device_region[d]]);
+                plan_buf_printf(&b, "(%s)", in->region_name[in->device_region[d]]);
             if (i == 7 && g > 8) {
-                sb_printf(&b, " ... (%d more)", g - 8);
+                plan_buf_printf(&b, " ... (%d more)", g - 8);
                 break;
             }
         }
-        sb_printf(&b, "\n");
+        plan_buf_printf(&b, "\n");
     }
     if (b.failed) {
         free(b.p);

@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 #define MAX_DEVICES 1048576 /* GPUs in one cluster */
@@ -45,47 +46,6 @@ static int fail(const ctx *cx, int code, const char *path, const char *fmt,
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return cost_error_set(cx->err, code, cx->file, path, "%s", msg);
-}
-
-/* "parent.key", or "key" at the top level; truncated paths end in "..." */
-static void pkey(char *buf, size_t n, const char *parent, const char *key)
-{
-    int k;
-
-    if (parent == NULL || parent[0] == '\0')
-        k = snprintf(buf, n, "%s", key ? key : "");
-    else
-        k = snprintf(buf, n, "%s.%s", parent, key ? key : "");
-    if (k < 0 || (size_t)k >= n)
-        memcpy(buf + n - 4, "...", 4);
-}
-
-/* "parent[i]" */
-static void pidx(char *buf, size_t n, const char *parent, int i)
-{
-    int k = snprintf(buf, n, "%s[%d]", parent, i);
-
-    if (k < 0 || (size_t)k >= n)
-        memcpy(buf + n - 4, "...", 4);
-}
-
-static const char *jtype(const cJSON *v)
-{
-    if (v == NULL)
-        return "nothing";
-    if (cJSON_IsString(v))
-        return "a string";
-    if (cJSON_IsNumber(v))
-        return "a number";
-    if (cJSON_IsBool(v))
-        return "a boolean";
-    if (cJSON_IsNull(v))
-        return "null";
-    if (cJSON_IsArray(v))
-        return "an array";
-    if (cJSON_IsObject(v))
-        return "an object";
-    return "an invalid value";
 }
 
 static int name_eq(const char *a, const char *b)
@@ -146,7 +106,7 @@ static int num_value(const ctx *cx, const cJSON *v, const char *p, int flags,
 
     if (!cJSON_IsNumber(v))
         return fail(cx, COST_EFIELD, p, "expected %s, got %s",
-                    num_want(flags), jtype(v));
+                    num_want(flags), plan_json_type(v));
     d = v->valuedouble;
     if (!isfinite(d) || ((flags & F_POS) && !(d > 0)) ||
         ((flags & (F_NONNEG | F_FRAC)) && d < 0) ||
@@ -164,7 +124,7 @@ static int int_value(const ctx *cx, const cJSON *v, const char *p, int flags,
 
     if (!cJSON_IsNumber(v))
         return fail(cx, COST_EFIELD, p, "expected %s, got %s",
-                    int_want(flags), jtype(v));
+                    int_want(flags), plan_json_type(v));
     d = v->valuedouble;
     if (!isfinite(d) || d != floor(d))
         return fail(cx, COST_EFIELD, p, "expected %s, got %.10g",
@@ -187,7 +147,7 @@ static int str_value(const ctx *cx, const cJSON *v, const char *p, int flags,
 
     if (!cJSON_IsString(v) || v->valuestring == NULL)
         return fail(cx, COST_EFIELD, p, "expected a string, got %s",
-                    jtype(v));
+                    plan_json_type(v));
     len = strlen(v->valuestring);
     if ((flags & F_NONEMPTY) && len == 0)
         return fail(cx, COST_EFIELD, p,
@@ -215,7 +175,7 @@ static int num_field(const ctx *cx, const cJSON *obj, const char *parent,
     char p[PATH_N];
     const cJSON *v = field(obj, key);
 
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     if (v == NULL) {
         if (flags & F_REQ)
             return missing(cx, p, key);
@@ -231,7 +191,7 @@ static int int_field(const ctx *cx, const cJSON *obj, const char *parent,
     char p[PATH_N];
     const cJSON *v = field(obj, key);
 
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     if (v == NULL) {
         if (flags & F_REQ)
             return missing(cx, p, key);
@@ -248,7 +208,7 @@ static int str_field(const ctx *cx, const cJSON *obj, const char *parent,
     char p[PATH_N];
     const cJSON *v = field(obj, key);
 
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     if (v == NULL) {
         if (flags & F_REQ)
             return missing(cx, p, key);
@@ -266,12 +226,12 @@ static int str_ref(const ctx *cx, const cJSON *obj, const char *parent,
     const cJSON *v = field(obj, key);
 
     *out = NULL;
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     if (v == NULL)
         return (flags & F_REQ) ? missing(cx, p, key) : COST_OK;
     if (!cJSON_IsString(v) || v->valuestring == NULL)
         return fail(cx, COST_EFIELD, p, "expected a string, got %s",
-                    jtype(v));
+                    plan_json_type(v));
     if ((flags & F_NONEMPTY) && v->valuestring[0] == '\0')
         return fail(cx, COST_EFIELD, p,
                     "expected a non-empty string, got ''");
@@ -287,15 +247,15 @@ static int sub_field(const ctx *cx, const cJSON *obj, const char *parent,
     const cJSON *v = field(obj, key);
 
     *out = NULL;
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     if (v == NULL)
         return (flags & F_REQ) ? missing(cx, p, key) : COST_OK;
     if (kind == K_OBJ && !cJSON_IsObject(v))
         return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                    jtype(v));
+                    plan_json_type(v));
     if (kind == K_ARR && !cJSON_IsArray(v))
         return fail(cx, COST_EFIELD, p, "expected an array, got %s",
-                    jtype(v));
+                    plan_json_type(v));
     if ((flags & F_NONEMPTY) && cJSON_GetArraySize(v) == 0)
         return fail(cx, COST_EFIELD, p, "expected a non-empty %s, got %s",
                     kind == K_OBJ ? "object" : "array",
@@ -353,7 +313,7 @@ static int parse_doc(const ctx *cx, const char *text, cJSON **root)
     if (!cJSON_IsObject(*root))
         return fail(cx, COST_EFIELD, "",
                     "expected a JSON object at the top level, got %s",
-                    jtype(*root));
+                    plan_json_type(*root));
     return COST_OK;
 }
 
@@ -409,7 +369,7 @@ static int parse_types(const ctx *cx, const cJSON *root,
     const cJSON *jt = NULL, *e;
     cost_device_type *v = NULL;
     char p[PATH_N];
-    double gib, f16, bf16, bw;
+    double gib = 0, f16 = 0, bf16 = 0, bw = 0;
     int rc, k = 0, i, cnt;
 
     *out = NULL;
@@ -427,7 +387,7 @@ static int parse_types(const ctx *cx, const cJSON *root,
     {
         const char *name = e->string ? e->string : "";
 
-        pkey(p, sizeof p, "device_types", name);
+        plan_json_key(p, sizeof p, "device_types", name);
         if (name[0] == '\0') {
             rc = fail(cx, COST_EFIELD, p,
                       "expected a non-empty device type name, got ''");
@@ -448,7 +408,7 @@ static int parse_types(const ctx *cx, const cJSON *root,
             }
         if (!cJSON_IsObject(e)) {
             rc = fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                      jtype(e));
+                      plan_json_type(e));
             goto done;
         }
         if ((rc = num_field(cx, e, p, "memory_gib", F_REQ | F_POS, 0,
@@ -541,10 +501,10 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
         return fail(cx, COST_ENOMEM, "nodes", "out of memory");
     cJSON_ArrayForEach(e, jn)
     {
-        pidx(p, sizeof p, "nodes", entry);
+        plan_json_index(p, sizeof p, "nodes", entry);
         if (!cJSON_IsObject(e)) {
             rc = fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                      jtype(e));
+                      plan_json_type(e));
             goto done;
         }
         memset(&nd, 0, sizeof nd);
@@ -569,7 +529,7 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
         t = type_index(c, custom, ncustom, dev);
         if (t < 0) {
             known_types(custom, ncustom, list, sizeof list);
-            pkey(fp, sizeof fp, p, "device");
+            plan_json_key(fp, sizeof fp, p, "device");
             rc = fail(cx, COST_EFIELD, fp,
                       "unknown device type '%s' (known: %s)", dev, list);
             goto done;
@@ -581,7 +541,7 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
         nd.nic_lat = nic_us / 1e6;
         gpus_total += (long long)nd.gpus * count;
         if (gpus_total > MAX_DEVICES) {
-            pkey(fp, sizeof fp, p, count > 1 ? "count" : "gpus");
+            plan_json_key(fp, sizeof fp, p, count > 1 ? "count" : "gpus");
             rc = fail(cx, COST_EFIELD, fp,
                       "expected at most %d GPUs in the cluster, got %lld "
                       "so far",
@@ -610,7 +570,7 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
             if (count > 1 &&
                 snprintf(dst->name, sizeof dst->name, "%s-%d", nd.name, k) >=
                     (int)sizeof dst->name) {
-                pkey(fp, sizeof fp, p, "name");
+                plan_json_key(fp, sizeof fp, p, "name");
                 rc = fail(cx, COST_EFIELD, fp,
                           "expected a name short enough for its '-%d' "
                           "suffix (at most %zu characters in all)",
@@ -628,8 +588,8 @@ static int parse_nodes(const ctx *cx, const cJSON *root,
     qsort(r, (size_t)c->nnodes, sizeof *r, ref_cmp);
     for (k = 1; k < c->nnodes; k++)
         if (strcmp(r[k - 1].name, r[k].name) == 0) {
-            pidx(p, sizeof p, "nodes", r[k].entry);
-            pkey(fp, sizeof fp, p, "name");
+            plan_json_index(p, sizeof p, "nodes", r[k].entry);
+            plan_json_key(fp, sizeof fp, p, "name");
             rc = fail(cx, COST_EFIELD, fp,
                       "duplicate node name '%s' (also used by nodes[%d])",
                       r[k].name, r[k - 1].entry);
@@ -656,7 +616,7 @@ static int parse_endpoint(const ctx *cx, const cost_cluster *c,
     size_t len;
     int rc;
 
-    pkey(p, sizeof p, parent, key);
+    plan_json_key(p, sizeof p, parent, key);
     rc = str_ref(cx, obj, parent, key, F_REQ, &s);
     if (rc != COST_OK)
         return rc;
@@ -702,7 +662,7 @@ static int parse_links(const ctx *cx, const cJSON *root,
     const cJSON *jl = NULL, *e;
     char p[PATH_N];
     cost_link *l;
-    double gbps, lat_ms;
+    double gbps = 0, lat_ms = 0;
     int rc, i = 0, cnt;
 
     rc = sub_field(cx, root, "", "links", 0, K_ARR, &jl);
@@ -716,11 +676,11 @@ static int parse_links(const ctx *cx, const cJSON *root,
         return fail(cx, COST_ENOMEM, "links", "out of memory");
     cJSON_ArrayForEach(e, jl)
     {
-        pidx(p, sizeof p, "links", i);
+        plan_json_index(p, sizeof p, "links", i);
         l = &c->links[i];
         if (!cJSON_IsObject(e))
             return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                        jtype(e));
+                        plan_json_type(e));
         if ((rc = parse_endpoint(cx, c, refs, e, p, "a", &l->node_a,
                                  &l->gpu_a)) != COST_OK ||
             (rc = parse_endpoint(cx, c, refs, e, p, "b", &l->node_b,
@@ -885,7 +845,7 @@ static int parse_transformer(const ctx *cx, const cJSON *tf, cost_model *m)
     memset(&spec, 0, sizeof spec);
     if (!cJSON_IsObject(tf))
         return fail(cx, COST_EFIELD, P, "expected an object, got %s",
-                    jtype(tf));
+                    plan_json_type(tf));
     if ((rc = str_field(cx, tf, P, "family", F_NONEMPTY, "gpt2", spec.family,
                         sizeof spec.family)) != COST_OK ||
         (rc = int_field(cx, tf, P, "layers", F_REQ | F_POS, 0,
@@ -908,7 +868,7 @@ static int parse_transformer(const ctx *cx, const cJSON *tf, cost_model *m)
     else
         return fail(cx, COST_EFIELD, "transformer.tied_embeddings",
                     "expected a boolean (true or false), got %s",
-                    jtype(tied));
+                    plan_json_type(tied));
     if (spec.blocks > MAX_LAYERS)
         return fail(cx, COST_EFIELD, "transformer.layers",
                     "expected at most %d layers, got %d", MAX_LAYERS,
@@ -940,12 +900,12 @@ static int parse_layer(const ctx *cx, const cJSON *e, const char *p,
     memset(l, 0, sizeof *l);
     if (!cJSON_IsObject(e))
         return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                    jtype(e));
+                    plan_json_type(e));
     if ((rc = str_field(cx, e, p, "name", F_REQ | F_NONEMPTY, "", l->name,
                         sizeof l->name)) != COST_OK ||
         (rc = str_ref(cx, e, p, "kind", F_REQ, &kind)) != COST_OK)
         return rc;
-    pkey(fp, sizeof fp, p, "kind");
+    plan_json_key(fp, sizeof fp, p, "kind");
     if ((rc = kind_value(cx, fp, kind, &l->kind)) != COST_OK)
         return rc;
     if ((rc = num_field(cx, e, p, "params", F_REQ | F_NONNEG, 0,
@@ -1004,11 +964,11 @@ static int parse_layers(const ctx *cx, const cJSON *root, const cJSON *ly,
         return rc;
     cJSON_ArrayForEach(e, ly)
     {
-        pidx(p, sizeof p, "layers", i);
+        plan_json_index(p, sizeof p, "layers", i);
         if ((rc = parse_layer(cx, e, p, &l, &repeat)) != COST_OK)
             return rc;
         if (repeat > MAX_LAYERS - m->nlayers) {
-            pkey(fp, sizeof fp, p, "repeat");
+            plan_json_key(fp, sizeof fp, p, "repeat");
             return fail(cx, COST_EFIELD, fp,
                         "expected at most %d layers in the model, got more",
                         MAX_LAYERS);
@@ -1030,7 +990,7 @@ static int parse_layers(const ctx *cx, const cJSON *root, const cJSON *ly,
             if (repeat > 1 &&
                 snprintf(dst->name, sizeof dst->name, "%s-%d", l.name, k) >=
                     (int)sizeof dst->name) {
-                pkey(fp, sizeof fp, p, "name");
+                plan_json_key(fp, sizeof fp, p, "name");
                 return fail(cx, COST_EFIELD, fp,
                             "expected a name short enough for its '-%d' "
                             "suffix (at most %zu characters in all)",
@@ -1119,7 +1079,7 @@ static int parse_times(const ctx *cx, const cJSON *arr, const char *p, int n,
     *out = NULL;
     if (!cJSON_IsArray(arr))
         return fail(cx, COST_EFIELD, p, "expected an array, got %s",
-                    jtype(arr));
+                    plan_json_type(arr));
     cnt = cJSON_GetArraySize(arr);
     if (cnt != n)
         return fail(cx, COST_EFIELD, p,
@@ -1130,7 +1090,7 @@ static int parse_times(const ctx *cx, const cJSON *arr, const char *p, int n,
         return fail(cx, COST_ENOMEM, p, "out of memory");
     cJSON_ArrayForEach(v, arr)
     {
-        pidx(ep, sizeof ep, p, i);
+        plan_json_index(ep, sizeof ep, p, i);
         if (cJSON_IsNull(v)) {
             t[i++] = -1;
             continue;
@@ -1171,13 +1131,13 @@ static int parse_by_kind(const ctx *cx, const cJSON *bk, const char *p,
     const cJSON *e;
     char kp[PATH_N];
     int seen[64];
-    double f, b;
+    double f = 0, b = 0;
     int rc, kind, i, n = m->nlayers;
 
     memset(seen, 0, sizeof seen);
     if (!cJSON_IsObject(bk))
         return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                    jtype(bk));
+                    plan_json_type(bk));
     en->fwd = malloc((size_t)n * sizeof *en->fwd);
     en->bwd = malloc((size_t)n * sizeof *en->bwd);
     if (en->fwd == NULL || en->bwd == NULL)
@@ -1187,7 +1147,7 @@ static int parse_by_kind(const ctx *cx, const cJSON *bk, const char *p,
     cJSON_ArrayForEach(e, bk)
     {
         const char *name = e->string ? e->string : "";
-        pkey(kp, sizeof kp, p, name);
+        plan_json_key(kp, sizeof kp, p, name);
         if ((rc = kind_value(cx, kp, name, &kind)) != COST_OK)
             return rc;
         if (kind >= 64 || seen[kind])
@@ -1196,7 +1156,7 @@ static int parse_by_kind(const ctx *cx, const cJSON *bk, const char *p,
         seen[kind] = 1;
         if (!cJSON_IsObject(e))
             return fail(cx, COST_EFIELD, kp, "expected an object, got %s",
-                        jtype(e));
+                        plan_json_type(e));
         if ((rc = num_field(cx, e, kp, "fwd_ms", F_REQ | F_NONNEG, 0, &f)) !=
                 COST_OK ||
             (rc = num_field(cx, e, kp, "bwd_ms", F_NONNEG, -1, &b)) !=
@@ -1220,7 +1180,7 @@ static int parse_entry(const ctx *cx, const cJSON *e, const char *p,
 
     if (!cJSON_IsObject(e))
         return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                    jtype(e));
+                    plan_json_type(e));
     if ((rc = str_field(cx, e, p, "device", F_REQ | F_NONEMPTY, "",
                         en->device, sizeof en->device)) != COST_OK ||
         (rc = int_field(cx, e, p, "tp", F_REQ | F_POS, 0, &en->tp)) !=
@@ -1235,13 +1195,13 @@ static int parse_entry(const ctx *cx, const cJSON *e, const char *p,
         return fail(cx, COST_EFIELD, p,
                     "expected either 'fwd_ms' or 'by_kind', found both");
     if (bk != NULL) {
-        pkey(fp, sizeof fp, p, "by_kind");
+        plan_json_key(fp, sizeof fp, p, "by_kind");
         if (bw != NULL)
             return fail(cx, COST_EFIELD, fp,
                         "expected 'bwd_ms' inside 'by_kind', found it beside");
         return parse_by_kind(cx, bk, fp, m, en);
     }
-    pkey(fp, sizeof fp, p, "fwd_ms");
+    plan_json_key(fp, sizeof fp, p, "fwd_ms");
     if (fw == NULL)
         return fail(cx, COST_EFIELD, fp,
                     "missing required field 'fwd_ms' (or 'by_kind')");
@@ -1250,7 +1210,7 @@ static int parse_entry(const ctx *cx, const cJSON *e, const char *p,
         return rc;
     if (bw == NULL || cJSON_IsNull(bw))
         return COST_OK;
-    pkey(fp, sizeof fp, p, "bwd_ms");
+    plan_json_key(fp, sizeof fp, p, "bwd_ms");
     return parse_times(cx, bw, fp, m->nlayers, 1e3, &en->bwd);
 }
 
@@ -1276,9 +1236,9 @@ static int parse_calibration(const ctx *cx, const cJSON *jc,
     cJSON_ArrayForEach(e, jd)
     {
         const char *name = e->string ? e->string : "";
-        pkey(p, sizeof p, "calibration.devices", name);
+        plan_json_key(p, sizeof p, "calibration.devices", name);
         if (!cJSON_IsObject(e)) {
-            rc = fail(cx, COST_EFIELD, p, "expected an object, got %s", jtype(e));
+            rc = fail(cx, COST_EFIELD, p, "expected an object, got %s", plan_json_type(e));
             goto done;
         }
         if (cost_calibration_type(cal, name) >= 0) {
@@ -1300,7 +1260,7 @@ static int parse_calibration(const ctx *cx, const cJSON *jc,
     cJSON_ArrayForEach(e, jl)
     {
         const char *name = e->string ? e->string : "";
-        pkey(p, sizeof p, "calibration.links", name);
+        plan_json_key(p, sizeof p, "calibration.links", name);
         for (cls = 0; cls < COST_LINK_NCLASSES; cls++)
             if (strcmp(name, cost_link_class_name(cls)) == 0)
                 break;
@@ -1313,7 +1273,7 @@ static int parse_calibration(const ctx *cx, const cJSON *jc,
             goto done;
         cal->bw_frac[cls] = v;
     }
-    pkey(ep, sizeof ep, "", "calibration");
+    plan_json_key(ep, sizeof ep, "", "calibration");
     if ((rc = num_field(cx, jc, ep, "msg_latency_us", F_NONNEG, 0.0, &v)) != COST_OK)
         goto done;
     cal->msg_latency = v * 1e-6;
@@ -1371,7 +1331,7 @@ int plan_parse_profile(const char *text, const char *file,
     }
     cJSON_ArrayForEach(e, je)
     {
-        pidx(p, sizeof p, "entries", i);
+        plan_json_index(p, sizeof p, "entries", i);
         pr.nentries = i + 1; /* freed on failure */
         if ((rc = parse_entry(&cx, e, p, m, &pr.entries[i])) != COST_OK ||
             (rc = check_dup(&cx, &pr, i, p)) != COST_OK)
@@ -1427,10 +1387,10 @@ static int amp_gpu(const ctx *cx, const cJSON *g, const char *gp,
 
     if (!cJSON_IsObject(g))
         return fail(cx, COST_EFIELD, gp, "expected an object, got %s",
-                    jtype(g));
+                    plan_json_type(g));
     cJSON_ArrayForEach(t, g)
     {
-        pkey(tpath, sizeof tpath, gp, t->string);
+        plan_json_key(tpath, sizeof tpath, gp, t->string);
         tp = amp_tp(t->string);
         if (tp <= 0)
             return fail(cx, COST_EFIELD, tpath,
@@ -1490,7 +1450,7 @@ int plan_profile_from_amp(const char *path, const char *key,
     }
     if (!cJSON_IsObject(jk)) {
         rc = fail(&cx, COST_EFIELD, key, "expected an object, got %s",
-                  jtype(jk));
+                  plan_json_type(jk));
         goto done;
     }
     cJSON_ArrayForEach(g, jk)
@@ -1508,7 +1468,7 @@ int plan_profile_from_amp(const char *path, const char *key,
     cJSON_ArrayForEach(g, jk)
     {
         char gp[PATH_N];
-        pkey(gp, sizeof gp, key, g->string);
+        plan_json_key(gp, sizeof gp, key, g->string);
         if ((rc = amp_gpu(&cx, g, gp, m, &pr)) != COST_OK)
             goto done;
     }
@@ -1533,7 +1493,7 @@ static int parse_ranks(const ctx *cx, const cJSON *jr, const char *p,
 
     if (!cJSON_IsArray(jr))
         return fail(cx, COST_EFIELD, p, "expected an array, got %s",
-                    jtype(jr));
+                    plan_json_type(jr));
     cnt = cJSON_GetArraySize(jr);
     if (cnt != n)
         return fail(cx, COST_EFIELD, p,
@@ -1545,7 +1505,7 @@ static int parse_ranks(const ctx *cx, const cJSON *jr, const char *p,
         where[d] = -1;
     cJSON_ArrayForEach(v, jr)
     {
-        pidx(ep, sizeof ep, p, i);
+        plan_json_index(ep, sizeof ep, p, i);
         if ((rc = int_value(cx, v, ep, F_NONNEG, &d)) != COST_OK)
             goto done;
         if (d >= c->ndevices) {
@@ -1581,7 +1541,7 @@ static int parse_strategy(const ctx *cx, const cJSON *e, const char *p,
     memset(s, 0, sizeof *s);
     if (!cJSON_IsObject(e))
         return fail(cx, COST_EFIELD, p, "expected an object, got %s",
-                    jtype(e));
+                    plan_json_type(e));
     if ((rc = int_field(cx, e, p, "tp", F_REQ | F_POS, 0, &tp)) != COST_OK ||
         (rc = int_field(cx, e, p, "dp", F_REQ | F_POS, 0, &dp)) != COST_OK ||
         (rc = int_field(cx, e, p, "pp", F_REQ | F_POS, 0, &pp)) != COST_OK ||
@@ -1598,14 +1558,14 @@ static int parse_strategy(const ctx *cx, const cJSON *e, const char *p,
                     "cluster's %d GPUs",
                     tp, dp, pp, (double)tp * dp * pp, c->ndevices);
     if (sched != NULL) {
-        pkey(fp, sizeof fp, p, "schedule");
+        plan_json_key(fp, sizeof fp, p, "schedule");
         if (strcmp(sched, "gpipe") == 0)
             sch = COST_SCHED_GPIPE;
         else if (strcmp(sched, "1f1b") != 0)
             return fail(cx, COST_EFIELD, fp,
                         "expected '1f1b' or 'gpipe', got '%s'", sched);
     }
-    pkey(fp, sizeof fp, p, "stage_boundaries");
+    plan_json_key(fp, sizeof fp, p, "stage_boundaries");
     nb = cJSON_GetArraySize(jb);
     if (nb != pp + 1)
         return fail(cx, COST_EINVAL, fp,
@@ -1617,14 +1577,14 @@ static int parse_strategy(const ctx *cx, const cJSON *e, const char *p,
     i = 0;
     cJSON_ArrayForEach(v, jb)
     {
-        pidx(ep, sizeof ep, fp, i);
+        plan_json_index(ep, sizeof ep, fp, i);
         if ((rc = int_value(cx, v, ep, 0, &s->bounds[i])) != COST_OK)
             goto done;
         i++;
     }
     jr = field(e, "ranks");
     if (jr != NULL) {
-        pkey(fp, sizeof fp, p, "ranks");
+        plan_json_key(fp, sizeof fp, p, "ranks");
         if ((rc = parse_ranks(cx, jr, fp, c, s)) != COST_OK)
             goto done;
         snprintf(s->placement, sizeof s->placement, "explicit");
@@ -1683,7 +1643,7 @@ int plan_parse_strategies(const char *text, const char *file,
     }
     cJSON_ArrayForEach(e, js)
     {
-        pidx(p, sizeof p, "strategies", k);
+        plan_json_index(p, sizeof p, "strategies", k);
         if ((rc = parse_strategy(&cx, e, p, c, m, gb, &arr[k])) != COST_OK)
             goto done;
         k++;

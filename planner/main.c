@@ -109,6 +109,47 @@ static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
     return 0;
 }
 
+/* Keep a --param NAME=VALUE argument (at most 64); 0 ok, else -1 after
+ * the usage message. */
+static int add_param(const char **params, int *n, const char *v)
+{
+    if (*n >= 64) {
+        usage_error("%s", "too many '--param' options");
+        return -1;
+    }
+    if (strchr(v, '=') == NULL) {
+        usage_error("option '--param' expects NAME=VALUE, got '%s'", v);
+        return -1;
+    }
+    params[(*n)++] = v;
+    return 0;
+}
+
+/* NAME and VALUE of a kept --param; 0 when VALUE is not a number. */
+static int split_param(const char *p, char *name, size_t n, double *v)
+{
+    const char *eq = strchr(p, '=');
+    char *end;
+
+    *v = strtod(eq + 1, &end);
+    snprintf(name, n, "%.*s", (int)(eq - p), p);
+    return end != eq + 1 && *end == '\0';
+}
+
+/* --amp-profile FILE[:KEY]: FILE into path; returns KEY (default "gpt2",
+ * points into arg). */
+static const char *amp_profile_split(const char *arg, char *path, size_t n)
+{
+    const char *key = "gpt2", *colon = strrchr(arg, ':');
+
+    snprintf(path, n, "%s", arg);
+    if (colon && colon[1] != '\0' && strchr(colon, '/') == NULL) {
+        path[colon - arg] = '\0';
+        key = colon + 1;
+    }
+    return key;
+}
+
 /* Options that take a value. */
 static int takes_value(const char *a)
 {
@@ -179,11 +220,8 @@ static int parse_args(int argc, char **argv, options *o)
         else if (strcmp(a, "--amp-profile") == 0)
             o->amp_profile = v;
         else if (strcmp(a, "--param") == 0) {
-            if (o->nparams >= 64)
-                return usage_error("%s", "too many '--param' options");
-            if (strchr(v, '=') == NULL)
-                return usage_error("option '--param' expects NAME=VALUE, got '%s'", v);
-            o->params[o->nparams++] = v;
+            if (add_param(o->params, &o->nparams, v))
+                return EXIT_USAGE;
         } else if (strcmp(a, "--strategies") == 0)
             o->strategies = v;
         else if (strcmp(a, "--output") == 0 || strcmp(a, "-o") == 0)
@@ -415,13 +453,8 @@ int main(int argc, char **argv)
         rc = plan_load_profile(o.profile, &m, &prof, &err);
         have_prof = 1;
     } else if (o.amp_profile) {
-        const char *key = "gpt2", *colon;
-        snprintf(prof_path, sizeof prof_path, "%s", o.amp_profile);
-        colon = strrchr(o.amp_profile, ':');
-        if (colon && colon[1] != '\0' && strchr(colon, '/') == NULL) {
-            prof_path[colon - o.amp_profile] = '\0';
-            key = colon + 1;
-        }
+        const char *key = amp_profile_split(o.amp_profile, prof_path,
+                                            sizeof prof_path);
         meta.profile_amp_key = key;
         rc = plan_profile_from_amp(prof_path, key, &m, &prof, &err);
         have_prof = 1;
@@ -460,11 +493,9 @@ int main(int argc, char **argv)
     if (o.fidelity >= 0)
         cp.fidelity = o.fidelity;
     for (i = 0; i < o.nparams; i++) {
-        char name[64], *end;
-        const char *eq = strchr(o.params[i], '=');
-        double v = strtod(eq + 1, &end);
-        snprintf(name, sizeof name, "%.*s", (int)(eq - o.params[i]), o.params[i]);
-        if (end == eq + 1 || *end != '\0') {
+        char name[64];
+        double v;
+        if (!split_param(o.params[i], name, sizeof name, &v)) {
             fprintf(stderr, "planner: option '--param %s' expects a number after '='\n",
                     o.params[i]);
             code = EXIT_USAGE;
@@ -663,11 +694,8 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
             if (parse_int(a, v, 1, INT_MAX / 2, &o->global_batch))
                 return EXIT_USAGE;
         } else if (strcmp(a, "--param") == 0) {
-            if (o->nparams >= 64)
-                return usage_error("%s", "too many '--param' options");
-            if (strchr(v, '=') == NULL)
-                return usage_error("option '--param' expects NAME=VALUE, got '%s'", v);
-            o->params[o->nparams++] = v;
+            if (add_param(o->params, &o->nparams, v))
+                return EXIT_USAGE;
         } else if (strcmp(a, "--reg") == 0) {
             char *end;
             o->reg = strtod(v, &end);
@@ -761,12 +789,7 @@ static int cmd_calibrate(int argc, char **argv)
         free(prof.calib); /* refitted from neutral */
         prof.calib = NULL;
     } else {
-        const char *key = "gpt2", *colon = strrchr(o.amp_profile, ':');
-        snprintf(path, sizeof path, "%s", o.amp_profile);
-        if (colon && colon[1] != '\0' && strchr(colon, '/') == NULL) {
-            path[colon - o.amp_profile] = '\0';
-            key = colon + 1;
-        }
+        const char *key = amp_profile_split(o.amp_profile, path, sizeof path);
         if (plan_profile_from_amp(path, key, &m, &prof, &err) != COST_OK) {
             code = report(&err);
             goto done;
@@ -779,11 +802,10 @@ static int cmd_calibrate(int argc, char **argv)
     }
     cost_params_init(&cp);
     for (i = 0; i < o.nparams; i++) {
-        char name[64], *end;
-        const char *eq = strchr(o.params[i], '=');
-        double v = strtod(eq + 1, &end);
-        snprintf(name, sizeof name, "%.*s", (int)(eq - o.params[i]), o.params[i]);
-        if (end == eq + 1 || *end != '\0' || cost_params_set(&cp, name, v, &err) != COST_OK) {
+        char name[64];
+        double v;
+        if (!split_param(o.params[i], name, sizeof name, &v) ||
+            cost_params_set(&cp, name, v, &err) != COST_OK) {
             fprintf(stderr, "planner: option '--param %s' expects a known parameter "
                             "and a number in its range\n", o.params[i]);
             code = EXIT_USAGE;

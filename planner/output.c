@@ -9,6 +9,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 /* ---- SHA-256 (FIPS 180-4, section 6.2) -------------------------------- */
@@ -125,84 +126,13 @@ static const char *sched_name(int schedule)
     return schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b";
 }
 
-/* Attach item to obj under key; on failure item is freed.  1 = ok. */
-static int put(cJSON *obj, const char *key, cJSON *item)
-{
-    if (item == NULL)
-        return 0;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-/* Append item to array arr; on failure item is freed.  1 = ok. */
-static int push(cJSON *arr, cJSON *item)
-{
-    if (item == NULL)
-        return 0;
-    if (!cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-/* Shortest of %.15g..%.17g that reads back as exactly v (cJSON's own
- * printer may drop the last bit); null when not finite. */
-static cJSON *make_num(double v)
-{
-    char buf[40];
-    int prec;
-
-    if (!isfinite(v))
-        return cJSON_CreateNull();
-    for (prec = 15; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    return cJSON_CreateRaw(buf);
-}
-
-static int put_num(cJSON *obj, const char *key, double v)
-{
-    return put(obj, key, make_num(v));
-}
-
-static int put_str(cJSON *obj, const char *key, const char *v)
-{
-    return put(obj, key, v ? cJSON_CreateString(v) : cJSON_CreateNull());
-}
-
-static int put_bool(cJSON *obj, const char *key, int v)
-{
-    return put(obj, key, cJSON_CreateBool(v ? 1 : 0));
-}
-
-static int put_null(cJSON *obj, const char *key)
-{
-    return put(obj, key, cJSON_CreateNull());
-}
-
-/* o when ok, else o freed and NULL. */
-static cJSON *finish(cJSON *o, int ok)
-{
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
 /* Number, or null when the array is missing or i out of range. */
 static int put_opt(cJSON *obj, const char *key, const double *a, int i,
                    int len)
 {
     if (a == NULL || i < 0 || i >= len)
-        return put_null(obj, key);
-    return put_num(obj, key, a[i]);
+        return plan_json_put_null(obj, key);
+    return plan_json_put_num(obj, key, a[i]);
 }
 
 /* ---- JSON sections ----------------------------------------------------- */
@@ -211,8 +141,8 @@ static cJSON *input_json(const char *path, const char *digest)
 {
     cJSON *o = cJSON_CreateObject();
 
-    return finish(o, o != NULL && put_str(o, "path", path) &&
-                         put_str(o, "sha256", digest));
+    return plan_json_finish(o, o != NULL && plan_json_put_str(o, "path", path) &&
+                         plan_json_put_str(o, "sha256", digest));
 }
 
 /* The profile input; an AMP profiles.json also records its model key. */
@@ -222,8 +152,8 @@ static cJSON *profile_json(const plan_meta *meta)
 
     if (o == NULL || meta->profile_amp_key == NULL)
         return o;
-    return finish(o, put_str(o, "format", "amp") &&
-                         put_str(o, "key", meta->profile_amp_key));
+    return plan_json_finish(o, plan_json_put_str(o, "format", "amp") &&
+                         plan_json_put_str(o, "key", meta->profile_amp_key));
 }
 
 /* Every settable cost-model parameter by its --param name, so that a
@@ -242,13 +172,13 @@ static cJSON *params_json(const cost_params *p)
         if (cost_params_get(p, name, &v) != COST_OK)
             continue;
         if (strcmp(name, "schedule") == 0)
-            ok = put_str(o, name, sched_name((int)v));
+            ok = plan_json_put_str(o, name, sched_name((int)v));
         else if (strcmp(name, "recompute") == 0)
-            ok = put_bool(o, name, v != 0.0);
+            ok = plan_json_put_bool(o, name, v != 0.0);
         else
-            ok = put_num(o, name, v);
+            ok = plan_json_put_num(o, name, v);
     }
-    return finish(o, o != NULL && ok);
+    return plan_json_finish(o, o != NULL && ok);
 }
 
 static const char *precision_name(const cost_model *m)
@@ -265,25 +195,25 @@ static cJSON *settings_json(const plan_meta *meta, const cost_model *m,
     cJSON *o = cJSON_CreateObject();
     int sched = p ? p->schedule : (n > 0 ? s[0].schedule : COST_SCHED_1F1B);
 
-    return finish(o, o != NULL &&
-                         put_num(o, "global_batch", meta->global_batch) &&
-                         put_str(o, "method", meta->method) &&
-                         put_str(o, "schedule", sched_name(sched)) &&
-                         put_str(o, "precision", precision_name(m)) &&
-                         put_str(o, "fidelity",
+    return plan_json_finish(o, o != NULL &&
+                         plan_json_put_num(o, "global_batch", meta->global_batch) &&
+                         plan_json_put_str(o, "method", meta->method) &&
+                         plan_json_put_str(o, "schedule", sched_name(sched)) &&
+                         plan_json_put_str(o, "precision", precision_name(m)) &&
+                         plan_json_put_str(o, "fidelity",
                                  p ? cost_fidelity_name(p->fidelity) : NULL) &&
-                         put(o, "cost_params", params_json(p)));
+                         plan_json_put(o, "cost_params", params_json(p)));
 }
 
 static cJSON *search_json(const plan_meta *meta)
 {
     cJSON *o = cJSON_CreateObject();
 
-    return finish(o, o != NULL &&
-                         put_num(o, "evaluated", (double)meta->evaluated) &&
-                         put_num(o, "rejected_memory",
+    return plan_json_finish(o, o != NULL &&
+                         plan_json_put_num(o, "evaluated", (double)meta->evaluated) &&
+                         plan_json_put_num(o, "rejected_memory",
                                  (double)meta->rejected_memory) &&
-                         put_num(o, "elapsed_s", meta->elapsed_s));
+                         plan_json_put_num(o, "elapsed_s", meta->elapsed_s));
 }
 
 static const char *type_name(const cost_cluster *c, int node)
@@ -298,25 +228,25 @@ static cJSON *cluster_json(const cost_cluster *c)
     cJSON *o = cJSON_CreateObject(), *nodes = NULL, *nd = NULL;
     int i, ok = 0;
 
-    if (o == NULL || !put_str(o, "name", c->name) ||
-        !put_num(o, "devices", c->ndevices))
+    if (o == NULL || !plan_json_put_str(o, "name", c->name) ||
+        !plan_json_put_num(o, "devices", c->ndevices))
         goto done;
     nodes = cJSON_CreateArray();
-    if (!put(o, "nodes", nodes))
+    if (!plan_json_put(o, "nodes", nodes))
         goto done;
     for (i = 0; i < c->nnodes; i++) {
         nd = cJSON_CreateObject();
-        if (!push(nodes, nd))
+        if (!plan_json_push(nodes, nd))
             goto done;
-        if (!put_str(nd, "name", c->nodes[i].name) ||
-            !put_str(nd, "device_type", type_name(c, i)) ||
-            !put_num(nd, "gpus", c->nodes[i].gpus) ||
-            !put_str(nd, "region", c->nodes[i].region))
+        if (!plan_json_put_str(nd, "name", c->nodes[i].name) ||
+            !plan_json_put_str(nd, "device_type", type_name(c, i)) ||
+            !plan_json_put_num(nd, "gpus", c->nodes[i].gpus) ||
+            !plan_json_put_str(nd, "region", c->nodes[i].region))
             goto done;
     }
     ok = 1;
 done:
-    return finish(o, ok);
+    return plan_json_finish(o, ok);
 }
 
 /* Parameters with each tied group counted once. */
@@ -340,41 +270,23 @@ static cJSON *model_json(const cost_model *m)
 {
     cJSON *o = cJSON_CreateObject();
 
-    return finish(o, o != NULL && put_str(o, "name", m->name) &&
-                         put_num(o, "layers", m->nlayers) &&
-                         put_num(o, "params", model_params(m)));
-}
-
-static cJSON *int_array(const int *v, int len)
-{
-    cJSON *a;
-    int i;
-
-    if (v == NULL)
-        return cJSON_CreateNull();
-    a = cJSON_CreateArray();
-    if (a == NULL)
-        return NULL;
-    for (i = 0; i < len; i++)
-        if (!push(a, make_num(v[i]))) {
-            cJSON_Delete(a);
-            return NULL;
-        }
-    return a;
+    return plan_json_finish(o, o != NULL && plan_json_put_str(o, "name", m->name) &&
+                         plan_json_put_num(o, "layers", m->nlayers) &&
+                         plan_json_put_num(o, "params", model_params(m)));
 }
 
 static cJSON *breakdown_json(const cost_breakdown *bd)
 {
     cJSON *o = cJSON_CreateObject();
 
-    return finish(o, o != NULL &&
-                         put_num(o, "compute_s", bd->compute) &&
-                         put_num(o, "tp_allreduce_s", bd->tp_comm) &&
-                         put_num(o, "pipeline_bubble_s", bd->bubble) &&
-                         put_num(o, "p2p_s", bd->p2p) &&
-                         put_num(o, "dp_allreduce_s", bd->dp_comm) &&
-                         put_num(o, "optimizer_s", bd->optimizer) &&
-                         put_num(o, "total_s", bd->total));
+    return plan_json_finish(o, o != NULL &&
+                         plan_json_put_num(o, "compute_s", bd->compute) &&
+                         plan_json_put_num(o, "tp_allreduce_s", bd->tp_comm) &&
+                         plan_json_put_num(o, "pipeline_bubble_s", bd->bubble) &&
+                         plan_json_put_num(o, "p2p_s", bd->p2p) &&
+                         plan_json_put_num(o, "dp_allreduce_s", bd->dp_comm) &&
+                         plan_json_put_num(o, "optimizer_s", bd->optimizer) &&
+                         plan_json_put_num(o, "total_s", bd->total));
 }
 
 /* One entry of "stages". */
@@ -390,22 +302,22 @@ static cJSON *stage_json(const cost_model *m, const cost_strategy *s,
         a = s->bounds[j];
         b = s->bounds[j + 1];
     }
-    if (!put_num(o, "index", j))
+    if (!plan_json_put_num(o, "index", j))
         goto done;
     if (s->bounds == NULL) {
-        if (!put_null(o, "layers") || !put_null(o, "layer_names"))
+        if (!plan_json_put_null(o, "layers") || !plan_json_put_null(o, "layer_names"))
             goto done;
     } else {
         int ab[2];
         ab[0] = a;
         ab[1] = b;
-        if (!put(o, "layers", int_array(ab, 2)))
+        if (!plan_json_put(o, "layers", plan_json_int_array(ab, 2)))
             goto done;
         names = cJSON_CreateArray();
-        if (!put(o, "layer_names", names))
+        if (!plan_json_put(o, "layer_names", names))
             goto done;
         for (l = a; l < b; l++)
-            if (!push(names, l >= 0 && l < m->nlayers
+            if (!plan_json_push(names, l >= 0 && l < m->nlayers
                                  ? cJSON_CreateString(m->layers[l].name)
                                  : cJSON_CreateNull()))
                 goto done;
@@ -415,14 +327,14 @@ static cJSON *stage_json(const cost_model *m, const cost_strategy *s,
                  (s->pp < r->pp ? s->pp : r->pp) - 1))
         goto done;
     ranks = cJSON_CreateArray();
-    if (!put(o, "ranks", ranks))
+    if (!plan_json_put(o, "ranks", ranks))
         goto done;
     for (k = 0; k < per; k++)
-        if (!push(ranks, make_num(j * per + k)))
+        if (!plan_json_push(ranks, plan_json_num(j * per + k)))
             goto done;
     ok = 1;
 done:
-    return finish(o, ok);
+    return plan_json_finish(o, ok);
 }
 
 /* One entry of "ranks"; tracks peak and least headroom. */
@@ -439,43 +351,43 @@ static cJSON *rank_json(const cost_cluster *c, const cost_strategy *s,
 
     if (o == NULL)
         return NULL;
-    if (!put_num(o, "rank", rank) ||
-        !(dev >= 0 ? put_num(o, "device", dev) : put_null(o, "device")))
+    if (!plan_json_put_num(o, "rank", rank) ||
+        !(dev >= 0 ? plan_json_put_num(o, "device", dev) : plan_json_put_null(o, "device")))
         goto done;
     if (node >= 0 && node < c->nnodes) {
-        if (!put_str(o, "node", c->nodes[node].name) ||
-            !put_num(o, "gpu", dev - c->nodes[node].first_device) ||
-            !put_str(o, "device_type", type_name(c, node)))
+        if (!plan_json_put_str(o, "node", c->nodes[node].name) ||
+            !plan_json_put_num(o, "gpu", dev - c->nodes[node].first_device) ||
+            !plan_json_put_str(o, "device_type", type_name(c, node)))
             goto done;
-    } else if (!put_null(o, "node") || !put_null(o, "gpu") ||
-               !put_null(o, "device_type")) {
+    } else if (!plan_json_put_null(o, "node") || !plan_json_put_null(o, "gpu") ||
+               !plan_json_put_null(o, "device_type")) {
         goto done;
     }
-    if (!put_num(o, "stage", rank / (s->tp * s->dp)) ||
-        !put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
-        !put_num(o, "tp_index", rank % s->tp) ||
+    if (!plan_json_put_num(o, "stage", rank / (s->tp * s->dp)) ||
+        !plan_json_put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
+        !plan_json_put_num(o, "tp_index", rank % s->tp) ||
         (s->tp_heads != NULL && s->tp_cols != NULL && /* issue 6: uneven shards */
-         (!put_num(o, "heads", s->tp_heads[rank]) ||
-          !put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
-        !(has_mem ? put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
-                  : put_null(o, "memory_gib")) ||
-        !(has_cap ? put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
-                  : put_null(o, "capacity_gib")))
+         (!plan_json_put_num(o, "heads", s->tp_heads[rank]) ||
+          !plan_json_put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
+        !(has_mem ? plan_json_put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
+                  : plan_json_put_null(o, "memory_gib")) ||
+        !(has_cap ? plan_json_put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
+                  : plan_json_put_null(o, "capacity_gib")))
         goto done;
     if (has_mem && has_cap) {
         double head = r->mem_cap[rank] - r->mem_bytes[rank];
-        if (!put_num(o, "headroom_gib", gib3(head)))
+        if (!plan_json_put_num(o, "headroom_gib", gib3(head)))
             goto done;
         if (head < *least)
             *least = head;
-    } else if (!put_null(o, "headroom_gib")) {
+    } else if (!plan_json_put_null(o, "headroom_gib")) {
         goto done;
     }
     if (has_mem && r->mem_bytes[rank] > *peak)
         *peak = r->mem_bytes[rank];
     ok = 1;
 done:
-    return finish(o, ok);
+    return plan_json_finish(o, ok);
 }
 
 /* Simulated events of one iteration (docs/simulator.md), or NULL when
@@ -491,10 +403,10 @@ static cJSON *timeline_json(const cost_timeline *t)
     for (i = 0; i < t->nevents; i++) {
         const cost_event *ev = &t->events[i];
         e = cJSON_CreateObject();
-        if (!push(arr, e) || !put_str(e, "kind", cost_event_name(ev->kind)) ||
-            !put_num(e, "stage", ev->stage) || !put_num(e, "replica", ev->replica) ||
-            !put_num(e, "micro", ev->micro) || !put_num(e, "start_s", ev->start) ||
-            !put_num(e, "end_s", ev->end)) {
+        if (!plan_json_push(arr, e) || !plan_json_put_str(e, "kind", cost_event_name(ev->kind)) ||
+            !plan_json_put_num(e, "stage", ev->stage) || !plan_json_put_num(e, "replica", ev->replica) ||
+            !plan_json_put_num(e, "micro", ev->micro) || !plan_json_put_num(e, "start_s", ev->start) ||
+            !plan_json_put_num(e, "end_s", ev->end)) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -549,58 +461,58 @@ static cJSON *strategy_json(const plan_meta *meta, const cost_cluster *c,
         return NULL;
     if (s->tp < 1 || s->dp < 1 || s->pp < 1)
         goto done; /* invalid degrees: no plan */
-    if (!put_num(o, "rank", idx + 1) || !put_num(o, "tp", s->tp) ||
-        !put_num(o, "dp", s->dp) || !put_num(o, "pp", s->pp) ||
-        !put_num(o, "mbs", s->mbs) || !put_num(o, "micro_batches", s->gas) ||
-        !put_str(o, "schedule", sched_name(s->schedule)) ||
-        !put_str(o, "placement", s->placement) ||
-        !put_num(o, "predicted_s", r->iter_s) ||
+    if (!plan_json_put_num(o, "rank", idx + 1) || !plan_json_put_num(o, "tp", s->tp) ||
+        !plan_json_put_num(o, "dp", s->dp) || !plan_json_put_num(o, "pp", s->pp) ||
+        !plan_json_put_num(o, "mbs", s->mbs) || !plan_json_put_num(o, "micro_batches", s->gas) ||
+        !plan_json_put_str(o, "schedule", sched_name(s->schedule)) ||
+        !plan_json_put_str(o, "placement", s->placement) ||
+        !plan_json_put_num(o, "predicted_s", r->iter_s) ||
         !(r->iter_s > 0.0
-              ? put_num(o, "samples_per_s", meta->global_batch / r->iter_s)
-              : put_null(o, "samples_per_s")) ||
-        !put(o, "breakdown", breakdown_json(&r->bd)) ||
-        !put(o, "stage_boundaries", int_array(s->bounds, s->pp + 1)))
+              ? plan_json_put_num(o, "samples_per_s", meta->global_batch / r->iter_s)
+              : plan_json_put_null(o, "samples_per_s")) ||
+        !plan_json_put(o, "breakdown", breakdown_json(&r->bd)) ||
+        !plan_json_put(o, "stage_boundaries", plan_json_int_array(s->bounds, s->pp + 1)))
         goto done;
     arr = cJSON_CreateArray();
-    if (!put(o, "stages", arr))
+    if (!plan_json_put(o, "stages", arr))
         goto done;
     for (j = 0; j < s->pp; j++)
-        if (!push(arr, stage_json(m, s, r, j)))
+        if (!plan_json_push(arr, stage_json(m, s, r, j)))
             goto done;
     arr = cJSON_CreateArray();
-    if (!put(o, "ranks", arr))
+    if (!plan_json_put(o, "ranks", arr))
         goto done;
     for (j = 0; j < nranks; j++)
-        if (!push(arr, rank_json(c, s, r, j, &peak, &least)))
+        if (!plan_json_push(arr, rank_json(c, s, r, j, &peak, &least)))
             goto done;
     mem = cJSON_CreateObject();
-    if (!put(o, "memory", mem) || !put_bool(mem, "fits", r->fits) ||
-        !(peak > -HUGE_VAL ? put_num(mem, "peak_gib", gib3(peak))
-                           : put_null(mem, "peak_gib")) ||
-        !(least < HUGE_VAL ? put_num(mem, "min_headroom_gib", gib3(least))
-                           : put_null(mem, "min_headroom_gib")) ||
-        !put_num(mem, "worst_rank", r->worst_rank))
+    if (!plan_json_put(o, "memory", mem) || !plan_json_put_bool(mem, "fits", r->fits) ||
+        !(peak > -HUGE_VAL ? plan_json_put_num(mem, "peak_gib", gib3(peak))
+                           : plan_json_put_null(mem, "peak_gib")) ||
+        !(least < HUGE_VAL ? plan_json_put_num(mem, "min_headroom_gib", gib3(least))
+                           : plan_json_put_null(mem, "min_headroom_gib")) ||
+        !plan_json_put_num(mem, "worst_rank", r->worst_rank))
         goto done;
     { /* issue 3: verdict of memory and of the empty-stage rule */
         char why[512];
         int es = cost_empty_stage(m, s), run = runnable_reason(m, s, r, why, sizeof why);
-        if (!put_bool(o, "runnable", run) ||
-            !(es >= 0 ? put_num(o, "empty_stage", es) : put_null(o, "empty_stage")) ||
-            !(run ? put_null(o, "reason") : put_str(o, "reason", why)))
+        if (!plan_json_put_bool(o, "runnable", run) ||
+            !(es >= 0 ? plan_json_put_num(o, "empty_stage", es) : plan_json_put_null(o, "empty_stage")) ||
+            !(run ? plan_json_put_null(o, "reason") : plan_json_put_str(o, "reason", why)))
             goto done;
     }
     lt = cJSON_CreateObject();
-    if (!put(o, "layer_times", lt) || !put_num(lt, "measured", r->measured) ||
-        !put_num(lt, "estimated", r->estimated) ||
-        (r->estimated > 0 && !put_str(lt, "note", layer_note)))
+    if (!plan_json_put(o, "layer_times", lt) || !plan_json_put_num(lt, "measured", r->measured) ||
+        !plan_json_put_num(lt, "estimated", r->estimated) ||
+        (r->estimated > 0 && !plan_json_put_str(lt, "note", layer_note)))
         goto done;
     if (idx == 0 && meta->timeline != NULL &&
         meta->timeline->nevents <= PLAN_TIMELINE_MAX &&
-        !put(o, "timeline", timeline_json(meta->timeline)))
+        !plan_json_put(o, "timeline", timeline_json(meta->timeline)))
         goto done;
     ok = 1;
 done:
-    return finish(o, ok);
+    return plan_json_finish(o, ok);
 }
 
 char *plan_to_json(const plan_meta *meta, const cost_cluster *c,
@@ -617,32 +529,32 @@ char *plan_to_json(const plan_meta *meta, const cost_cluster *c,
     doc = cJSON_CreateObject();
     if (doc == NULL)
         goto done;
-    if (!put_str(doc, "schema", PLAN_SCHEMA))
+    if (!plan_json_put_str(doc, "schema", PLAN_SCHEMA))
         goto done;
     o = cJSON_CreateObject();
-    if (!put(doc, "planner", o) || !put_str(o, "name", "hetplan") ||
-        !put_str(o, "version", PLAN_VERSION))
+    if (!plan_json_put(doc, "planner", o) || !plan_json_put_str(o, "name", "hetplan") ||
+        !plan_json_put_str(o, "version", PLAN_VERSION))
         goto done;
     o = cJSON_CreateObject();
-    if (!put(doc, "inputs", o) ||
-        !put(o, "cluster",
+    if (!plan_json_put(doc, "inputs", o) ||
+        !plan_json_put(o, "cluster",
              input_json(meta->cluster_path, meta->cluster_digest)) ||
-        !put(o, "model", input_json(meta->model_path, meta->model_digest)) ||
-        !put(o, "profile",
+        !plan_json_put(o, "model", input_json(meta->model_path, meta->model_digest)) ||
+        !plan_json_put(o, "profile",
              meta->profile_path
                  ? profile_json(meta)
                  : cJSON_CreateNull()))
         goto done;
-    if (!put(doc, "settings", settings_json(meta, m, p, s, n)) ||
-        !put(doc, "search", search_json(meta)) ||
-        !put(doc, "cluster", cluster_json(c)) ||
-        !put(doc, "model", model_json(m)))
+    if (!plan_json_put(doc, "settings", settings_json(meta, m, p, s, n)) ||
+        !plan_json_put(doc, "search", search_json(meta)) ||
+        !plan_json_put(doc, "cluster", cluster_json(c)) ||
+        !plan_json_put(doc, "model", model_json(m)))
         goto done;
     arr = cJSON_CreateArray();
-    if (!put(doc, "strategies", arr))
+    if (!plan_json_put(doc, "strategies", arr))
         goto done;
     for (i = 0; i < n; i++)
-        if (!push(arr, strategy_json(meta, c, m, &s[i], &r[i], i)))
+        if (!plan_json_push(arr, strategy_json(meta, c, m, &s[i], &r[i], i)))
             goto done;
     text = cJSON_Print(doc);
 done:
@@ -651,50 +563,6 @@ done:
 }
 
 /* ---- text table -------------------------------------------------------- */
-
-typedef struct sbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} sbuf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int k;
-    size_t need;
-    char *q;
-
-    if (b->failed)
-        return;
-    va_start(ap, fmt);
-    k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) {
-        b->failed = 1;
-        return;
-    }
-    need = b->len + (size_t)k + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need)
-            cap *= 2;
-        q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)k;
-}
 
 #define TCOLS 13
 #define CELL 40
@@ -750,15 +618,15 @@ static void fmt_row(char row[TCOLS][CELL], const cost_model *m,
                                                                : "no");
 }
 
-static void emit_row(sbuf *b, const char *const cells[TCOLS],
+static void emit_row(plan_buf *b, const char *const cells[TCOLS],
                      const int w[TCOLS])
 {
     int k;
 
     for (k = 0; k < TCOLS; k++)
-        sb_printf(b, k == TCOL_LEFT ? "%s%-*s" : "%s%*s", k ? " " : "",
+        plan_buf_printf(b, k == TCOL_LEFT ? "%s%-*s" : "%s%*s", k ? " " : "",
                   w[k], cells[k]);
-    sb_printf(b, "\n");
+    plan_buf_printf(b, "\n");
 }
 
 /* "2xV100,2xT4": device types of one stage with their counts. */
@@ -797,7 +665,7 @@ static void stage_layers(const cost_strategy *s, int j, char *out, size_t n)
 }
 
 /* Second block: the stages of the best strategy. */
-static void emit_stages(sbuf *b, const cost_cluster *c,
+static void emit_stages(plan_buf *b, const cost_cluster *c,
                         const cost_strategy *s, const cost_result *r)
 {
     char types[96], layers[32];
@@ -811,8 +679,8 @@ static void emit_stages(sbuf *b, const cost_cluster *c,
         if ((int)strlen(types) > wt)
             wt = (int)strlen(types);
     }
-    sb_printf(b, "\nstages of #1 (layers inclusive):\n");
-    sb_printf(b, "%5s  %-*s  %-*s  %15s  %14s  %14s\n", "stage", wl, "layers",
+    plan_buf_printf(b, "\nstages of #1 (layers inclusive):\n");
+    plan_buf_printf(b, "%5s  %-*s  %-*s  %15s  %14s  %14s\n", "stage", wl, "layers",
               wt, "devices", "time/micro (ms)", "peak mem (GiB)", "headroom (GiB)");
     for (j = 0; j < s->pp; j++) {
         char mem[32] = "-", head[32] = "-";
@@ -832,10 +700,10 @@ static void emit_stages(sbuf *b, const cost_cluster *c,
             snprintf(head, sizeof head, "%.2f", gib(hr));
         }
         if (r->stage_s != NULL && j < r->pp)
-            sb_printf(b, "%5d  %-*s  %-*s  %15.3f  %14s  %14s\n", j, wl, layers,
+            plan_buf_printf(b, "%5d  %-*s  %-*s  %15.3f  %14s  %14s\n", j, wl, layers,
                       wt, types, r->stage_s[j] * 1e3, mem, head);
         else
-            sb_printf(b, "%5d  %-*s  %-*s  %15s  %14s  %14s\n", j, wl, layers, wt,
+            plan_buf_printf(b, "%5d  %-*s  %-*s  %15s  %14s  %14s\n", j, wl, layers, wt,
                       types, "-", mem, head);
     }
 }
@@ -844,7 +712,7 @@ char *plan_to_table(const cost_cluster *c, const cost_model *m,
                     const cost_strategy *s, const cost_result *r, int n,
                     int global_batch)
 {
-    sbuf b = {NULL, 0, 0, 0};
+    plan_buf b = {NULL, 0, 0, 0};
     char (*cells)[TCOLS][CELL] = NULL;
     const char *row[TCOLS];
     int w[TCOLS], i, k, total = 0;
@@ -867,8 +735,8 @@ char *plan_to_table(const cost_cluster *c, const cost_model *m,
         total += w[k] + (k ? 1 : 0);
     emit_row(&b, tab_head, w);
     for (k = 0; k < total; k++)
-        sb_printf(&b, "-");
-    sb_printf(&b, "\n");
+        plan_buf_printf(&b, "-");
+    plan_buf_printf(&b, "\n");
     for (i = 0; i < n; i++) {
         for (k = 0; k < TCOLS; k++)
             row[k] = cells[i][k];
@@ -878,10 +746,10 @@ char *plan_to_table(const cost_cluster *c, const cost_model *m,
         if (cost_empty_stage(m, &s[i]) >= 0) {
             char why[512];
             runnable_reason(m, &s[i], &r[i], why, sizeof why);
-            sb_printf(&b, "* #%d is not runnable: %s\n", i + 1, why);
+            plan_buf_printf(&b, "* #%d is not runnable: %s\n", i + 1, why);
         }
     if (n == 0)
-        sb_printf(&b, "(no strategies)\n");
+        plan_buf_printf(&b, "(no strategies)\n");
     else
         emit_stages(&b, c, &s[0], &r[0]);
     if (b.failed || b.p == NULL)

@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 #define PF_PATH 160
@@ -15,15 +16,8 @@
 static int bad(cost_error *err, const char *file, const char *path,
                const char *what, const cJSON *got)
 {
-    const char *t = got == NULL         ? "nothing"
-                    : cJSON_IsNull(got)   ? "null"
-                    : cJSON_IsBool(got)   ? "a boolean"
-                    : cJSON_IsNumber(got) ? "a number"
-                    : cJSON_IsString(got) ? "a string"
-                    : cJSON_IsArray(got)  ? "an array"
-                                          : "an object";
     return cost_error_set(err, COST_EFIELD, file, path, "expected %s, got %s",
-                          what, t);
+                          what, plan_json_type(got));
 }
 
 static const cJSON *get(const cJSON *o, const char *key)

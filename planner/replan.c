@@ -14,6 +14,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 void plan_replan_params_init(plan_replan_params *p)
@@ -29,17 +30,6 @@ void plan_freeze_free(plan_freeze *f)
         return;
     free(f->phases);
     memset(f, 0, sizeof *f);
-}
-
-static const char *json_kind(const cJSON *v)
-{
-    return v == NULL           ? "nothing"
-           : cJSON_IsNull(v)   ? "null"
-           : cJSON_IsBool(v)   ? "a boolean"
-           : cJSON_IsNumber(v) ? "a number"
-           : cJSON_IsString(v) ? "a string"
-           : cJSON_IsArray(v)  ? "an array"
-                               : "an object";
 }
 
 static int whole(const cJSON *v)
@@ -64,14 +54,14 @@ int plan_parse_freeze(const char *text, const char *file, int nlayers,
     if (!cJSON_IsObject(doc)) {
         rc = cost_error_set(err, COST_EFIELD, file, NULL,
                             "expected an object with \"epochs\", got %s",
-                            json_kind(doc));
+                            plan_json_type(doc));
         goto done;
     }
     arr = cJSON_GetObjectItemCaseSensitive(doc, "epochs");
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
         rc = cost_error_set(err, COST_EFIELD, file, "epochs",
                             "expected a non-empty array of {\"epoch\", \"frozen\"}, "
-                            "got %s", json_kind(arr));
+                            "got %s", plan_json_type(arr));
         goto done;
     }
     out->phases = calloc((size_t)cJSON_GetArraySize(arr), sizeof *out->phases);
@@ -88,13 +78,13 @@ int plan_parse_freeze(const char *text, const char *file, int nlayers,
         if (!cJSON_IsObject(e)) {
             snprintf(jp, sizeof jp, "epochs[%d]", i);
             rc = cost_error_set(err, COST_EFIELD, file, jp,
-                                "expected an object, got %s", json_kind(e));
+                                "expected an object, got %s", plan_json_type(e));
             goto done;
         }
         if (!whole(ep) || ep->valuedouble < 0) {
             rc = cost_error_set(err, COST_EFIELD, file, jp,
                                 "expected a whole epoch number >= 0, got %s",
-                                json_kind(ep));
+                                plan_json_type(ep));
             goto done;
         }
         ph->epoch = (int)ep->valuedouble;
@@ -115,7 +105,7 @@ int plan_parse_freeze(const char *text, const char *file, int nlayers,
             rc = cost_error_set(err, COST_EFIELD, file, jp,
                                 "expected a whole number of frozen layers in 0..%d "
                                 "(the model has %d layers), got %s%s", nlayers - 1,
-                                nlayers, json_kind(fr),
+                                nlayers, plan_json_type(fr),
                                 cJSON_IsNumber(fr) ? " out of range" : "");
             goto done;
         }
@@ -137,7 +127,7 @@ int plan_parse_freeze(const char *text, const char *file, int nlayers,
             rc = cost_error_set(err, COST_EFIELD, file, "total_epochs",
                                 "expected a whole number above the last phase's "
                                 "epoch %d, got %s", out->phases[i - 1].epoch,
-                                json_kind(te));
+                                plan_json_type(te));
             goto done;
         }
         out->total_epochs = (int)te->valuedouble;
@@ -466,71 +456,32 @@ done:
     return text;
 }
 
-typedef struct rp_buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} rp_buf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void rp_out(rp_buf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (b->oom)
-        return;
-    va_start(ap, fmt);
-    n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->oom = 1;
-        return;
-    }
-    if (b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->len + (size_t)n + 1) * 2;
-        char *q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->oom = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 char *plan_replan_table(const plan_replan *r, const char *plan_path)
 {
-    rp_buf b;
+    plan_buf b;
     int i;
 
     memset(&b, 0, sizeof b);
-    rp_out(&b, "re-plan of '%s' as layers freeze (first plan: %.4f s per iteration)\n\n",
+    plan_buf_printf(&b, "re-plan of '%s' as layers freeze (first plan: %.4f s per iteration)\n\n",
            plan_path ? plan_path : "", r->first_s);
-    rp_out(&b, "%-6s %-6s %-6s %-9s %-9s %-9s %-7s %-4s %-4s %-4s %-4s %-5s %s\n",
+    plan_buf_printf(&b, "%-6s %-6s %-6s %-9s %-9s %-9s %-7s %-4s %-4s %-4s %-4s %-5s %s\n",
            "epoch", "epochs", "frozen", "keep_s", "rebal_s", "best_s", "speedup", "tp",
            "dp", "pp", "mbs", "M", "stages");
     for (i = 0; i < r->n; i++) {
         const plan_replan_phase *ph = &r->phases[i];
         int j;
-        rp_out(&b, "%-6d %-6d %-6d %-9.4f %-9.4f %-9.4f %-7.3f %-4d %-4d %-4d %-4d %-5d ",
+        plan_buf_printf(&b, "%-6d %-6d %-6d %-9.4f %-9.4f %-9.4f %-7.3f %-4d %-4d %-4d %-4d %-5d ",
                ph->epoch, ph->epochs, ph->frozen, ph->keep_s, ph->rebalance_s,
                ph->best_s, ph->best_s > 0.0 ? ph->keep_s / ph->best_s : 1.0, ph->s.tp,
                ph->s.dp, ph->s.pp, ph->s.mbs, ph->s.gas);
         for (j = 0; j <= ph->s.pp; j++)
-            rp_out(&b, "%s%d", j ? "," : "", ph->s.bounds[j]);
-        rp_out(&b, "%s\n", ph->compressed ? " (compressed)" : "");
+            plan_buf_printf(&b, "%s%d", j ? "," : "", ph->s.bounds[j]);
+        plan_buf_printf(&b, "%s\n", ph->compressed ? " (compressed)" : "");
     }
-    rp_out(&b, "\npredicted speed-up over keeping the first plan: %.3f\n", r->speedup);
-    rp_out(&b, "predicted speed-up over training without freezing: %.3f\n",
+    plan_buf_printf(&b, "\npredicted speed-up over keeping the first plan: %.3f\n", r->speedup);
+    plan_buf_printf(&b, "predicted speed-up over training without freezing: %.3f\n",
            r->speedup_unfrozen);
-    if (b.oom) {
+    if (b.failed) {
         free(b.p);
         return NULL;
     }

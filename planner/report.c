@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "plan.h"
 
 #define RP_WIDTH 1300.0
@@ -19,81 +20,35 @@
 #define RP_MAXROWS 64           /* timeline rows drawn at most */
 #define RP_GIB 1073741824.0
 
-/* ---- string builder ---------------------------------------------------- */
-
-typedef struct rbuf {
-    char *p;
-    size_t len, cap;
-    int failed;
-} rbuf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void rb_printf(rbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int k;
-    size_t need;
-
-    if (b->failed)
-        return;
-    va_start(ap, fmt);
-    k = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (k < 0) {
-        b->failed = 1;
-        return;
-    }
-    need = b->len + (size_t)k + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        char *q;
-        while (cap < need)
-            cap *= 2;
-        q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->p + b->len, (size_t)k + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)k;
-}
-
 /* Text with XML special characters escaped. */
-static void rb_text(rbuf *b, const char *s)
+static void rb_text(plan_buf *b, const char *s)
 {
     for (; s && *s; s++) {
         switch (*s) {
-        case '&': rb_printf(b, "&amp;"); break;
-        case '<': rb_printf(b, "&lt;"); break;
-        case '>': rb_printf(b, "&gt;"); break;
-        case '"': rb_printf(b, "&quot;"); break;
-        case '\'': rb_printf(b, "&#39;"); break;
-        default: rb_printf(b, "%c", *s); break;
+        case '&': plan_buf_printf(b, "&amp;"); break;
+        case '<': plan_buf_printf(b, "&lt;"); break;
+        case '>': plan_buf_printf(b, "&gt;"); break;
+        case '"': plan_buf_printf(b, "&quot;"); break;
+        case '\'': plan_buf_printf(b, "&#39;"); break;
+        default: plan_buf_printf(b, "%c", *s); break;
         }
     }
 }
 
-static void text_at(rbuf *b, double x, double y, const char *anchor, int size,
+static void text_at(plan_buf *b, double x, double y, const char *anchor, int size,
                     const char *weight, const char *s)
 {
-    rb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s%s>",
+    plan_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s%s>",
               x, y, anchor, size, weight ? " font-weight=\"" : "",
               weight ? weight : "", weight ? "\"" : "");
     rb_text(b, s);
-    rb_printf(b, "</text>\n");
+    plan_buf_printf(b, "</text>\n");
 }
 
-static void rect(rbuf *b, double x, double y, double w, double h,
+static void rect(plan_buf *b, double x, double y, double w, double h,
                  const char *fill, const char *extra)
 {
-    rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s%s/>\n",
+    plan_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s%s/>\n",
               x, y, w > 0 ? w : 0, h > 0 ? h : 0, fill, extra ? " " : "",
               extra ? extra : "");
 }
@@ -116,20 +71,20 @@ typedef struct legend_item {
 } legend_item;
 
 /* Legend in one row starting at (x, y); returns its box. */
-static plan_report_box legend(rbuf *b, double x, double y,
+static plan_report_box legend(plan_buf *b, double x, double y,
                               const legend_item *it, int n)
 {
     plan_report_box box;
     double cx = x;
     int i;
 
-    rb_printf(b, "<g class=\"legend\">\n");
+    plan_buf_printf(b, "<g class=\"legend\">\n");
     for (i = 0; i < n; i++) {
         rect(b, cx, y, 14, 14, it[i].colour, "stroke=\"#555\" stroke-width=\"0.5\"");
         text_at(b, cx + 19, y + 11.5, "start", 12, NULL, it[i].label);
         cx += 19 + 7.2 * (double)strlen(it[i].label) + 22;
     }
-    rb_printf(b, "</g>\n");
+    plan_buf_printf(b, "</g>\n");
     box.x = x;
     box.y = y;
     box.w = cx - x;
@@ -160,25 +115,25 @@ static void fmt_num(char *buf, size_t n, double v, double step)
 
 /* Horizontal axis under a plot: line, ticks, numbers, title.  Values
  * 0..vmax mapped onto [x, x + w]; returns the axis box. */
-static plan_report_box x_axis(rbuf *b, double x, double y, double w,
+static plan_report_box x_axis(plan_buf *b, double x, double y, double w,
                               double vmax, double scale, const char *title)
 {
     plan_report_box box;
     double step = nice_step(vmax * scale, 8), v;
     char num[32];
 
-    rb_printf(b, "<g class=\"axis\">\n");
-    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+    plan_buf_printf(b, "<g class=\"axis\">\n");
+    plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                  "stroke-width=\"1.5\"/>\n", x, y, x + w, y);
     for (v = 0; v <= vmax * scale * (1 + 1e-9); v += step) {
         double px = x + (vmax > 0 ? v / (vmax * scale) * w : 0);
-        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+        plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                      "stroke=\"#222\" stroke-width=\"1.5\"/>\n", px, y, px, y + 6);
         fmt_num(num, sizeof num, v, step);
         text_at(b, px, y + 19, "middle", 11, NULL, num);
     }
     text_at(b, x + w / 2, y + 37, "middle", 13, "bold", title);
-    rb_printf(b, "</g>\n");
+    plan_buf_printf(b, "</g>\n");
     box.x = x - 15;
     box.y = y;
     box.w = w + 30;
@@ -217,7 +172,7 @@ typedef struct ev_run {
     double x0, x1;          /* px */
 } ev_run;
 
-static void draw_run(rbuf *b, const ev_run *r, double y, double rh)
+static void draw_run(plan_buf *b, const ev_run *r, double y, double rh)
 {
     double w = r->x1 - r->x0, ry = y + r->row * rh + 1, eh = rh - 2;
     char buf[32];
@@ -226,20 +181,20 @@ static void draw_run(rbuf *b, const ev_run *r, double y, double rh)
         ry += eh * 0.62;
         eh *= 0.38;
     }
-    rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+    plan_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                  "fill=\"%s\"><title>%s, stage %d, replica %d",
               r->x0, ry, w > 0.3 ? w : 0.3, eh, ev_colour[r->kind],
               cost_event_name(r->kind), r->stage, r->replica);
     if (r->n > 1)
-        rb_printf(b, ", %d events, micro-batches %d-%d", r->n, r->first_micro,
+        plan_buf_printf(b, ", %d events, micro-batches %d-%d", r->n, r->first_micro,
                   r->last_micro);
     else if (r->first_micro >= 0)
-        rb_printf(b, ", micro-batch %d", r->first_micro);
-    rb_printf(b, ": %.3f-%.3f ms</title></rect>\n", r->start * 1e3, r->end * 1e3);
+        plan_buf_printf(b, ", micro-batch %d", r->first_micro);
+    plan_buf_printf(b, ": %.3f-%.3f ms</title></rect>\n", r->start * 1e3, r->end * 1e3);
     if ((r->kind == COST_EV_FWD || r->kind == COST_EV_BWD) && r->n == 1 && w >= 16 &&
         rh >= 14 && r->first_micro >= 0) {
         snprintf(buf, sizeof buf, "%d", r->first_micro);
-        rb_printf(b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
+        plan_buf_printf(b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
                      "font-size=\"9\" fill=\"#fff\">%s</text>\n",
                   r->x0 + w / 2, ry + eh / 2 + 3, buf);
     }
@@ -256,7 +211,7 @@ static int is_send(int kind)
     return kind == COST_EV_SEND_ACT || kind == COST_EV_SEND_GRAD;
 }
 
-static int dense_timeline(rbuf *b, const cost_timeline *tl, int shown_rows,
+static int dense_timeline(plan_buf *b, const cost_timeline *tl, int shown_rows,
                           double y, double rh)
 {
     double *cov = calloc((size_t)shown_rows * RP_COLS * COST_EV_NKINDS, sizeof *cov);
@@ -309,7 +264,7 @@ static int dense_timeline(rbuf *b, const cost_timeline *tl, int shown_rows,
                         ry += eh * 0.62;
                         eh *= 0.38;
                     }
-                    rb_printf(b, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%d\" "
+                    plan_buf_printf(b, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%d\" "
                                  "height=\"%.2f\" fill=\"%s\" fill-opacity=\"%.2f\">"
                                  "<title>mostly %s, stage %d, replica %d, busy %.0f%%: "
                                  "%.1f-%.1f ms</title></rect>\n",
@@ -326,7 +281,7 @@ static int dense_timeline(rbuf *b, const cost_timeline *tl, int shown_rows,
     return 0;
 }
 
-static double timeline_section(rbuf *b, const plan_report_input *in, double y,
+static double timeline_section(plan_buf *b, const plan_report_input *in, double y,
                                plan_report_layout *L)
 {
     const cost_timeline *tl = in->timeline;
@@ -445,7 +400,7 @@ axis:
                  shown_rows, rows);
         text_at(b, RP_X0 + RP_PW, y + 52, "end", 11, NULL, buf);
     }
-    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+    plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                  "stroke-width=\"1.5\"/>\n", RP_X0, L->timeline.y, RP_X0, y);
     L->timeline_xaxis = x_axis(b, RP_X0, y, RP_PW, iter, scale, unit);
     snprintf(buf, sizeof buf, "simulated iteration: %.4f s", iter);
@@ -455,7 +410,7 @@ axis:
 
 /* ---- section 2: memory -------------------------------------------------- */
 
-static double memory_section(rbuf *b, const plan_report_input *in, double y,
+static double memory_section(plan_buf *b, const plan_report_input *in, double y,
                              plan_report_layout *L)
 {
     const cost_strategy *s = &in->s[in->shown];
@@ -492,22 +447,22 @@ static double memory_section(rbuf *b, const plan_report_input *in, double y,
     L->memory.w = RP_PW;
     L->memory.h = ph;
     /* y axis with grid */
-    rb_printf(b, "<g class=\"axis\">\n");
+    plan_buf_printf(b, "<g class=\"axis\">\n");
     for (v = 0; v <= vmax * (1 + 1e-9); v += step) {
         double py = y + ph - v / vmax * ph;
         char num[32];
-        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+        plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                      "stroke-width=\"1\"/>\n", RP_X0 - 6, py, RP_X0 + RP_PW, py,
                   v == 0 ? "#222" : "#e8e8e8");
         fmt_num(num, sizeof num, v, step);
         text_at(b, RP_X0 - 10, py + 4, "end", 11, NULL, num);
     }
-    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+    plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                  "stroke-width=\"1.5\"/>\n", RP_X0, y, RP_X0, y + ph);
-    rb_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"13\" "
+    plan_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"13\" "
                  "font-weight=\"bold\" transform=\"rotate(-90 %.1f %.1f)\">memory (GiB)"
                  "</text>\n", RP_X0 - 55, y + ph / 2, RP_X0 - 55, y + ph / 2);
-    rb_printf(b, "</g>\n");
+    plan_buf_printf(b, "</g>\n");
     L->memory_yaxis.x = RP_X0 - 70;
     L->memory_yaxis.y = y;
     L->memory_yaxis.w = 70;
@@ -519,7 +474,7 @@ static double memory_section(rbuf *b, const plan_report_input *in, double y,
         double cap = r->mem_cap[i] / RP_GIB, used = r->mem_bytes[i] / RP_GIB;
         double hc = cap / vmax * ph, hu = used / vmax * ph;
         const cost_device_type *dt = cost_device(in->c, s->ranks[i]);
-        rb_printf(b, "<g><title>rank %d on device %d (%s): %.2f of %.2f GiB</title>\n", i,
+        plan_buf_printf(b, "<g><title>rank %d on device %d (%s): %.2f of %.2f GiB</title>\n", i,
                   s->ranks[i], dt->name, used, cap);
         rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#dcdcdc", NULL);
         if (used <= cap) {
@@ -528,19 +483,19 @@ static double memory_section(rbuf *b, const plan_report_input *in, double y,
             rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#4e79a7", NULL);
             rect(b, cx - bw / 2, y + ph - hu, bw, hu - hc, "#e15759", NULL);
         }
-        rb_printf(b, "</g>\n");
+        plan_buf_printf(b, "</g>\n");
     }
     /* x axis: rank numbers (thinned), device types where they change */
     every = 1;
     while (slot * every < 24)
         every++;
-    rb_printf(b, "<g class=\"axis\">\n");
-    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+    plan_buf_printf(b, "<g class=\"axis\">\n");
+    plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                  "stroke-width=\"1.5\"/>\n", RP_X0, y + ph, RP_X0 + RP_PW, y + ph);
     for (i = 0; i < n; i += every) {
         double cx = RP_X0 + slot * (i + 0.5);
         snprintf(buf, sizeof buf, "%d", i);
-        rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
+        plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
                   cx, y + ph, cx, y + ph + 5);
         text_at(b, cx, y + ph + 17, "middle", 10, NULL, buf);
     }
@@ -552,13 +507,13 @@ static double memory_section(rbuf *b, const plan_report_input *in, double y,
         if (slot * (j - i) >= 7.0 * (double)strlen(name))
             text_at(b, RP_X0 + slot * (i + j) / 2.0, y + ph + 31, "middle", 10, NULL, name);
         if (i > 0)
-            rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+            plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
                          "stroke=\"#888\" stroke-dasharray=\"3,2\"/>\n",
                       RP_X0 + slot * i, y + ph + 20, RP_X0 + slot * i, y + ph + 34);
         i = j;
     }
     text_at(b, RP_X0 + RP_PW / 2, y + ph + 50, "middle", 13, "bold", "rank (device type)");
-    rb_printf(b, "</g>\n");
+    plan_buf_printf(b, "</g>\n");
     L->memory_xaxis.x = RP_X0 - 15;
     L->memory_xaxis.y = y + ph;
     L->memory_xaxis.w = RP_PW + 30;
@@ -568,7 +523,7 @@ static double memory_section(rbuf *b, const plan_report_input *in, double y,
 
 /* ---- section 3: strategies side by side -------------------------------- */
 
-static double topk_section(rbuf *b, const plan_report_input *in, double y,
+static double topk_section(plan_buf *b, const plan_report_input *in, double y,
                            plan_report_layout *L)
 {
     static const legend_item items[] = {
@@ -610,7 +565,7 @@ static double topk_section(rbuf *b, const plan_report_input *in, double y,
         x = RP_X0;
         for (k = 0; k < 6; k++) {
             double w = part[k] > 0 ? part[k] / vmax * RP_PW : 0;
-            rb_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+            plan_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                          "fill=\"%s\"><title>%s: %.4f s</title></rect>\n",
                       x, ry + 3, w, rh - 6, fills[k], items[k].label, part[k]);
             x += w;
@@ -621,7 +576,7 @@ static double topk_section(rbuf *b, const plan_report_input *in, double y,
         text_at(b, x + 6, ry + rh / 2 + 4, "start", 11, NULL, buf);
     }
     y += rh * in->n;
-    rb_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+    plan_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
                  "stroke-width=\"1.5\"/>\n", RP_X0, L->topk.y, RP_X0, y);
     L->topk_xaxis = x_axis(b, RP_X0, y, RP_PW, vmax, 1.0, "predicted iteration time (s)");
     return y + 60;
@@ -656,9 +611,9 @@ static int check_input(const plan_report_input *in, cost_error *err)
     return COST_OK;
 }
 
-static void svg_body(rbuf *b, const plan_report_input *in, plan_report_layout *L)
+static void svg_body(plan_buf *b, const plan_report_input *in, plan_report_layout *L)
 {
-    rbuf body = {0};
+    plan_buf body = {0};
     double y = 0;
     char buf[400];
     const cost_result *r = &in->r[in->shown];
@@ -678,30 +633,30 @@ static void svg_body(rbuf *b, const plan_report_input *in, plan_report_layout *L
     y = topk_section(&body, in, y, L);
     L->width = RP_WIDTH;
     L->height = ceil(y);
-    rb_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+    plan_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
                  "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n",
               L->width, L->height, L->width, L->height);
-    rb_printf(b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
+    plan_buf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
               L->width, L->height);
     if (body.failed)
         b->failed = 1;
     else if (body.p)
-        rb_printf(b, "%s", body.p);
-    rb_printf(b, "</svg>\n");
+        plan_buf_printf(b, "%s", body.p);
+    plan_buf_printf(b, "</svg>\n");
     free(body.p);
 }
 
 int plan_report_svg(const plan_report_input *in, char **svg,
                     plan_report_layout *layout, cost_error *err)
 {
-    rbuf b = {0};
+    plan_buf b = {0};
     plan_report_layout L;
     int rc;
 
     *svg = NULL;
     if ((rc = check_input(in, err)) != COST_OK)
         return rc;
-    rb_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    plan_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     svg_body(&b, in, &L);
     if (b.failed) {
         free(b.p);
@@ -716,7 +671,7 @@ int plan_report_svg(const plan_report_input *in, char **svg,
 int plan_report_html(const plan_report_input *in, char **html,
                      plan_report_layout *layout, cost_error *err)
 {
-    rbuf b = {0};
+    plan_buf b = {0};
     plan_report_layout L;
     const cost_strategy *s;
     const cost_result *r;
@@ -725,13 +680,13 @@ int plan_report_html(const plan_report_input *in, char **html,
     *html = NULL;
     if ((rc = check_input(in, err)) != COST_OK)
         return rc;
-    rb_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    plan_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                   "<title>hetplan report");
     if (in->title) {
-        rb_printf(&b, ": ");
+        plan_buf_printf(&b, ": ");
         rb_text(&b, in->title);
     }
-    rb_printf(&b, "</title>\n<style>\n"
+    plan_buf_printf(&b, "</title>\n<style>\n"
                   "body { font-family: sans-serif; margin: 0; background: #fff; color: #222; }\n"
                   "table { border-collapse: collapse; margin: 8px 20px 24px 20px; font-size: 13px; }\n"
                   "th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }\n"
@@ -741,7 +696,7 @@ int plan_report_html(const plan_report_input *in, char **html,
                   "svg { display: block; }\n"
                   "</style>\n</head>\n<body>\n");
     svg_body(&b, in, &L);
-    rb_printf(&b, "<h2>Strategies</h2>\n<table>\n<tr><th>#</th><th>time (s)</th>"
+    plan_buf_printf(&b, "<h2>Strategies</h2>\n<table>\n<tr><th>#</th><th>time (s)</th>"
                   "<th>samples/s</th><th>tp</th><th>dp</th><th>pp</th><th>mbs</th>"
                   "<th>micro-batches</th><th class=\"l\">placement</th><th>bubble (s)</th>"
                   "<th>dp comm (s)</th><th>peak memory (GiB)</th><th>fits</th></tr>\n");
@@ -752,48 +707,48 @@ int plan_report_html(const plan_report_input *in, char **html,
         for (j = 0; j < r->nranks; j++)
             if (r->mem_bytes && r->mem_bytes[j] > peak)
                 peak = r->mem_bytes[j];
-        rb_printf(&b, "<tr><td>%d</td><td>%.4f</td><td>%.2f</td><td>%d</td><td>%d</td>"
+        plan_buf_printf(&b, "<tr><td>%d</td><td>%.4f</td><td>%.2f</td><td>%d</td><td>%d</td>"
                       "<td>%d</td><td>%d</td><td>%d</td><td class=\"l\">",
                   i + 1, r->iter_s, r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
                   s->tp, s->dp, s->pp, s->mbs, s->gas);
         rb_text(&b, s->placement);
-        rb_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
+        plan_buf_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
                   r->bd.bubble, r->bd.dp_comm, peak / RP_GIB, r->fits ? "yes" : "no");
     }
-    rb_printf(&b, "</table>\n");
+    plan_buf_printf(&b, "</table>\n");
     s = &in->s[in->shown];
     r = &in->r[in->shown];
-    rb_printf(&b, "<h2>Stages of strategy #%d</h2>\n<table>\n<tr><th>stage</th>"
+    plan_buf_printf(&b, "<h2>Stages of strategy #%d</h2>\n<table>\n<tr><th>stage</th>"
                   "<th class=\"l\">layers</th><th class=\"l\">devices</th>"
                   "<th>time per micro-batch (ms)</th><th>peak memory (GiB)</th>"
                   "<th>capacity (GiB)</th></tr>\n", in->shown + 1);
     for (j = 0; j < s->pp; j++) {
         double mem = 0, cap = 0;
-        rb_printf(&b, "<tr><td>%d</td><td class=\"l\">%d-%d (", j, s->bounds[j],
+        plan_buf_printf(&b, "<tr><td>%d</td><td class=\"l\">%d-%d (", j, s->bounds[j],
                   s->bounds[j + 1] - 1);
         rb_text(&b, in->m->layers[s->bounds[j]].name);
-        rb_printf(&b, " .. ");
+        plan_buf_printf(&b, " .. ");
         rb_text(&b, in->m->layers[s->bounds[j + 1] - 1].name);
-        rb_printf(&b, ")</td><td class=\"l\">");
+        plan_buf_printf(&b, ")</td><td class=\"l\">");
         for (t = 0; t < s->tp * s->dp; t++) {
             int rank = j * s->tp * s->dp + t;
             if (t)
-                rb_printf(&b, ", ");
-            rb_printf(&b, "%d:", s->ranks[rank]);
+                plan_buf_printf(&b, ", ");
+            plan_buf_printf(&b, "%d:", s->ranks[rank]);
             rb_text(&b, cost_device(in->c, s->ranks[rank])->name);
             if (r->mem_bytes && rank < r->nranks && r->mem_bytes[rank] > mem) {
                 mem = r->mem_bytes[rank];
                 cap = r->mem_cap[rank];
             }
         }
-        rb_printf(&b, "</td><td>");
+        plan_buf_printf(&b, "</td><td>");
         if (r->stage_s && j < r->pp)
-            rb_printf(&b, "%.3f", r->stage_s[j] * 1e3);
+            plan_buf_printf(&b, "%.3f", r->stage_s[j] * 1e3);
         else
-            rb_printf(&b, "-");
-        rb_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
+            plan_buf_printf(&b, "-");
+        plan_buf_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
     }
-    rb_printf(&b, "</table>\n</body>\n</html>\n");
+    plan_buf_printf(&b, "</table>\n</body>\n</html>\n");
     if (b.failed) {
         free(b.p);
         return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");

@@ -12,6 +12,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "internal.h"
 #include "plan.h"
 
 void plan_whatif_params_init(plan_whatif_params *p)
@@ -716,87 +717,36 @@ done:
     return text;
 }
 
-typedef struct wbuf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} wbuf;
-
-#if defined(__GNUC__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void wb(wbuf *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (b->oom)
-        return;
-    for (;;) {
-        size_t room = b->cap - b->len;
-        va_start(ap, fmt);
-        n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? room : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = 1;
-            return;
-        }
-        if (b->p != NULL && (size_t)n < room) {
-            b->len += (size_t)n;
-            return;
-        }
-        {
-            size_t cap = (b->cap + (size_t)n + 1) * 2;
-            char *q = realloc(b->p, cap);
-            if (q == NULL) {
-                b->oom = 1;
-                return;
-            }
-            b->p = q;
-            b->cap = cap;
-        }
-    }
-}
-
-static char *wb_done(wbuf *b)
-{
-    if (b->oom) {
-        free(b->p);
-        return NULL;
-    }
-    return b->p;
-}
-
 char *plan_whatif_table(const plan_whatif *w, const char *plan_path,
                         int strategy)
 {
-    wbuf b;
+    plan_buf b;
     int i;
 
     memset(&b, 0, sizeof b);
-    wb(&b, "what-if for strategy %d of '%s'\n", strategy, plan_path ? plan_path : "");
-    wb(&b, "without stragglers: %.4f s per iteration\n\n", w->base_s);
-    wb(&b, "%-5s %-6s %-5s %-7s %-6s %-10s %-10s %-7s %s\n", "rank", "device",
+    plan_buf_printf(&b, "what-if for strategy %d of '%s'\n", strategy, plan_path ? plan_path : "");
+    plan_buf_printf(&b, "without stragglers: %.4f s per iteration\n\n", w->base_s);
+    plan_buf_printf(&b, "%-5s %-6s %-5s %-7s %-6s %-10s %-10s %-7s %s\n", "rank", "device",
        "stage", "replica", "factor", "stage_ms", "group_ms", "gamma", "semi");
     for (i = 0; i < w->nstragglers; i++) {
         const plan_straggler *st = &w->stragglers[i];
-        wb(&b, "%-5d %-6d %-5d %-7d %-6.2f %-10.3f %-10.3f %-7.3f %s\n", st->rank,
+        plan_buf_printf(&b, "%-5d %-6d %-5d %-7d %-6.2f %-10.3f %-10.3f %-7.3f %s\n", st->rank,
            st->device, st->stage, st->replica, st->factor, 1e3 * st->t_s,
            1e3 * st->t_avg_s, st->gamma, st->migrate ? "migrate" : "resize");
     }
-    wb(&b, "\n%-8s %-8s %-11s %-8s %-10s %-6s %s\n", "remedy", "lossless",
+    plan_buf_printf(&b, "\n%-8s %-8s %-11s %-8s %-10s %-6s %s\n", "remedy", "lossless",
        "iter_s", "speedup", "one_off_s", "gamma", "note");
     for (i = 0; i < PLAN_NREMEDIES; i++) {
         const plan_remedy *r = &w->remedies[i];
         if (r->applicable)
-            wb(&b, "%-8s %-8s %-11.4f %-8.3f %-10.4g %-6.2f %s%s\n",
+            plan_buf_printf(&b, "%-8s %-8s %-11.4f %-8.3f %-10.4g %-6.2f %s%s\n",
                plan_remedy_name(i), r->lossless ? "yes" : "no", r->iter_s,
                w->remedies[0].iter_s / r->iter_s, r->one_off_s, r->max_gamma,
                r->note, r->fits ? "" : " (does not fit memory)");
         else
-            wb(&b, "%-8s %-8s %-11s %-8s %-10s %-6s %s\n", plan_remedy_name(i), "-",
+            plan_buf_printf(&b, "%-8s %-8s %-11s %-8s %-10s %-6s %s\n", plan_remedy_name(i), "-",
                "-", "-", "-", "-", r->note);
     }
-    wb(&b, "\nrecommended: %s\n  %s\n", plan_remedy_name(w->recommended), w->reason);
-    return wb_done(&b);
+    plan_buf_printf(&b, "\nrecommended: %s\n  %s\n", plan_remedy_name(w->recommended), w->reason);
+    return plan_buf_take(&b);
 }

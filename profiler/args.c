@@ -21,8 +21,8 @@ void prof_options_init(prof_options *o)
     o->repeats = 20;
 }
 
-static int parse_one(const char *opt, const char *s, int lo, int hi, int *out,
-                     cost_error *err)
+int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
+                   cost_error *err)
 {
     char *end;
     long v;
@@ -59,7 +59,7 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
                                   opt, lo, hi, s);
         memcpy(item, p, len);
         item[len] = '\0';
-        if ((rc = parse_one(opt, item, lo, hi, &v, err)) != COST_OK)
+        if ((rc = prof_parse_int(opt, item, lo, hi, &v, err)) != COST_OK)
             return rc;
         for (i = 0; i < cnt && out[i] != v; i++)
             ;
@@ -95,6 +95,29 @@ static void split(const char *arg, char *name, size_t n, const char **val)
     *val = eq ? eq + 1 : NULL;
 }
 
+int prof_next_option(int argc, char **argv, int *i,
+                     const char *const *valued, size_t nvalued, char *name,
+                     size_t n, const char **val, cost_error *err)
+{
+    size_t j;
+    int takes = 0;
+
+    split(argv[*i], name, n, val);
+    for (j = 0; j < nvalued; j++)
+        if (strcmp(name, valued[j]) == 0)
+            takes = 1;
+    if (takes && !*val) {
+        if (*i + 1 >= argc)
+            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                                  "option '%s' needs a value", name);
+        *val = argv[++*i];
+    } else if (!takes && *val) {
+        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                              "option '%s' takes no value", name);
+    }
+    return COST_OK;
+}
+
 int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
 {
     static const char *const valued[] = {
@@ -106,22 +129,11 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
     for (i = 1; i < argc; i++) {
         char name[64];
         const char *val;
-        size_t j;
-        int takes = 0;
 
-        split(argv[i], name, sizeof name, &val);
-        for (j = 0; j < sizeof valued / sizeof valued[0]; j++)
-            if (strcmp(name, valued[j]) == 0)
-                takes = 1;
-        if (takes && !val) {
-            if (i + 1 >= argc)
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                                      "option '%s' needs a value", name);
-            val = argv[++i];
-        } else if (!takes && val) {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                                  "option '%s' takes no value", name);
-        }
+        if ((rc = prof_next_option(argc, argv, &i, valued,
+                                   sizeof valued / sizeof valued[0], name,
+                                   sizeof name, &val, err)) != COST_OK)
+            return rc;
         if (strcmp(name, "--model") == 0) {
             o->model = val;
         } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
@@ -150,13 +162,13 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
                                       "option '--dtype' expects 'fp16' or "
                                       "'bf16', got '%s'", val);
         } else if (strcmp(name, "--warmup") == 0) {
-            if ((rc = parse_one("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--repeats") == 0) {
-            if ((rc = parse_one("--repeats", val, 1, 100000, &o->repeats, err)) != COST_OK)
+            if ((rc = prof_parse_int("--repeats", val, 1, 100000, &o->repeats, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--gpu") == 0) {
-            if ((rc = parse_one("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
                 return rc;
         } else if (strcmp(name, "--no-bandwidth") == 0) {
             o->skip_bandwidth = 1;

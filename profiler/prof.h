@@ -165,6 +165,17 @@ typedef struct prof_options {
 } prof_options;
 
 void prof_options_init(prof_options *o);
+/* s as an integer in lo..hi into *out; COST_EINVAL naming opt otherwise
+ * (also used by hetplan-launch). */
+int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
+                   cost_error *err);
+/* Option argv[*i] split into name (n bytes, truncated) and value: the
+ * "--name=value" part, or argv[++*i] when name is one of valued[0..nvalued-1];
+ * *val NULL for a flag.  *val points into argv.  COST_EINVAL on a missing
+ * or unexpected value. */
+int prof_next_option(int argc, char **argv, int *i,
+                     const char *const *valued, size_t nvalued, char *name,
+                     size_t n, const char **val, cost_error *err);
 /* Comma-separated positive integers in lo..hi into out (at most cap,
  * duplicates dropped, sorted).  COST_EINVAL naming opt on bad input. */
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
@@ -175,6 +186,11 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
 int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err);
 
 /* ---- the profile document (profiler/profile_json.c) ------------------- */
+
+struct cJSON;
+/* Add item to obj under key, or to the array obj when key is NULL; obj
+ * owns item afterwards.  0 on failure (item NULL, or freed). */
+int prof_json_put(struct cJSON *obj, const char *key, struct cJSON *item);
 
 typedef struct prof_device_info {
     char name[256];         /* CUDA device name */

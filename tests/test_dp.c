@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "../search/internal.h" /* search/, not planner/internal.h */
 #include "search.h"
 
 /* A random instance with owned arrays. */
