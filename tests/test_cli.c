@@ -20,6 +20,7 @@
 #include <cjson/cJSON.h>
 
 #include "plan.h"
+#include "testutil.h"
 
 #define CLUSTER "examples/amp-het.json"
 #define MODEL "examples/gpt2-amp.json"
@@ -44,33 +45,6 @@ static void join(char *buf, const char *a, const char *sep, const char *b)
     int k = snprintf(buf, PATHN, "%s%s%s", a, sep, b);
 
     ck_assert_msg(k > 0 && k < PATHN, "path too long: %s%s%s", a, sep, b);
-}
-
-/* Remove a file or a directory tree; best effort. */
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    char sub[PATHN];
-
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        d = opendir(path);
-        if (d != NULL) {
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                remove_tree(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }
 
 static void setup(void)
@@ -1525,6 +1499,6 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    remove_tree(top_dir);
+    tu_remove_tree(top_dir);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -20,30 +20,12 @@
 #include <unistd.h>
 
 #include "plan.h"
+#include "testutil.h"
 
 #define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden"
 #define PATHN 4096
 
 static char tmp_dir[1024];
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 /* Run the planner in dir with args; stdout/stderr into files; exit code. */
 static int run_planner(const char *dir, const char *const *args,
@@ -70,32 +52,6 @@ static int run_planner(const char *dir, const char *const *args,
     }
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    DIR *d;
-    struct dirent *e;
-    char sub[PATHN];
-
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        d = opendir(path);
-        if (d) {
-            while ((e = readdir(d)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                remove_tree(sub);
-            }
-            closedir(d);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
 }
 
 /* Files of a directory (names, sorted by the caller's check). */
@@ -147,9 +103,9 @@ static void golden_case(const char *plan, const char *target, const char *strate
     args[n++] = "--quiet";
     args[n] = NULL;
     rc = run_planner(GOLDEN, args, so, se);
-    ck_assert_msg(rc == 0, "export %s %s: exit %d: %s", plan, target, rc, slurp(se));
+    ck_assert_msg(rc == 0, "export %s %s: exit %d: %s", plan, target, rc, tu_slurp(se));
     {
-        char *e = slurp(se);
+        char *e = tu_slurp(se);
         ck_assert_msg(e && e[0] == '\0', "export wrote on stderr: %s", e);
         free(e);
     }
@@ -163,8 +119,8 @@ static void golden_case(const char *plan, const char *target, const char *strate
         char *g, *o;
         snprintf(gp, sizeof gp, "%s/%s", gdir, names[i]);
         snprintf(op, sizeof op, "%s/%s", out, names[i]);
-        g = slurp(gp);
-        o = slurp(op);
+        g = tu_slurp(gp);
+        o = tu_slurp(op);
         ck_assert_msg(o != NULL, "'%s' was not written", op);
         ck_assert_msg(strcmp(g, o) == 0, "'%s' differs from golden '%s'", op, gp);
         free(g);
@@ -285,27 +241,27 @@ START_TEST(flags_are_known)
     char *t;
 
     snprintf(path, sizeof path, "%s/amp-het.megatron/megatron.sh", GOLDEN);
-    t = slurp(path);
+    t = tu_slurp(path);
     ck_assert_ptr_nonnull(t);
     check_flags(t, megatron_flags, torchrun_flags, path);
     free(t);
     snprintf(path, sizeof path, "%s/mixed-llama.megatron/megatron.sh", GOLDEN);
-    t = slurp(path);
+    t = tu_slurp(path);
     ck_assert_ptr_nonnull(t);
     check_flags(t, megatron_flags, torchrun_flags, path);
     free(t);
     snprintf(path, sizeof path, "%s/megatron-345m.megatron/megatron.sh", GOLDEN);
-    t = slurp(path);
+    t = tu_slurp(path);
     ck_assert_ptr_nonnull(t);
     check_flags(t, megatron_flags, torchrun_flags, path);
     free(t);
     snprintf(path, sizeof path, "%s/amp-het.torchrun/torchrun.sh", GOLDEN);
-    t = slurp(path);
+    t = tu_slurp(path);
     ck_assert_ptr_nonnull(t);
     check_flags(t, torchrun_flags, NULL, path);
     free(t);
     snprintf(path, sizeof path, "%s/amp-het.deepspeed/deepspeed.sh", GOLDEN);
-    t = slurp(path);
+    t = tu_slurp(path);
     ck_assert_ptr_nonnull(t);
     check_flags(t, deepspeed_flags, NULL, path);
     free(t);
@@ -322,7 +278,7 @@ START_TEST(ds_config_keys_are_known)
         char *t, *p;
         int keys = 0;
         snprintf(path, sizeof path, "%s/%s.deepspeed/ds_config.json", GOLDEN, plans[i]);
-        t = slurp(path);
+        t = tu_slurp(path);
         ck_assert_ptr_nonnull(t);
         for (p = strchr(t, '"'); p; p = strchr(p, '"')) {
             char *q = strchr(p + 1, '"');
@@ -662,22 +618,22 @@ START_TEST(cli_stdout_and_json)
     snprintf(so, sizeof so, "%s/cli.out", tmp_dir);
     snprintf(se, sizeof se, "%s/cli.err", tmp_dir);
     ck_assert_int_eq(run_planner(GOLDEN, a1, so, se), 0);
-    o = slurp(so);
+    o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\np3-0 slots=4\np3-1 slots=4\np3-2 slots=4\n"
                                     "g4dn-0 slots=4\n"));
     free(o);
     ck_assert_int_eq(run_planner(GOLDEN, a2, so, se), 0);
-    o = slurp(so);
+    o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"target\": \"torchrun\""));
     ck_assert_ptr_nonnull(strstr(o, "\"name\": \"torchrun.sh\""));
     ck_assert_ptr_nonnull(strstr(o, "\"notes\": ["));
     free(o);
     ck_assert_int_eq(run_planner(GOLDEN, a3, so, se), 2);
-    e = slurp(se);
+    e = tu_slurp(se);
     ck_assert_ptr_nonnull(strstr(e, "'slurm'"));
     free(e);
     ck_assert_int_eq(run_planner(GOLDEN, a4, so, se), 3);
-    e = slurp(se);
+    e = tu_slurp(se);
     ck_assert_ptr_nonnull(strstr(e, "missing.json"));
     free(e);
     ck_assert_int_eq(run_planner(GOLDEN, a5, so, se), 5);
@@ -697,7 +653,7 @@ START_TEST(cli_output_table)
     snprintf(se, sizeof se, "%s/t.err", tmp_dir);
     snprintf(dir, sizeof dir, "%s/ds-out", tmp_dir);
     ck_assert_int_eq(run_planner(GOLDEN, a, so, se), 0);
-    o = slurp(so);
+    o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "file                     bytes  contents\n"));
     ck_assert_ptr_nonnull(strstr(o, "ds_config.json"));
     ck_assert_ptr_nonnull(strstr(o, "4 files written to"));
@@ -749,6 +705,6 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    remove_tree(tmp_dir);
+    tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

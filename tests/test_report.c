@@ -25,30 +25,12 @@
 #endif
 
 #include "plan.h"
+#include "testutil.h"
 
 #define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden"
 #define PATHN 4096
 
 static char tmp_dir[1024];
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_int_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
-}
 
 static void spill(const char *path, const char *text)
 {
@@ -384,25 +366,25 @@ START_TEST(cli_report)
     snprintf(html, sizeof html, "%s/cli.html", tmp_dir);
     snprintf(bad, sizeof bad, "%s/cli.png", tmp_dir);
     ck_assert_int_eq(run_planner(a1, so, se), 0);
-    o = slurp(so);
+    o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "time (s)"));
     ck_assert_ptr_nonnull(strstr(o, "peak mem (GiB)"));
     ck_assert_ptr_nonnull(strstr(o, "report written to"));
     ck_assert_ptr_nonnull(strstr(o, "s simulated"));
     free(o);
-    t = slurp(svg);
+    t = tu_slurp(svg);
     ck_assert_ptr_nonnull(t);
     ck_assert(strncmp(t, "<?xml", 5) == 0);
     ck_assert_ptr_nonnull(strstr(t, "<title>forward, stage 7"));
     ck_assert_int_eq(count(t, "<g><title>rank "), 16);
     free(t);
     ck_assert_int_eq(run_planner(a2, so, se), 0);
-    o = slurp(so);
+    o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"format\": \"html\""));
     ck_assert_ptr_nonnull(strstr(o, "\"timeline\": {\"strategy\": 2"));
     ck_assert_int_eq(count(o, "\"rank\": "), 3);
     free(o);
-    t = slurp(html);
+    t = tu_slurp(html);
     ck_assert_ptr_nonnull(strstr(t, "Stages of strategy #2"));
     free(t);
     ck_assert_int_eq(run_planner(a3, so, se), 2);
@@ -731,32 +713,6 @@ START_TEST(renders_in_chromium)
 }
 END_TEST
 
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    DIR *dd;
-    struct dirent *e;
-    char sub[PATHN];
-
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        dd = opendir(path);
-        if (dd) {
-            while ((e = readdir(dd)) != NULL) {
-                if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                    continue;
-                snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-                remove_tree(sub);
-            }
-            closedir(dd);
-        }
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 int main(void)
 {
     Suite *s = suite_create("report");
@@ -784,6 +740,6 @@ int main(void)
     srunner_run_all(sr, CK_NORMAL);
     failed = srunner_ntests_failed(sr);
     srunner_free(sr);
-    remove_tree(tmp_dir);
+    tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "testutil.h"
 
 #define TP_PATHN 1024
 
@@ -62,21 +63,9 @@ static void tp_write(const char *name, const char *text)
 /* Whole file, NUL-terminated (caller frees); NULL when missing. */
 static char *tp_read(const char *name)
 {
-    char p[TP_PATHN], *buf;
-    FILE *f = fopen(tp_path(p, name), "rb");
-    long n;
+    char p[TP_PATHN];
 
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(buf);
-    ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    buf[n] = '\0';
-    fclose(f);
-    return buf;
+    return tu_slurp(tp_path(p, name));
 }
 
 typedef struct tp_run_out {
