@@ -8,7 +8,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 typedef struct experiment {
     const char *name, *data, *cluster;
@@ -24,50 +34,50 @@ static const experiment experiments[] = {
 
 /* Inputs of one experiment for the calibration scores. */
 typedef struct cal_set {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
-    plan_trial_set ts;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    fmt_trial_set ts;
 } cal_set;
 
 static void cal_set_free(cal_set *x)
 {
-    plan_trial_set_free(&x->ts);
-    cost_profile_free(&x->prof);
-    cost_model_free(&x->m);
-    cost_cluster_free(&x->c);
+    fmt_trial_set_free(&x->ts);
+    fmt_profile_free(&x->prof);
+    fmt_model_free(&x->m);
+    fmt_cluster_free(&x->c);
 }
 
 static int cal_set_load(const char *dir, const experiment *e, cal_set *x,
-                        cost_error *err)
+                        util_error *err)
 {
     char path[4096];
     int rc;
 
     memset(x, 0, sizeof *x);
     snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
-    rc = plan_load_cluster(path, &x->c, err);
-    if (rc == COST_OK)
-        rc = plan_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &x->m, err);
-    if (rc == COST_OK) {
+    rc = fmt_load_cluster(path, &x->c, err);
+    if (rc == UTIL_OK)
+        rc = fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &x->m, err);
+    if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/profiles.json", dir);
-        rc = plan_profile_from_amp(path, "gpt2", &x->m, &x->prof, err);
+        rc = fmt_profile_from_amp(path, "gpt2", &x->m, &x->prof, err);
     }
-    if (rc == COST_OK) {
+    if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/%s", dir, e->data);
-        rc = plan_load_trials(path, 1, &x->c, &x->m, 0, &x->ts, err);
+        rc = fmt_load_trials(path, 1, &x->c, &x->m, 0, &x->ts, err);
     }
     return rc;
 }
 
 /* {"spearman", "kendall", "top1_regret", "top1_index", "mape", "trials"} */
-static void cal_scores(cJSON *o, const char *name, const plan_trial *t, int n)
+static void cal_scores(cJSON *o, const char *name, const calib_trial *t, int n)
 {
     cJSON *x = cJSON_AddObjectToObject(o, name), *arr;
-    plan_ranking rk;
+    calib_ranking rk;
     int i;
 
-    plan_score_trials(t, n, &rk);
+    calib_score_trials(t, n, &rk);
     cJSON_AddNumberToObject(x, "ran", rk.ran);
     cJSON_AddNumberToObject(x, "spearman", rk.spearman);
     cJSON_AddNumberToObject(x, "kendall", rk.kendall);
@@ -94,35 +104,35 @@ static void calibrated(const char *dir, const experiment *e,
 {
     cal_set a, b;
     cost_params cp;
-    cost_error err;
-    search_calib_params sp;
-    plan_trial *t = NULL;
+    util_error err;
+    calib_params sp;
+    calib_trial *t = NULL;
     char msg[1024];
     int rc;
 
     memset(&err, 0, sizeof err);
     memset(&b, 0, sizeof b);
     cost_params_init(&cp);
-    search_calib_params_init(&sp);
+    calib_params_init(&sp);
     rc = cal_set_load(dir, e, &a, &err);
-    if (rc == COST_OK)
+    if (rc == UTIL_OK)
         rc = cal_set_load(dir, other, &b, &err);
-    if (rc == COST_OK && (t = calloc((size_t)a.ts.n, sizeof *t)) == NULL)
-        rc = cost_error_set(&err, COST_ENOMEM, NULL, NULL, "out of memory");
-    if (rc == COST_OK)
-        rc = plan_calibrate_loo(&a.c, &a.m, &a.prof, &cp, &a.ts, &sp, t, &err);
-    if (rc == COST_OK)
+    if (rc == UTIL_OK && (t = calloc((size_t)a.ts.n, sizeof *t)) == NULL)
+        rc = util_error_set(&err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    if (rc == UTIL_OK)
+        rc = calib_loo(&a.c, &a.m, &a.prof, &cp, &a.ts, &sp, t, &err);
+    if (rc == UTIL_OK)
         cal_scores(o, "loo", t, a.ts.n);
-    if (rc == COST_OK)
-        rc = plan_calibrate_cross(&b.c, &b.prof, &b.ts, &a.c, &a.m, &a.prof, &cp,
+    if (rc == UTIL_OK)
+        rc = calib_cross(&b.c, &b.prof, &b.ts, &a.c, &a.m, &a.prof, &cp,
                                   &a.ts, &sp, t, &err);
-    if (rc == COST_OK) {
+    if (rc == UTIL_OK) {
         cal_scores(o, "cross", t, a.ts.n);
         cJSON_AddStringToObject(cJSON_GetObjectItem(o, "cross"), "calibrated_on",
                                 other->name);
     }
-    if (rc != COST_OK) {
-        cost_error_format(&err, msg, sizeof msg);
+    if (rc != UTIL_OK) {
+        util_error_format(&err, msg, sizeof msg);
         cJSON_AddStringToObject(o, "calibration_error", msg);
     }
     free(t);
@@ -132,13 +142,13 @@ static void calibrated(const char *dir, const experiment *e,
 
 static cJSON *run(const char *dir, const experiment *e)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params cp;
-    cost_error err;
-    plan_trial *t = NULL;
-    plan_ranking rk;
+    util_error err;
+    calib_trial *t = NULL;
+    calib_ranking rk;
     char path[4096], msg[1024];
     int n = 0, i, rc;
     cJSON *o = cJSON_CreateObject(), *arr, *amp;
@@ -150,23 +160,23 @@ static cJSON *run(const char *dir, const experiment *e)
     cost_params_init(&cp);
     cJSON_AddStringToObject(o, "name", e->name);
     snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
-    rc = plan_load_cluster(path, &c, &err);
-    if (rc == COST_OK)
-        rc = plan_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err);
-    if (rc == COST_OK) {
+    rc = fmt_load_cluster(path, &c, &err);
+    if (rc == UTIL_OK)
+        rc = fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err);
+    if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/profiles.json", dir);
-        rc = plan_profile_from_amp(path, "gpt2", &m, &prof, &err);
+        rc = fmt_profile_from_amp(path, "gpt2", &m, &prof, &err);
     }
-    if (rc == COST_OK) {
+    if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/%s", dir, e->data);
-        rc = plan_amp_trials(path, &c, &m, &prof, &cp, &t, &n, &err);
+        rc = calib_amp_trials(path, &c, &m, &prof, &cp, &t, &n, &err);
     }
-    if (rc != COST_OK) {
-        cost_error_format(&err, msg, sizeof msg);
+    if (rc != UTIL_OK) {
+        util_error_format(&err, msg, sizeof msg);
         cJSON_AddStringToObject(o, "error", msg);
         goto done;
     }
-    plan_score_trials(t, n, &rk);
+    calib_score_trials(t, n, &rk);
     arr = cJSON_AddArrayToObject(o, "trials");
     for (i = 0; i < n; i++) {
         cJSON *x = cJSON_CreateObject();
@@ -201,9 +211,9 @@ static cJSON *run(const char *dir, const experiment *e)
     cJSON_AddNumberToObject(amp, "mape", e->amp_mape);
 done:
     free(t);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
     return o;
 }
 

@@ -13,7 +13,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define DATA HETPLAN_SOURCE_DIR "/../shared/data/dtfm/scenarios.json"
 
@@ -23,8 +33,8 @@ static const char *const paper_files[5] = {
 static const char *const names[5] = {
     "datacenter-on-demand", "datacenter-spot", "two-campuses",
     "regional-geo-distributed", "world-wide-geo-distributed"};
-static const int methods[4] = {SEARCH_DTFM_GA, SEARCH_DTFM_SA, SEARCH_DTFM_KL,
-                               SEARCH_DTFM_RANDOM};
+static const int methods[4] = {DTFM_GA, DTFM_SA, DTFM_KL,
+                               DTFM_RANDOM};
 
 static double seconds_opt = 5.0;
 static unsigned long long seed_opt = 0;
@@ -38,30 +48,30 @@ static void print_num(double v)
 }
 
 /* Run one searcher and print {"cost_s":...}. */
-static void run_one(const cost_dtfm_problem *p, int method)
+static void run_one(const dtfm_problem *p, int method)
 {
-    search_dtfm_params sp;
-    search_dtfm_result r;
-    cost_dtfm_result res;
-    cost_error err;
+    dtfm_search_params sp;
+    dtfm_search_result r;
+    dtfm_result res;
+    util_error err;
     int rc;
 
     memset(&err, 0, sizeof err);
-    search_dtfm_params_init(&sp);
+    dtfm_search_params_init(&sp);
     sp.method = method;
     sp.seed = seed_opt;
     sp.seconds = seconds_opt;
     sp.checkpoint_s = 1.0;
-    sp.stall = method == SEARCH_DTFM_SA ? 3 : 100;
-    if (method == SEARCH_DTFM_RANDOM) { /* the public baseline: 5000 samples */
+    sp.stall = method == DTFM_SA ? 3 : 100;
+    if (method == DTFM_RANDOM) { /* the public baseline: 5000 samples */
         sp.stall = 0;
         sp.max_evals = 5000;
     }
-    rc = search_dtfm(p, &sp, &r, &err);
-    if ((rc != COST_OK && rc != COST_ETIMEOUT) ||
-        cost_dtfm_evaluate(p, r.group_of, &res, &err) != COST_OK) {
+    rc = dtfm_search(p, &sp, &r, &err);
+    if ((rc != UTIL_OK && rc != UTIL_ETIMEOUT) ||
+        dtfm_evaluate(p, r.group_of, &res, &err) != UTIL_OK) {
         printf("{\"error\":\"%s\"}", err.msg);
-        search_dtfm_result_free(&r);
+        dtfm_search_result_free(&r);
         return;
     }
     printf("{\"cost_s\":");
@@ -78,16 +88,16 @@ static void run_one(const cost_dtfm_problem *p, int method)
     print_num(r.checkpoint_cost_s);
     printf(",\"evaluations\":%ld,\"timed_out\":%s}", r.evaluated,
            r.timed_out ? "true" : "false");
-    cost_dtfm_result_free(&res);
-    search_dtfm_result_free(&r);
+    dtfm_result_free(&res);
+    dtfm_search_result_free(&r);
 }
 
-static void run_all(const cost_dtfm_problem *p)
+static void run_all(const dtfm_problem *p)
 {
     int m;
 
     for (m = 0; m < 4; m++) {
-        printf(",\"%s\":", search_dtfm_method_name(methods[m]));
+        printf(",\"%s\":", dtfm_method_name(methods[m]));
         run_one(p, methods[m]);
         fflush(stdout);
     }
@@ -177,25 +187,25 @@ static void print_public(const cJSON *pub, int cs)
 
 /* Random regional network: devices in 2..4 regions, inside 5 ms / 2 Gbps,
  * between 10..250 ms / 0.3..1.3 Gbps, every pair +-20% noise (asymmetric). */
-static void small_instance(search_pcg32 *rng, int n, int d_pp,
-                           cost_dtfm_problem *p)
+static void small_instance(util_pcg32 *rng, int n, int d_pp,
+                           dtfm_problem *p)
 {
-    int nreg = 2 + (int)search_pcg32_bounded(rng, 3), reg[32], i, j;
+    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
     double rl[4][4], rb[4][4];
 
-    cost_dtfm_problem_alloc(p, n, d_pp, 0, NULL);
+    dtfm_problem_alloc(p, n, d_pp, 0, NULL);
     p->c_pp = 0.512e9;
     p->c_dp = 0.65e9;
     for (i = 0; i < nreg; i++)
         for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * search_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + search_pcg32_double(rng)) * 1e9 / 8;
+            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
+            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
         }
     for (i = 0; i < n; i++)
-        reg[i] = (int)search_pcg32_bounded(rng, (uint32_t)nreg);
+        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
     for (i = 0; i < n; i++)
         for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * search_pcg32_double(rng);
+            double f = 0.8 + 0.4 * util_pcg32_double(rng);
             if (i == j)
                 continue;
             p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
@@ -203,20 +213,20 @@ static void small_instance(search_pcg32 *rng, int n, int d_pp,
         }
 }
 
-static double small_cost(const cost_dtfm_problem *p, int method, long evals)
+static double small_cost(const dtfm_problem *p, int method, long evals)
 {
-    search_dtfm_params sp;
-    search_dtfm_result r;
+    dtfm_search_params sp;
+    dtfm_search_result r;
     double c;
 
-    search_dtfm_params_init(&sp);
+    dtfm_search_params_init(&sp);
     sp.method = method;
     sp.seed = seed_opt;
     sp.max_evals = evals;
-    if (search_dtfm(p, &sp, &r, NULL) != COST_OK)
+    if (dtfm_search(p, &sp, &r, NULL) != UTIL_OK)
         return NAN;
     c = r.cost_s;
-    search_dtfm_result_free(&r);
+    dtfm_search_result_free(&r);
     return c;
 }
 
@@ -228,7 +238,7 @@ int main(int argc, char **argv)
     char *text = NULL;
     cJSON *data = NULL;
     const cJSON *pcases = NULL, *pub = NULL;
-    search_pcg32 rng;
+    util_pcg32 rng;
 
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
@@ -246,7 +256,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "dtfm-scenarios: --seconds expects a positive number\n");
         return 2;
     }
-    if (plan_read_file(DATA, &text, NULL) == COST_OK) {
+    if (util_read_file(DATA, &text, NULL) == UTIL_OK) {
         data = cJSON_Parse(text);
         pcases = cJSON_GetObjectItem(
             cJSON_GetObjectItem(data, "public_code_conventions"), "cases");
@@ -256,39 +266,39 @@ int main(int argc, char **argv)
     }
     printf("{\"seconds\":%g,\"seed\":%llu,\"scenarios\":[", seconds_opt, seed_opt);
     for (cs = 1; cs <= 5; cs++) {
-        plan_dtfm_input in;
-        plan_dtfm_options o;
-        cost_error err;
+        dtfm_input in;
+        dtfm_options o;
+        util_error err;
         char path[1024];
 
         memset(&err, 0, sizeof err);
-        plan_dtfm_options_init(&o);
+        dtfm_options_init(&o);
         snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR,
                  paper_files[cs - 1]);
         printf("%s{\"case\":%d,\"name\":\"%s\",\"convention\":\"paper\","
                "\"cluster\":\"examples/%s\"", first ? "" : ",", cs, names[cs - 1],
                paper_files[cs - 1]);
         first = 0;
-        if (plan_dtfm_load(path, &o, &in, &err) != COST_OK) {
+        if (dtfm_load(path, &o, &in, &err) != UTIL_OK) {
             printf(",\"error\":\"%s\"}", err.msg);
             continue;
         }
         run_all(&in.prob);
         printf("}");
-        plan_dtfm_input_free(&in);
+        dtfm_input_free(&in);
     }
     for (cs = 1; cs <= 5 && pcases; cs++) {
-        plan_dtfm_input in;
-        plan_dtfm_options o;
-        cost_error err;
+        dtfm_input in;
+        dtfm_options o;
+        util_error err;
         char *doc = public_case_doc(cJSON_GetArrayItem(pcases, cs - 1));
 
         memset(&err, 0, sizeof err);
-        plan_dtfm_options_init(&o);
-        o.convention = PLAN_DTFM_PUBLIC_CODE;
+        dtfm_options_init(&o);
+        o.convention = DTFM_PUBLIC_CODE;
         printf(",{\"case\":%d,\"name\":\"%s\",\"convention\":\"public-code\"", cs,
                names[cs - 1]);
-        if (doc == NULL || plan_dtfm_parse(doc, "scenarios.json", &o, &in, &err) != COST_OK) {
+        if (doc == NULL || dtfm_parse(doc, "scenarios.json", &o, &in, &err) != UTIL_OK) {
             printf(",\"error\":\"%s\"}", err.msg);
             free(doc);
             continue;
@@ -297,25 +307,25 @@ int main(int argc, char **argv)
         run_all(&in.prob);
         print_public(pub, cs);
         printf("}");
-        plan_dtfm_input_free(&in);
+        dtfm_input_free(&in);
     }
     printf("]");
     if (pcases == NULL)
         printf(",\"public_code\":\"skipped: %s not found (the public-code "
                "instances and the public scheduler's costs come from it)\"", DATA);
     printf(",\"small\":[");
-    search_pcg32_seed(&rng, 2022u, 4u);
+    util_pcg32_seed(&rng, 2022u, 4u);
     for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++) {
-        cost_dtfm_problem p;
+        dtfm_problem p;
         double opt, ga, sa, kl, rnd;
         long budget = quick ? 5000 : 20000;
 
         small_instance(&rng, sizes[i][0], sizes[i][1], &p);
-        opt = small_cost(&p, SEARCH_DTFM_EXACT, 0);
-        ga = small_cost(&p, SEARCH_DTFM_GA, budget);
-        sa = small_cost(&p, SEARCH_DTFM_SA, budget);
-        kl = small_cost(&p, SEARCH_DTFM_KL, budget);
-        rnd = small_cost(&p, SEARCH_DTFM_RANDOM, budget);
+        opt = small_cost(&p, DTFM_EXACT, 0);
+        ga = small_cost(&p, DTFM_GA, budget);
+        sa = small_cost(&p, DTFM_SA, budget);
+        kl = small_cost(&p, DTFM_KL, budget);
+        rnd = small_cost(&p, DTFM_RANDOM, budget);
         printf("%s{\"devices\":%d,\"d_pp\":%d,\"optimum_s\":", i ? "," : "",
                sizes[i][0], sizes[i][1]);
         print_num(opt);
@@ -329,7 +339,7 @@ int main(int argc, char **argv)
         print_num((rnd - opt) / opt);
         printf("}");
         fflush(stdout);
-        cost_dtfm_problem_free(&p);
+        dtfm_problem_free(&p);
     }
     printf("]}\n");
     cJSON_Delete(data);

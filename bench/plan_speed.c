@@ -6,10 +6,18 @@
 #include <string.h>
 #include <time.h>
 
-#include "cost.h"
-#include "../search/internal.h" /* search/, not planner/internal.h */
-#include "plan.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
+#include "../search/search.h" /* search/, not util/util.h */
 
 #define DP_REPS 11
 #define PLAN_REPS 3
@@ -71,9 +79,9 @@ static void put_json_string(const char *s)
 
 /* One DP instance: layer times vary 0.5..1.5, stage devices differ up
  * to 4x in speed, cut costs up to 0.2 of a layer; gas 8; PCG32 seed 1. */
-static void bench_dp(const dp_case *dc, search_pcg32 *rng, int first)
+static void bench_dp(const dp_case *dc, util_pcg32 *rng, int first)
 {
-    int L = dc->layers, k = dc->stages, j, l, rep, rc = COST_OK;
+    int L = dc->layers, k = dc->stages, j, l, rep, rc = UTIL_OK;
     double *t = malloc((size_t)(k * L) * sizeof *t);
     double *e = malloc((size_t)((k - 1) * (L + 1) + 1) * sizeof *e);
     double *base = malloc((size_t)L * sizeof *base);
@@ -81,7 +89,7 @@ static void bench_dp(const dp_case *dc, search_pcg32 *rng, int first)
     double ms[DP_REPS], obj = 0.0, t0, speed;
     search_dp_input in;
     search_dp_stats st = {0, 0};
-    cost_error err;
+    util_error err;
 
     printf("%s{\"layers\":%d,\"stages\":%d", first ? "" : ",", L, k);
     if (t == NULL || e == NULL || base == NULL || bounds == NULL) {
@@ -89,26 +97,26 @@ static void bench_dp(const dp_case *dc, search_pcg32 *rng, int first)
         goto cleanup;
     }
     for (l = 0; l < L; l++)
-        base[l] = 0.5 + search_pcg32_double(rng);
+        base[l] = 0.5 + util_pcg32_double(rng);
     for (j = 0; j < k; j++) {
-        speed = 1.0 + 3.0 * search_pcg32_double(rng);
+        speed = 1.0 + 3.0 * util_pcg32_double(rng);
         for (l = 0; l < L; l++)
             t[j * L + l] = base[l] * speed;
     }
     for (l = 0; l < (k - 1) * (L + 1); l++)
-        e[l] = 0.2 * search_pcg32_double(rng);
+        e[l] = 0.2 * util_pcg32_double(rng);
     memset(&in, 0, sizeof in);
     in.L = L;
     in.k = k;
     in.gas = 8;
     in.t = t;
     in.e = e;
-    for (rep = 0; rep < DP_REPS && rc == COST_OK; rep++) {
+    for (rep = 0; rep < DP_REPS && rc == UTIL_OK; rep++) {
         t0 = now_ms();
         rc = search_dp_assign_stats(&in, bounds, &obj, &st, &err);
         ms[rep] = now_ms() - t0;
     }
-    if (rc != COST_OK) {
+    if (rc != UTIL_OK) {
         printf(",\"error\":");
         put_json_string(err.msg);
         putchar('}');
@@ -127,12 +135,12 @@ cleanup:
 static void bench_plan(const plan_case *pc, int first)
 {
     char cpath[512], mpath[512], buf[1024];
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
     search_params sp;
     search_result res;
-    cost_error err;
+    util_error err;
     double ms[PLAN_REPS], t0;
     long evaluated = 0;
     int rc, rep, have_c = 0, have_m = 0;
@@ -147,44 +155,44 @@ static void bench_plan(const plan_case *pc, int first)
     snprintf(buf, sizeof buf, "%s + %s", pc->cluster, pc->model);
     printf("%s{\"example\":", first ? "" : ",");
     put_json_string(buf);
-    rc = plan_load_cluster(cpath, &c, &err);
-    if (rc == COST_OK) {
+    rc = fmt_load_cluster(cpath, &c, &err);
+    if (rc == UTIL_OK) {
         have_c = 1;
-        rc = plan_load_model(mpath, &m, &err);
+        rc = fmt_load_model(mpath, &m, &err);
     }
-    if (rc == COST_OK) {
+    if (rc == UTIL_OK) {
         have_m = 1;
         cost_params_init(&cp);
         search_params_init(&sp);
         sp.global_batch = m.global_batch > 0 ? m.global_batch : 32;
-        for (rep = 0; rep < PLAN_REPS && rc == COST_OK; rep++) {
+        for (rep = 0; rep < PLAN_REPS && rc == UTIL_OK; rep++) {
             memset(&res, 0, sizeof res);
             t0 = now_ms();
             rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);
             ms[rep] = now_ms() - t0;
-            if (rc == COST_OK)
+            if (rc == UTIL_OK)
                 evaluated = res.evaluated;
             search_result_free(&res);
         }
     }
-    if (rc != COST_OK) {
-        cost_error_format(&err, buf, sizeof buf);
+    if (rc != UTIL_OK) {
+        util_error_format(&err, buf, sizeof buf);
         printf(",\"error\":");
-        put_json_string(buf[0] ? buf : cost_strerror(rc));
+        put_json_string(buf[0] ? buf : util_strerror(rc));
     } else {
         printf(",\"ms\":%.3f,\"candidates\":%ld", median(ms, PLAN_REPS),
                evaluated);
     }
     putchar('}');
     if (have_m)
-        cost_model_free(&m);
+        fmt_model_free(&m);
     if (have_c)
-        cost_cluster_free(&c);
+        fmt_cluster_free(&c);
 }
 
 int main(int argc, char **argv)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     size_t i;
     int dp_only = 0, a;
 
@@ -196,7 +204,7 @@ int main(int argc, char **argv)
             return EXIT_FAILURE;
         }
     }
-    search_pcg32_seed(&rng, 1u, 1u);
+    util_pcg32_seed(&rng, 1u, 1u);
     printf("{\"dp\":[");
     for (i = 0; i < sizeof dp_cases / sizeof dp_cases[0]; i++)
         bench_dp(&dp_cases[i], &rng, i == 0);

@@ -7,9 +7,17 @@
 #include <string.h>
 #include <time.h>
 
-#include "cost.h"
-#include "plan.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 typedef struct group_case {
     const char *fast, *slow;    /* catalogue names */
@@ -46,13 +54,13 @@ static double now_ms(void)
 static int run_case(const group_case *g, const model_case *mc, int first)
 {
     char ctext[1024], mtext[512];
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result even, un;
     search_shard_params sp;
-    cost_error err;
+    util_error err;
     int tp = g->nfast + g->nslow, k, rc = 1;
     double t0, solve_ms;
 
@@ -73,9 +81,9 @@ static int run_case(const group_case *g, const model_case *mc, int first)
              "\"transformer\":{\"family\":\"%s\",\"layers\":%d,\"hidden\":%d,"
              "\"heads\":%d,\"seq\":%d,\"vocab\":50304}}",
              mc->name, mc->family, mc->layers, mc->hidden, mc->heads, mc->seq);
-    if (plan_parse_cluster(ctext, "group", &c, &err) != COST_OK ||
-        plan_parse_model(mtext, mc->name, &m, &err) != COST_OK ||
-        cost_strategy_alloc(&s, tp, 1, 1) != COST_OK)
+    if (fmt_parse_cluster(ctext, "group", &c, &err) != UTIL_OK ||
+        fmt_parse_model(mtext, mc->name, &m, &err) != UTIL_OK ||
+        fmt_strategy_alloc(&s, tp, 1, 1) != UTIL_OK)
         goto done;
     for (k = 0; k < tp; k++)
         s.ranks[k] = k;
@@ -83,14 +91,14 @@ static int run_case(const group_case *g, const model_case *mc, int first)
     s.mbs = 1;
     s.gas = 16;
     cost_params_init(&p);
-    if (cost_evaluate(&c, &m, NULL, &p, &s, &even, &err) != COST_OK)
+    if (cost_evaluate(&c, &m, NULL, &p, &s, &even, &err) != UTIL_OK)
         goto done;
     search_shard_params_init(&sp);
     t0 = now_ms();
-    if (search_shard_strategy(&c, &m, NULL, &p, &sp, 1, &s, &err) != COST_OK)
+    if (search_shard_strategy(&c, &m, NULL, &p, &sp, 1, &s, &err) != UTIL_OK)
         goto done;
     solve_ms = now_ms() - t0;
-    if (cost_evaluate(&c, &m, NULL, &p, &s, &un, &err) != COST_OK)
+    if (cost_evaluate(&c, &m, NULL, &p, &s, &un, &err) != UTIL_OK)
         goto done;
     printf("%s    {\"group\": \"%d %s + %d %s\", \"model\": \"%s\", \"tp\": %d,"
            " \"even_s\": %.6f, \"uneven_s\": %.6f, \"gain\": %.4f,"
@@ -111,9 +119,9 @@ done:
         fprintf(stderr, "uneven-tp: %s: %s\n", mc->name, err.msg);
     cost_result_free(&even);
     cost_result_free(&un);
-    cost_strategy_free(&s);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
     return rc;
 }
 

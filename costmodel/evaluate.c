@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cost.h"
+#include "costmodel.h"
 #include "internal.h"
 
 void cost_params_init(cost_params *p)
@@ -22,7 +22,7 @@ void cost_params_init(cost_params *p)
     p->bwd_ratio = 2.0;
     p->bwd_traffic = 1.5;
     p->optimizer_bytes = 32.0;
-    p->schedule = COST_SCHED_1F1B;
+    p->schedule = FMT_SCHED_1F1B;
     p->state_bytes = 0.0; /* from the precision (costmodel/memory.c) */
     p->zero_stage = 0;
     p->recompute = 0;
@@ -59,7 +59,7 @@ const char *cost_params_name(int i)
 }
 
 int cost_params_set(cost_params *p, const char *name, double value,
-                    cost_error *err)
+                    util_error *err)
 {
     size_t i;
 
@@ -70,7 +70,7 @@ int cost_params_set(cost_params *p, const char *name, double value,
             continue;
         if (!(value >= f->lo && value <= f->hi) ||
             (f->integer && value != floor(value)))
-            return cost_error_set(err, COST_EINVAL, NULL, name,
+            return util_error_set(err, UTIL_EINVAL, NULL, name,
                                   "expected %s in %g..%g, got %g",
                                   f->integer ? "an integer" : "a number", f->lo,
                                   f->hi, value);
@@ -78,9 +78,9 @@ int cost_params_set(cost_params *p, const char *name, double value,
             *(int *)(void *)base = (int)value;
         else
             *(double *)(void *)base = value;
-        return COST_OK;
+        return UTIL_OK;
     }
-    return cost_error_set(err, COST_EINVAL, NULL, name,
+    return util_error_set(err, UTIL_EINVAL, NULL, name,
                           "unknown cost-model parameter '%s'", name);
 }
 
@@ -97,9 +97,9 @@ int cost_params_get(const cost_params *p, const char *name, double *value)
             *value = (double)*(const int *)(const void *)base;
         else
             *value = *(const double *)(const void *)base;
-        return COST_OK;
+        return UTIL_OK;
     }
-    return COST_ENOTFOUND;
+    return UTIL_ENOTFOUND;
 }
 
 /* AMP eq. 3: T = 2 (n - 1) M / (n B), plus 2 (n - 1) latency-bound steps. */
@@ -112,7 +112,7 @@ double cost_allreduce(double bytes, int n, double bw, double lat)
     return 2.0 * (nn - 1.0) * lat + 2.0 * (nn - 1.0) * bytes / (nn * bw);
 }
 
-static double peak_flops(const cost_model *m, const cost_device_type *dt)
+static double peak_flops(const fmt_model *m, const fmt_device_type *dt)
 {
     if (m->dtype_bytes >= 4)
         return dt->flops_fp16 / 4.0; /* fp32: roughly a quarter of fp16 tensor peak */
@@ -124,8 +124,8 @@ static double peak_flops(const cost_model *m, const cost_device_type *dt)
 /* Per-sample forward work of a layer at TP degree tp, from FLOPs and
  * memory traffic at the device's peak times the efficiency factors
  * (roofline sum: compute-bound GEMMs plus bandwidth-bound element-wise). */
-static double layer_work(const cost_model *m, const cost_params *p,
-                         const cost_device_type *dt, const cost_layer *l, int tp)
+static double layer_work(const fmt_model *m, const cost_params *p,
+                         const fmt_device_type *dt, const fmt_layer *l, int tp)
 {
     double t = (double)tp;
     double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
@@ -143,8 +143,8 @@ static double layer_work(const cost_model *m, const cost_params *p,
  * FLOPs (input and weight gradients), its element-wise kernels move
  * about bwd_traffic times the forward bytes (softmax, GeLU, layer-norm and
  * dropout backward read the saved input and the incoming gradient). */
-static double bwd_ratio(const cost_model *m, const cost_params *p,
-                        const cost_device_type *dt, const cost_layer *l, int tp)
+static double bwd_ratio(const fmt_model *m, const cost_params *p,
+                        const fmt_device_type *dt, const fmt_layer *l, int tp)
 {
     double t = (double)tp;
     double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
@@ -159,7 +159,7 @@ static double bwd_ratio(const cost_model *m, const cost_params *p,
 
 /* TP all-reduces of one micro-batch's forward pass (AMP eq. 3 per
  * collective; Megatron: two per transformer block). */
-static double tp_comm(const cost_layer *l, int tp, int mbs, double bw, double lat)
+static double tp_comm(const fmt_layer *l, int tp, int mbs, double bw, double lat)
 {
     if (tp <= 1 || l->tp_collectives <= 0 || bw <= 0.0)
         return 0.0;
@@ -168,15 +168,15 @@ static double tp_comm(const cost_layer *l, int tp, int mbs, double bw, double la
 }
 
 /* Profile entries for (device, tp) covering layer, sorted by mbs. */
-static int profile_points(const cost_profile *prof, const char *dev, int tp,
-                          int layer, const cost_profile_entry **pts, int max)
+static int profile_points(const fmt_profile *prof, const char *dev, int tp,
+                          int layer, const fmt_profile_entry **pts, int max)
 {
     int i, n = 0, a, b;
 
     if (prof == NULL)
         return 0;
     for (i = 0; i < prof->nentries && n < max; i++) {
-        const cost_profile_entry *e = &prof->entries[i];
+        const fmt_profile_entry *e = &prof->entries[i];
         if (e->tp != tp || strcasecmp(e->device, dev) != 0)
             continue;
         if (layer >= prof->nlayers || e->fwd == NULL || e->fwd[layer] < 0.0)
@@ -185,7 +185,7 @@ static int profile_points(const cost_profile *prof, const char *dev, int tp,
     }
     for (a = 1; a < n; a++) /* insertion sort by mbs */
         for (b = a; b > 0 && pts[b - 1]->mbs > pts[b]->mbs; b--) {
-            const cost_profile_entry *x = pts[b];
+            const fmt_profile_entry *x = pts[b];
             pts[b] = pts[b - 1];
             pts[b - 1] = x;
         }
@@ -194,7 +194,7 @@ static int profile_points(const cost_profile *prof, const char *dev, int tp,
 
 /* Piecewise-linear value over measured micro-batch sizes; beyond the
  * range the nearest segment's slope (never negative) extends it. */
-static double interpolate(const cost_profile_entry **pts, int n, int layer,
+static double interpolate(const fmt_profile_entry **pts, int n, int layer,
                           int mbs, int bwd)
 {
     int i = 0;
@@ -212,7 +212,7 @@ static double interpolate(const cost_profile_entry **pts, int n, int layer,
     return y0 + slope * ((double)mbs - x0);
 }
 
-static int have_bwd(const cost_profile_entry **pts, int n, int layer)
+static int have_bwd(const fmt_profile_entry **pts, int n, int layer)
 {
     int i;
 
@@ -222,13 +222,13 @@ static int have_bwd(const cost_profile_entry **pts, int n, int layer)
     return 1;
 }
 
-void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
-                        const cost_params *p, const cost_device_type *dt,
+void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
+                        const cost_params *p, const fmt_device_type *dt,
                         int layer, int tp, int mbs, double link_bw,
                         double link_lat, double home_bw, cost_layer_time *out)
 {
-    const cost_layer *l = &m->layers[layer];
-    const cost_profile_entry *pts[16], *base[16];
+    const fmt_layer *l = &m->layers[layer];
+    const fmt_profile_entry *pts[16], *base[16];
     int n, nb;
     double b = (double)mbs, c_act, c_home, fwd, bwd, ratio, work = 0.0;
 
@@ -306,85 +306,18 @@ void cost_layer_time_of(const cost_model *m, const cost_profile *prof,
 
 /* cost_inflight and cost_stage_memory: costmodel/memory.c */
 
-int cost_strategy_check(const cost_cluster *c, const cost_model *m,
-                        const cost_strategy *s, int global_batch,
-                        cost_error *err)
-{
-    int i, nr = s->tp * s->dp * s->pp;
-    char *seen = NULL;
-    int rc = COST_OK;
-
-    if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                              "degrees and micro-batch size must be positive");
-    if (nr != c->ndevices)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                              "tp*dp*pp = %d*%d*%d = %d does not match the "
-                              "cluster's %d GPUs", s->tp, s->dp, s->pp, nr,
-                              c->ndevices);
-    if (s->pp > m->nlayers)
-        return cost_error_set(err, COST_EINVAL, NULL, "pp",
-                              "%d pipeline stages but the model has only %d layers",
-                              s->pp, m->nlayers);
-    if (m->heads > 0 && m->heads % s->tp != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, "tp",
-                              "tp %d does not divide the model's %d attention heads",
-                              s->tp, m->heads);
-    if (global_batch < 1 || global_batch % (s->dp * s->mbs) != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, "mbs",
-                              "global batch %d is not divisible by dp*mbs = %d*%d",
-                              global_batch, s->dp, s->mbs);
-    if (s->gas != global_batch / (s->dp * s->mbs))
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
-                              "micro-batch count %d does not equal global batch "
-                              "/ (dp*mbs) = %d", s->gas,
-                              global_batch / (s->dp * s->mbs));
-    if (s->bounds[0] != 0 || s->bounds[s->pp] != m->nlayers)
-        return cost_error_set(err, COST_EINVAL, NULL, "stage_boundaries",
-                              "expected boundaries from 0 to %d (the model's "
-                              "layer count), got %d to %d", m->nlayers,
-                              s->bounds[0], s->bounds[s->pp]);
-    for (i = 0; i < s->pp; i++)
-        if (s->bounds[i + 1] <= s->bounds[i])
-            return cost_error_set(err, COST_EINVAL, NULL, "stage_boundaries",
-                                  "expected strictly increasing boundaries, got "
-                                  "%d then %d at index %d", s->bounds[i],
-                                  s->bounds[i + 1], i + 1);
-    seen = calloc((size_t)c->ndevices, 1);
-    if (seen == NULL)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
-    for (i = 0; i < nr; i++) {
-        int d = s->ranks[i];
-        if (d < 0 || d >= c->ndevices) {
-            rc = cost_error_set(err, COST_EINVAL, NULL, "ranks",
-                                "rank %d names device %d, expected 0..%d", i, d,
-                                c->ndevices - 1);
-            goto done;
-        }
-        if (seen[d]) {
-            rc = cost_error_set(err, COST_EINVAL, NULL, "ranks",
-                                "device %d is given to more than one rank", d);
-            goto done;
-        }
-        seen[d] = 1;
-    }
-done:
-    free(seen);
-    return rc;
-}
-
 /* ---- strategy evaluation ---------------------------------------------- */
 
-double cost_flow_bw(const cost_cluster *c, const cost_params *p, int da,
+double cost_flow_bw(const fmt_cluster *c, const cost_params *p, int da,
                     int db, int share_a, int share_b, double *lat)
 {
     double bw, nic, eff;
     int na = c->device_node[da], nb = c->device_node[db];
 
-    cost_link_between(c, da, db, &bw, lat);
+    fmt_link_between(c, da, db, &bw, lat);
     if (p->calib != NULL) /* issue 3: calibrated latency and link class */
         *lat += p->calib->msg_latency;
-    eff = cost_calibration_eff(p, cost_link_class_of(c, da, db));
+    eff = cost_calibration_eff(p, fmt_link_class_of(c, da, db));
     if (na == nb)
         return bw * eff;
     bw *= eff;
@@ -397,8 +330,8 @@ double cost_flow_bw(const cost_cluster *c, const cost_params *p, int da,
     return bw;
 }
 
-void cost_tp_ring(const cost_cluster *c, const cost_params *p,
-                  const cost_strategy *s, int stage, int dpi, double *bw,
+void cost_tp_ring(const fmt_cluster *c, const cost_params *p,
+                  const fmt_strategy *s, int stage, int dpi, double *bw,
                   double *lat)
 {
     int k;
@@ -407,8 +340,8 @@ void cost_tp_ring(const cost_cluster *c, const cost_params *p,
     *lat = 0.0;
     for (k = 0; k < s->tp && s->tp > 1; k++) {
         double b, l;
-        int a = cost_rank_device(s, stage, dpi, k);
-        int z = cost_rank_device(s, stage, dpi, (k + 1) % s->tp);
+        int a = fmt_rank_device(s, stage, dpi, k);
+        int z = fmt_rank_device(s, stage, dpi, (k + 1) % s->tp);
         b = cost_flow_bw(c, p, a, z, 1, 1, &l);
         if (b < *bw)
             *bw = b;
@@ -418,11 +351,11 @@ void cost_tp_ring(const cost_cluster *c, const cost_params *p,
 }
 
 typedef struct eval_ctx {
-    const cost_cluster *c;
-    const cost_model *m;
-    const cost_profile *prof;
+    const fmt_cluster *c;
+    const fmt_model *m;
+    const fmt_profile *prof;
     const cost_params *p;
-    const cost_strategy *s;
+    const fmt_strategy *s;
     int *out_flows;   /* per node: cross-node flows leaving (scratch) */
     int *in_flows;
 } eval_ctx;
@@ -433,8 +366,8 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
                        double lat, double *total, double *comm, int *est,
                        int *meas, double *fwd)
 {
-    const cost_device_type *dt = cost_device(x->c, dev);
-    const cost_node *node = &x->c->nodes[x->c->device_node[dev]];
+    const fmt_device_type *dt = fmt_device(x->c, dev);
+    const fmt_node *node = &x->c->nodes[x->c->device_node[dev]];
     cost_layer_time lt;
     int l;
 
@@ -459,7 +392,7 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
 
 /* Count cross-node flows per node for the transfers between stage j and
  * j + 1 of every replica and TP rank (they run at the same time). */
-static void count_cut_flows(const cost_cluster *c, const cost_strategy *s,
+static void count_cut_flows(const fmt_cluster *c, const fmt_strategy *s,
                             int j, int *out_flows, int *in_flows)
 {
     int d, k;
@@ -468,8 +401,8 @@ static void count_cut_flows(const cost_cluster *c, const cost_strategy *s,
     memset(in_flows, 0, (size_t)c->nnodes * sizeof *in_flows);
     for (d = 0; d < s->dp; d++)
         for (k = 0; k < s->tp; k++) {
-            int a = c->device_node[cost_rank_device(s, j, d, k)];
-            int b = c->device_node[cost_rank_device(s, j + 1, d, k)];
+            int a = c->device_node[fmt_rank_device(s, j, d, k)];
+            int b = c->device_node[fmt_rank_device(s, j + 1, d, k)];
             if (a != b) {
                 out_flows[a]++;
                 in_flows[b]++;
@@ -478,8 +411,8 @@ static void count_cut_flows(const cost_cluster *c, const cost_strategy *s,
 }
 
 /* Worst link of the cut between stage j and j + 1 for replicas [d0, d1). */
-static void cut_link(const cost_cluster *c, const cost_params *p,
-                     const cost_strategy *s, int j, int d0, int d1,
+static void cut_link(const fmt_cluster *c, const cost_params *p,
+                     const fmt_strategy *s, int j, int d0, int d1,
                      const int *out_flows, const int *in_flows, double *bw,
                      double *lat)
 {
@@ -489,7 +422,7 @@ static void cut_link(const cost_cluster *c, const cost_params *p,
     *lat = 0.0;
     for (d = d0; d < d1; d++)
         for (k = 0; k < s->tp; k++) {
-            int a = cost_rank_device(s, j, d, k), b = cost_rank_device(s, j + 1, d, k);
+            int a = fmt_rank_device(s, j, d, k), b = fmt_rank_device(s, j + 1, d, k);
             double l, e = cost_flow_bw(c, p, a, b,
                                        out_flows ? out_flows[c->device_node[a]] : 1,
                                        in_flows ? in_flows[c->device_node[b]] : 1, &l);
@@ -500,8 +433,8 @@ static void cut_link(const cost_cluster *c, const cost_params *p,
         }
 }
 
-void cost_cut_link(const cost_cluster *c, const cost_params *p,
-                   const cost_strategy *s, int j, double *bw, double *lat)
+void cost_cut_link(const fmt_cluster *c, const cost_params *p,
+                   const fmt_strategy *s, int j, double *bw, double *lat)
 {
     int *flows = calloc((size_t)c->nnodes * 2, sizeof *flows);
 
@@ -519,7 +452,7 @@ void cost_cut_link(const cost_cluster *c, const cost_params *p,
  * scatter/gather), P2P time = latency + bytes / bandwidth. */
 static double p2p_time(const eval_ctx *x, int j, int d)
 {
-    const cost_strategy *s = x->s;
+    const fmt_strategy *s = x->s;
     double bytes = (double)s->mbs * x->m->layers[s->bounds[j + 1] - 1].out_bytes;
     double bw, lat;
 
@@ -544,8 +477,8 @@ static double stage_grad_bytes(const eval_ctx *x, int j)
  * share its NIC. */
 static double dp_sync(const eval_ctx *x, int only)
 {
-    const cost_strategy *s = x->s;
-    const cost_cluster *c = x->c;
+    const fmt_strategy *s = x->s;
+    const fmt_cluster *c = x->c;
     double worst = 0.0;
     int j, k, d, n;
 
@@ -555,15 +488,15 @@ static double dp_sync(const eval_ctx *x, int only)
     for (j = 0; j < s->pp; j++)
         for (k = 0; k < s->tp; k++) {
             /* a ring that spans nodes enters and leaves each of them once */
-            int first = c->device_node[cost_rank_device(s, j, 0, k)], multi = 0;
+            int first = c->device_node[fmt_rank_device(s, j, 0, k)], multi = 0;
             for (d = 1; d < s->dp; d++)
-                if (c->device_node[cost_rank_device(s, j, d, k)] != first)
+                if (c->device_node[fmt_rank_device(s, j, d, k)] != first)
                     multi = 1;
             if (!multi)
                 continue;
             for (n = 0; n < c->nnodes; n++)
                 for (d = 0; d < s->dp; d++)
-                    if (c->device_node[cost_rank_device(s, j, d, k)] == n) {
+                    if (c->device_node[fmt_rank_device(s, j, d, k)] == n) {
                         x->out_flows[n]++;
                         break;
                     }
@@ -575,8 +508,8 @@ static double dp_sync(const eval_ctx *x, int only)
         for (k = 0; k < s->tp; k++) {
             double bw = INFINITY, lat = 0.0, t;
             for (d = 0; d < s->dp; d++) {
-                int a = cost_rank_device(s, j, d, k);
-                int b = cost_rank_device(s, j, (d + 1) % s->dp, k);
+                int a = fmt_rank_device(s, j, d, k);
+                int b = fmt_rank_device(s, j, (d + 1) % s->dp, k);
                 int na = c->device_node[a], nb = c->device_node[b];
                 double l, e = cost_flow_bw(c, x->p, a, b, x->out_flows[na],
                                      x->out_flows[nb], &l);
@@ -597,8 +530,8 @@ static double dp_sync(const eval_ctx *x, int only)
  * all-reduced between the holders after the backward pass. */
 static double tied_sync(const eval_ctx *x)
 {
-    const cost_strategy *s = x->s;
-    const cost_model *m = x->m;
+    const fmt_strategy *s = x->s;
+    const fmt_model *m = x->m;
     double worst = 0.0;
     int l, j, first_stage = -1, last_stage = -1, group = 0, d, k;
     double bytes = 0.0;
@@ -624,8 +557,8 @@ static double tied_sync(const eval_ctx *x)
     memset(x->out_flows, 0, (size_t)x->c->nnodes * sizeof *x->out_flows);
     for (d = 0; d < s->dp; d++)
         for (k = 0; k < s->tp; k++) {
-            int a = x->c->device_node[cost_rank_device(s, first_stage, d, k)];
-            int b = x->c->device_node[cost_rank_device(s, last_stage, d, k)];
+            int a = x->c->device_node[fmt_rank_device(s, first_stage, d, k)];
+            int b = x->c->device_node[fmt_rank_device(s, last_stage, d, k)];
             if (a != b) {
                 x->out_flows[a]++;
                 x->out_flows[b]++;
@@ -633,8 +566,8 @@ static double tied_sync(const eval_ctx *x)
         }
     for (d = 0; d < s->dp; d++)
         for (k = 0; k < s->tp; k++) {
-            int a = cost_rank_device(s, first_stage, d, k);
-            int b = cost_rank_device(s, last_stage, d, k);
+            int a = fmt_rank_device(s, first_stage, d, k);
+            int b = fmt_rank_device(s, last_stage, d, k);
             double lat, bw = cost_flow_bw(x->c, x->p, a, b,
                                     x->out_flows[x->c->device_node[a]],
                                     x->out_flows[x->c->device_node[b]], &lat);
@@ -649,7 +582,7 @@ static double tied_sync(const eval_ctx *x)
  * (of stage `only` when >= 0). */
 static double optimizer_time(const eval_ctx *x, int only)
 {
-    const cost_strategy *s = x->s;
+    const fmt_strategy *s = x->s;
     double worst = 0.0;
     int j, d, k;
 
@@ -661,7 +594,7 @@ static double optimizer_time(const eval_ctx *x, int only)
             params /= (double)s->dp;
         for (d = 0; d < s->dp; d++)
             for (k = 0; k < s->tp; k++) {
-                const cost_device_type *dt = cost_device(x->c, cost_rank_device(s, j, d, k));
+                const fmt_device_type *dt = fmt_device(x->c, fmt_rank_device(s, j, d, k));
                 double t = params * x->p->optimizer_bytes / (dt->mem_bw * x->p->memory_eff);
                 if (t > worst)
                     worst = t;
@@ -670,13 +603,13 @@ static double optimizer_time(const eval_ctx *x, int only)
     return worst;
 }
 
-int cost_evaluate(const cost_cluster *c, const cost_model *m,
-                  const cost_profile *prof, const cost_params *p,
-                  const cost_strategy *s, cost_result *out, cost_error *err)
+int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
+                  const fmt_profile *prof, const cost_params *p,
+                  const fmt_strategy *s, cost_result *out, util_error *err)
 {
     eval_ctx x;
     cost_params ps = *p; /* the strategy's own schedule decides memory */
-    int nr = s->tp * s->dp * s->pp, j, d, k, rc = COST_OK;
+    int nr = s->tp * s->dp * s->pp, j, d, k, rc = UTIL_OK;
     double *st = NULL, *sc = NULL, *e = NULL, best_tpp = -1.0;
 
     memset(out, 0, sizeof *out);
@@ -702,7 +635,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
     x.in_flows = calloc((size_t)c->nnodes, sizeof *x.in_flows);
     if (!out->stage_s || !out->p2p_s || !out->mem_bytes || !out->mem_cap || !st ||
         !sc || !e || !x.out_flows || !x.in_flows) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
 
@@ -718,7 +651,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
             for (k = 0; k < s->tp; k++) {
                 double t, tc;
                 int est = 0, meas = 0;
-                stage_time(&x, j, cost_rank_device(s, j, d, k), bw, lat, &t, &tc,
+                stage_time(&x, j, fmt_rank_device(s, j, d, k), bw, lat, &t, &tc,
                            &est, &meas, NULL);
                 out->estimated += est;
                 out->measured += meas;
@@ -761,7 +694,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
     out->iter_s = out->bd.total;
     if (p->fidelity == COST_FIDELITY_SIMULATE) { /* docs/simulator.md */
         rc = cost_sim_refine(c, m, prof, p, s, out, err);
-        if (rc != COST_OK)
+        if (rc != UTIL_OK)
             goto done;
     }
     if (p->calib != NULL) { /* issue 3: framework overhead, with the optimizer step */
@@ -777,7 +710,7 @@ int cost_evaluate(const cost_cluster *c, const cost_model *m,
         double worst = INFINITY;
         int r;
         for (r = 0; r < nr; r++) {
-            const cost_device_type *dt = cost_device(c, s->ranks[r]);
+            const fmt_device_type *dt = fmt_device(c, s->ranks[r]);
             cost_memory mem; /* costmodel/memory.c */
             cost_rank_stage_memory(m, p, s, r, &mem);
             out->mem_bytes[r] = mem.total;
@@ -799,7 +732,7 @@ done:
     free(e);
     free(x.out_flows);
     free(x.in_flows);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         cost_result_free(out);
     return rc;
 }
@@ -807,9 +740,9 @@ done:
 /* ---- per-stage pieces for the simulator (costmodel/internal.h) -------- */
 
 /* eval_ctx with NIC scratch; 0 when out of memory. */
-static int ctx_open(eval_ctx *x, const cost_cluster *c, const cost_model *m,
-                    const cost_profile *prof, const cost_params *p,
-                    const cost_strategy *s)
+static int ctx_open(eval_ctx *x, const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *p,
+                    const fmt_strategy *s)
 {
     memset(x, 0, sizeof *x);
     x->c = c;
@@ -829,9 +762,9 @@ static void ctx_close(eval_ctx *x)
     x->out_flows = x->in_flows = NULL;
 }
 
-void cost_stage_fwd_bwd(const cost_cluster *c, const cost_model *m,
-                        const cost_profile *prof, const cost_params *p,
-                        const cost_strategy *s, int j, int dpi, double *fwd,
+void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *p,
+                        const fmt_strategy *s, int j, int dpi, double *fwd,
                         double *bwd, int *est, int *meas)
 {
     eval_ctx x;
@@ -848,7 +781,7 @@ void cost_stage_fwd_bwd(const cost_cluster *c, const cost_model *m,
     cost_tp_ring(c, p, s, j, dpi, &bw, &lat);
     for (k = 0; k < s->tp; k++) {
         double t, tc, f;
-        stage_time(&x, j, cost_rank_device(s, j, dpi, k), bw, lat, &t, &tc, &e,
+        stage_time(&x, j, fmt_rank_device(s, j, dpi, k), bw, lat, &t, &tc, &e,
                    &me, &f);
         if (t > best) { /* the slowest device, as in cost_evaluate */
             best = t;
@@ -862,8 +795,8 @@ void cost_stage_fwd_bwd(const cost_cluster *c, const cost_model *m,
         *meas = me;
 }
 
-double cost_p2p_oneway(const cost_cluster *c, const cost_model *m,
-                       const cost_params *p, const cost_strategy *s, int j,
+double cost_p2p_oneway(const fmt_cluster *c, const fmt_model *m,
+                       const cost_params *p, const fmt_strategy *s, int j,
                        int dpi)
 {
     eval_ctx x;
@@ -878,8 +811,8 @@ double cost_p2p_oneway(const cost_cluster *c, const cost_model *m,
     return t;
 }
 
-double cost_dp_sync_stage(const cost_cluster *c, const cost_model *m,
-                          const cost_params *p, const cost_strategy *s, int j)
+double cost_dp_sync_stage(const fmt_cluster *c, const fmt_model *m,
+                          const cost_params *p, const fmt_strategy *s, int j)
 {
     eval_ctx x;
     double t = -1.0;
@@ -890,8 +823,8 @@ double cost_dp_sync_stage(const cost_cluster *c, const cost_model *m,
     return t;
 }
 
-double cost_tied_sync_time(const cost_cluster *c, const cost_model *m,
-                           const cost_params *p, const cost_strategy *s)
+double cost_tied_sync_time(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *p, const fmt_strategy *s)
 {
     eval_ctx x;
     double t = -1.0;
@@ -902,8 +835,8 @@ double cost_tied_sync_time(const cost_cluster *c, const cost_model *m,
     return t;
 }
 
-double cost_optimizer_stage(const cost_cluster *c, const cost_model *m,
-                            const cost_params *p, const cost_strategy *s, int j)
+double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
+                            const cost_params *p, const fmt_strategy *s, int j)
 {
     eval_ctx x;
 
@@ -913,4 +846,15 @@ double cost_optimizer_stage(const cost_cluster *c, const cost_model *m,
     x.p = p;
     x.s = s;
     return optimizer_time(&x, j);
+}
+
+void cost_result_free(cost_result *r)
+{
+    if (r == NULL)
+        return;
+    free(r->stage_s);
+    free(r->p2p_s);
+    free(r->mem_bytes);
+    free(r->mem_cap);
+    memset(r, 0, sizeof *r);
 }

@@ -3,7 +3,7 @@
 #ifndef HETPLAN_COSTMODEL_INTERNAL_H
 #define HETPLAN_COSTMODEL_INTERNAL_H
 
-#include "cost.h"
+#include "costmodel.h"
 
 /* ---- per-stage pieces of the analytic model (costmodel/evaluate.c) --- */
 
@@ -12,30 +12,30 @@
  * included), exactly the t_j of AMP eq. 5 that cost_evaluate uses:
  * *fwd + *bwd = t_j.  *est / *meas (may be NULL) get the number of layer
  * times estimated / measured. */
-void cost_stage_fwd_bwd(const cost_cluster *c, const cost_model *m,
-                        const cost_profile *prof, const cost_params *p,
-                        const cost_strategy *s, int j, int dpi, double *fwd,
+void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *p,
+                        const fmt_strategy *s, int j, int dpi, double *fwd,
                         double *bwd, int *est, int *meas);
 /* One-way transfer (latency + bytes / bandwidth) between stage j and
  * j + 1 of replica dpi, with the NIC shared by all replicas' and TP
  * ranks' concurrent transfers of that cut: half of e_j of AMP eq. 5. */
-double cost_p2p_oneway(const cost_cluster *c, const cost_model *m,
-                       const cost_params *p, const cost_strategy *s, int j,
+double cost_p2p_oneway(const fmt_cluster *c, const fmt_model *m,
+                       const cost_params *p, const fmt_strategy *s, int j,
                        int dpi);
 /* Data-parallel gradient all-reduce of stage j (slowest of its TP
  * indices), every stage's groups running at once; 0 when dp = 1,
  * -1 when out of memory. */
-double cost_dp_sync_stage(const cost_cluster *c, const cost_model *m,
-                          const cost_params *p, const cost_strategy *s,
+double cost_dp_sync_stage(const fmt_cluster *c, const fmt_model *m,
+                          const cost_params *p, const fmt_strategy *s,
                           int j);
 /* All-reduce of the tied weights between the first and last stage that
  * hold them (0 when none or one stage holds them; -1 when out of
  * memory). */
-double cost_tied_sync_time(const cost_cluster *c, const cost_model *m,
-                           const cost_params *p, const cost_strategy *s);
+double cost_tied_sync_time(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *p, const fmt_strategy *s);
 /* Optimizer step of stage j (slowest device). */
-double cost_optimizer_stage(const cost_cluster *c, const cost_model *m,
-                            const cost_params *p, const cost_strategy *s,
+double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
+                            const cost_params *p, const fmt_strategy *s,
                             int j);
 
 /* ---- fidelity (costmodel/simulate.c) ---------------------------------- */
@@ -45,9 +45,9 @@ double cost_optimizer_stage(const cost_cluster *c, const cost_model *m,
  * and the pipeline + DP + optimizer part of the analytic breakdown; the
  * bubble absorbs it (when it would go negative, the overlap hid P2P,
  * then DP all-reduce, then optimizer time, which shrink instead). */
-int cost_sim_refine(const cost_cluster *c, const cost_model *m,
-                    const cost_profile *prof, const cost_params *p,
-                    const cost_strategy *s, cost_result *out,
-                    cost_error *err);
+int cost_sim_refine(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *p,
+                    const fmt_strategy *s, cost_result *out,
+                    util_error *err);
 
 #endif

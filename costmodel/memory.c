@@ -5,83 +5,26 @@
  * a reserve for the framework.  Pure functions, no I/O. */
 #include <string.h>
 
-#include "cost.h"
+#include "costmodel.h"
 
 /* DeepSpeed's default all-reduce / reduce-scatter bucket, elements. */
 #define BUCKET_ELEMS 5e8
 
-static const char *const prec_names[] = {"fp16", "bf16", "fp32"};
-
-const char *cost_precision_name(int prec)
-{
-    return prec >= 0 && prec < 3 ? prec_names[prec] : NULL;
-}
-
-int cost_precision_from_name(const char *name)
-{
-    int i;
-
-    for (i = 0; name != NULL && i < 3; i++)
-        if (strcmp(name, prec_names[i]) == 0)
-            return i;
-    return -1;
-}
-
-int cost_model_precision(const cost_model *m)
-{
-    if (m->dtype_bytes >= 4)
-        return COST_PREC_FP32;
-    return m->bf16 ? COST_PREC_BF16 : COST_PREC_FP16;
-}
-
-int cost_model_set_precision(cost_model *m, int prec, cost_error *err)
-{
-    double old_d = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
-    double new_d = prec == COST_PREC_FP32 ? 4.0 : 2.0, r = new_d / old_d;
-    double logits = (double)m->seq * (double)m->vocab;
-    int i;
-
-    if (cost_precision_name(prec) == NULL)
-        return cost_error_set(err, COST_EINVAL, NULL, "precision",
-                              "expected fp16, bf16 or fp32, got %d", prec);
-    for (i = 0; i < m->nlayers && r != 1.0; i++) {
-        cost_layer *l = &m->layers[i];
-        /* the head's fp32 loss copies (8 bytes per logit) keep their size */
-        double fixed = l->kind == COST_KIND_HEAD && logits > 0.0 &&
-                               l->act_bytes >= 8.0 * logits
-                           ? 8.0 * logits
-                           : 0.0;
-        l->act_bytes = (l->act_bytes - fixed) * r + fixed;
-        l->act_rep_bytes *= r;
-        l->traffic *= r;
-        l->traffic_rep *= r;
-        if (l->kind != COST_KIND_HEAD) { /* the head sends and reduces fp32 */
-            l->out_bytes *= r;
-            l->tp_comm_bytes *= r;
-        } else if (l->out_bytes > 4.0) { /* logits, not the fp32 loss */
-            l->out_bytes *= r;
-        }
-    }
-    m->dtype_bytes = (int)new_d;
-    m->bf16 = prec == COST_PREC_BF16;
-    return COST_OK;
-}
-
 /* ZeRO (Rajbhandari et al. 2020, section 5): per parameter 2 + 2 + K
  * bytes of model state in mixed precision; stages 1, 2, 3 divide the
  * optimizer state, the gradients and the weights by the DP degree. */
-void cost_state_bytes(const cost_model *m, const cost_params *p, int dp,
+void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
                       double *w, double *g, double *o)
 {
     double d = dp > 1 ? (double)dp : 1.0;
 
-    switch (cost_model_precision(m)) {
-    case COST_PREC_FP32: /* fp32 weights and grads, Adam m and v */
+    switch (fmt_model_precision(m)) {
+    case FMT_PREC_FP32: /* fp32 weights and grads, Adam m and v */
         *w = 4.0;
         *g = 4.0;
         *o = 8.0;
         break;
-    case COST_PREC_BF16: /* bf16 weights, fp32 gradient accumulation,
+    case FMT_PREC_BF16: /* bf16 weights, fp32 gradient accumulation,
                             fp32 master weights + Adam m, v */
         *w = 2.0;
         *g = 4.0;
@@ -113,18 +56,18 @@ void cost_state_bytes(const cost_model *m, const cost_params *p, int dp,
 
 /* Activations a layer keeps for backward per sample, all of them
  * (Korthikanti et al. 2022, sec. 4: act_rep + (act - act_rep) / t). */
-static double full_act(const cost_layer *l, int tp)
+static double full_act(const fmt_layer *l, int tp)
 {
     return l->act_rep_bytes + (l->act_bytes - l->act_rep_bytes) / (double)tp;
 }
 
 /* Layers whose activations recomputation drops (Megatron checkpoints
  * the blocks, not the embedding, the final norm or the loss). */
-static int recomputed(const cost_model *m, const cost_params *p, int l)
+static int recomputed(const fmt_model *m, const cost_params *p, int l)
 {
     int k = m->layers[l].kind;
 
-    return p->recompute && (k == COST_KIND_TRANSFORMER || k == COST_KIND_GENERIC);
+    return p->recompute && (k == FMT_KIND_TRANSFORMER || k == FMT_KIND_GENERIC);
 }
 
 /* Frozen layers (the first p->frozen_layers, PipeTransformer) run
@@ -135,7 +78,7 @@ static int frozen(const cost_params *p, int l)
     return l < p->frozen_layers;
 }
 
-double cost_layer_stored(const cost_model *m, const cost_params *p, int l,
+double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp)
 {
     if (frozen(p, l))
@@ -145,22 +88,22 @@ double cost_layer_stored(const cost_model *m, const cost_params *p, int l,
     return full_act(&m->layers[l], tp);
 }
 
-double cost_layer_transient(const cost_model *m, const cost_params *p, int l,
+double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp)
 {
-    const cost_layer *x = &m->layers[l];
+    const fmt_layer *x = &m->layers[l];
     double t = 0.0;
 
     if (frozen(p, l))
         return 0.0;
-    if (x->kind == COST_KIND_HEAD) {
+    if (x->kind == FMT_KIND_HEAD) {
         /* Megatron's vocab-parallel cross entropy works on an fp32 clone
          * of the fp32 logits: 4 bytes per logit beyond act_bytes */
         if (m->seq > 0 && m->vocab > 0)
             t = 4.0 * (double)m->seq * (double)m->vocab / (double)tp;
         return t;
     }
-    if (x->kind == COST_KIND_TRANSFORMER) /* backward's gradients of the
+    if (x->kind == FMT_KIND_TRANSFORMER) /* backward's gradients of the
                                              saved tensors, same shapes */
         t = full_act(x, tp);
     if (recomputed(m, p, l)) /* re-materialised for its backward */
@@ -168,7 +111,7 @@ double cost_layer_transient(const cost_model *m, const cost_params *p, int l,
     return t;
 }
 
-double cost_layer_memory(const cost_model *m, const cost_params *p, int l,
+double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
                          int tp, int dp, int mbs, int inflight)
 {
     double w, g, o;
@@ -182,7 +125,7 @@ double cost_layer_memory(const cost_model *m, const cost_params *p, int l,
 
 int cost_inflight(const cost_params *p, int stage, int pp, int gas)
 {
-    int k = p->schedule == COST_SCHED_GPIPE ? gas : pp - stage;
+    int k = p->schedule == FMT_SCHED_GPIPE ? gas : pp - stage;
 
     return k < gas ? k : gas;
 }
@@ -208,7 +151,7 @@ static double pipe_buffers(double in_bytes, double out_bytes, int stage,
     return b;
 }
 
-double cost_device_memory(const cost_model *m, const cost_params *p,
+double cost_device_memory(const fmt_model *m, const cost_params *p,
                           const cost_mem_stage *st, cost_memory *out)
 {
     cost_memory x;
@@ -239,7 +182,7 @@ double cost_device_memory(const cost_model *m, const cost_params *p,
     if (st->pp > 0 && st->dp > 1) {
         /* the gradients flattened into all-reduce buckets after the last
          * backward, when no activation is alive any more */
-        double gb = cost_model_precision(m) == COST_PREC_FP16 ? 2.0 : 4.0;
+        double gb = fmt_model_precision(m) == FMT_PREC_FP16 ? 2.0 : 4.0;
         x.bucket = (trained < BUCKET_ELEMS ? trained : BUCKET_ELEMS) * gb;
     }
     x.reserve = p->mem_reserve;
@@ -254,7 +197,7 @@ double cost_device_memory(const cost_model *m, const cost_params *p,
     return x.total;
 }
 
-double cost_stage_memory(const cost_model *m, const cost_params *p, int a,
+double cost_stage_memory(const fmt_model *m, const cost_params *p, int a,
                          int b, int tp, int dp, int mbs, int inflight)
 {
     cost_mem_stage st;
@@ -271,7 +214,7 @@ double cost_stage_memory(const cost_model *m, const cost_params *p, int a,
     return cost_device_memory(m, p, &st, NULL);
 }
 
-double cost_memory_overhead_bound(const cost_model *m, const cost_params *p,
+double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                                   int tp, int mbs, int stage, int pp,
                                   int inflight, int gas)
 {
@@ -280,12 +223,12 @@ double cost_memory_overhead_bound(const cost_model *m, const cost_params *p,
 
     for (l = 0; l < m->nlayers; l++) {
         double tr;
-        if (m->layers[l].kind == COST_KIND_HEAD && !last)
+        if (m->layers[l].kind == FMT_KIND_HEAD && !last)
             continue; /* the head sits in the last stage */
         tr = cost_layer_transient(m, p, l, tp);
         if (tr > ws)
             ws = tr;
-        if (m->layers[l].kind == COST_KIND_TRANSFORMER &&
+        if (m->layers[l].kind == FMT_KIND_TRANSFORMER &&
             m->layers[l].out_bytes > hidden)
             hidden = m->layers[l].out_bytes;
     }
@@ -297,8 +240,8 @@ double cost_memory_overhead_bound(const cost_model *m, const cost_params *p,
            pipe_buffers(hidden, hidden, stage, pp, inflight, gas, mbs);
 }
 
-int cost_rank_stage_memory(const cost_model *m, const cost_params *p,
-                           const cost_strategy *s, int rank, cost_memory *out)
+int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
+                           const fmt_strategy *s, int rank, cost_memory *out)
 {
     cost_mem_stage st;
     int j = rank / (s->tp * s->dp);

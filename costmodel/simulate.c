@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cost.h"
+#include "costmodel.h"
 #include "internal.h"
 
 static const char *const event_names[COST_EV_NKINDS] = {
@@ -69,7 +69,7 @@ static int op_at(int schedule, int pp, int gas, int j, int k, int *bwd)
 {
     int w = pp - j - 1 < gas ? pp - j - 1 : gas, n = gas - w;
 
-    if (schedule == COST_SCHED_GPIPE) {
+    if (schedule == FMT_SCHED_GPIPE) {
         *bwd = k >= gas;
         return k < gas ? k : k - gas;
     }
@@ -192,38 +192,38 @@ static int event_cmp(const void *pa, const void *pb)
 
 /* Every entry of a[0..n) finite and >= 0 (a may be NULL when optional). */
 static int check_times(const double *a, size_t n, const char *name,
-                       int required, cost_error *err)
+                       int required, util_error *err)
 {
     size_t i;
     char path[48];
 
     if (a == NULL) {
         if (!required)
-            return COST_OK;
-        return cost_error_set(err, COST_EINVAL, NULL, name,
+            return UTIL_OK;
+        return util_error_set(err, UTIL_EINVAL, NULL, name,
                               "expected %zu stage times, got none", n);
     }
     for (i = 0; i < n; i++)
         if (!(isfinite(a[i]) && a[i] >= 0.0)) {
             snprintf(path, sizeof path, "%s[%zu]", name, i);
-            return cost_error_set(err, COST_EINVAL, NULL, path,
+            return util_error_set(err, UTIL_EINVAL, NULL, path,
                                   "expected a finite time >= 0, got %g", a[i]);
         }
-    return COST_OK;
+    return UTIL_OK;
 }
 
 static int check_input(const cost_sim_input *in, size_t *max_events,
-                       cost_error *err)
+                       util_error *err)
 {
     size_t n, cuts, ops;
     int rc;
 
     if (in->pp < 1 || in->dp < 1 || in->gas < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected pp, dp and gas >= 1, got %d, %d, %d",
                               in->pp, in->dp, in->gas);
-    if (in->schedule != COST_SCHED_1F1B && in->schedule != COST_SCHED_GPIPE)
-        return cost_error_set(err, COST_EINVAL, NULL, "schedule",
+    if (in->schedule != FMT_SCHED_1F1B && in->schedule != FMT_SCHED_GPIPE)
+        return util_error_set(err, UTIL_EINVAL, NULL, "schedule",
                               "expected 1f1b (0) or gpipe (1), got %d",
                               in->schedule);
     n = (size_t)in->dp * (size_t)in->pp;
@@ -232,29 +232,29 @@ static int check_input(const cost_sim_input *in, size_t *max_events,
      * tied) and optimizer steps; refuse what would not fit in an int */
     ops = n * (size_t)in->gas;
     if (ops > (size_t)INT32_MAX / 8)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "%d x %d x %d micro-batch steps are too many to "
                               "simulate", in->dp, in->pp, in->gas);
     *max_events = 2 * ops + 2 * cuts * (size_t)in->gas + 3 * n;
-    if ((rc = check_times(in->fwd, n, "fwd", 1, err)) != COST_OK ||
-        (rc = check_times(in->bwd, n, "bwd", 1, err)) != COST_OK ||
-        (rc = check_times(in->send_act, cuts, "send_act", 0, err)) != COST_OK ||
-        (rc = check_times(in->send_grad, cuts, "send_grad", 0, err)) != COST_OK ||
-        (rc = check_times(in->dp_s, (size_t)in->pp, "dp_s", 0, err)) != COST_OK ||
-        (rc = check_times(in->opt_s, (size_t)in->pp, "opt_s", 0, err)) != COST_OK ||
-        (rc = check_times(&in->tied_s, 1, "tied_s", 1, err)) != COST_OK)
+    if ((rc = check_times(in->fwd, n, "fwd", 1, err)) != UTIL_OK ||
+        (rc = check_times(in->bwd, n, "bwd", 1, err)) != UTIL_OK ||
+        (rc = check_times(in->send_act, cuts, "send_act", 0, err)) != UTIL_OK ||
+        (rc = check_times(in->send_grad, cuts, "send_grad", 0, err)) != UTIL_OK ||
+        (rc = check_times(in->dp_s, (size_t)in->pp, "dp_s", 0, err)) != UTIL_OK ||
+        (rc = check_times(in->opt_s, (size_t)in->pp, "opt_s", 0, err)) != UTIL_OK ||
+        (rc = check_times(&in->tied_s, 1, "tied_s", 1, err)) != UTIL_OK)
         return rc;
     if (in->tied_s > 0.0 &&
         (in->tied_first < 0 || in->tied_last >= in->pp ||
          in->tied_first >= in->tied_last))
-        return cost_error_set(err, COST_EINVAL, NULL, "tied_first",
+        return util_error_set(err, UTIL_EINVAL, NULL, "tied_first",
                               "expected 0 <= tied_first < tied_last < %d, got "
                               "%d and %d", in->pp, in->tied_first, in->tied_last);
-    return COST_OK;
+    return UTIL_OK;
 }
 
 int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
-                         cost_error *err)
+                         util_error *err)
 {
     sim x;
     size_t max_events = 0, n, i;
@@ -265,7 +265,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
     rc = check_input(in, &max_events, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         return rc;
     x.in = in;
     x.pp = in->pp;
@@ -286,7 +286,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     out->busy_s = calloc(n, sizeof *out->busy_s);
     if (!x.next || !x.free_at || !x.last_bwd || !x.act_in || !x.grad_in ||
         !x.link_act || !x.link_grad || !x.ev || !ready || !dp_end || !out->busy_s) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (i = 0; i < n * (size_t)in->gas; i++)
@@ -307,7 +307,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
             for (j = x.pp - 1; j >= 0; j--)
                 progress += advance(&x, r, j);
         if (progress == 0) {
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "pipeline schedule deadlocked after %ld of %ld "
                                 "operations", done, total);
             goto done;
@@ -373,7 +373,7 @@ done:
     free(x.ev);
     free(ready);
     free(dp_end);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         cost_timeline_free(out);
     return rc;
 }
@@ -382,7 +382,7 @@ done:
 
 /* First and last stage holding layers of the model's first tied group;
  * 0 when fewer than two stages hold it. */
-static int tied_stages(const cost_model *m, const cost_strategy *s, int *first,
+static int tied_stages(const fmt_model *m, const fmt_strategy *s, int *first,
                        int *last)
 {
     int l, j, group = 0;
@@ -400,21 +400,21 @@ static int tied_stages(const cost_model *m, const cost_strategy *s, int *first,
     return *first >= 0 && *last > *first;
 }
 
-int cost_simulate(const cost_cluster *c, const cost_model *m,
-                  const cost_profile *prof, const cost_params *p,
-                  const cost_strategy *s, int overlap_dp, cost_timeline *out,
-                  cost_error *err)
+int cost_simulate(const fmt_cluster *c, const fmt_model *m,
+                  const fmt_profile *prof, const cost_params *p,
+                  const fmt_strategy *s, int overlap_dp, cost_timeline *out,
+                  util_error *err)
 {
     cost_params ps;
     cost_sim_input in;
     double *fwd = NULL, *bwd = NULL, *send_s = NULL, *dps = NULL, *opt = NULL;
-    int r, j, cuts, rc = COST_OK;
+    int r, j, cuts, rc = UTIL_OK;
     size_t n;
 
     memset(out, 0, sizeof *out);
     if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1 || s->gas < 1 ||
         s->bounds == NULL || s->ranks == NULL)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected a strategy with degrees, micro-batches, "
                               "stage boundaries and ranks");
     ps = *p; /* the strategy's own schedule, as in cost_evaluate */
@@ -427,7 +427,7 @@ int cost_simulate(const cost_cluster *c, const cost_model *m,
     dps = calloc((size_t)s->pp, sizeof *dps);
     opt = calloc((size_t)s->pp, sizeof *opt);
     if (!fwd || !bwd || !send_s || !dps || !opt) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     memset(&in, 0, sizeof in);
@@ -446,14 +446,14 @@ int cost_simulate(const cost_cluster *c, const cost_model *m,
         dps[j] = cost_dp_sync_stage(c, m, &ps, s, j);
         opt[j] = cost_optimizer_stage(c, m, &ps, s, j);
         if (dps[j] < 0.0) {
-            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;
         }
     }
     if (tied_stages(m, s, &in.tied_first, &in.tied_last)) {
         in.tied_s = cost_tied_sync_time(c, m, &ps, s);
         if (in.tied_s < 0.0) {
-            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;
         }
     } else {
@@ -480,9 +480,9 @@ done:
     return rc;
 }
 
-int cost_sim_refine(const cost_cluster *c, const cost_model *m,
-                    const cost_profile *prof, const cost_params *p,
-                    const cost_strategy *s, cost_result *out, cost_error *err)
+int cost_sim_refine(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *p,
+                    const fmt_strategy *s, cost_result *out, util_error *err)
 {
     cost_timeline tl;
     cost_breakdown *bd = &out->bd;
@@ -491,7 +491,7 @@ int cost_sim_refine(const cost_cluster *c, const cost_model *m,
     int rc, i;
 
     rc = cost_simulate(c, m, prof, p, s, p->overlap_dp, &tl, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         return rc;
     covered = bd->compute + bd->tp_comm + bd->bubble + bd->p2p + bd->dp_comm +
               bd->optimizer;
@@ -512,5 +512,5 @@ int cost_sim_refine(const cost_cluster *c, const cost_model *m,
     bd->total += delta;
     out->iter_s = bd->total;
     cost_timeline_free(&tl);
-    return COST_OK;
+    return UTIL_OK;
 }

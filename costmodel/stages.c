@@ -1,8 +1,8 @@
 /* costmodel/stages.c: the structural rule on pipeline stages: every stage
  * must hold parameters (docs/cost-model.md, "Stages without parameters"). */
-#include "cost.h"
+#include "costmodel.h"
 
-int cost_empty_stage(const cost_model *m, const cost_strategy *s)
+int cost_empty_stage(const fmt_model *m, const fmt_strategy *s)
 {
     int j, l;
 
@@ -24,7 +24,7 @@ int cost_empty_stage(const cost_model *m, const cost_strategy *s)
     return -1;
 }
 
-int cost_param_layers(const cost_model *m)
+int cost_param_layers(const fmt_model *m)
 {
     int l, n = 0;
 

@@ -9,76 +9,31 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cost.h"
+#include "costmodel.h"
 
-static size_t nranks_of(const cost_strategy *s)
-{
-    return (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
-}
-
-int cost_strategy_set_shards(cost_strategy *s, const int *heads,
-                             const int *cols)
-{
-    size_t n = nranks_of(s);
-    int *h = NULL, *c = NULL;
-
-    if (heads != NULL && cols != NULL) {
-        h = malloc(n * sizeof *h);
-        c = malloc(n * sizeof *c);
-        if (h == NULL || c == NULL) {
-            free(h);
-            free(c);
-            return COST_ENOMEM;
-        }
-        memcpy(h, heads, n * sizeof *h);
-        memcpy(c, cols, n * sizeof *c);
-    }
-    free(s->tp_heads);
-    free(s->tp_cols);
-    s->tp_heads = h;
-    s->tp_cols = c;
-    return COST_OK;
-}
-
-int cost_strategy_set_slow(cost_strategy *s, const double *slow)
-{
-    size_t n = nranks_of(s);
-    double *v = NULL;
-
-    if (slow != NULL) {
-        v = malloc(n * sizeof *v);
-        if (v == NULL)
-            return COST_ENOMEM;
-        memcpy(v, slow, n * sizeof *v);
-    }
-    free(s->slow);
-    s->slow = v;
-    return COST_OK;
-}
-
-static int model_ffn(const cost_model *m)
+static int model_ffn(const fmt_model *m)
 {
     if (m->ffn > 0)
         return m->ffn;
     return m->hidden > 0 ? 4 * m->hidden : 0;
 }
 
-int cost_shard_units(const cost_model *m, int *heads, int *cols,
-                     cost_error *err)
+int cost_shard_units(const fmt_model *m, int *heads, int *cols,
+                     util_error *err)
 {
     int f = model_ffn(m);
 
     if (m->heads <= 0 || f <= 0)
-        return cost_error_set(err, COST_EINVAL, NULL, "shape",
+        return util_error_set(err, UTIL_EINVAL, NULL, "shape",
                               "uneven tensor-parallel shards need the model's "
                               "heads and hidden size (or ffn), got heads %d, "
                               "hidden %d, ffn %d", m->heads, m->hidden, m->ffn);
     *heads = m->heads;
     *cols = f;
-    return COST_OK;
+    return UTIL_OK;
 }
 
-double cost_attn_frac(const cost_model *m, int memory)
+double cost_attn_frac(const fmt_model *m, int memory)
 {
     double h = (double)m->hidden, f = (double)model_ffn(m), sq = (double)m->seq;
     int llama = strcasecmp(m->family, "llama") == 0;
@@ -99,63 +54,63 @@ double cost_attn_frac(const cost_model *m, int memory)
     return attn / (attn + mlp);
 }
 
-double cost_rank_share(const cost_model *m, const cost_strategy *s, int rank,
+double cost_rank_share(const fmt_model *m, const fmt_strategy *s, int rank,
                        int memory)
 {
     int H = 0, F = 0; /* set by cost_shard_units; initialised for -O2 */
     double a;
 
     if (s->tp_heads == NULL || s->tp_cols == NULL || s->tp <= 1 ||
-        cost_shard_units(m, &H, &F, NULL) != COST_OK)
+        cost_shard_units(m, &H, &F, NULL) != UTIL_OK)
         return 1.0 / (double)s->tp;
     a = cost_attn_frac(m, memory);
     return a * (double)s->tp_heads[rank] / (double)H +
            (1.0 - a) * (double)s->tp_cols[rank] / (double)F;
 }
 
-int cost_shards_check(const cost_model *m, const cost_strategy *s,
-                      cost_error *err)
+int cost_shards_check(const fmt_model *m, const fmt_strategy *s,
+                      util_error *err)
 {
     int H = 0, F = 0, j, d, k, rc; /* H, F: initialised for -O2 */
 
     if (s->tp_heads == NULL && s->tp_cols == NULL)
-        return COST_OK;
+        return UTIL_OK;
     if (s->tp_heads == NULL || s->tp_cols == NULL)
-        return cost_error_set(err, COST_EINVAL, NULL, "ranks",
+        return util_error_set(err, UTIL_EINVAL, NULL, "ranks",
                               "expected both heads and mlp_cols per rank");
-    if ((rc = cost_shard_units(m, &H, &F, err)) != COST_OK)
+    if ((rc = cost_shard_units(m, &H, &F, err)) != UTIL_OK)
         return rc;
     for (j = 0; j < s->pp; j++)
         for (d = 0; d < s->dp; d++) {
             int sh = 0, sc = 0, r0 = s->tp * d + s->tp * s->dp * j;
             for (k = 0; k < s->tp; k++) {
                 if (s->tp_heads[r0 + k] < 0 || s->tp_cols[r0 + k] < 0)
-                    return cost_error_set(err, COST_EINVAL, NULL, "ranks",
+                    return util_error_set(err, UTIL_EINVAL, NULL, "ranks",
                                           "rank %d has a negative shard", r0 + k);
                 sh += s->tp_heads[r0 + k];
                 sc += s->tp_cols[r0 + k];
             }
             if (sh != H || sc != F)
-                return cost_error_set(err, COST_EINVAL, NULL, "ranks",
+                return util_error_set(err, UTIL_EINVAL, NULL, "ranks",
                                       "the TP group of stage %d, replica %d "
                                       "holds %d heads and %d MLP columns, "
                                       "expected %d and %d", j, d, sh, sc, H, F);
         }
-    return COST_OK;
+    return UTIL_OK;
 }
 
-int cost_tp_group_mixed(const cost_cluster *c, const cost_strategy *s,
+int cost_tp_group_mixed(const fmt_cluster *c, const fmt_strategy *s,
                         int stage, int dpi)
 {
-    int k, t0 = c->nodes[c->device_node[cost_rank_device(s, stage, dpi, 0)]].type;
+    int k, t0 = c->nodes[c->device_node[fmt_rank_device(s, stage, dpi, 0)]].type;
 
     for (k = 1; k < s->tp; k++)
-        if (c->nodes[c->device_node[cost_rank_device(s, stage, dpi, k)]].type != t0)
+        if (c->nodes[c->device_node[fmt_rank_device(s, stage, dpi, k)]].type != t0)
             return 1;
     return 0;
 }
 
-static double peak_of(const cost_model *m, const cost_device_type *dt)
+static double peak_of(const fmt_model *m, const fmt_device_type *dt)
 {
     if (m->dtype_bytes >= 4)
         return dt->flops_fp16 / 4.0;
@@ -168,11 +123,11 @@ static double peak_of(const cost_model *m, const cost_device_type *dt)
  * *div = part that TP divides, *gemm = part that is TP-divided matrix
  * multiplication (backward GEMMs do twice the forward FLOPs, element-wise
  * kernels move bwd_traffic times the forward bytes, as in evaluate.c). */
-static void layer_split(const cost_model *m, const cost_params *p,
-                        const cost_device_type *dt, int layer, int tp,
+static void layer_split(const fmt_model *m, const cost_params *p,
+                        const fmt_device_type *dt, int layer, int tp,
                         int mbs, double *div, double *gemm)
 {
-    const cost_layer *l = &m->layers[layer];
+    const fmt_layer *l = &m->layers[layer];
     double t = (double)tp, b = (double)mbs;
     double pk = peak_of(m, dt) * p->compute_eff, bw = dt->mem_bw * p->memory_eff;
     double gd = pk > 0.0 ? l->fwd_flops * l->tp_flops_frac / t / pk : 0.0;
@@ -187,29 +142,19 @@ static void layer_split(const cost_model *m, const cost_params *p,
     *gemm = fd + fr > 0.0 ? 3.0 * b * gd / (fd + fr) : 0.0;
 }
 
-static double rank_slow(const cost_strategy *s, int rank)
+static double rank_slow(const fmt_strategy *s, int rank)
 {
     return s->slow != NULL ? s->slow[rank] : 1.0;
 }
 
-int cost_rank_of_device(const cost_strategy *s, int dev)
-{
-    int r, n = s->tp * s->dp * s->pp;
-
-    for (r = 0; r < n; r++)
-        if (s->ranks[r] == dev)
-            return r;
-    return -1;
-}
-
-void cost_rank_layer_adjust(const cost_model *m, const cost_params *p,
-                            const cost_device_type *dt,
-                            const cost_strategy *s, int dev, int layer,
+void cost_rank_layer_adjust(const fmt_model *m, const cost_params *p,
+                            const fmt_device_type *dt,
+                            const fmt_strategy *s, int dev, int layer,
                             cost_layer_time *lt)
 {
     int frozen = layer < p->frozen_layers;
     int shards = s->tp_heads != NULL && s->tp_cols != NULL && s->tp > 1;
-    int rank = shards || s->slow != NULL ? cost_rank_of_device(s, dev) : -1;
+    int rank = shards || s->slow != NULL ? fmt_rank_of_device(s, dev) : -1;
     double slow, half = 0.5 * lt->comm, k, cf, cb;
 
     if (rank < 0)
@@ -235,8 +180,8 @@ void cost_rank_layer_adjust(const cost_model *m, const cost_params *p,
     }
 }
 
-void cost_rank_memory_line(const cost_model *m, const cost_params *p,
-                           const cost_strategy *s, int rank, double *base,
+void cost_rank_memory_line(const fmt_model *m, const cost_params *p,
+                           const fmt_strategy *s, int rank, double *base,
                            double *per_share)
 {
     int j = rank / (s->tp * s->dp), inflight = cost_inflight(p, j, s->pp, s->gas);
@@ -250,8 +195,8 @@ void cost_rank_memory_line(const cost_model *m, const cost_params *p,
     *base = m1 - *per_share / (double)s->tp;
 }
 
-double cost_rank_memory(const cost_model *m, const cost_params *p,
-                        const cost_strategy *s, int rank, double even_bytes)
+double cost_rank_memory(const fmt_model *m, const cost_params *p,
+                        const fmt_strategy *s, int rank, double even_bytes)
 {
     double base, per;
 
@@ -261,23 +206,23 @@ double cost_rank_memory(const cost_model *m, const cost_params *p,
     return even_bytes + per * (cost_rank_share(m, s, rank, 1) - 1.0 / (double)s->tp);
 }
 
-int cost_rank_time_of(const cost_cluster *c, const cost_model *m,
-                      const cost_profile *prof, const cost_params *p,
-                      const cost_strategy *s, int rank, cost_rank_time *out)
+int cost_rank_time_of(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *p,
+                      const fmt_strategy *s, int rank, cost_rank_time *out)
 {
     int j, d, k, l, dev;
     double bw, lat, slow, t = (double)s->tp;
-    const cost_device_type *dt;
-    const cost_node *node;
+    const fmt_device_type *dt;
+    const fmt_node *node;
 
     memset(out, 0, sizeof *out);
     if (rank < 0 || rank >= s->tp * s->dp * s->pp)
-        return COST_EINVAL;
+        return UTIL_EINVAL;
     j = rank / (s->tp * s->dp);
     d = (rank / s->tp) % s->dp;
     k = rank % s->tp;
-    dev = cost_rank_device(s, j, d, k);
-    dt = cost_device(c, dev);
+    dev = fmt_rank_device(s, j, d, k);
+    dt = fmt_device(c, dev);
     node = &c->nodes[c->device_node[dev]];
     slow = rank_slow(s, rank);
     out->share = cost_rank_share(m, s, rank, 0);
@@ -306,5 +251,5 @@ int cost_rank_time_of(const cost_cluster *c, const cost_model *m,
     }
     out->fixed += out->comm;
     out->total = out->fixed + out->per_share * out->share;
-    return COST_OK;
+    return UTIL_OK;
 }

@@ -14,7 +14,7 @@ void launch_options_init(launch_options *o)
 }
 
 int launch_parse_args(int argc, char **argv, launch_options *o,
-                      cost_error *err)
+                      util_error *err)
 {
     static const char *const valued[] = {
         "--plan", "--output", "-o", "--rank", "--strategy", "--iterations",
@@ -28,28 +28,28 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
 
         if ((rc = prof_next_option(argc, argv, &i, valued,
                                    sizeof valued / sizeof valued[0], name,
-                                   sizeof name, &val, err)) != COST_OK)
+                                   sizeof name, &val, err)) != UTIL_OK)
             return rc;
         if (strcmp(name, "--plan") == 0) {
             o->plan = val;
         } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
             o->output = val;
         } else if (strcmp(name, "--rank") == 0) {
-            if ((rc = prof_parse_int("--rank", val, 0, 1 << 20, &o->rank, err)) != COST_OK)
+            if ((rc = prof_parse_int("--rank", val, 0, 1 << 20, &o->rank, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--all-local") == 0) {
             all_local = 1;
         } else if (strcmp(name, "--strategy") == 0) {
-            if ((rc = prof_parse_int("--strategy", val, 1, 1 << 20, &o->strategy, err)) != COST_OK)
+            if ((rc = prof_parse_int("--strategy", val, 1, 1 << 20, &o->strategy, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--iterations") == 0) {
-            if ((rc = prof_parse_int("--iterations", val, 1, 100000, &o->iterations, err)) != COST_OK)
+            if ((rc = prof_parse_int("--iterations", val, 1, 100000, &o->iterations, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--warmup") == 0) {
-            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--gpu") == 0) {
-            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--format") == 0) {
             if (strcmp(val, "json") == 0)
@@ -57,7 +57,7 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
             else if (strcmp(val, "table") == 0)
                 o->json = 0;
             else
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '--format' expects 'table' or "
                                       "'json', got '%s'", val);
         } else if (strcmp(name, "--mode") == 0) {
@@ -68,7 +68,7 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
             else if (strcmp(val, "composed") == 0)
                 o->mode = LAUNCH_MODE_COMPOSED;
             else
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '--mode' expects 'auto', 'executed' "
                                       "or 'composed', got '%s'", val);
         } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
@@ -80,27 +80,27 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
         } else if (strcmp(name, "--version") == 0) {
             o->version = 1;
         } else if (argv[i][0] == '-') {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "unknown option '%s'", argv[i]);
         } else {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "unexpected argument '%s'", argv[i]);
         }
     }
     if (o->help || o->version)
-        return COST_OK;
+        return UTIL_OK;
     if (!o->plan)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing required option '--plan'");
     if (all_local && o->rank >= 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--rank' and '--all-local' exclude each other");
     if (o->rank >= 0 && o->mode == LAUNCH_MODE_EXECUTED)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--rank' and '--mode executed' exclude each "
                               "other (a rank runs one stage, composed)");
     if (o->quiet && o->verbose)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");
-    return COST_OK;
+    return UTIL_OK;
 }

@@ -32,19 +32,19 @@ void launch_trial_free(launch_trial *t)
 /* Modelled parts of (replica r, stage j) on its slowest device: TP
  * all-reduce inside fwd + bwd, and fwd / bwd of layers the GPU cannot
  * synthesise (generic kind). */
-static void modelled_parts(const plan_doc *d, const cost_strategy *s, int j,
+static void modelled_parts(const plan_doc *d, const fmt_strategy *s, int j,
                            int r, double *comm, double *gen_f, double *gen_b)
 {
-    const cost_profile *prof = d->have_profile ? &d->profile : NULL;
+    const fmt_profile *prof = d->have_profile ? &d->profile : NULL;
     double bw, lat, worst = -1.0;
     int k, l;
 
     *comm = *gen_f = *gen_b = 0.0;
     cost_tp_ring(&d->cluster, &d->params, s, j, r, &bw, &lat);
     for (k = 0; k < s->tp; k++) {
-        int dev = cost_rank_device(s, j, r, k);
-        const cost_device_type *dt = cost_device(&d->cluster, dev);
-        const cost_node *node = &d->cluster.nodes[d->cluster.device_node[dev]];
+        int dev = fmt_rank_device(s, j, r, k);
+        const fmt_device_type *dt = fmt_device(&d->cluster, dev);
+        const fmt_node *node = &d->cluster.nodes[d->cluster.device_node[dev]];
         double tot = 0.0, c = 0.0, gf = 0.0, gb = 0.0;
         for (l = s->bounds[j]; l < s->bounds[j + 1]; l++) {
             cost_layer_time lt;
@@ -53,7 +53,7 @@ static void modelled_parts(const plan_doc *d, const cost_strategy *s, int j,
             tot += lt.fwd + lt.bwd;
             c += lt.comm;
             if (!prof_kind_measurable(d->model.layers[l].kind) &&
-                d->model.layers[l].kind != COST_KIND_NOOP) {
+                d->model.layers[l].kind != FMT_KIND_NOOP) {
                 gf += lt.fwd;
                 gb += lt.bwd;
             }
@@ -99,16 +99,16 @@ static void mean_durations(const cost_timeline *tl, int kind, int pp,
 
 int launch_compose(const plan_doc *d, const launch_work *w,
                    const launch_measure *meas, launch_trial *out,
-                   cost_error *err)
+                   util_error *err)
 {
-    const cost_strategy *s;
-    const cost_profile *prof = d->have_profile ? &d->profile : NULL;
+    const fmt_strategy *s;
+    const fmt_profile *prof = d->have_profile ? &d->profile : NULL;
     cost_timeline tl_pred, tl_meas;
     cost_sim_input in;
     double *pf = NULL, *pb = NULL, *uf = NULL, *ub = NULL, *sa = NULL,
            *sg = NULL, *dps = NULL, *opt = NULL;
     int *cnt = NULL;
-    int pp, dp, cuts, i, j, r, rc = COST_OK;
+    int pp, dp, cuts, i, j, r, rc = UTIL_OK;
     size_t nst;
 
     memset(out, 0, sizeof *out);
@@ -116,7 +116,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     memset(&tl_pred, 0, sizeof tl_pred);
     memset(&tl_meas, 0, sizeof tl_meas);
     if (w->strategy < 0 || w->strategy >= d->n || !w->stages)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "work does not belong to this plan");
     s = &d->s[w->strategy];
     pp = s->pp;
@@ -132,7 +132,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
      * single GPU cannot measure (transfers, all-reduces) */
     rc = cost_simulate(&d->cluster, &d->model, prof, &d->params, s,
                        d->params.overlap_dp, &tl_pred, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         goto done;
     out->simulated_s = tl_pred.iter_s;
 
@@ -159,7 +159,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
         !out->pred_fwd_s || !out->pred_bwd_s || !out->used_fwd_s ||
         !out->used_bwd_s || !out->tp_comm_s || !out->opt_s || !out->busy_s ||
         !out->extra_fwd_s || !out->extra_bwd_s || !out->dp_stage_s) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     mean_durations(&tl_pred, COST_EV_FWD, pp, pf, (int)nst, cnt);
@@ -259,7 +259,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     in.opt_s = opt;
     in.overlap_dp = d->params.overlap_dp ? 1 : 0;
     rc = cost_simulate_stages(&in, &tl_meas, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         goto done;
     out->measured_s = tl_meas.iter_s;
     for (j = 0; j < pp; j++)
@@ -276,13 +276,13 @@ done:
     free(dps);
     free(opt);
     free(cnt);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         launch_trial_free(out);
     return rc;
 }
 
 int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
-                              const launch_exec_result *r, cost_error *err)
+                              const launch_exec_result *r, util_error *err)
 {
     int j;
 
@@ -291,7 +291,7 @@ int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
     t->gpu = calloc((size_t)t->pp, sizeof *t->gpu);
     t->route = calloc((size_t)(t->pp > 1 ? t->pp - 1 : 1), sizeof *t->route);
     if (!t->gpu || !t->route)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     t->executed = 1;
     t->composed_s = t->measured_s;
     t->measured_s = r->iter_s;
@@ -305,7 +305,7 @@ int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
     for (j = 0; j < x->nxfer; j++) /* activations of cut c, micro-batch 0 */
         if (!x->xfers[j].grad && x->xfers[j].micro == 0 && x->xfers[j].cut < t->pp - 1)
             t->route[x->xfers[j].cut] = x->xfers[j].route;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* ---- the trial document ------------------------------------------------ */
@@ -397,7 +397,7 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
                         const launch_measure *meas, const launch_trial *t,
                         const prof_device_info *dev, int iterations)
 {
-    const cost_strategy *s = &d->s[w->strategy];
+    const fmt_strategy *s = &d->s[w->strategy];
     cJSON *doc = cJSON_CreateObject(), *o, *arr, *st, *list;
     char *text = NULL, note[512];
     int ok = doc != NULL, i, nmeas = 0;
@@ -461,7 +461,7 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
     ok = ok && prof_json_put(o, "mbs", cJSON_CreateNumber(s->mbs));
     ok = ok && prof_json_put(o, "micro_batches", cJSON_CreateNumber(s->gas));
     ok = ok && prof_json_put(o, "schedule", cJSON_CreateString(
-                                      s->schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b"));
+                                      s->schedule == FMT_SCHED_GPIPE ? "gpipe" : "1f1b"));
     arr = cJSON_CreateArray();
     ok = ok && prof_json_put(o, "stage_boundaries", arr);
     for (i = 0; ok && i <= s->pp; i++)

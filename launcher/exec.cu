@@ -21,13 +21,13 @@ extern "C" {
     do {                                                                     \
         cudaError_t e_ = (call);                                             \
         if (e_ != cudaSuccess) {                                             \
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL, "%s: %s",   \
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL, "%s: %s",   \
                                 #call, cudaGetErrorString(e_));              \
             goto done;                                                       \
         }                                                                    \
     } while (0)
 
-int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err)
+int launch_gpu_topology(int *n, int *peer, int cap, util_error *err)
 {
     cudaError_t e;
     int a, b, can;
@@ -36,14 +36,14 @@ int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err)
     e = cudaGetDeviceCount(n);
     if (e != cudaSuccess || *n < 1) {
         *n = 0;
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                               "no CUDA GPU: %s (is an NVIDIA GPU with its driver "
                               "present?)",
                               e != cudaSuccess ? cudaGetErrorString(e)
                                                : "the driver reports no device");
     }
     if (!peer)
-        return COST_OK;
+        return UTIL_OK;
     for (a = 0; a < *n; a++)
         for (b = 0; b < *n; b++) {
             if (a * *n + b >= cap)
@@ -54,7 +54,7 @@ int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err)
             peer[a * *n + b] = can;
         }
     cudaGetLastError();
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* ---- run-time state --------------------------------------------------------- */
@@ -69,12 +69,12 @@ typedef struct stage_rt {
     void *src;                  /* what this stage sends (contents irrelevant) */
     char *in[2];                /* 0: activation slots, 1: gradient slots (gas each) */
     double in_bytes[2];         /* slot size */
-    prof_layer_work *kinds;     /* COST_KIND_NOOP + 1 entries */
+    prof_layer_work *kinds;     /* FMT_KIND_NOOP + 1 entries */
     const prof_layer_work **layers;
     int nlayers;
     cudaEvent_t *tpass;         /* iterations * npass * 3 */
     cudaEvent_t *topt;          /* iterations * 2 */
-    cost_error err;
+    util_error err;
     int rc;
     pthread_t thread;
     int started;
@@ -128,10 +128,10 @@ static void fail(exec_rt *r)
 }
 
 static int do_send(exec_rt *r, stage_rt *s, const launch_xfer *xf, int xi, int par,
-                   long long it, cost_error *err)
+                   long long it, util_error *err)
 {
     stage_rt *d = &r->st[xf->dst_stage];
-    int dir = xf->grad, rc = COST_OK;
+    int dir = xf->grad, rc = UTIL_OK;
     size_t bytes = (size_t)xf->bytes;
     char *dst = d->in[dir] + (size_t)xf->micro * bytes;
     cudaEvent_t arr = r->arr[xi * 2 + par];
@@ -161,11 +161,11 @@ done:
 }
 
 /* One stage's thread: warm-up and timed iterations of its op list. */
-static int run_ops(exec_rt *r, stage_rt *s, cost_error *err)
+static int run_ops(exec_rt *r, stage_rt *s, util_error *err)
 {
     const launch_exec_stage *es = &r->x->st[s->j];
     long long it, total = r->warmup + r->iterations;
-    int k, rc = COST_OK;
+    int k, rc = UTIL_OK;
 
     CUDA_TRY(cudaSetDevice(s->dev));
     for (it = 0; it < total; it++) {
@@ -189,14 +189,14 @@ static int run_ops(exec_rt *r, stage_rt *s, cost_error *err)
                 if (tp)
                     CUDA_TRY(cudaEventRecord(tp[0], s->cs));
                 if ((rc = prof_gpu_pass(s->g, s->layers, s->nlayers,
-                                        o->kind == LAUNCH_OP_BWD, err)) != COST_OK)
+                                        o->kind == LAUNCH_OP_BWD, err)) != UTIL_OK)
                     goto done;
                 if (tp)
                     CUDA_TRY(cudaEventRecord(tp[1], s->cs));
                 if ((rc = prof_gpu_delay(s->g, o->kind == LAUNCH_OP_BWD
                                                    ? es->bwd_extra_s
                                                    : es->fwd_extra_s,
-                                         err)) != COST_OK)
+                                         err)) != UTIL_OK)
                     goto done;
                 if (tp)
                     CUDA_TRY(cudaEventRecord(tp[2], s->cs));
@@ -204,7 +204,7 @@ static int run_ops(exec_rt *r, stage_rt *s, cost_error *err)
                 break;
             case LAUNCH_OP_SEND:
                 if ((rc = do_send(r, s, &r->x->xfers[o->xfer], o->xfer, par, it,
-                                  err)) != COST_OK)
+                                  err)) != UTIL_OK)
                     goto done;
                 break;
             case LAUNCH_OP_MARK:
@@ -219,19 +219,19 @@ static int run_ops(exec_rt *r, stage_rt *s, cost_error *err)
                 CUDA_TRY(cudaStreamWaitEvent(s->cs, r->mark[at], 0));
                 break;
             case LAUNCH_OP_DELAY:
-                if ((rc = prof_gpu_delay(s->g, o->delay_s, err)) != COST_OK)
+                if ((rc = prof_gpu_delay(s->g, o->delay_s, err)) != UTIL_OK)
                     goto done;
                 break;
             case LAUNCH_OP_OPTIMIZER:
                 if (timed)
                     CUDA_TRY(cudaEventRecord(s->topt[ti * 2], s->cs));
-                if ((rc = prof_gpu_adam_step(s->g, err)) != COST_OK)
+                if ((rc = prof_gpu_adam_step(s->g, err)) != UTIL_OK)
                     goto done;
                 if (timed)
                     CUDA_TRY(cudaEventRecord(s->topt[ti * 2 + 1], s->cs));
                 break;
             default:
-                rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                     "stage %d: unknown op %d", s->j, o->kind);
                 goto done;
             }
@@ -254,7 +254,7 @@ static void *thread_main(void *p)
     thread_arg *a = (thread_arg *)p;
 
     a->s->rc = run_ops(a->r, a->s, &a->s->err);
-    if (a->s->rc != COST_OK)
+    if (a->s->rc != UTIL_OK)
         fail(a->r);
     return NULL;
 }
@@ -262,16 +262,16 @@ static void *thread_main(void *p)
 /* ---- set-up and tear-down ----------------------------------------------------- */
 
 static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
-                       cost_error *err)
+                       util_error *err)
 {
     const launch_work *w = r->w;
     const launch_stage *ls = &w->stages[s->j];
-    int have[COST_KIND_NOOP + 1] = {0};
-    int l, k, rc = COST_OK, pp = w->pp;
+    int have[FMT_KIND_NOOP + 1] = {0};
+    int l, k, rc = UTIL_OK, pp = w->pp;
     size_t n, src_bytes;
     double params = ls->params / (double)w->tp;
 
-    if ((rc = prof_gpu_open(s->dev, bf16, 0, &s->g, err)) != COST_OK)
+    if ((rc = prof_gpu_open(s->dev, bf16, 0, &s->g, err)) != UTIL_OK)
         return rc;
     s->cs = (cudaStream_t)prof_gpu_stream(s->g);
     CUDA_TRY(cudaSetDevice(s->dev));
@@ -281,11 +281,11 @@ static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
         CUDA_TRY(cudaEventCreateWithFlags(&s->ready[k], cudaEventDisableTiming));
     }
     /* the layers */
-    s->kinds = (prof_layer_work *)calloc(COST_KIND_NOOP + 1, sizeof *s->kinds);
+    s->kinds = (prof_layer_work *)calloc(FMT_KIND_NOOP + 1, sizeof *s->kinds);
     s->layers = (const prof_layer_work **)calloc((size_t)(ls->last - ls->first) + 1,
                                                  sizeof *s->layers);
     if (!s->kinds || !s->layers) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (l = ls->first; l < ls->last; l++) {
@@ -294,16 +294,16 @@ static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
             continue;
         if (!have[kind]) {
             prof_shape sh;
-            if ((rc = prof_shape_of(&d->model, kind, w->tp, w->mbs, 2, &sh, err)) != COST_OK ||
-                (rc = prof_layer_work_of(&sh, &s->kinds[kind], err)) != COST_OK)
+            if ((rc = prof_shape_of(&d->model, kind, w->tp, w->mbs, 2, &sh, err)) != UTIL_OK ||
+                (rc = prof_layer_work_of(&sh, &s->kinds[kind], err)) != UTIL_OK)
                 goto done;
             have[kind] = 1;
         }
         s->layers[s->nlayers++] = &s->kinds[kind];
     }
-    if ((rc = prof_gpu_prepare(s->g, s->layers, s->nlayers, err)) != COST_OK)
+    if ((rc = prof_gpu_prepare(s->g, s->layers, s->nlayers, err)) != UTIL_OK)
         goto done;
-    if (params >= 1.0 && (rc = prof_gpu_adam_prepare(s->g, (long long)params, err)) != COST_OK)
+    if (params >= 1.0 && (rc = prof_gpu_adam_prepare(s->g, (long long)params, err)) != UTIL_OK)
         goto done;
     /* transfer buffers: gas slots per incoming direction */
     s->in_bytes[0] = s->j > 0 ? w->stages[s->j - 1].send_bytes : 0.0;
@@ -313,7 +313,7 @@ static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
         if (n > 0 && cudaMalloc((void **)&s->in[k], n) != cudaSuccess) {
             cudaGetLastError();
             s->in[k] = NULL;
-            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL,
+            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL,
                                 "out of GPU memory on GPU %d for %d %s of %.1f MiB",
                                 s->dev, w->gas, k ? "gradients" : "activations",
                                 s->in_bytes[k] / 1048576.0);
@@ -330,7 +330,7 @@ static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
     s->tpass = (cudaEvent_t *)calloc(n, sizeof *s->tpass);
     s->topt = (cudaEvent_t *)calloc((size_t)r->iterations * 2, sizeof *s->topt);
     if (!s->tpass || !s->topt) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++)
@@ -388,11 +388,11 @@ static float elapsed_ms(cudaEvent_t a, cudaEvent_t b, int *bad)
 int launch_gpu_execute(const plan_doc *d, const launch_work *w,
                        const launch_exec *x, int bf16, int warmup,
                        int iterations, launch_exec_samples *out,
-                       cost_error *err)
+                       util_error *err)
 {
     exec_rt r;
     thread_arg *args = NULL;
-    int j, i, p, k, rc = COST_OK, pp = x->pp, bad = 0;
+    int j, i, p, k, rc = UTIL_OK, pp = x->pp, bad = 0;
     size_t nm = (size_t)pp * LAUNCH_NMARKS * 2;
 
     memset(out, 0, sizeof *out);
@@ -405,10 +405,10 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
     r.iterations = iterations;
     r.npass = 2 * x->gas;
     if (iterations < 1 || warmup < 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected iterations >= 1 and warmup >= 0");
-    if (launch_exec_samples_alloc(out, pp, iterations, r.npass) != COST_OK) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if (launch_exec_samples_alloc(out, pp, iterations, r.npass) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     r.st = (stage_rt *)calloc((size_t)pp, sizeof *r.st);
@@ -422,7 +422,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
     r.mark_gen = (long long *)malloc(nm * sizeof *r.mark_gen);
     if (!r.st || !args || !r.arr || !r.mid || !r.host || !r.mark || !r.iter_ev ||
         !r.xfer_gen || !r.mark_gen) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (i = 0; i < x->nxfer * 2; i++)
@@ -434,7 +434,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
     for (j = 0; j < pp; j++) {
         r.st[j].j = j;
         r.st[j].dev = x->st[j].gpu;
-        if ((rc = stage_setup(&r, d, &r.st[j], bf16, err)) != COST_OK)
+        if ((rc = stage_setup(&r, d, &r.st[j], bf16, err)) != UTIL_OK)
             goto done;
         for (p = 0; p < r.npass; p++) { /* pass p of the stage: fwd or bwd */
             int q = 0;
@@ -456,7 +456,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
             CUDA_TRY(cudaSetDevice(xf->src_gpu));
             e = cudaDeviceEnablePeerAccess(xf->dst_gpu, 0);
             if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
-                rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                     "peer access from GPU %d to GPU %d: %s",
                                     xf->src_gpu, xf->dst_gpu, cudaGetErrorString(e));
                 goto done;
@@ -489,7 +489,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
         args[j].s = &r.st[j];
         if (pthread_create(&r.st[j].thread, NULL, thread_main, &args[j]) != 0) {
             fail(&r);
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "cannot start the thread of stage %d", j);
             break;
         }
@@ -498,17 +498,17 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
     for (j = 0; j < pp; j++)
         if (r.st[j].started)
             pthread_join(r.st[j].thread, NULL);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         goto done;
     for (j = 0; j < pp; j++)
-        if (r.st[j].rc != COST_OK) {
+        if (r.st[j].rc != UTIL_OK) {
             if (err)
                 *err = r.st[j].err;
             rc = r.st[j].rc;
             goto done;
         }
     if (r.abort) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "a stage thread stopped without an error");
         goto done;
     }
@@ -537,7 +537,7 @@ int launch_gpu_execute(const plan_doc *d, const launch_work *w,
         }
     }
     if (bad)
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "cudaEventElapsedTime failed on a timing event");
 done:
     for (j = 0; r.st && j < pp; j++)
@@ -568,7 +568,7 @@ done:
     free(r.mark_gen);
     pthread_mutex_destroy(&r.lock);
     pthread_cond_destroy(&r.cond);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         launch_exec_samples_free(out);
     return rc;
 }

@@ -90,18 +90,18 @@ static launch_op op_of(int kind)
 }
 
 int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
-                     launch_exec *out, cost_error *err)
+                     launch_exec *out, util_error *err)
 {
-    int pp = w->pp, gas = w->gas, cuts = pp - 1, j, i, k, rc = COST_OK, cap;
+    int pp = w->pp, gas = w->gas, cuts = pp - 1, j, i, k, rc = UTIL_OK, cap;
     int *bwd = NULL, *micro = NULL, tied;
 
     memset(out, 0, sizeof *out);
     if (pp < 1 || gas < 1 || !w->stages)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected stages and micro-batches, got %d and %d",
                               pp, gas);
     if (in->first_gpu < 0 || in->first_gpu + pp > in->ngpu)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "%d stages need GPUs %d..%d, %d visible", pp,
                               in->first_gpu, in->first_gpu + pp - 1, in->ngpu);
     tied = in->tied_s > 0.0 && in->tied_first >= 0 && in->tied_first < in->tied_last &&
@@ -116,7 +116,7 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
     bwd = calloc((size_t)(2 * gas), sizeof *bwd);
     micro = calloc((size_t)(2 * gas), sizeof *micro);
     if (!out->st || (out->nxfer > 0 && !out->xfers) || !bwd || !micro) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     /* passes with a receive and a send each, then at most 2 pp + 8 */
@@ -148,7 +148,7 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
         st->bwd_extra_s = in->bwd_extra_s ? in->bwd_extra_s[j] : 0.0;
         st->ops = calloc((size_t)cap, sizeof *st->ops);
         if (!st->ops) {
-            rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;
         }
         np = launch_stage_order(w->schedule, j, pp, gas, bwd, micro);
@@ -218,7 +218,7 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
             o.stage = k;
             o.mark = LAUNCH_MARK_END;
             if (push(st, cap, o) < 0) {
-                rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                     "stage %d: more ops than planned", j);
                 goto done;
             }
@@ -226,7 +226,7 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
     }
     for (i = 0; i < out->nxfer; i++)
         if (out->xfers[i].send_at < 0 || out->xfers[i].recv_at < 0) {
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "transfer %d (cut %d, micro-batch %d) has no %s",
                                 i, out->xfers[i].cut, out->xfers[i].micro,
                                 out->xfers[i].send_at < 0 ? "sender" : "receiver");
@@ -235,7 +235,7 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
 done:
     free(bwd);
     free(micro);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         launch_exec_free(out);
     return rc;
 }
@@ -254,9 +254,9 @@ static const char *op_name(int kind)
 int launch_exec_replay(const launch_exec *x, const double *fwd_s,
                        const double *bwd_s, const double *act_s,
                        const double *grad_s, const double *opt_s,
-                       double *iter_s, double *busy_s, cost_error *err)
+                       double *iter_s, double *busy_s, util_error *err)
 {
-    int pp = x->pp, cuts = pp - 1, j, rc = COST_OK, left = 0;
+    int pp = x->pp, cuts = pp - 1, j, rc = UTIL_OK, left = 0;
     int *pc = NULL, *sent = NULL, *markset = NULL;
     double *t = NULL, *arrive = NULL, *link = NULL, *mark = NULL, *busy = NULL;
 
@@ -270,7 +270,7 @@ int launch_exec_replay(const launch_exec *x, const double *fwd_s,
     arrive = calloc((size_t)x->nxfer + 1, sizeof *arrive);
     link = calloc((size_t)(2 * cuts + 1), sizeof *link);
     if (!pc || !t || !busy || !markset || !mark || !sent || !arrive || !link) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (j = 0; j < pp; j++)
@@ -327,7 +327,7 @@ int launch_exec_replay(const launch_exec *x, const double *fwd_s,
         if (!progress) {
             for (j = 0; j < pp && pc[j] >= x->st[j].nops; j++)
                 ;
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "the execution plan deadlocks: stage %d waits at op "
                                 "%d (%s)", j, pc[j], op_name(x->st[j].ops[pc[j]].kind));
             goto done;
@@ -360,7 +360,7 @@ int launch_exec_samples_alloc(launch_exec_samples *s, int pp, int iterations,
 
     memset(s, 0, sizeof *s);
     if (pp < 1 || iterations < 1 || npass < 1)
-        return COST_EINVAL;
+        return UTIL_EINVAL;
     s->pp = pp;
     s->iterations = iterations;
     s->npass = npass;
@@ -371,9 +371,9 @@ int launch_exec_samples_alloc(launch_exec_samples *s, int pp, int iterations,
     s->bwd = calloc((size_t)pp * (size_t)npass, sizeof *s->bwd);
     if (!s->iter_s || !s->kern_s || !s->full_s || !s->opt_s || !s->bwd) {
         launch_exec_samples_free(s);
-        return COST_ENOMEM;
+        return UTIL_ENOMEM;
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
 void launch_exec_samples_free(launch_exec_samples *s)
@@ -400,7 +400,7 @@ void launch_exec_result_free(launch_exec_result *r)
 
 /* Median (and IQR) of the passes of one direction of stage j in a. */
 static int dir_stats(const launch_exec_samples *s, const double *a, int j,
-                     int bwd, double *buf, prof_stats *st, cost_error *err)
+                     int bwd, double *buf, prof_stats *st, util_error *err)
 {
     int i, p, n = 0;
 
@@ -411,30 +411,30 @@ static int dir_stats(const launch_exec_samples *s, const double *a, int j,
                                  (size_t)s->npass + (size_t)p];
     if (n == 0) {
         memset(st, 0, sizeof *st);
-        return COST_OK;
+        return UTIL_OK;
     }
     return prof_stats_of(buf, n, st, err);
 }
 
 int launch_exec_summarise(const launch_exec_samples *s, launch_measure *meas,
-                          launch_exec_result *res, cost_error *err)
+                          launch_exec_result *res, util_error *err)
 {
     double *buf = NULL;
     prof_stats st;
-    int j, i, p, rc = COST_OK;
+    int j, i, p, rc = UTIL_OK;
 
     memset(res, 0, sizeof *res);
     if (!s->iter_s || s->pp < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL, "no samples");
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL, "no samples");
     buf = malloc((size_t)s->iterations * (size_t)(s->npass + 1) * sizeof *buf);
     res->fwd_s = calloc((size_t)s->pp, sizeof *res->fwd_s);
     res->bwd_s = calloc((size_t)s->pp, sizeof *res->bwd_s);
     res->busy_s = calloc((size_t)s->pp, sizeof *res->busy_s);
     if (!buf || !res->fwd_s || !res->bwd_s || !res->busy_s) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
-    if ((rc = prof_stats_of(s->iter_s, s->iterations, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(s->iter_s, s->iterations, &st, err)) != UTIL_OK)
         goto done;
     res->iter_s = st.median;
     res->iter_iqr_s = st.iqr;
@@ -444,18 +444,18 @@ int launch_exec_summarise(const launch_exec_samples *s, launch_measure *meas,
         launch_measure *m = &meas[j];
         memset(m, 0, sizeof *m);
         m->measured = 1;
-        if ((rc = dir_stats(s, s->kern_s, j, 0, buf, &st, err)) != COST_OK)
+        if ((rc = dir_stats(s, s->kern_s, j, 0, buf, &st, err)) != UTIL_OK)
             goto done;
         m->fwd_s = st.median;
         m->fwd_iqr_s = st.iqr;
-        if ((rc = dir_stats(s, s->kern_s, j, 1, buf, &st, err)) != COST_OK)
+        if ((rc = dir_stats(s, s->kern_s, j, 1, buf, &st, err)) != UTIL_OK)
             goto done;
         m->bwd_s = st.median;
         m->bwd_iqr_s = st.iqr;
-        if ((rc = dir_stats(s, s->full_s, j, 0, buf, &st, err)) != COST_OK)
+        if ((rc = dir_stats(s, s->full_s, j, 0, buf, &st, err)) != UTIL_OK)
             goto done;
         res->fwd_s[j] = st.median;
-        if ((rc = dir_stats(s, s->full_s, j, 1, buf, &st, err)) != COST_OK)
+        if ((rc = dir_stats(s, s->full_s, j, 1, buf, &st, err)) != UTIL_OK)
             goto done;
         res->bwd_s[j] = st.median;
         for (i = 0; i < s->iterations; i++) {
@@ -465,18 +465,18 @@ int launch_exec_summarise(const launch_exec_samples *s, launch_measure *meas,
                                      (size_t)s->npass + (size_t)p];
             buf[i] = sum;
         }
-        if ((rc = prof_stats_of(buf, s->iterations, &st, err)) != COST_OK)
+        if ((rc = prof_stats_of(buf, s->iterations, &st, err)) != UTIL_OK)
             goto done;
         res->busy_s[j] = st.median;
         m->busy_s = st.median;
         if ((rc = prof_stats_of(s->opt_s + (size_t)j * (size_t)s->iterations,
-                                s->iterations, &st, err)) != COST_OK)
+                                s->iterations, &st, err)) != UTIL_OK)
             goto done;
         m->opt_s = st.median;
     }
 done:
     free(buf);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         launch_exec_result_free(res);
     return rc;
 }

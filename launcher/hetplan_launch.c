@@ -59,19 +59,19 @@ static const char usage_text[] =
     "  5 cannot write the output, 6 no CUDA GPU, too few GPUs for '--mode\n"
     "  executed', or CUPTI not available (composed mode)\n";
 
-static int report(const cost_error *err)
+static int report(const util_error *err)
 {
     char buf[1024];
 
-    cost_error_format(err, buf, sizeof buf);
+    util_error_format(err, buf, sizeof buf);
     fprintf(stderr, "hetplan-launch: %s\n", buf);
     switch (err->code) {
-    case COST_EIO:
-    case COST_EPARSE:
-    case COST_EFIELD:
-    case COST_EINVAL:
+    case UTIL_EIO:
+    case UTIL_EPARSE:
+    case UTIL_EFIELD:
+    case UTIL_EINVAL:
         return EXIT_INPUT;
-    case COST_ENOTFOUND:
+    case UTIL_ENOTFOUND:
         return EXIT_NOGPU;
     default:
         return EXIT_INTERNAL;
@@ -81,17 +81,17 @@ static int report(const cost_error *err)
 /* Median and IQR of the pass spans of one direction, and the median span
  * of a whole iteration. */
 static int pass_stats(const prof_samples *s, const int *bwd, launch_measure *out,
-                      cost_error *err)
+                      util_error *err)
 {
     double *f = NULL, *b = NULL, *it = NULL;
-    int nf = 0, nb = 0, r, i, rc = COST_OK;
+    int nf = 0, nb = 0, r, i, rc = UTIL_OK;
     prof_stats st;
 
     f = malloc((size_t)s->repeats * (size_t)s->nk * sizeof *f);
     b = malloc((size_t)s->repeats * (size_t)s->nk * sizeof *b);
     it = malloc((size_t)s->repeats * sizeof *it);
     if (!f || !b || !it) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (r = 0; r < s->repeats; r++) {
@@ -105,15 +105,15 @@ static int pass_stats(const prof_samples *s, const int *bwd, launch_measure *out
         }
         it[r] = s->end[last] - s->start[first];
     }
-    if ((rc = prof_stats_of(f, nf, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(f, nf, &st, err)) != UTIL_OK)
         goto done;
     out->fwd_s = st.median;
     out->fwd_iqr_s = st.iqr;
-    if ((rc = prof_stats_of(b, nb, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(b, nb, &st, err)) != UTIL_OK)
         goto done;
     out->bwd_s = st.median;
     out->bwd_iqr_s = st.iqr;
-    if ((rc = prof_stats_of(it, s->repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(it, s->repeats, &st, err)) != UTIL_OK)
         goto done;
     out->busy_s = st.median;
     out->measured = 1;
@@ -126,23 +126,23 @@ done:
 
 /* Run stage j of the work on the GPU and fill meas. */
 static int run_stage(prof_gpu *g, const plan_doc *d, const launch_work *w, int j,
-                     const launch_options *o, launch_measure *meas, cost_error *err)
+                     const launch_options *o, launch_measure *meas, util_error *err)
 {
     const launch_stage *st = &w->stages[j];
     prof_layer_work *kinds = NULL;
     const prof_layer_work **layers = NULL;
-    int have[COST_KIND_NOOP + 1] = {0};
-    int *bwd = NULL, *micro = NULL, n = 0, np, l, rc = COST_OK;
+    int have[FMT_KIND_NOOP + 1] = {0};
+    int *bwd = NULL, *micro = NULL, n = 0, np, l, rc = UTIL_OK;
     double params = 0.0;
     prof_samples s;
 
     memset(&s, 0, sizeof s);
-    kinds = calloc(COST_KIND_NOOP + 1, sizeof *kinds);
+    kinds = calloc(FMT_KIND_NOOP + 1, sizeof *kinds);
     layers = calloc((size_t)(st->last - st->first), sizeof *layers);
     bwd = calloc((size_t)(2 * w->gas), sizeof *bwd);
     micro = calloc((size_t)(2 * w->gas), sizeof *micro);
     if (!kinds || !layers || !bwd || !micro) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (l = st->first; l < st->last; l++) {
@@ -152,8 +152,8 @@ static int run_stage(prof_gpu *g, const plan_doc *d, const launch_work *w, int j
             continue;
         if (!have[kind]) {
             prof_shape sh;
-            if ((rc = prof_shape_of(&d->model, kind, w->tp, w->mbs, 2, &sh, err)) != COST_OK ||
-                (rc = prof_layer_work_of(&sh, &kinds[kind], err)) != COST_OK)
+            if ((rc = prof_shape_of(&d->model, kind, w->tp, w->mbs, 2, &sh, err)) != UTIL_OK ||
+                (rc = prof_layer_work_of(&sh, &kinds[kind], err)) != UTIL_OK)
                 goto done;
             have[kind] = 1;
         }
@@ -161,19 +161,19 @@ static int run_stage(prof_gpu *g, const plan_doc *d, const launch_work *w, int j
     }
     np = launch_stage_order(w->schedule, j, w->pp, w->gas, bwd, micro);
     if (n == 0 || np < 1) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "stage %d has nothing to run", j);
         goto done;
     }
     if ((rc = prof_gpu_time_passes(g, layers, n, bwd, np, o->warmup, o->iterations,
-                                   &s, err)) != COST_OK)
+                                   &s, err)) != UTIL_OK)
         goto done;
-    if ((rc = pass_stats(&s, bwd, meas, err)) != COST_OK)
+    if ((rc = pass_stats(&s, bwd, meas, err)) != UTIL_OK)
         goto done;
     /* optimizer step of the stage's shard (every parameter, tp-divided) */
     meas->opt_s = -1.0;
     if (params / w->tp >= 1.0 &&
-        prof_gpu_time_adam(g, (long long)(params / w->tp), 5, &meas->opt_s, NULL) != COST_OK)
+        prof_gpu_time_adam(g, (long long)(params / w->tp), 5, &meas->opt_s, NULL) != UTIL_OK)
         meas->opt_s = -1.0; /* e.g. no memory left: the cost model's */
 done:
     prof_samples_free(&s);
@@ -192,7 +192,7 @@ static void print_table(const plan_doc *d, const launch_work *w,
 
     printf("plan '%s', strategy %d: tp %d, dp %d, pp %d, mbs %d, %d micro-batches, %s\n",
            d->path, w->strategy + 1, w->tp, w->dp, w->pp, w->mbs, w->gas,
-           w->schedule == COST_SCHED_GPIPE ? "gpipe" : "1f1b");
+           w->schedule == FMT_SCHED_GPIPE ? "gpipe" : "1f1b");
     printf("mode: %s\n", t->reason);
     if (t->executed) {
         printf("%5s %7s %-10s %4s %-5s %10s %10s %10s %10s %10s\n", "stage", "layers",
@@ -244,7 +244,7 @@ static void print_table(const plan_doc *d, const launch_work *w,
 static int run_executed(const plan_doc *d, const launch_work *w,
                         const launch_options *o, const launch_trial *t0,
                         const int *peer, int ngpu, int progress,
-                        launch_measure *meas, launch_trial *t, cost_error *err)
+                        launch_measure *meas, launch_trial *t, util_error *err)
 {
     launch_exec_input in;
     launch_exec x;
@@ -266,7 +266,7 @@ static int run_executed(const plan_doc *d, const launch_work *w,
     in.tied_first = t0->tied_first;
     in.tied_last = t0->tied_last;
     in.overlap_dp = t0->overlap_dp;
-    if ((rc = launch_exec_plan(w, &in, &x, err)) != COST_OK)
+    if ((rc = launch_exec_plan(w, &in, &x, err)) != UTIL_OK)
         goto done;
     if (progress) {
         fprintf(stderr, "hetplan-launch: executing %d stages on GPUs %d..%d, %d warm-up "
@@ -281,10 +281,10 @@ static int run_executed(const plan_doc *d, const launch_work *w,
                                                               : "through pinned host memory");
     }
     if ((rc = launch_gpu_execute(d, w, &x, d->model.bf16, o->warmup, o->iterations,
-                                 &smp, err)) != COST_OK ||
-        (rc = launch_exec_summarise(&smp, meas, &res, err)) != COST_OK ||
-        (rc = launch_compose(d, w, meas, t, err)) != COST_OK ||
-        (rc = launch_trial_set_executed(t, &x, &res, err)) != COST_OK)
+                                 &smp, err)) != UTIL_OK ||
+        (rc = launch_exec_summarise(&smp, meas, &res, err)) != UTIL_OK ||
+        (rc = launch_compose(d, w, meas, t, err)) != UTIL_OK ||
+        (rc = launch_trial_set_executed(t, &x, &res, err)) != UTIL_OK)
         goto done;
 done:
     launch_exec_result_free(&res);
@@ -296,7 +296,7 @@ done:
 int main(int argc, char **argv)
 {
     launch_options o;
-    cost_error err;
+    util_error err;
     plan_doc d;
     launch_work w;
     launch_trial t, t0;
@@ -312,7 +312,7 @@ int main(int argc, char **argv)
     memset(&t, 0, sizeof t);
     memset(&t0, 0, sizeof t0);
     memset(&err, 0, sizeof err);
-    if (launch_parse_args(argc, argv, &o, &err) != COST_OK) {
+    if (launch_parse_args(argc, argv, &o, &err) != UTIL_OK) {
         fprintf(stderr, "hetplan-launch: %s\ntry 'hetplan-launch --help'\n", err.msg);
         return EXIT_USAGE;
     }
@@ -325,14 +325,14 @@ int main(int argc, char **argv)
         return EXIT_OK;
     }
     progress = !o.quiet && (o.verbose || isatty(STDERR_FILENO));
-    if ((rc = plan_load_plan(o.plan, &d, &err)) != COST_OK) {
+    if ((rc = plan_load_plan(o.plan, &d, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
     if (d.digest_mismatch && !o.quiet)
         fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since "
                         "the plan was made (SHA-256 differs)\n", o.plan);
-    if ((rc = launch_work_of(&d, o.strategy - 1, o.rank, &w, &err)) != COST_OK) {
+    if ((rc = launch_work_of(&d, o.strategy - 1, o.rank, &w, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
@@ -345,11 +345,11 @@ int main(int argc, char **argv)
     for (j = 0; j < w.pp; j++)
         meas[j].opt_s = -1.0;
     /* the prediction alone: the modelled parts the executed mode needs */
-    if ((rc = launch_compose(&d, &w, meas, &t0, &err)) != COST_OK) {
+    if ((rc = launch_compose(&d, &w, meas, &t0, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
-    if ((rc = launch_gpu_topology(&ngpu, NULL, 0, &err)) != COST_OK) {
+    if ((rc = launch_gpu_topology(&ngpu, NULL, 0, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
@@ -359,7 +359,7 @@ int main(int argc, char **argv)
         code = EXIT_INTERNAL;
         goto done;
     }
-    if ((rc = launch_gpu_topology(&ngpu, peer, ngpu * ngpu, &err)) != COST_OK) {
+    if ((rc = launch_gpu_topology(&ngpu, peer, ngpu * ngpu, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
@@ -372,8 +372,8 @@ int main(int argc, char **argv)
     }
     /* device information (and, composed, the GPU that runs every stage) */
     if ((rc = prof_gpu_open(o.device, d.model.bf16, mode == LAUNCH_MODE_COMPOSED, &g,
-                            &err)) != COST_OK ||
-        (rc = prof_gpu_info(g, &dev, &err)) != COST_OK) {
+                            &err)) != UTIL_OK ||
+        (rc = prof_gpu_info(g, &dev, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
@@ -381,7 +381,7 @@ int main(int argc, char **argv)
         prof_gpu_close(g); /* each stage opens its own GPU */
         g = NULL;
         if ((rc = run_executed(&d, &w, &o, &t0, peer, ngpu, progress, meas, &t,
-                               &err)) != COST_OK) {
+                               &err)) != UTIL_OK) {
             code = report(&err);
             goto done;
         }
@@ -396,12 +396,12 @@ int main(int argc, char **argv)
             fprintf(stderr, "hetplan-launch: stage %d (layers %d-%d): %d passes x %d "
                             "iterations on GPU %d\n", j, w.stages[j].first,
                     w.stages[j].last - 1, 2 * w.gas, o.iterations, dev.index);
-        if ((rc = run_stage(g, &d, &w, j, &o, &meas[j], &err)) != COST_OK) {
+        if ((rc = run_stage(g, &d, &w, j, &o, &meas[j], &err)) != UTIL_OK) {
             code = report(&err);
             goto done;
         }
     }
-    if ((rc = launch_compose(&d, &w, meas, &t, &err)) != COST_OK) {
+    if ((rc = launch_compose(&d, &w, meas, &t, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
     }
@@ -413,7 +413,7 @@ write:
         code = EXIT_INTERNAL;
         goto done;
     }
-    if (o.output && (rc = plan_write_file_atomic(o.output, text, &err)) != COST_OK) {
+    if (o.output && (rc = util_write_file_atomic(o.output, text, &err)) != UTIL_OK) {
         report(&err);
         code = EXIT_OUTPUT;
         goto done;

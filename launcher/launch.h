@@ -41,9 +41,9 @@ typedef struct launch_options {
 } launch_options;
 
 void launch_options_init(launch_options *o);
-/* argv[0] is the program name.  COST_EINVAL with the message in err. */
+/* argv[0] is the program name.  UTIL_EINVAL with the message in err. */
 int launch_parse_args(int argc, char **argv, launch_options *o,
-                      cost_error *err);
+                      util_error *err);
 
 /* ---- plan to work (launcher/work.c) ----------------------------------- */
 
@@ -71,10 +71,10 @@ typedef struct launch_work {
 
 /* Work of strategy `strategy` (0-based) of the plan; rank >= 0 limits the
  * run to that rank's stage (its stage's `run` = 1, others 0); rank -1
- * runs every distinct stage.  COST_EINVAL for a strategy or rank out of
+ * runs every distinct stage.  UTIL_EINVAL for a strategy or rank out of
  * range.  Free with launch_work_free (NULL-safe). */
 int launch_work_of(const plan_doc *d, int strategy, int rank,
-                   launch_work *out, cost_error *err);
+                   launch_work *out, util_error *err);
 void launch_work_free(launch_work *w);
 
 /* Order of the passes stage `stage` runs in one iteration: 2 * gas
@@ -193,10 +193,10 @@ void launch_exec_input_init(launch_exec_input *in);
  * the other's REDUCED, DELAY of the tied all-reduce; OPTIMIZER; MARK END
  * and WAIT_MARK END of every other stage (the iteration barrier).
  * Transfers: activation m of cut j before its gradient, each route PEER
- * when in->peer allows src -> dst.  COST_EINVAL when a GPU is missing.
+ * when in->peer allows src -> dst.  UTIL_EINVAL when a GPU is missing.
  * Free with launch_exec_free (NULL-safe). */
 int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
-                     launch_exec *out, cost_error *err);
+                     launch_exec *out, util_error *err);
 void launch_exec_free(launch_exec *x);
 
 /* Play the plan on the CPU with the stream semantics the GPU code uses
@@ -204,12 +204,12 @@ void launch_exec_free(launch_exec *x);
  * FIFO), given per micro-batch kernel times fwd_s/bwd_s (pp; the plan's
  * extras are added), transfer times act_s/grad_s (pp - 1, NULL = 0) and
  * optimizer times opt_s (pp, NULL = 0): iteration time in *iter_s, busy
- * time (passes) per stage in busy_s (pp, NULL = skip).  COST_EINTERNAL
+ * time (passes) per stage in busy_s (pp, NULL = skip).  UTIL_EINTERNAL
  * naming the stuck op when the plan deadlocks. */
 int launch_exec_replay(const launch_exec *x, const double *fwd_s,
                        const double *bwd_s, const double *act_s,
                        const double *grad_s, const double *opt_s,
-                       double *iter_s, double *busy_s, cost_error *err);
+                       double *iter_s, double *busy_s, util_error *err);
 
 /* ---- composition (launcher/compose.c) --------------------------------- */
 
@@ -265,7 +265,7 @@ typedef struct launch_trial {
  * meas has w->pp entries.  Free with launch_trial_free (NULL-safe). */
 int launch_compose(const plan_doc *d, const launch_work *w,
                    const launch_measure *meas, launch_trial *out,
-                   cost_error *err);
+                   util_error *err);
 void launch_trial_free(launch_trial *t);
 
 /* The trial document: the strategies format of `planner evaluate`
@@ -306,23 +306,23 @@ typedef struct launch_exec_result {
  * the optimizer step; res the iteration and the full pass times.  Free
  * res with launch_exec_result_free (NULL-safe). */
 int launch_exec_summarise(const launch_exec_samples *s, launch_measure *meas,
-                          launch_exec_result *res, cost_error *err);
+                          launch_exec_result *res, util_error *err);
 void launch_exec_result_free(launch_exec_result *r);
 
 /* Turn a trial composed from executed stage times (meas from
  * launch_exec_summarise) into the executed trial: measured_s becomes the
  * executed wall time, the composed value moves to composed_s, fwd/bwd
  * and busy become the executed passes, GPUs and routes from x.
- * COST_ENOMEM. */
+ * UTIL_ENOMEM. */
 int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
-                              const launch_exec_result *r, cost_error *err);
+                              const launch_exec_result *r, util_error *err);
 
 /* ---- executed mode, GPU side (launcher/exec.cu; CUDA build only) ------ */
 
 /* Visible GPUs in *n and, when peer is not NULL (n * n ints, caller's,
  * at most cap entries), cudaDeviceCanAccessPeer for each pair.
- * COST_ENOTFOUND when there is no GPU. */
-int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err);
+ * UTIL_ENOTFOUND when there is no GPU. */
+int launch_gpu_topology(int *n, int *peer, int cap, util_error *err);
 
 /* Run the plan for real: one host thread per stage on its GPU, the
  * stage's synthetic layers (model shapes at the plan's tp and mbs), the
@@ -332,7 +332,7 @@ int launch_gpu_topology(int *n, int *peer, int cap, cost_error *err);
 int launch_gpu_execute(const plan_doc *d, const launch_work *w,
                        const launch_exec *x, int bf16, int warmup,
                        int iterations, launch_exec_samples *out,
-                       cost_error *err);
+                       util_error *err);
 
 #ifdef __cplusplus
 }

@@ -14,7 +14,7 @@ void launch_work_free(launch_work *w)
 }
 
 /* 1 when stages a and b hold the same sequence of layer kinds. */
-static int same_kinds(const cost_model *m, const launch_stage *a,
+static int same_kinds(const fmt_model *m, const launch_stage *a,
                       const launch_stage *b)
 {
     int i;
@@ -28,20 +28,20 @@ static int same_kinds(const cost_model *m, const launch_stage *a,
 }
 
 int launch_work_of(const plan_doc *d, int strategy, int rank,
-                   launch_work *out, cost_error *err)
+                   launch_work *out, util_error *err)
 {
-    const cost_strategy *s;
-    const cost_model *m = &d->model;
-    int j, l, rc = COST_OK, rank_stage = -1;
+    const fmt_strategy *s;
+    const fmt_model *m = &d->model;
+    int j, l, rc = UTIL_OK, rank_stage = -1;
 
     memset(out, 0, sizeof *out);
     if (strategy < 0 || strategy >= d->n)
-        return cost_error_set(err, COST_EINVAL, d->path, "strategies",
+        return util_error_set(err, UTIL_EINVAL, d->path, "strategies",
                               "strategy %d asked for, the plan has %d",
                               strategy + 1, d->n);
     s = &d->s[strategy];
     if (s->pp < 1 || s->tp < 1 || s->dp < 1 || !s->bounds || !s->ranks)
-        return cost_error_set(err, COST_EINVAL, d->path, "strategies",
+        return util_error_set(err, UTIL_EINVAL, d->path, "strategies",
                               "strategy %d has no stage layout", strategy + 1);
     out->strategy = strategy;
     out->tp = s->tp;
@@ -53,7 +53,7 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
     out->ranks = s->tp * s->dp * s->pp;
     out->rank = rank;
     if (rank >= out->ranks) {
-        rc = cost_error_set(err, COST_EINVAL, d->path, NULL,
+        rc = util_error_set(err, UTIL_EINVAL, d->path, NULL,
                             "rank %d asked for, strategy %d has ranks 0..%d",
                             rank, strategy + 1, out->ranks - 1);
         goto done;
@@ -62,13 +62,13 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
         rank_stage = rank / (s->tp * s->dp);
     out->stages = calloc((size_t)s->pp, sizeof *out->stages);
     if (!out->stages) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (j = 0; j < s->pp; j++) {
         launch_stage *st = &out->stages[j];
-        const cost_device_type *dt =
-            cost_device(&d->cluster, cost_rank_device(s, j, 0, 0));
+        const fmt_device_type *dt =
+            fmt_device(&d->cluster, fmt_rank_device(s, j, 0, 0));
         int k;
 
         st->first = s->bounds[j];
@@ -81,7 +81,7 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
             st->params += m->layers[l].params;
             if (prof_kind_measurable(kind))
                 st->nsynth++;
-            else if (kind != COST_KIND_NOOP)
+            else if (kind != FMT_KIND_NOOP)
                 st->nmodelled++;
         }
         st->same_as = j;
@@ -101,7 +101,7 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
             st->run = 0;
     }
 done:
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         launch_work_free(out);
     return rc;
 }
@@ -113,7 +113,7 @@ int launch_stage_order(int schedule, int stage, int pp, int gas, int *bwd,
 
     if (pp < 1 || gas < 1 || stage < 0 || stage >= pp)
         return -1;
-    if (schedule == COST_SCHED_GPIPE) {
+    if (schedule == FMT_SCHED_GPIPE) {
         for (f = 0; f < gas; f++, n++) {
             bwd[n] = 0;
             micro[n] = f;

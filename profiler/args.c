@@ -22,7 +22,7 @@ void prof_options_init(prof_options *o)
 }
 
 int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
-                   cost_error *err)
+                   util_error *err)
 {
     char *end;
     long v;
@@ -30,15 +30,15 @@ int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
     errno = 0;
     v = strtol(s, &end, 10);
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "option '%s' expects an integer in %d..%d, got '%s'",
                               opt, lo, hi, s);
     *out = (int)v;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
-                        int *out, int cap, int *n, cost_error *err)
+                        int *out, int cap, int *n, util_error *err)
 {
     char item[32];
     const char *p = s;
@@ -46,26 +46,26 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
 
     *n = 0;
     if (*s == '\0')
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "option '%s' expects a comma-separated list of "
                               "integers, got ''", opt);
     while (1) {
         const char *c = strchr(p, ',');
         size_t len = c ? (size_t)(c - p) : strlen(p);
         if (len == 0 || len >= sizeof item)
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "option '%s' expects a comma-separated list "
                                   "of integers in %d..%d, got '%s'",
                                   opt, lo, hi, s);
         memcpy(item, p, len);
         item[len] = '\0';
-        if ((rc = prof_parse_int(opt, item, lo, hi, &v, err)) != COST_OK)
+        if ((rc = prof_parse_int(opt, item, lo, hi, &v, err)) != UTIL_OK)
             return rc;
         for (i = 0; i < cnt && out[i] != v; i++)
             ;
         if (i == cnt) {
             if (cnt >= cap)
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '%s' takes at most %d values",
                                       opt, cap);
             /* insertion keeps the list sorted */
@@ -79,7 +79,7 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
         p = c + 1;
     }
     *n = cnt;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* Option name and inline value of "--name=value"; *val NULL otherwise. */
@@ -97,7 +97,7 @@ static void split(const char *arg, char *name, size_t n, const char **val)
 
 int prof_next_option(int argc, char **argv, int *i,
                      const char *const *valued, size_t nvalued, char *name,
-                     size_t n, const char **val, cost_error *err)
+                     size_t n, const char **val, util_error *err)
 {
     size_t j;
     int takes = 0;
@@ -108,17 +108,17 @@ int prof_next_option(int argc, char **argv, int *i,
             takes = 1;
     if (takes && !*val) {
         if (*i + 1 >= argc)
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "option '%s' needs a value", name);
         *val = argv[++*i];
     } else if (!takes && *val) {
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "option '%s' takes no value", name);
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
-int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
+int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
 {
     static const char *const valued[] = {
         "--model", "--output", "-o", "--tp", "--mbs", "--dtype", "--warmup",
@@ -132,7 +132,7 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
 
         if ((rc = prof_next_option(argc, argv, &i, valued,
                                    sizeof valued / sizeof valued[0], name,
-                                   sizeof name, &val, err)) != COST_OK)
+                                   sizeof name, &val, err)) != UTIL_OK)
             return rc;
         if (strcmp(name, "--model") == 0) {
             o->model = val;
@@ -140,17 +140,17 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
             o->output = val;
         } else if (strcmp(name, "--device-type") == 0) {
             if (val[0] == '\0' || strlen(val) > 31)
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '--device-type' expects a name of "
                                       "1 to 31 characters, got '%s'", val);
             o->device_type = val;
         } else if (strcmp(name, "--tp") == 0) {
             if ((rc = prof_parse_int_list("--tp", val, 1, 64, o->tp,
-                                          PROF_MAX_LIST, &o->ntp, err)) != COST_OK)
+                                          PROF_MAX_LIST, &o->ntp, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--mbs") == 0) {
             if ((rc = prof_parse_int_list("--mbs", val, 1, 4096, o->mbs,
-                                          PROF_MAX_LIST, &o->nmbs, err)) != COST_OK)
+                                          PROF_MAX_LIST, &o->nmbs, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--dtype") == 0) {
             if (strcmp(val, "fp16") == 0)
@@ -158,17 +158,17 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
             else if (strcmp(val, "bf16") == 0)
                 o->dtype = 2;
             else
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '--dtype' expects 'fp16' or "
                                       "'bf16', got '%s'", val);
         } else if (strcmp(name, "--warmup") == 0) {
-            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != COST_OK)
+            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--repeats") == 0) {
-            if ((rc = prof_parse_int("--repeats", val, 1, 100000, &o->repeats, err)) != COST_OK)
+            if ((rc = prof_parse_int("--repeats", val, 1, 100000, &o->repeats, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--gpu") == 0) {
-            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != COST_OK)
+            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != UTIL_OK)
                 return rc;
         } else if (strcmp(name, "--no-bandwidth") == 0) {
             o->skip_bandwidth = 1;
@@ -181,23 +181,23 @@ int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err)
         } else if (strcmp(name, "--version") == 0) {
             o->version = 1;
         } else if (argv[i][0] == '-') {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "unknown option '%s'", argv[i]);
         } else {
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "unexpected argument '%s'", argv[i]);
         }
     }
     if (o->help || o->version)
-        return COST_OK;
+        return UTIL_OK;
     if (!o->model)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing required option '--model'");
     if (!o->output)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing required option '--output'");
     if (o->quiet && o->verbose)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");
-    return COST_OK;
+    return UTIL_OK;
 }

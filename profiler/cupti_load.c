@@ -56,7 +56,7 @@ void prof_cupti_unload(prof_cupti_lib *l)
 }
 
 int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
-                    cost_error *err)
+                    util_error *err)
 {
     char tried[1024] = "", why[512] = "";
     size_t used = 0;
@@ -64,7 +64,7 @@ int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
 
     memset(out, 0, sizeof *out);
     if (n < 1)
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                               "CUPTI not available: no library name to try");
     for (i = 0; i < n; i++) {
         void *h;
@@ -99,9 +99,9 @@ int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
         }
         out->handle = h;
         snprintf(out->path, sizeof out->path, "%s", names[i]);
-        return COST_OK;
+        return UTIL_OK;
     }
-    return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+    return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                           "CUPTI not available: cannot load %s (last error: %s); "
                           "install the CUDA toolkit's CUPTI or set "
                           "HETPLAN_CUPTI_LIBRARY to libcupti.so",

@@ -42,7 +42,7 @@ static struct {
     pthread_mutex_t lock;
     int tried, ok;
     prof_cupti_lib lib;
-    char msg[sizeof(((cost_error *)0)->msg)]; /* why it failed */
+    char msg[sizeof(((util_error *)0)->msg)]; /* why it failed */
     decltype(&cuptiActivityRegisterCallbacks) register_callbacks;
     decltype(&cuptiActivityEnable) enable;
     decltype(&cuptiActivityFlushAll) flush_all;
@@ -62,11 +62,11 @@ static void bind(F *fp, int which)
     memcpy((void *)fp, &a, sizeof *fp); /* dlsym address to function pointer */
 }
 
-/* Load libcupti once per process; COST_ENOTFOUND when it is missing. */
-static int cupti_load(cost_error *err)
+/* Load libcupti once per process; UTIL_ENOTFOUND when it is missing. */
+static int cupti_load(util_error *err)
 {
     char names[PROF_CUPTI_MAX_CANDIDATES][PROF_PATH_MAX];
-    cost_error e;
+    util_error e;
     int n;
 
     pthread_mutex_lock(&cu.lock);
@@ -75,7 +75,7 @@ static int cupti_load(cost_error *err)
         memset(&e, 0, sizeof e);
         n = prof_cupti_candidates(CUDART_VERSION / 1000, HETPLAN_CUPTI_LIBRARY,
                                   names, PROF_CUPTI_MAX_CANDIDATES);
-        if (prof_cupti_load(names, n, &cu.lib, &e) == COST_OK) {
+        if (prof_cupti_load(names, n, &cu.lib, &e) == UTIL_OK) {
             bind(&cu.register_callbacks, PROF_CUPTI_REGISTER_CALLBACKS);
             bind(&cu.enable, PROF_CUPTI_ENABLE);
             bind(&cu.flush_all, PROF_CUPTI_FLUSH_ALL);
@@ -91,8 +91,8 @@ static int cupti_load(cost_error *err)
     }
     pthread_mutex_unlock(&cu.lock);
     if (!cu.ok)
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL, "%s", cu.msg);
-    return COST_OK;
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL, "%s", cu.msg);
+    return UTIL_OK;
 }
 
 /* ---- CUPTI activity collection (process-wide, as CUPTI is) ------------ */
@@ -188,26 +188,26 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
     free(buffer);
 }
 
-/* A failed CUPTI call: COST_EINTERNAL, or COST_ENOTFOUND (exit 6) when
+/* A failed CUPTI call: UTIL_EINTERNAL, or UTIL_ENOTFOUND (exit 6) when
  * CUPTI refuses to start tracing at all. */
-static int cupti_fail_code(cost_error *err, int code, const char *call,
+static int cupti_fail_code(util_error *err, int code, const char *call,
                            CUptiResult r)
 {
     const char *s = NULL;
 
     if (cu.result_string)
         cu.result_string(r, &s);
-    return cost_error_set(err, code, NULL, NULL,
+    return util_error_set(err, code, NULL, NULL,
                           "CUPTI is not usable: %s failed: %s", call,
                           s ? s : "unknown error");
 }
 
-static int cupti_fail(cost_error *err, const char *call, CUptiResult r)
+static int cupti_fail(util_error *err, const char *call, CUptiResult r)
 {
-    return cupti_fail_code(err, COST_EINTERNAL, call, r);
+    return cupti_fail_code(err, UTIL_EINTERNAL, call, r);
 }
 
-static int cupti_start(cost_error *err)
+static int cupti_start(util_error *err)
 {
     static const CUpti_ActivityKind kinds[] = {
         CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -218,23 +218,23 @@ static int cupti_start(cost_error *err)
     int rc;
 
     if (cupti.ready)
-        return COST_OK;
-    if ((rc = cupti_load(err)) != COST_OK)
+        return UTIL_OK;
+    if ((rc = cupti_load(err)) != UTIL_OK)
         return rc;
     r = cu.register_callbacks(buffer_requested, buffer_completed);
     if (r != CUPTI_SUCCESS)
-        return cupti_fail_code(err, COST_ENOTFOUND, "cuptiActivityRegisterCallbacks", r);
+        return cupti_fail_code(err, UTIL_ENOTFOUND, "cuptiActivityRegisterCallbacks", r);
     for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         r = cu.enable(kinds[i]);
         if (r != CUPTI_SUCCESS)
-            return cupti_fail_code(err, COST_ENOTFOUND, "cuptiActivityEnable", r);
+            return cupti_fail_code(err, UTIL_ENOTFOUND, "cuptiActivityEnable", r);
     }
     cupti.ready = 1;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* Deliver every pending record, then forget them all. */
-static int cupti_reset(cost_error *err)
+static int cupti_reset(util_error *err)
 {
     CUptiResult r = cu.flush_all(1);
 
@@ -245,7 +245,7 @@ static int cupti_reset(cost_error *err)
     cupti.nx = 0;
     cupti.oom = 0;
     pthread_mutex_unlock(&cupti.lock);
-    return COST_OK;
+    return UTIL_OK;
 }
 
 static int cmp_ext(const void *a, const void *b)
@@ -260,11 +260,11 @@ static int cmp_ext(const void *a, const void *b)
  * duration of the GPU kernels launched under external id s + 1.  names
  * labels sample s % nk in messages. */
 static int cupti_assemble(prof_samples *out, const char *(*name)(void *, int),
-                          void *ctx, cost_error *err)
+                          void *ctx, util_error *err)
 {
     size_t i, n = (size_t)out->repeats * (size_t)out->nk;
     uint64_t t0 = UINT64_MAX;
-    int rc = COST_OK;
+    int rc = UTIL_OK;
     CUptiResult r;
     size_t dropped = 0;
 
@@ -274,12 +274,12 @@ static int cupti_assemble(prof_samples *out, const char *(*name)(void *, int),
     pthread_mutex_lock(&cupti.lock);
     if (cu.get_dropped(NULL, 0, &dropped) == CUPTI_SUCCESS &&
         dropped > 0) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "CUPTI dropped %zu activity records", dropped);
         goto done;
     }
     if (cupti.oom) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL,
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL,
                             "out of memory storing CUPTI records");
         goto done;
     }
@@ -312,7 +312,7 @@ static int cupti_assemble(prof_samples *out, const char *(*name)(void *, int),
     }
     for (i = 0; i < n; i++)
         if (!(out->end[i] >= out->start[i])) {
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "CUPTI returned no kernel record for '%s' "
                                 "(sample %zu)",
                                 name(ctx, (int)(i % (size_t)out->nk)), i);
@@ -350,13 +350,13 @@ struct prof_gpu {
     do {                                                                     \
         cudaError_t e_ = (call);                                             \
         if (e_ != cudaSuccess) {                                             \
-            rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL, "%s: %s",   \
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL, "%s: %s",   \
                                 #call, cudaGetErrorString(e_));              \
             goto done;                                                       \
         }                                                                    \
     } while (0)
 
-int prof_gpu_count(int *n, cost_error *err)
+int prof_gpu_count(int *n, util_error *err)
 {
     cudaError_t e;
 
@@ -364,15 +364,15 @@ int prof_gpu_count(int *n, cost_error *err)
     e = cudaGetDeviceCount(n);
     if (e != cudaSuccess) {
         *n = 0;
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                               "no CUDA GPU: cudaGetDeviceCount failed: %s "
                               "(is an NVIDIA GPU with its driver present?)",
                               cudaGetErrorString(e));
     }
     if (*n < 1)
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                               "no CUDA GPU: the driver reports no device");
-    return COST_OK;
+    return UTIL_OK;
 }
 
 void prof_gpu_close(prof_gpu *g)
@@ -403,27 +403,27 @@ void prof_gpu_close(prof_gpu *g)
 }
 
 int prof_gpu_open(int index, int bf16, int cupti_on, prof_gpu **out,
-                  cost_error *err)
+                  util_error *err)
 {
     prof_gpu *g = NULL;
     int n = 0, rc;
 
     *out = NULL;
     /* a missing libcupti is reported before anything touches CUDA */
-    if (cupti_on && (rc = cupti_load(err)) != COST_OK)
+    if (cupti_on && (rc = cupti_load(err)) != UTIL_OK)
         return rc;
-    if ((rc = prof_gpu_count(&n, err)) != COST_OK)
+    if ((rc = prof_gpu_count(&n, err)) != UTIL_OK)
         return rc;
     if (index < 0 || index >= n)
-        return cost_error_set(err, COST_ENOTFOUND, NULL, NULL,
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
                               "no CUDA GPU %d: %d device%s visible (0..%d)",
                               index, n, n == 1 ? "" : "s", n - 1);
     /* CUPTI before the context exists, so that no launch is missed */
-    if (cupti_on && (rc = cupti_start(err)) != COST_OK)
+    if (cupti_on && (rc = cupti_start(err)) != UTIL_OK)
         return rc;
     g = (prof_gpu *)calloc(1, sizeof *g);
     if (!g)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     g->dev = index;
     g->bf16 = bf16 ? 1 : 0;
     g->seed = 12345u;
@@ -432,12 +432,12 @@ int prof_gpu_open(int index, int bf16, int cupti_on, prof_gpu **out,
     CUDA_TRY(cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking));
     if (cublasCreate(&g->blas) != CUBLAS_STATUS_SUCCESS) {
         g->blas = NULL;
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "cuBLAS cannot be started on GPU %d", index);
         goto done;
     }
     if (cublasSetStream(g->blas, g->stream) != CUBLAS_STATUS_SUCCESS) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "cublasSetStream failed");
         goto done;
     }
@@ -448,10 +448,10 @@ done:
     return rc;
 }
 
-int prof_gpu_info(prof_gpu *g, prof_device_info *out, cost_error *err)
+int prof_gpu_info(prof_gpu *g, prof_device_info *out, util_error *err)
 {
     cudaDeviceProp p;
-    int rc = COST_OK, v;
+    int rc = UTIL_OK, v;
 
     memset(out, 0, sizeof *out);
     CUDA_TRY(cudaGetDeviceProperties(&p, g->dev));
@@ -868,12 +868,12 @@ static int fill_t(prof_gpu *g, void *p, size_t n)
 
 /* Grow buffer *p of *cap elements of `elem` bytes to n; fill it. */
 static int ensure(prof_gpu *g, void **p, size_t *cap, size_t n, size_t elem,
-                  int kind, cost_error *err)
+                  int kind, util_error *err)
 {
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     if (n <= *cap)
-        return COST_OK;
+        return UTIL_OK;
     CUDA_TRY(cudaStreamSynchronize(g->stream));
     cudaFree(*p);
     *p = NULL;
@@ -881,14 +881,14 @@ static int ensure(prof_gpu *g, void **p, size_t *cap, size_t n, size_t elem,
     if (cudaMalloc(p, n * elem) != cudaSuccess) {
         *p = NULL;
         cudaGetLastError();
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL,
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL,
                               "out of GPU memory allocating %.1f MiB",
                               (double)(n * elem) / 1048576.0);
     }
     *cap = n;
     if (kind == 0) { /* half-precision data */
         if (!(g->bf16 ? fill_t<__nv_bfloat16>(g, *p, n) : fill_t<__half>(g, *p, n)))
-            return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                   "initialising a GPU buffer failed");
     } else if (kind == 1) { /* fp32: norm weights 1, the rest small */
         k_fill_f<<<grid_for((long long)n), THREADS, 0, g->stream>>>((float *)*p,
@@ -900,7 +900,7 @@ done:
 
 /* Make every buffer large enough for the kernels of the given layers. */
 static int prepare(prof_gpu *g, const prof_layer_work *const *w, int nw,
-                   cost_error *err)
+                   util_error *err)
 {
     size_t x = 0, y = 0, z = 0, f = 0, p = 0, ids = 0;
     int i, j, rc, range = 1;
@@ -921,12 +921,12 @@ static int prepare(prof_gpu *g, const prof_layer_work *const *w, int nw,
     }
     if (ids > g->capids)
         g->id_range = 0; /* a new buffer: draw the ids again */
-    if ((rc = ensure(g, &g->x, &g->capx, x, 2, 0, err)) != COST_OK ||
-        (rc = ensure(g, &g->y, &g->capy, y, 2, 0, err)) != COST_OK ||
-        (rc = ensure(g, &g->z, &g->capz, z, 2, 0, err)) != COST_OK ||
-        (rc = ensure(g, (void **)&g->f, &g->capf, f, 4, 1, err)) != COST_OK ||
-        (rc = ensure(g, (void **)&g->p, &g->capp, p, 4, 1, err)) != COST_OK ||
-        (rc = ensure(g, (void **)&g->ids, &g->capids, ids, 4, 2, err)) != COST_OK)
+    if ((rc = ensure(g, &g->x, &g->capx, x, 2, 0, err)) != UTIL_OK ||
+        (rc = ensure(g, &g->y, &g->capy, y, 2, 0, err)) != UTIL_OK ||
+        (rc = ensure(g, &g->z, &g->capz, z, 2, 0, err)) != UTIL_OK ||
+        (rc = ensure(g, (void **)&g->f, &g->capf, f, 4, 1, err)) != UTIL_OK ||
+        (rc = ensure(g, (void **)&g->p, &g->capp, p, 4, 1, err)) != UTIL_OK ||
+        (rc = ensure(g, (void **)&g->ids, &g->capids, ids, 4, 2, err)) != UTIL_OK)
         return rc;
     if (ids > 0 && g->id_range != range) {
         k_fill_ids<<<grid_for((long long)g->capids), THREADS, 0, g->stream>>>(
@@ -934,12 +934,12 @@ static int prepare(prof_gpu *g, const prof_layer_work *const *w, int nw,
         g->id_range = range;
     }
     if (cudaGetLastError() != cudaSuccess)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "initialising GPU buffers failed");
-    return COST_OK;
+    return UTIL_OK;
 }
 
-static int gemm(prof_gpu *g, const prof_kernel *k, cost_error *err)
+static int gemm(prof_gpu *g, const prof_kernel *k, util_error *err)
 {
     const float one = 1.0f, zero = 0.0f;
     cudaDataType_t t = g->bf16 ? CUDA_R_16BF : CUDA_R_16F;
@@ -949,7 +949,7 @@ static int gemm(prof_gpu *g, const prof_kernel *k, cost_error *err)
     cublasStatus_t s;
 
     if (k->m > INT_MAX || k->n > INT_MAX || k->k > INT_MAX || k->batch > INT_MAX)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "GEMM '%s' is too large for cuBLAS", k->name);
     if (k->batch > 1)
         s = cublasGemmStridedBatchedEx(
@@ -962,10 +962,10 @@ static int gemm(prof_gpu *g, const prof_kernel *k, cost_error *err)
                          g->x, t, (int)lda, g->y, t, (int)ldb, &zero, g->z, t,
                          (int)k->m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "cuBLAS GEMM '%s' (%lld x %lld x %lld) failed: %s",
                               k->name, k->m, k->n, k->k, cublasGetStatusString(s));
-    return COST_OK;
+    return UTIL_OK;
 }
 
 template <typename T>
@@ -1034,14 +1034,14 @@ static void launch_t(prof_gpu *g, const prof_kernel *k, int seq, int head_dim)
 
 /* Launch one sub-kernel of layer w on g's stream. */
 static int run_kernel(prof_gpu *g, const prof_layer_work *w, const prof_kernel *k,
-                      cost_error *err)
+                      util_error *err)
 {
     cudaError_t e;
 
     if (k->op == PROF_OP_GEMM)
         return gemm(g, k, err);
     if (k->rows > INT_MAX || k->cols > INT_MAX || k->table_rows > INT_MAX)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "kernel '%s' is too large", k->name);
     if (g->bf16)
         launch_t<__nv_bfloat16>(g, k, w->shape.seq, w->shape.hidden / w->shape.heads);
@@ -1049,44 +1049,44 @@ static int run_kernel(prof_gpu *g, const prof_layer_work *w, const prof_kernel *
         launch_t<__half>(g, k, w->shape.seq, w->shape.hidden / w->shape.heads);
     e = cudaGetLastError();
     if (e != cudaSuccess)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "kernel '%s' failed to launch: %s", k->name,
                               cudaGetErrorString(e));
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* Run the forward (bwd = 0) or backward kernels of the layers: forward
  * in layer order, backward in reverse. */
 static int run_pass(prof_gpu *g, const prof_layer_work *const *w, int nw,
-                    int bwd, cost_error *err)
+                    int bwd, util_error *err)
 {
     int i, j, rc;
 
     for (i = 0; i < nw; i++) {
         const prof_layer_work *l = w[bwd ? nw - 1 - i : i];
         for (j = 0; j < l->nk; j++)
-            if (l->k[j].bwd == bwd && (rc = run_kernel(g, l, &l->k[j], err)) != COST_OK)
+            if (l->k[j].bwd == bwd && (rc = run_kernel(g, l, &l->k[j], err)) != UTIL_OK)
                 return rc;
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
-static int push_id(unsigned long long id, cost_error *err)
+static int push_id(unsigned long long id, util_error *err)
 {
     CUptiResult r = cu.push_id(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, (uint64_t)id);
 
-    return r == CUPTI_SUCCESS ? COST_OK
+    return r == CUPTI_SUCCESS ? UTIL_OK
                               : cupti_fail(err, "cuptiActivityPushExternalCorrelationId", r);
 }
 
-static int pop_id(cost_error *err)
+static int pop_id(util_error *err)
 {
     uint64_t last = 0;
     CUptiResult r = cu.pop_id(
         CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 
-    return r == CUPTI_SUCCESS ? COST_OK
+    return r == CUPTI_SUCCESS ? UTIL_OK
                               : cupti_fail(err, "cuptiActivityPopExternalCorrelationId", r);
 }
 
@@ -1096,46 +1096,46 @@ static const char *kernel_name(void *ctx, int i)
 }
 
 int prof_gpu_time_layer(prof_gpu *g, const prof_layer_work *w, int warmup,
-                        int repeats, prof_samples *out, cost_error *err)
+                        int repeats, prof_samples *out, util_error *err)
 {
     const prof_layer_work *one[1] = {w};
-    int r, i, rc = COST_OK;
+    int r, i, rc = UTIL_OK;
 
     memset(out, 0, sizeof *out);
     if (!g->cupti)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "timing needs the GPU opened with CUPTI");
     CUDA_TRY(cudaSetDevice(g->dev));
-    if ((rc = prepare(g, one, 1, err)) != COST_OK)
+    if ((rc = prepare(g, one, 1, err)) != UTIL_OK)
         goto done;
     for (r = 0; r < warmup; r++)
         for (i = 0; i < w->nk; i++)
-            if ((rc = run_kernel(g, w, &w->k[i], err)) != COST_OK)
+            if ((rc = run_kernel(g, w, &w->k[i], err)) != UTIL_OK)
                 goto done;
     CUDA_TRY(cudaStreamSynchronize(g->stream));
-    if ((rc = cupti_reset(err)) != COST_OK)
+    if ((rc = cupti_reset(err)) != UTIL_OK)
         goto done;
-    if (prof_samples_alloc(out, repeats, w->nk) != COST_OK) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if (prof_samples_alloc(out, repeats, w->nk) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (r = 0; r < repeats; r++)
         for (i = 0; i < w->nk; i++) {
             if ((rc = push_id((unsigned long long)r * (unsigned long long)w->nk +
-                                  (unsigned long long)i + 1ULL, err)) != COST_OK)
+                                  (unsigned long long)i + 1ULL, err)) != UTIL_OK)
                 goto done;
             rc = run_kernel(g, w, &w->k[i], err);
-            if (rc != COST_OK) {
+            if (rc != UTIL_OK) {
                 pop_id(NULL);
                 goto done;
             }
-            if ((rc = pop_id(err)) != COST_OK)
+            if ((rc = pop_id(err)) != UTIL_OK)
                 goto done;
         }
     CUDA_TRY(cudaStreamSynchronize(g->stream));
     rc = cupti_assemble(out, kernel_name, (void *)w, err);
 done:
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         prof_samples_free(out);
     return rc;
 }
@@ -1148,70 +1148,70 @@ static const char *pass_name(void *ctx, int i)
 
 int prof_gpu_time_passes(prof_gpu *g, const prof_layer_work *const *layers,
                          int nlayers, const int *bwd, int npasses, int warmup,
-                         int repeats, prof_samples *out, cost_error *err)
+                         int repeats, prof_samples *out, util_error *err)
 {
-    int r, i, rc = COST_OK;
+    int r, i, rc = UTIL_OK;
 
     memset(out, 0, sizeof *out);
     if (!g->cupti)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "timing needs the GPU opened with CUPTI");
     if (nlayers < 1 || npasses < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "nothing to run (%d layers, %d passes)", nlayers,
                               npasses);
     CUDA_TRY(cudaSetDevice(g->dev));
-    if ((rc = prepare(g, layers, nlayers, err)) != COST_OK)
+    if ((rc = prepare(g, layers, nlayers, err)) != UTIL_OK)
         goto done;
     for (r = 0; r < warmup; r++)
         for (i = 0; i < npasses; i++)
-            if ((rc = run_pass(g, layers, nlayers, bwd[i], err)) != COST_OK)
+            if ((rc = run_pass(g, layers, nlayers, bwd[i], err)) != UTIL_OK)
                 goto done;
     CUDA_TRY(cudaStreamSynchronize(g->stream));
-    if ((rc = cupti_reset(err)) != COST_OK)
+    if ((rc = cupti_reset(err)) != UTIL_OK)
         goto done;
-    if (prof_samples_alloc(out, repeats, npasses) != COST_OK) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if (prof_samples_alloc(out, repeats, npasses) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (r = 0; r < repeats; r++)
         for (i = 0; i < npasses; i++) {
             if ((rc = push_id((unsigned long long)r * (unsigned long long)npasses +
-                                  (unsigned long long)i + 1ULL, err)) != COST_OK)
+                                  (unsigned long long)i + 1ULL, err)) != UTIL_OK)
                 goto done;
             rc = run_pass(g, layers, nlayers, bwd[i], err);
-            if (rc != COST_OK) {
+            if (rc != UTIL_OK) {
                 pop_id(NULL);
                 goto done;
             }
-            if ((rc = pop_id(err)) != COST_OK)
+            if ((rc = pop_id(err)) != UTIL_OK)
                 goto done;
         }
     CUDA_TRY(cudaStreamSynchronize(g->stream));
     rc = cupti_assemble(out, pass_name, (void *)"stage pass", err);
 done:
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         prof_samples_free(out);
     return rc;
 }
 
 int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats, double *median_s,
-                       cost_error *err)
+                       util_error *err)
 {
     float *w = NULL, *m = NULL, *v = NULL;
     void *grad = NULL, *w16 = NULL;
     prof_samples s;
     prof_stats st;
-    int r, rc = COST_OK;
+    int r, rc = UTIL_OK;
 
     memset(&s, 0, sizeof s);
     *median_s = -1.0;
     if (n < 1 || repeats < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected parameters and repeats, got %lld, %d",
                               n, repeats);
     if (!g->cupti)
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "timing needs the GPU opened with CUPTI");
     CUDA_TRY(cudaSetDevice(g->dev));
     CUDA_TRY(cudaMalloc((void **)&w, (size_t)n * 4));
@@ -1224,19 +1224,19 @@ int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats, double *median_s,
     k_fill_f<<<grid_for(n), THREADS, 0, g->stream>>>(v, n, 0.0f);
     if (!(g->bf16 ? fill_t<__nv_bfloat16>(g, grad, (size_t)n)
                   : fill_t<__half>(g, grad, (size_t)n))) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "initialising optimizer state failed");
         goto done;
     }
     CUDA_TRY(cudaStreamSynchronize(g->stream));
-    if ((rc = cupti_reset(err)) != COST_OK)
+    if ((rc = cupti_reset(err)) != UTIL_OK)
         goto done;
-    if (prof_samples_alloc(&s, repeats, 1) != COST_OK) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if (prof_samples_alloc(&s, repeats, 1) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (r = 0; r <= repeats; r++) { /* run 0 is the warm-up */
-        if (r > 0 && (rc = push_id((unsigned long long)r, err)) != COST_OK)
+        if (r > 0 && (rc = push_id((unsigned long long)r, err)) != UTIL_OK)
             goto done;
         if (g->bf16)
             k_adam<__nv_bfloat16><<<grid_for(n), THREADS, 0, g->stream>>>(
@@ -1247,13 +1247,13 @@ int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats, double *median_s,
                 w, m, v, (const __half *)grad, (__half *)w16, n, 1e-4f, 0.9f, 0.999f,
                 1e-8f, 0.1f, 0.001f);
         CUDA_TRY(cudaGetLastError());
-        if (r > 0 && (rc = pop_id(err)) != COST_OK)
+        if (r > 0 && (rc = pop_id(err)) != UTIL_OK)
             goto done;
     }
     CUDA_TRY(cudaStreamSynchronize(g->stream));
-    if ((rc = cupti_assemble(&s, pass_name, (void *)"adam", err)) != COST_OK)
+    if ((rc = cupti_assemble(&s, pass_name, (void *)"adam", err)) != UTIL_OK)
         goto done;
-    if ((rc = prof_stats_of(s.busy, repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(s.busy, repeats, &st, err)) != UTIL_OK)
         goto done;
     *median_s = st.median;
 done:
@@ -1270,12 +1270,12 @@ done:
  * the copying stream (GPU timestamps). */
 static int time_copy(prof_gpu *g, void *dst, int dst_dev, const void *src,
                      int src_dev, size_t n, cudaMemcpyKind kind, int reps,
-                     double *bps, cost_error *err)
+                     double *bps, util_error *err)
 {
     cudaEvent_t a = NULL, b = NULL;
     double t[32];
     prof_stats st;
-    int r, rc = COST_OK;
+    int r, rc = UTIL_OK;
     float ms;
 
     if (reps > 32)
@@ -1294,7 +1294,7 @@ static int time_copy(prof_gpu *g, void *dst, int dst_dev, const void *src,
         if (r >= 0)
             t[r] = (double)n / ((double)ms * 1e-3);
     }
-    if ((rc = prof_stats_of(t, reps, &st, err)) == COST_OK)
+    if ((rc = prof_stats_of(t, reps, &st, err)) == UTIL_OK)
         *bps = st.median;
 done:
     if (a)
@@ -1304,11 +1304,11 @@ done:
     return rc;
 }
 
-int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
+int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, util_error *err)
 {
     const size_t n = (size_t)256 << 20;
     void *host = NULL, *d0 = NULL, *d1 = NULL, *peer = NULL;
-    int rc = COST_OK, ngpu = 0, other = -1, can = 0;
+    int rc = UTIL_OK, ngpu = 0, other = -1, can = 0;
     prof_layer_work w;
     prof_samples s;
     prof_stats st;
@@ -1322,11 +1322,11 @@ int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
     CUDA_TRY(cudaMalloc(&d1, n));
     out->copy_bytes = (long long)n;
     if ((rc = time_copy(g, d0, -1, host, -1, n, cudaMemcpyHostToDevice, 10,
-                        &out->h2d_bps, err)) != COST_OK ||
+                        &out->h2d_bps, err)) != UTIL_OK ||
         (rc = time_copy(g, host, -1, d0, -1, n, cudaMemcpyDeviceToHost, 10,
-                        &out->d2h_bps, err)) != COST_OK ||
+                        &out->d2h_bps, err)) != UTIL_OK ||
         (rc = time_copy(g, d1, -1, d0, -1, n, cudaMemcpyDeviceToDevice, 10,
-                        &out->d2d_bps, err)) != COST_OK)
+                        &out->d2d_bps, err)) != UTIL_OK)
         goto done;
     CUDA_TRY(cudaGetDeviceCount(&ngpu));
     if (ngpu > 1) {
@@ -1335,7 +1335,7 @@ int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
         if (can) {
             cudaError_t e = cudaDeviceEnablePeerAccess(other, 0);
             if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
-                rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+                rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                     "cudaDeviceEnablePeerAccess: %s",
                                     cudaGetErrorString(e));
                 goto done;
@@ -1347,7 +1347,7 @@ int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
         CUDA_TRY(cudaSetDevice(g->dev));
         out->p2p_peer = can;
         if ((rc = time_copy(g, peer, other, d0, g->dev, n, cudaMemcpyDefault, 10,
-                            &out->p2p_bps, err)) != COST_OK)
+                            &out->p2p_bps, err)) != UTIL_OK)
             goto done;
     }
 
@@ -1362,9 +1362,9 @@ int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err)
     w.k[0].m = w.k[0].n = w.k[0].k = 8192;
     w.k[0].batch = 1;
     w.k[0].flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
-    if ((rc = prof_gpu_time_layer(g, &w, 3, 10, &s, err)) != COST_OK)
+    if ((rc = prof_gpu_time_layer(g, &w, 3, 10, &s, err)) != UTIL_OK)
         goto done;
-    if ((rc = prof_stats_of(s.busy, s.repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(s.busy, s.repeats, &st, err)) != UTIL_OK)
         goto done;
     out->gemm_n = 8192;
     out->gemm_flops = st.median > 0.0 ? w.k[0].flops / st.median : 0.0;
@@ -1407,12 +1407,12 @@ int prof_gpu_device(const prof_gpu *g)
 }
 
 int prof_gpu_prepare(prof_gpu *g, const prof_layer_work *const *layers,
-                     int nlayers, cost_error *err)
+                     int nlayers, util_error *err)
 {
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     CUDA_TRY(cudaSetDevice(g->dev));
-    if (nlayers > 0 && (rc = prepare(g, layers, nlayers, err)) != COST_OK)
+    if (nlayers > 0 && (rc = prepare(g, layers, nlayers, err)) != UTIL_OK)
         goto done;
     CUDA_TRY(cudaStreamSynchronize(g->stream));
 done:
@@ -1420,26 +1420,26 @@ done:
 }
 
 int prof_gpu_pass(prof_gpu *g, const prof_layer_work *const *layers,
-                  int nlayers, int bwd, cost_error *err)
+                  int nlayers, int bwd, util_error *err)
 {
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     if (nlayers < 1)
-        return COST_OK;
+        return UTIL_OK;
     CUDA_TRY(cudaSetDevice(g->dev));
     rc = run_pass(g, layers, nlayers, bwd, err);
 done:
     return rc;
 }
 
-int prof_gpu_delay(prof_gpu *g, double seconds, cost_error *err)
+int prof_gpu_delay(prof_gpu *g, double seconds, util_error *err)
 {
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     if (!(seconds > 0.0))
-        return COST_OK;
+        return UTIL_OK;
     if (seconds > 3600.0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "a modelled delay of %g s is not plausible", seconds);
     CUDA_TRY(cudaSetDevice(g->dev));
     k_spin<<<1, 1, 0, g->stream>>>((unsigned long long)(seconds * 1e9 + 0.5));
@@ -1448,15 +1448,15 @@ done:
     return rc;
 }
 
-int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err)
+int prof_gpu_adam_prepare(prof_gpu *g, long long n, util_error *err)
 {
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     if (n < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected a positive parameter count, got %lld", n);
     if (g->adam_n >= n)
-        return COST_OK;
+        return UTIL_OK;
     CUDA_TRY(cudaSetDevice(g->dev));
     cudaFree(g->adam_w);
     cudaFree(g->adam_m);
@@ -1472,7 +1472,7 @@ int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err)
         cudaMalloc(&g->adam_g, (size_t)n * 2) != cudaSuccess ||
         cudaMalloc(&g->adam_w16, (size_t)n * 2) != cudaSuccess) {
         cudaGetLastError();
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL,
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL,
                               "out of GPU memory for the optimizer state of "
                               "%lld parameters", n);
     }
@@ -1481,7 +1481,7 @@ int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err)
     k_fill_f<<<grid_for(n), THREADS, 0, g->stream>>>(g->adam_v, n, 0.0f);
     if (!(g->bf16 ? fill_t<__nv_bfloat16>(g, g->adam_g, (size_t)n)
                   : fill_t<__half>(g, g->adam_g, (size_t)n))) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "initialising optimizer state failed");
         goto done;
     }
@@ -1491,13 +1491,13 @@ done:
     return rc;
 }
 
-int prof_gpu_adam_step(prof_gpu *g, cost_error *err)
+int prof_gpu_adam_step(prof_gpu *g, util_error *err)
 {
     long long n = g->adam_n;
-    int rc = COST_OK;
+    int rc = UTIL_OK;
 
     if (n < 1)
-        return COST_OK;
+        return UTIL_OK;
     CUDA_TRY(cudaSetDevice(g->dev));
     if (g->bf16)
         k_adam<__nv_bfloat16><<<grid_for(n), THREADS, 0, g->stream>>>(

@@ -46,19 +46,19 @@ static const char usage_text[] =
     "  0 success, 1 internal error, 2 bad command line, 3 invalid model,\n"
     "  5 cannot write the output, 6 no CUDA GPU or CUPTI not usable\n";
 
-static int report(const char *prefix, const cost_error *err)
+static int report(const char *prefix, const util_error *err)
 {
     char buf[1024];
 
-    cost_error_format(err, buf, sizeof buf);
+    util_error_format(err, buf, sizeof buf);
     fprintf(stderr, "hetplan-profile: %s%s\n", prefix, buf);
     switch (err->code) {
-    case COST_EIO:
-    case COST_EPARSE:
-    case COST_EFIELD:
-    case COST_EINVAL:
+    case UTIL_EIO:
+    case UTIL_EPARSE:
+    case UTIL_EFIELD:
+    case UTIL_EINVAL:
         return EXIT_INPUT;
-    case COST_ENOTFOUND:
+    case UTIL_ENOTFOUND:
         return EXIT_NOGPU;
     default:
         return EXIT_INTERNAL;
@@ -68,20 +68,20 @@ static int report(const char *prefix, const cost_error *err)
 int main(int argc, char **argv)
 {
     prof_options o;
-    cost_error err;
-    cost_model m;
+    util_error err;
+    fmt_model m;
     prof_gpu *g = NULL;
     prof_run run;
     prof_layer_result *res = NULL;
     prof_layer_work *w = NULL;
-    int kinds[COST_KIND_NOOP + 1] = {0};
+    int kinds[FMT_KIND_NOOP + 1] = {0};
     int rc, code = EXIT_OK, i, j, k, nres = 0, cap, any = 0;
     int progress;
     char *text = NULL;
 
     memset(&m, 0, sizeof m);
     memset(&err, 0, sizeof err);
-    if (prof_parse_args(argc, argv, &o, &err) != COST_OK) {
+    if (prof_parse_args(argc, argv, &o, &err) != UTIL_OK) {
         fprintf(stderr, "hetplan-profile: %s\ntry 'hetplan-profile --help'\n", err.msg);
         return EXIT_USAGE;
     }
@@ -95,7 +95,7 @@ int main(int argc, char **argv)
     }
     progress = !o.quiet && (o.verbose || isatty(STDERR_FILENO));
 
-    if ((rc = plan_load_model(o.model, &m, &err)) != COST_OK) {
+    if ((rc = fmt_load_model(o.model, &m, &err)) != UTIL_OK) {
         code = report("", &err);
         goto done;
     }
@@ -113,19 +113,19 @@ int main(int argc, char **argv)
     /* every shape is checked before the GPU is touched */
     for (i = 0; i < o.ntp; i++) {
         prof_shape sh;
-        if (prof_shape_of(&m, COST_KIND_TRANSFORMER, o.tp[i], 1, 2, &sh, &err) != COST_OK) {
+        if (prof_shape_of(&m, FMT_KIND_TRANSFORMER, o.tp[i], 1, 2, &sh, &err) != UTIL_OK) {
             code = report("", &err);
             goto done;
         }
     }
 
     if ((rc = prof_gpu_open(o.device, o.dtype == 2 || (o.dtype == 0 && m.bf16), 1, &g,
-                            &err)) != COST_OK) {
+                            &err)) != UTIL_OK) {
         code = report("", &err);
         goto done;
     }
     memset(&run, 0, sizeof run);
-    if ((rc = prof_gpu_info(g, &run.dev, &err)) != COST_OK) {
+    if ((rc = prof_gpu_info(g, &run.dev, &err)) != UTIL_OK) {
         code = report("", &err);
         goto done;
     }
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
                 run.dev.index, run.dev.name, run.dev.type, run.dev.sm_count,
                 run.dev.mem_bytes / 1073741824.0, run.bf16 ? "bf16" : "fp16");
 
-    cap = o.ntp * o.nmbs * (COST_KIND_NOOP + 1);
+    cap = o.ntp * o.nmbs * (FMT_KIND_NOOP + 1);
     res = calloc((size_t)cap, sizeof *res);
     w = malloc(sizeof *w);
     if (!res || !w) {
@@ -153,35 +153,35 @@ int main(int argc, char **argv)
     }
     for (i = 0; i < o.ntp; i++)
         for (j = 0; j < o.nmbs; j++)
-            for (k = 0; k <= COST_KIND_NOOP; k++) {
+            for (k = 0; k <= FMT_KIND_NOOP; k++) {
                 prof_shape sh;
                 prof_samples s;
                 if (!kinds[k])
                     continue;
-                if ((rc = prof_shape_of(&m, k, o.tp[i], o.mbs[j], 2, &sh, &err)) != COST_OK ||
-                    (rc = prof_layer_work_of(&sh, w, &err)) != COST_OK) {
+                if ((rc = prof_shape_of(&m, k, o.tp[i], o.mbs[j], 2, &sh, &err)) != UTIL_OK ||
+                    (rc = prof_layer_work_of(&sh, w, &err)) != UTIL_OK) {
                     code = report("", &err);
                     goto done;
                 }
                 rc = prof_gpu_time_layer(g, w, o.warmup, o.repeats, &s, &err);
-                if (rc == COST_ENOMEM) { /* too large for this GPU: skip */
+                if (rc == UTIL_ENOMEM) { /* too large for this GPU: skip */
                     if (!o.quiet)
                         fprintf(stderr, "hetplan-profile: skipping %s at tp %d, "
-                                        "mbs %d: %s\n", cost_kind_name(k), o.tp[i],
+                                        "mbs %d: %s\n", fmt_kind_name(k), o.tp[i],
                                 o.mbs[j], err.msg);
                     continue;
                 }
-                if (rc == COST_OK)
+                if (rc == UTIL_OK)
                     rc = prof_layer_summarise(w, &s, &res[nres], &err);
                 prof_samples_free(&s);
-                if (rc != COST_OK) {
+                if (rc != UTIL_OK) {
                     code = report("", &err);
                     goto done;
                 }
                 if (progress)
                     fprintf(stderr, "  %-12s tp %-2d mbs %-3d fwd %9.4f ms (IQR %.4f)  "
                                     "bwd %9.4f ms (IQR %.4f)\n",
-                            cost_kind_name(k), o.tp[i], o.mbs[j],
+                            fmt_kind_name(k), o.tp[i], o.mbs[j],
                             res[nres].fwd_s * 1e3, res[nres].fwd_iqr_s * 1e3,
                             res[nres].bwd_s * 1e3, res[nres].bwd_iqr_s * 1e3);
                 nres++;
@@ -189,7 +189,7 @@ int main(int argc, char **argv)
     run.res = res;
     run.nres = nres;
     if (!o.skip_bandwidth) {
-        if ((rc = prof_gpu_bandwidth(g, &run.bw, &err)) != COST_OK) {
+        if ((rc = prof_gpu_bandwidth(g, &run.bw, &err)) != UTIL_OK) {
             code = report("", &err);
             goto done;
         }
@@ -201,7 +201,7 @@ int main(int argc, char **argv)
         code = EXIT_INTERNAL;
         goto done;
     }
-    if ((rc = plan_write_file_atomic(o.output, text, &err)) != COST_OK) {
+    if ((rc = util_write_file_atomic(o.output, text, &err)) != UTIL_OK) {
         report("", &err);
         code = EXIT_OUTPUT;
         goto done;
@@ -215,7 +215,7 @@ int main(int argc, char **argv)
                "fwd (ms)", "bwd (ms)", "fwd IQR", "bwd IQR");
         for (i = 0; i < nres; i++)
             printf("%-12s %3d %4d %12.4f %12.4f %10.4f %10.4f\n",
-                   cost_kind_name(res[i].kind), res[i].tp, res[i].mbs,
+                   fmt_kind_name(res[i].kind), res[i].tp, res[i].mbs,
                    res[i].fwd_s * 1e3, res[i].bwd_s * 1e3, res[i].fwd_iqr_s * 1e3,
                    res[i].bwd_iqr_s * 1e3);
         if (!o.skip_bandwidth)
@@ -231,6 +231,6 @@ done:
     free(res);
     free(w);
     prof_gpu_close(g);
-    cost_model_free(&m);
+    fmt_model_free(&m);
     return code;
 }

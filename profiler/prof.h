@@ -54,7 +54,7 @@ typedef struct prof_kernel {
 
 /* Shape of one layer kind on one tensor-parallel shard. */
 typedef struct prof_shape {
-    int kind;               /* enum cost_layer_kind */
+    int kind;               /* enum fmt_layer_kind */
     int tp, mbs;            /* tensor-parallel degree, micro-batch size */
     int seq, hidden, heads, ffn, vocab; /* model shape (ffn 0 = 4 * hidden) */
     int dtype_bytes;        /* 2 (fp16/bf16) or 4 */
@@ -77,18 +77,18 @@ typedef struct prof_layer_work {
 int prof_kind_measurable(int kind);
 
 /* Shape of `kind` for the model m at (tp, mbs).  dtype_bytes 0 = the
- * model's.  COST_EINVAL when the model has no transformer shape (hidden,
+ * model's.  UTIL_EINVAL when the model has no transformer shape (hidden,
  * heads, seq, vocab), when tp does not divide heads, hidden or the FFN
  * size, or when the kind is not measurable. */
-int prof_shape_of(const cost_model *m, int kind, int tp, int mbs,
-                  int dtype_bytes, prof_shape *out, cost_error *err);
+int prof_shape_of(const fmt_model *m, int kind, int tp, int mbs,
+                  int dtype_bytes, prof_shape *out, util_error *err);
 
 /* Sub-kernels of the layer shard with FLOPs and bytes.  Attention per
  * head group (heads / tp), MLP with ffn / tp columns, vocabulary-parallel
  * embedding and LM head with ceil(vocab / tp) rows; tensor-parallel
  * all-reduces are not kernels here (the cost model adds them). */
 int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
-                       cost_error *err);
+                       util_error *err);
 
 /* ---- statistics (profiler/stats.c) ------------------------------------ */
 
@@ -100,9 +100,9 @@ typedef struct prof_stats {
     double min, max, mean;
 } prof_stats;
 
-/* Statistics of x[0..n-1] (not modified).  COST_EINVAL when n < 1 or a
- * value is not finite; COST_ENOMEM. */
-int prof_stats_of(const double *x, int n, prof_stats *out, cost_error *err);
+/* Statistics of x[0..n-1] (not modified).  UTIL_EINVAL when n < 1 or a
+ * value is not finite; UTIL_ENOMEM. */
+int prof_stats_of(const double *x, int n, prof_stats *out, util_error *err);
 
 /* ---- timings of a layer (profiler/stats.c) ---------------------------- */
 
@@ -138,10 +138,10 @@ typedef struct prof_layer_result {
     prof_kernel_time kt[PROF_MAX_KERNELS];
 } prof_layer_result;
 
-/* Summarise samples of the kernels of w.  COST_EINVAL when the sample
+/* Summarise samples of the kernels of w.  UTIL_EINVAL when the sample
  * layout does not match w or a kernel has no time (end < start). */
 int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
-                         prof_layer_result *out, cost_error *err);
+                         prof_layer_result *out, util_error *err);
 
 /* ---- command line (profiler/args.c) ----------------------------------- */
 
@@ -165,25 +165,25 @@ typedef struct prof_options {
 } prof_options;
 
 void prof_options_init(prof_options *o);
-/* s as an integer in lo..hi into *out; COST_EINVAL naming opt otherwise
+/* s as an integer in lo..hi into *out; UTIL_EINVAL naming opt otherwise
  * (also used by hetplan-launch). */
 int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
-                   cost_error *err);
+                   util_error *err);
 /* Option argv[*i] split into name (n bytes, truncated) and value: the
  * "--name=value" part, or argv[++*i] when name is one of valued[0..nvalued-1];
- * *val NULL for a flag.  *val points into argv.  COST_EINVAL on a missing
+ * *val NULL for a flag.  *val points into argv.  UTIL_EINVAL on a missing
  * or unexpected value. */
 int prof_next_option(int argc, char **argv, int *i,
                      const char *const *valued, size_t nvalued, char *name,
-                     size_t n, const char **val, cost_error *err);
+                     size_t n, const char **val, util_error *err);
 /* Comma-separated positive integers in lo..hi into out (at most cap,
- * duplicates dropped, sorted).  COST_EINVAL naming opt on bad input. */
+ * duplicates dropped, sorted).  UTIL_EINVAL naming opt on bad input. */
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
-                        int *out, int cap, int *n, cost_error *err);
-/* argv[0] is the program name.  COST_EINVAL with the message in err
+                        int *out, int cap, int *n, util_error *err);
+/* argv[0] is the program name.  UTIL_EINVAL with the message in err
  * (unknown option, missing value, bad number, missing --model/--output
  * unless --help/--version). */
-int prof_parse_args(int argc, char **argv, prof_options *o, cost_error *err);
+int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err);
 
 /* ---- the profile document (profiler/profile_json.c) ------------------- */
 
@@ -232,7 +232,7 @@ typedef struct prof_run {
 } prof_run;
 
 /* Device type name for the profile: the catalogue's name when
- * cost_catalog_find knows the CUDA name (e.g. "NVIDIA H100 80GB HBM3" ->
+ * fmt_catalog_find knows the CUDA name (e.g. "NVIDIA H100 80GB HBM3" ->
  * "H100-SXM"), else the CUDA name cut to 31 characters.  out has 32 bytes. */
 void prof_device_type_of(const char *cuda_name, char out[32]);
 
@@ -245,7 +245,7 @@ char *prof_device_info_json(const prof_device_info *d);
  * for layers not measured, 0 for noop layers), the per-kind detail, the
  * device and the machine measurements.  malloc'd (caller frees); NULL
  * when out of memory. */
-char *prof_profile_json(const prof_run *r, const cost_model *m,
+char *prof_profile_json(const prof_run *r, const fmt_model *m,
                         const char *model_name);
 
 /* ---- CUPTI loaded at run time (profiler/cupti_load.c) ----------------- */
@@ -282,48 +282,48 @@ const char *prof_cupti_symbol(int fn);
 int prof_cupti_candidates(int cuda_major, const char *build_path,
                           char out[][PROF_PATH_MAX], int cap);
 /* dlopen the first of names[0..n-1] that loads and has every function.
- * COST_ENOTFOUND with "CUPTI not available: cannot load ..." (the names
+ * UTIL_ENOTFOUND with "CUPTI not available: cannot load ..." (the names
  * tried and the last loader error) otherwise.  Free with
  * prof_cupti_unload (NULL-safe). */
 int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
-                    cost_error *err);
+                    util_error *err);
 void prof_cupti_unload(prof_cupti_lib *l);
 
 /* ---- GPU side (profiler/gpu.cu; only in the CUDA build) --------------- */
 
 typedef struct prof_gpu prof_gpu;
 
-/* Number of CUDA devices.  COST_ENOTFOUND with "no CUDA GPU ..." in err
+/* Number of CUDA devices.  UTIL_ENOTFOUND with "no CUDA GPU ..." in err
  * when there is none or the driver is missing. */
-int prof_gpu_count(int *n, cost_error *err);
+int prof_gpu_count(int *n, util_error *err);
 /* Open device `index` for fp16 (bf16 = 0) or bf16 math: stream, cuBLAS
  * handle and, when cupti = 1, CUPTI activity collection (libcupti is
- * loaded then, on first use).  COST_ENOTFOUND when there is no such GPU
- * or CUPTI cannot be loaded ("CUPTI not available ..."), COST_EINTERNAL
+ * loaded then, on first use).  UTIL_ENOTFOUND when there is no such GPU
+ * or CUPTI cannot be loaded ("CUPTI not available ..."), UTIL_EINTERNAL
  * when CUPTI refuses to trace or cuBLAS cannot be started.  The prof_gpu_time_*
  * functions need cupti = 1.  Free with prof_gpu_close (NULL-safe). */
 int prof_gpu_open(int index, int bf16, int cupti, prof_gpu **out,
-                  cost_error *err);
+                  util_error *err);
 void prof_gpu_close(prof_gpu *g);
-int prof_gpu_info(prof_gpu *g, prof_device_info *out, cost_error *err);
+int prof_gpu_info(prof_gpu *g, prof_device_info *out, util_error *err);
 /* Run the kernels of layer w (forward, then backward) `warmup` times
  * untimed, then `repeats` times with every kernel timed by CUPTI: out
  * gets repeats * w->nk samples (allocated here; prof_samples_free). */
 int prof_gpu_time_layer(prof_gpu *g, const prof_layer_work *w, int warmup,
-                        int repeats, prof_samples *out, cost_error *err);
+                        int repeats, prof_samples *out, util_error *err);
 /* Times of a sequence of passes over a stage's layers: pass i runs the
  * forward (bwd[i] = 0) or backward (1) kernels of layers[0..nlayers-1];
  * the sequence is run `warmup` times untimed then `repeats` times, and
  * out gets repeats * npasses samples (one per pass, kernel index = pass). */
 int prof_gpu_time_passes(prof_gpu *g, const prof_layer_work *const *layers,
                          int nlayers, const int *bwd, int npasses, int warmup,
-                         int repeats, prof_samples *out, cost_error *err);
+                         int repeats, prof_samples *out, util_error *err);
 /* Fused Adam step over n parameters (fp32 master, m, v; fp16 weights and
  * grads), timed by CUPTI over `repeats` runs: median in *median_s. */
 int prof_gpu_time_adam(prof_gpu *g, long long n, int repeats,
-                       double *median_s, cost_error *err);
+                       double *median_s, util_error *err);
 /* Copy bandwidths and large-GEMM throughput. */
-int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, cost_error *err);
+int prof_gpu_bandwidth(prof_gpu *g, prof_bandwidth *out, util_error *err);
 
 /* Building blocks of hetplan-launch's executed mode (no CUPTI needed):
  * everything is queued on g's stream and returns without waiting.
@@ -333,20 +333,20 @@ void *prof_gpu_stream(prof_gpu *g);
 int prof_gpu_device(const prof_gpu *g);
 /* Allocate and fill the buffers the layers' kernels need (synchronous). */
 int prof_gpu_prepare(prof_gpu *g, const prof_layer_work *const *layers,
-                     int nlayers, cost_error *err);
+                     int nlayers, util_error *err);
 /* Queue one forward (bwd = 0) or backward pass over the layers (after
  * prof_gpu_prepare with the same layers); nlayers 0 queues nothing. */
 int prof_gpu_pass(prof_gpu *g, const prof_layer_work *const *layers,
-                  int nlayers, int bwd, cost_error *err);
+                  int nlayers, int bwd, util_error *err);
 /* Queue a kernel that keeps the stream busy for `seconds` (GPU clock;
  * one thread): how modelled communication enters a real timeline.
  * seconds <= 0 queues nothing. */
-int prof_gpu_delay(prof_gpu *g, double seconds, cost_error *err);
+int prof_gpu_delay(prof_gpu *g, double seconds, util_error *err);
 /* Optimizer state for n parameters (fp32 master, m, v; half-precision
  * weights and gradients), allocated once (synchronous); then each
  * prof_gpu_adam_step queues one fused Adam step over them. */
-int prof_gpu_adam_prepare(prof_gpu *g, long long n, cost_error *err);
-int prof_gpu_adam_step(prof_gpu *g, cost_error *err);
+int prof_gpu_adam_prepare(prof_gpu *g, long long n, util_error *err);
+int prof_gpu_adam_step(prof_gpu *g, util_error *err);
 
 #ifdef __cplusplus
 }

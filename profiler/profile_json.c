@@ -11,7 +11,7 @@
 
 void prof_device_type_of(const char *cuda_name, char out[32])
 {
-    const cost_device_type *t = cost_catalog_find(cuda_name);
+    const fmt_device_type *t = fmt_catalog_find(cuda_name);
 
     snprintf(out, 32, "%s", t ? t->name : cuda_name);
 }
@@ -122,7 +122,7 @@ static cJSON *machine_json(const prof_bandwidth *b)
 }
 
 /* Detail of one measured kind: times and every kernel. */
-static cJSON *detail_json(const prof_layer_result *res, const cost_model *m)
+static cJSON *detail_json(const prof_layer_result *res, const fmt_model *m)
 {
     cJSON *o = cJSON_CreateObject(), *ks = NULL;
     prof_shape sh;
@@ -139,8 +139,8 @@ static cJSON *detail_json(const prof_layer_result *res, const cost_model *m)
     w = malloc(sizeof *w);
     ok = ok && w != NULL;
     /* the kernel list is a pure function of the shape */
-    if (ok && prof_shape_of(m, res->kind, res->tp, res->mbs, 2, &sh, NULL) == COST_OK &&
-        prof_layer_work_of(&sh, w, NULL) == COST_OK && w->nk == res->nk) {
+    if (ok && prof_shape_of(m, res->kind, res->tp, res->mbs, 2, &sh, NULL) == UTIL_OK &&
+        prof_layer_work_of(&sh, w, NULL) == UTIL_OK && w->nk == res->nk) {
         ks = cJSON_CreateArray();
         ok = prof_json_put(o, "kernels", ks);
         for (i = 0; ok && i < w->nk; i++) {
@@ -165,7 +165,7 @@ static cJSON *detail_json(const prof_layer_result *res, const cost_model *m)
 }
 
 /* One entry (tp, mbs); *empty = 1 when no layer of the model is measured. */
-static cJSON *entry_json(const prof_run *r, const cost_model *m, int tp,
+static cJSON *entry_json(const prof_run *r, const fmt_model *m, int tp,
                          int mbs, int *empty)
 {
     cJSON *o = cJSON_CreateObject(), *fw, *bw, *det;
@@ -182,7 +182,7 @@ static cJSON *entry_json(const prof_run *r, const cost_model *m, int tp,
     for (l = 0; ok && l < m->nlayers; l++) {
         int kind = m->layers[l].kind;
         const prof_layer_result *res = find(r, kind, tp, mbs);
-        if (kind == COST_KIND_NOOP) {
+        if (kind == FMT_KIND_NOOP) {
             ok = prof_json_put(fw, NULL, cJSON_CreateNumber(0)) &&
                  prof_json_put(bw, NULL, cJSON_CreateNumber(0));
         } else if (res) {
@@ -196,10 +196,10 @@ static cJSON *entry_json(const prof_run *r, const cost_model *m, int tp,
     }
     det = cJSON_CreateObject();
     ok = ok && prof_json_put(o, "detail", det);
-    for (k = 0; ok && k <= COST_KIND_NOOP; k++) {
+    for (k = 0; ok && k <= FMT_KIND_NOOP; k++) {
         const prof_layer_result *res = find(r, k, tp, mbs);
         if (res)
-            ok = prof_json_put(det, cost_kind_name(k), detail_json(res, m));
+            ok = prof_json_put(det, fmt_kind_name(k), detail_json(res, m));
     }
     if (!ok) {
         cJSON_Delete(o);
@@ -209,14 +209,14 @@ static cJSON *entry_json(const prof_run *r, const cost_model *m, int tp,
     return o;
 }
 
-char *prof_profile_json(const prof_run *r, const cost_model *m,
+char *prof_profile_json(const prof_run *r, const fmt_model *m,
                         const char *model_name)
 {
     cJSON *doc = cJSON_CreateObject(), *prof, *entries;
     char *text = NULL;
     int ok = doc != NULL, i, j;
 
-    ok = ok && prof_json_put(doc, "format", cJSON_CreateString(PLAN_PROFILE_SCHEMA));
+    ok = ok && prof_json_put(doc, "format", cJSON_CreateString(FMT_PROFILE_SCHEMA));
     ok = ok && prof_json_put(doc, "model", cJSON_CreateString(model_name ? model_name : m->name));
     prof = cJSON_CreateObject();
     ok = ok && prof_json_put(doc, "profiler", prof);

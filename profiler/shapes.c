@@ -20,8 +20,8 @@ const char *prof_op_name(int op)
 
 int prof_kind_measurable(int kind)
 {
-    return kind == COST_KIND_EMBEDDING || kind == COST_KIND_TRANSFORMER ||
-           kind == COST_KIND_NORM || kind == COST_KIND_HEAD;
+    return kind == FMT_KIND_EMBEDDING || kind == FMT_KIND_TRANSFORMER ||
+           kind == FMT_KIND_NORM || kind == FMT_KIND_HEAD;
 }
 
 static int same_name(const char *a, const char *b)
@@ -46,24 +46,24 @@ static int gated_ffn(int h)
     return (int)((f + 255) / 256 * 256);
 }
 
-int prof_shape_of(const cost_model *m, int kind, int tp, int mbs,
-                  int dtype_bytes, prof_shape *out, cost_error *err)
+int prof_shape_of(const fmt_model *m, int kind, int tp, int mbs,
+                  int dtype_bytes, prof_shape *out, util_error *err)
 {
     prof_shape s;
 
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
     if (!prof_kind_measurable(kind))
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "layer kind '%s' cannot be synthesised "
                               "(expected embedding, transformer, norm or head)",
-                              cost_kind_name(kind) ? cost_kind_name(kind) : "?");
+                              fmt_kind_name(kind) ? fmt_kind_name(kind) : "?");
     if (tp < 1 || mbs < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected tp >= 1 and mbs >= 1, got tp %d, mbs %d",
                               tp, mbs);
     if (m->hidden <= 0 || m->heads <= 0 || m->seq <= 0 || m->vocab <= 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "model '%s' has no transformer shape (hidden, "
                               "heads, seq and vocab are needed)", m->name);
     s.kind = kind;
@@ -78,22 +78,22 @@ int prof_shape_of(const cost_model *m, int kind, int tp, int mbs,
     s.dtype_bytes = dtype_bytes > 0 ? dtype_bytes
                                     : (m->dtype_bytes > 0 ? m->dtype_bytes : 2);
     if (s.dtype_bytes != 2 && s.dtype_bytes != 4)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected 2 or 4 bytes per element, got %d",
                               s.dtype_bytes);
     if (s.hidden % s.heads != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "hidden size %d is not divisible by %d heads",
                               s.hidden, s.heads);
     if (s.heads % tp != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "tp %d does not divide the model's %d attention heads",
                               tp, s.heads);
     if (s.ffn % tp != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "tp %d does not divide the FFN size %d", tp, s.ffn);
     *out = s;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* ---- building the kernel list ------------------------------------------ */
@@ -233,7 +233,7 @@ static void block(builder *b, const prof_shape *s)
 }
 
 int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
-                       cost_error *err)
+                       util_error *err)
 {
     builder b;
     long long T, h, vt;
@@ -245,7 +245,7 @@ int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
         s->heads < 1 || s->vocab < 1 || s->ffn < 1 ||
         s->hidden % s->heads != 0 || s->heads % s->tp != 0 ||
         s->ffn % s->tp != 0 || (s->dtype_bytes != 2 && s->dtype_bytes != 4))
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "invalid layer shape (use prof_shape_of)");
     out->shape = *s;
     b.w = out;
@@ -256,10 +256,10 @@ int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
     vt = (s->vocab + s->tp - 1) / s->tp; /* vocabulary shard, padded */
 
     switch (s->kind) {
-    case COST_KIND_TRANSFORMER:
+    case FMT_KIND_TRANSFORMER:
         block(&b, s);
         break;
-    case COST_KIND_EMBEDDING:
+    case FMT_KIND_EMBEDDING:
         /* each shard looks up every token in its part of the table */
         x = elem(&b, "embed", PROF_OP_EMBED, 0, T, h, 0.0, 2.0 * b.e, 0.0);
         if (x)
@@ -270,13 +270,13 @@ int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
         if (x)
             x->table_rows = vt;
         break;
-    case COST_KIND_NORM:
+    case FMT_KIND_NORM:
         elem(&b, "norm", s->gated ? PROF_OP_RMSNORM : PROF_OP_LAYERNORM, 0, T,
              h, s->gated ? 4.0 : 7.0, 2.0 * b.e, 2.0 * (double)h * b.e);
         elem(&b, "norm.bwd", s->gated ? PROF_OP_RMSNORM : PROF_OP_LAYERNORM, 1,
              T, h, s->gated ? 8.0 : 14.0, 3.0 * b.e, 4.0 * (double)h * b.e);
         break;
-    case COST_KIND_HEAD:
+    case FMT_KIND_HEAD:
         linear_fwd(&b, "logits", T, h, vt);
         /* softmax and loss of the logits, fp32 probabilities kept */
         elem(&b, "cross_entropy", PROF_OP_XENT, 0, T, vt, 5.0, b.e + 4.0, 0.0);
@@ -285,12 +285,12 @@ int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
         linear_bwd(&b, "logits", T, h, vt);
         break;
     default:
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "layer kind %d cannot be synthesised", s->kind);
     }
     if (b.overflow) {
         memset(out, 0, sizeof *out);
-        return cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                               "more than %d kernels in one layer",
                               PROF_MAX_KERNELS);
     }
@@ -303,5 +303,5 @@ int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
             out->fwd_bytes += out->k[i].bytes;
         }
     }
-    return COST_OK;
+    return UTIL_OK;
 }

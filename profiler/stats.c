@@ -26,22 +26,22 @@ static double quantile(const double *x, int n, double q)
     return x[i] + f * (x[i + 1] - x[i]);
 }
 
-int prof_stats_of(const double *x, int n, prof_stats *out, cost_error *err)
+int prof_stats_of(const double *x, int n, prof_stats *out, util_error *err)
 {
     double *y = NULL, sum = 0.0;
-    int i, rc = COST_OK;
+    int i, rc = UTIL_OK;
 
     memset(out, 0, sizeof *out);
     if (n < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected at least one sample, got %d", n);
     for (i = 0; i < n; i++)
         if (!isfinite(x[i]))
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "sample %d is not a finite number", i);
     y = malloc((size_t)n * sizeof *y);
     if (!y) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     memcpy(y, x, (size_t)n * sizeof *y);
@@ -67,18 +67,18 @@ int prof_samples_alloc(prof_samples *s, int repeats, int nk)
 
     memset(s, 0, sizeof *s);
     if (repeats < 1 || nk < 1)
-        return COST_EINVAL;
+        return UTIL_EINVAL;
     n = (size_t)repeats * (size_t)nk;
     s->start = calloc(n, sizeof *s->start);
     s->end = calloc(n, sizeof *s->end);
     s->busy = calloc(n, sizeof *s->busy);
     if (!s->start || !s->end || !s->busy) {
         prof_samples_free(s);
-        return COST_ENOMEM;
+        return UTIL_ENOMEM;
     }
     s->repeats = repeats;
     s->nk = nk;
-    return COST_OK;
+    return UTIL_OK;
 }
 
 void prof_samples_free(prof_samples *s)
@@ -92,16 +92,16 @@ void prof_samples_free(prof_samples *s)
 }
 
 int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
-                         prof_layer_result *out, cost_error *err)
+                         prof_layer_result *out, util_error *err)
 {
     double *fspan = NULL, *bspan = NULL, *fbusy = NULL, *bbusy = NULL,
            *col = NULL;
-    int r, i, rc = COST_OK, nf = 0, nb = 0;
+    int r, i, rc = UTIL_OK, nf = 0, nb = 0;
     prof_stats st;
 
     memset(out, 0, sizeof *out);
     if (s->nk != w->nk || s->repeats < 1 || w->nk < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected samples of %d kernels, got %d x %d",
                               w->nk, s->repeats, s->nk);
     for (i = 0; i < w->nk; i++) {
@@ -116,7 +116,7 @@ int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
     bbusy = calloc((size_t)s->repeats, sizeof *bbusy);
     col = calloc((size_t)s->repeats, sizeof *col);
     if (!fspan || !bspan || !fbusy || !bbusy || !col) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (r = 0; r < s->repeats; r++) {
@@ -125,7 +125,7 @@ int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
             size_t at = (size_t)r * (size_t)s->nk + (size_t)i;
             if (!(s->end[at] >= s->start[at]) || !(s->busy[at] >= 0.0) ||
                 !isfinite(s->end[at]) || !isfinite(s->start[at])) {
-                rc = cost_error_set(err, COST_EINVAL, NULL, NULL,
+                rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                     "kernel '%s' has no GPU time in repeat %d",
                                     w->k[i].name, r);
                 goto done;
@@ -148,30 +148,30 @@ int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
     out->mbs = w->shape.mbs;
     out->repeats = s->repeats;
     out->nk = w->nk;
-    if ((rc = prof_stats_of(fspan, s->repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(fspan, s->repeats, &st, err)) != UTIL_OK)
         goto done;
     out->fwd_s = st.median;
     out->fwd_iqr_s = st.iqr;
-    if ((rc = prof_stats_of(bspan, s->repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(bspan, s->repeats, &st, err)) != UTIL_OK)
         goto done;
     out->bwd_s = st.median;
     out->bwd_iqr_s = st.iqr;
-    if ((rc = prof_stats_of(fbusy, s->repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(fbusy, s->repeats, &st, err)) != UTIL_OK)
         goto done;
     out->fwd_busy_s = st.median;
-    if ((rc = prof_stats_of(bbusy, s->repeats, &st, err)) != COST_OK)
+    if ((rc = prof_stats_of(bbusy, s->repeats, &st, err)) != UTIL_OK)
         goto done;
     out->bwd_busy_s = st.median;
     for (i = 0; i < w->nk; i++) {
         for (r = 0; r < s->repeats; r++)
             col[r] = s->busy[(size_t)r * (size_t)s->nk + (size_t)i];
-        if ((rc = prof_stats_of(col, s->repeats, &st, err)) != COST_OK)
+        if ((rc = prof_stats_of(col, s->repeats, &st, err)) != UTIL_OK)
             goto done;
         out->kt[i].median_s = st.median;
         out->kt[i].iqr_s = st.iqr;
     }
 done:
-    if (rc != COST_OK) {
+    if (rc != UTIL_OK) {
         int keep = rc;
         memset(out, 0, sizeof *out);
         rc = keep;

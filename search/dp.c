@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
 #include "search.h"
 
 /* relative tolerance under which two objectives count as equal */
@@ -39,52 +38,52 @@ static int dp_bad(double x)
     return !(x >= 0.0) || isinf(x);
 }
 
-static int dp_validate(const search_dp_input *in, cost_error *err)
+static int dp_validate(const search_dp_input *in, util_error *err)
 {
     size_t L, k, j, l;
 
     if (in == NULL)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing assignment input");
     if (in->L < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "layers must be at least 1, got %d", in->L);
     if (in->L == INT_MAX)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "too many layers: %d", in->L);
     if (in->k < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "stages must be at least 1, got %d", in->k);
     if (in->gas < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "micro-batches must be at least 1, got %d",
                               in->gas);
     if (in->t == NULL)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing layer times");
     L = (size_t)in->L;
     k = (size_t)in->k;
     if (k > SIZE_MAX / sizeof(double) / (L + 1))
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "%d stages of %d layers is too large",
                               in->k, in->L);
     if (in->L < in->k)
-        return cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        return util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                               "%d layers cannot fill %d non-empty stages",
                               in->L, in->k);
     for (j = 0; j < k; j++) {
         for (l = 0; l < L; l++) {
             if (dp_bad(in->t[j * L + l]))
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "time of layer %zu on stage %zu is "
                                       "negative or not finite", l, j);
             if (in->mem != NULL && dp_bad(in->mem[j * L + l]))
-                return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "memory of layer %zu on stage %zu is "
                                       "negative or not finite", l, j);
         }
         if (in->cap != NULL && isnan(in->cap[j]))
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "memory cap of stage %zu is not a number",
                                   j);
     }
@@ -92,12 +91,12 @@ static int dp_validate(const search_dp_input *in, cost_error *err)
         for (j = 0; j + 1 < k; j++)
             for (l = 0; l <= L; l++)
                 if (dp_bad(in->e[j * (L + 1) + l]))
-                    return cost_error_set(err, COST_EINVAL, NULL, NULL,
+                    return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                           "cut cost before layer %zu after "
                                           "stage %zu is negative or not "
                                           "finite", l, j);
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* bounds[0] = 0 < bounds[1] < ... < bounds[k] = L */
@@ -349,7 +348,7 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
         c->Q = malloc(k * n1 * sizeof *c->Q);
     if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
         c->cur == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
-        return COST_ENOMEM;
+        return UTIL_ENOMEM;
     for (j = 0; j < k; j++) {
         s = 0.0;
         m = 0.0;
@@ -365,7 +364,7 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
             }
         }
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* Largest bottleneck worth trying once the best objective is bestv and
@@ -423,7 +422,7 @@ static void dp_sweep(dp_ctx *c, double f_inf, double bneck, int *best,
 
 int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                            double *objective, search_dp_stats *stats,
-                           cost_error *err)
+                           util_error *err)
 {
     dp_ctx c;
     search_dp_stats st = {0, 0};
@@ -432,16 +431,16 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
 
     memset(&c, 0, sizeof c);
     if (bounds == NULL || objective == NULL) {
-        rc = cost_error_set(err, COST_EINVAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
                             "missing bounds or objective output");
         goto cleanup;
     }
     rc = dp_validate(in, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         goto cleanup;
     rc = dp_init(&c, in);
-    if (rc != COST_OK) {
-        cost_error_set(err, rc, NULL, NULL,
+    if (rc != UTIL_OK) {
+        util_error_set(err, rc, NULL, NULL,
                        "no memory for %d stages of %d layers", in->k, in->L);
         goto cleanup;
     }
@@ -449,7 +448,7 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     f_inf = dp_solve(&c, HUGE_VAL);
     st.solves++;
     if (!(f_inf < HUGE_VAL)) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no split of %d layers into %d stages fits "
                             "memory", in->L, in->k);
         goto cleanup;
@@ -467,7 +466,7 @@ cleanup:
 }
 
 int search_dp_assign(const search_dp_input *in, int *bounds,
-                     double *objective, cost_error *err)
+                     double *objective, util_error *err)
 {
     return search_dp_assign_stats(in, bounds, objective, NULL, err);
 }
@@ -488,22 +487,22 @@ static int dp_next_composition(int *b, int k, int L)
 }
 
 int search_dp_bruteforce(const search_dp_input *in, int *bounds,
-                         double *objective, cost_error *err)
+                         double *objective, util_error *err)
 {
     int *b = NULL, j, rc, have = 0, more;
     double v, bestv = HUGE_VAL;
 
     if (bounds == NULL || objective == NULL) {
-        rc = cost_error_set(err, COST_EINVAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
                             "missing bounds or objective output");
         goto cleanup;
     }
     rc = dp_validate(in, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         goto cleanup;
     b = malloc(((size_t)in->k + 1) * sizeof *b);
     if (b == NULL) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL,
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL,
                             "no memory for %d stages", in->k);
         goto cleanup;
     }
@@ -520,7 +519,7 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
         more = dp_next_composition(b, in->k, in->L);
     } while (more);
     if (!have) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no split of %d layers into %d stages fits "
                             "memory", in->L, in->k);
         goto cleanup;
@@ -538,7 +537,7 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
         }
         more = dp_next_composition(b, in->k, in->L);
     } while (more);
-    rc = COST_OK;
+    rc = UTIL_OK;
 cleanup:
     free(b);
     return rc;

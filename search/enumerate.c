@@ -30,7 +30,7 @@ void search_result_free(search_result *r)
     if (r == NULL)
         return;
     for (i = 0; i < r->n; i++) {
-        cost_strategy_free(&r->cands[i].s);
+        fmt_strategy_free(&r->cands[i].s);
         cost_result_free(&r->cands[i].r);
     }
     free(r->cands);
@@ -42,7 +42,7 @@ void search_result_free(search_result *r)
  * ones to the first with parameters), so that no stage can be left
  * without parameters (cost_empty_stage).  start gets G + 1 entries
  * (start[G] = L); returns G, the layers with parameters. */
-static int param_groups(const cost_model *m, int *start)
+static int param_groups(const fmt_model *m, int *start)
 {
     int l, g = 0;
 
@@ -56,7 +56,7 @@ static int param_groups(const cost_model *m, int *start)
 }
 
 /* First layer of group q of param_groups, without a table. */
-static int group_start(const cost_model *m, int q)
+static int group_start(const fmt_model *m, int q)
 {
     int l, seen = 0;
 
@@ -68,11 +68,11 @@ static int group_start(const cost_model *m, int q)
     return m->nlayers;
 }
 
-int search_assign_layers(const cost_cluster *c, const cost_model *m,
-                         const cost_profile *prof, const cost_params *cp,
-                         cost_strategy *s, cost_error *err)
+int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
+                         const fmt_profile *prof, const cost_params *cp,
+                         fmt_strategy *s, util_error *err)
 {
-    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = COST_OK;
+    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = UTIL_OK;
     double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
     double *tg = NULL, *eg = NULL, *mg = NULL;
     int *gs = NULL, *gb = NULL;
@@ -85,12 +85,12 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
     gs = calloc((size_t)L + 1, sizeof *gs);
     gb = calloc((size_t)k + 1, sizeof *gb);
     if (!tt || !e || !mem || !cap || !gs || !gb) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     G = param_groups(m, gs);
     if (G < k) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "model '%s' has %d layers holding parameters, fewer "
                             "than the %d pipeline stages: a stage without "
                             "parameters cannot run (an optimizer per stage)",
@@ -107,9 +107,9 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
             double bw, lat;
             cost_tp_ring(c, cp, s, j, d, &bw, &lat);
             for (t = 0; t < s->tp; t++) {
-                int dev = cost_rank_device(s, j, d, t);
-                const cost_device_type *dt = cost_device(c, dev);
-                const cost_node *node = &c->nodes[c->device_node[dev]];
+                int dev = fmt_rank_device(s, j, d, t);
+                const fmt_device_type *dt = fmt_device(c, dev);
+                const fmt_node *node = &c->nodes[c->device_node[dev]];
                 for (l = 0; l < L; l++) {
                     cost_layer_time lt;
                     cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw, lat,
@@ -144,7 +144,7 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
     eg = calloc((size_t)k * ((size_t)G + 1), sizeof *eg);
     mg = calloc((size_t)k * (size_t)G, sizeof *mg);
     if (!tg || !eg || !mg) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (j = 0; j < k; j++)
@@ -163,7 +163,7 @@ int search_assign_layers(const cost_cluster *c, const cost_model *m,
     in.mem = mg;
     in.cap = cap;
     rc = search_dp_assign(&in, gb, &obj, err);
-    if (rc == COST_OK) /* group boundaries back to layer boundaries */
+    if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
         for (j = 0; j <= k; j++)
             s->bounds[j] = gs[gb[j]];
 done:
@@ -183,12 +183,12 @@ done:
  * stages take the remainder), the layers before the first block join
  * stage 0 and those after the last block join the last stage.  Models
  * with fewer blocks than stages are split by layers holding parameters. */
-static void uniform_bounds(const cost_model *m, cost_strategy *s)
+static void uniform_bounds(const fmt_model *m, fmt_strategy *s)
 {
     int L = m->nlayers, k = s->pp, nb = 0, first = -1, last = -1, l, j;
 
     for (l = 0; l < L; l++)
-        if (m->layers[l].kind == COST_KIND_TRANSFORMER) {
+        if (m->layers[l].kind == FMT_KIND_TRANSFORMER) {
             nb++;
             if (first < 0)
                 first = l;
@@ -200,7 +200,7 @@ static void uniform_bounds(const cost_model *m, cost_strategy *s)
         for (j = 1; j < k; j++) {
             int blocks = nb / k * j + (j < nb % k ? j : nb % k), seen = 0;
             for (l = first; l <= last; l++)
-                if (m->layers[l].kind == COST_KIND_TRANSFORMER && seen++ == blocks)
+                if (m->layers[l].kind == FMT_KIND_TRANSFORMER && seen++ == blocks)
                     break;
             s->bounds[j] = l;
         }
@@ -217,7 +217,7 @@ static void uniform_bounds(const cost_model *m, cost_strategy *s)
 }
 
 /* Keep the best top_k candidates, sorted by predicted time (stable). */
-static int keep_candidate(search_result *res, int top_k, cost_strategy *s,
+static int keep_candidate(search_result *res, int top_k, fmt_strategy *s,
                           cost_result *r)
 {
     int pos = res->n, i;
@@ -225,12 +225,12 @@ static int keep_candidate(search_result *res, int top_k, cost_strategy *s,
     while (pos > 0 && res->cands[pos - 1].r.iter_s > r->iter_s)
         pos--;
     if (pos >= top_k) {
-        cost_strategy_free(s);
+        fmt_strategy_free(s);
         cost_result_free(r);
-        return COST_OK;
+        return UTIL_OK;
     }
     if (res->n == top_k) {
-        cost_strategy_free(&res->cands[top_k - 1].s);
+        fmt_strategy_free(&res->cands[top_k - 1].s);
         cost_result_free(&res->cands[top_k - 1].r);
         res->n--;
     }
@@ -241,16 +241,16 @@ static int keep_candidate(search_result *res, int top_k, cost_strategy *s,
     res->n++;
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
-    return COST_OK;
+    return UTIL_OK;
 }
 
-static int same_ranks(const cost_strategy *a, const cost_strategy *b)
+static int same_ranks(const fmt_strategy *a, const fmt_strategy *b)
 {
     return memcmp(a->ranks, b->ranks,
                   (size_t)(a->tp * a->dp * a->pp) * sizeof *a->ranks) == 0;
 }
 
-static int largest_node(const cost_cluster *c, int smallest)
+static int largest_node(const fmt_cluster *c, int smallest)
 {
     int i, v = c->nodes[0].gpus;
 
@@ -262,7 +262,7 @@ static int largest_node(const cost_cluster *c, int smallest)
 
 /* Remember the rejected strategy closest to fitting (issue 3): its
  * device with the least headroom, while nothing fits yet. */
-static void note_miss(const cost_cluster *c, const cost_strategy *s,
+static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
                       const cost_result *r, search_result *res)
 {
     int w = r->worst_rank;
@@ -287,15 +287,15 @@ static void note_miss(const cost_cluster *c, const cost_strategy *s,
 
 /* Score one (tp, dp, pp, mbs): each placement rule, DP assignment (or
  * Megatron's uniform split), cost model. */
-static int try_degrees(const cost_cluster *c, const cost_model *m,
-                       const cost_profile *prof, const cost_params *cp,
+static int try_degrees(const fmt_cluster *c, const fmt_model *m,
+                       const fmt_profile *prof, const cost_params *cp,
                        const search_params *sp, int tp, int dp, int pp,
                        int mbs, search_result *res, int *fit_any,
-                       cost_error *err)
+                       util_error *err)
 {
-    cost_strategy s, first;
+    fmt_strategy s, first;
     cost_result r;
-    int rule, rc = COST_OK, placed = 0;
+    int rule, rc = UTIL_OK, placed = 0;
 
     memset(&first, 0, sizeof first);
     memset(&s, 0, sizeof s);
@@ -305,105 +305,105 @@ static int try_degrees(const cost_cluster *c, const cost_model *m,
             continue;
         if (sp->method != SEARCH_METHOD_MEGATRON && !(sp->placements & (1u << rule)))
             continue;
-        rc = cost_strategy_alloc(&s, tp, dp, pp);
-        if (rc != COST_OK) {
-            rc = cost_error_set(err, rc, NULL, NULL, "out of memory");
+        rc = fmt_strategy_alloc(&s, tp, dp, pp);
+        if (rc != UTIL_OK) {
+            rc = util_error_set(err, rc, NULL, NULL, "out of memory");
             goto done;
         }
         s.mbs = mbs;
         s.gas = sp->global_batch / (dp * mbs);
         s.schedule = cp->schedule;
         rc = search_place(c, rule, &s, err);
-        if (rc != COST_OK)
+        if (rc != UTIL_OK)
             goto done;
         if (placed && same_ranks(&s, &first)) {
-            cost_strategy_free(&s);
+            fmt_strategy_free(&s);
             continue;
         }
         if (!placed) {
-            rc = cost_strategy_copy(&first, &s);
-            if (rc != COST_OK)
+            rc = fmt_strategy_copy(&first, &s);
+            if (rc != UTIL_OK)
                 goto done;
             placed = 1;
         }
         if (sp->method == SEARCH_METHOD_MEGATRON) {
             uniform_bounds(m, &s);
-            arc = COST_OK;
+            arc = UTIL_OK;
         } else {
             arc = search_assign_layers(c, m, prof, cp, &s, err);
-            if (arc == COST_OK && sp->uneven_tp && tp > 1) { /* issue 6 */
+            if (arc == UTIL_OK && sp->uneven_tp && tp > 1) { /* issue 6 */
                 search_shard_params shp;
                 search_shard_params_init(&shp);
                 shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
                 arc = search_shard_refine(c, m, prof, cp, &shp, &s, err);
             }
         }
-        if (arc == COST_EINFEASIBLE) {
+        if (arc == UTIL_EINFEASIBLE) {
             res->rejected_memory++;
             if (!sp->keep_infeasible && res->n > 0) {
-                cost_strategy_free(&s);
+                fmt_strategy_free(&s);
                 continue;
             }
             /* while nothing fits, the uniform split is scored too: it says
              * by how much memory falls short (or fits after all) */
             uniform_bounds(m, &s);
-        } else if (arc != COST_OK) {
+        } else if (arc != UTIL_OK) {
             rc = arc;
             goto done;
         }
         rc = cost_evaluate(c, m, prof, cp, &s, &r, err);
-        if (rc != COST_OK)
+        if (rc != UTIL_OK)
             goto done;
         res->evaluated++;
         if (r.empty_stage >= 0) { /* never kept: it cannot run (issue 3) */
             res->rejected_other++;
-            cost_strategy_free(&s);
+            fmt_strategy_free(&s);
             cost_result_free(&r);
             continue;
         }
         if (r.fits)
             *fit_any = 1;
-        if (!r.fits && arc == COST_OK)
+        if (!r.fits && arc == UTIL_OK)
             res->rejected_memory++;
-        if (r.fits && arc == COST_EINFEASIBLE) /* the uniform split fits */
+        if (r.fits && arc == UTIL_EINFEASIBLE) /* the uniform split fits */
             res->rejected_memory--;
         if (!r.fits)
             note_miss(c, &s, &r, res);
         if (!r.fits && !sp->keep_infeasible) {
-            cost_strategy_free(&s);
+            fmt_strategy_free(&s);
             cost_result_free(&r);
             continue;
         }
         rc = keep_candidate(res, sp->top_k, &s, &r);
-        if (rc != COST_OK)
+        if (rc != UTIL_OK)
             goto done;
     }
 done:
-    cost_strategy_free(&s);
-    cost_strategy_free(&first);
+    fmt_strategy_free(&s);
+    fmt_strategy_free(&first);
     return rc;
 }
 
 /* Check divisibility for (tp, pp, mbs), then score it.  *fit is set
  * when a strategy with these degrees fits in memory. */
-static int consider(const cost_cluster *c, const cost_model *m,
-                    const cost_profile *prof, const cost_params *cp,
+static int consider(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *cp,
                     const search_params *sp, int tp, int pp, int mbs,
-                    search_result *out, int *fit, cost_error *err)
+                    search_result *out, int *fit, util_error *err)
 {
     int N = c->ndevices, gbs = sp->global_batch, dp = N / (tp * pp);
 
     if (m->heads > 0 && m->heads % tp != 0) {
         out->rejected_other++;
-        return COST_OK;
+        return UTIL_OK;
     }
     if (gbs % dp != 0 || (gbs / dp) % mbs != 0)
-        return COST_OK; /* mbs must divide the per-replica batch */
+        return UTIL_OK; /* mbs must divide the per-replica batch */
     if (pp > cost_param_layers(m)) {
         /* a stage without parameters cannot run (issue 3) */
         out->rejected_other++;
         out->rejected_stages++;
-        return COST_OK;
+        return UTIL_OK;
     }
     return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, out, fit, err);
 }
@@ -445,12 +445,12 @@ static void progress_tick(const search_params *sp, const search_result *out,
 }
 
 /* The enumeration itself, every candidate scored with cp as given. */
-static int search_all(const cost_cluster *c, const cost_model *m,
-                      const cost_profile *prof, const cost_params *cp,
+static int search_all(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *cp,
                       const search_params *sp, search_result *out,
-                      cost_error *err)
+                      util_error *err)
 {
-    int N = c->ndevices, gbs = sp->global_batch, tp, pp, mbs, rc = COST_OK;
+    int N = c->ndevices, gbs = sp->global_batch, tp, pp, mbs, rc = UTIL_OK;
     int max_tp;
     progress_state ps = {0.0, 0.0, 0};
 
@@ -458,21 +458,21 @@ static int search_all(const cost_cluster *c, const cost_model *m,
     if (sp->progress)
         ps.t0 = progress_now();
     if (gbs < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "global batch must be a positive integer, got %d", gbs);
     if (sp->top_k < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "top-k must be at least 1, got %d", sp->top_k);
     if (N < 1 || m->nlayers < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "empty cluster or model");
     if (cost_param_layers(m) < 1) /* issue 3: nothing for an optimizer */
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "model '%s' has no layer with parameters "
                               "(every 'params' is 0): nothing to train", m->name);
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
     if (out->cands == NULL)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     /* Megatron keeps tensor parallelism inside the smallest node */
     max_tp = sp->method == SEARCH_METHOD_MEGATRON ? largest_node(c, 1)
                                                   : largest_node(c, 0);
@@ -492,7 +492,7 @@ static int search_all(const cost_cluster *c, const cost_model *m,
                     if (q % tp != 0)
                         continue;
                     rc = consider(c, m, prof, cp, sp, tp, q / tp, mbs, out, &fit, err);
-                    if (rc != COST_OK)
+                    if (rc != UTIL_OK)
                         goto done;
                     progress_tick(sp, out, &ps, 0);
                 }
@@ -507,7 +507,7 @@ static int search_all(const cost_cluster *c, const cost_model *m,
                 if ((N / tp) % pp != 0)
                     continue;
                 rc = consider(c, m, prof, cp, sp, tp, pp, mbs, out, &fit, err);
-                if (rc != COST_OK)
+                if (rc != UTIL_OK)
                     goto done;
                 progress_tick(sp, out, &ps, 0);
             }
@@ -516,7 +516,7 @@ static int search_all(const cost_cluster *c, const cost_model *m,
     progress_tick(sp, out, &ps, 1);
     if (out->n == 0 && out->miss.need > 0.0) {
         const search_memory_miss *x = &out->miss;
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no strategy fits in memory: the closest (tp %d, dp %d, "
                             "pp %d, mbs %d) needs %.2f GiB on device %d (%s, "
                             "stage %d), which has %.2f GiB; %ld candidates "
@@ -524,13 +524,13 @@ static int search_all(const cost_cluster *c, const cost_model *m,
                             "smaller micro-batch, ZeRO, recomputation or more "
                             "GPUs)", x->tp, x->dp, x->pp, x->mbs,
                             x->need / 1073741824.0, x->device,
-                            cost_device(c, x->device)->name, x->stage,
+                            fmt_device(c, x->device)->name, x->stage,
                             x->cap / 1073741824.0, out->rejected_memory,
                             out->rejected_other);
         goto done;
     }
     if (out->n == 0 && out->rejected_stages > 0 && out->rejected_memory == 0) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no runnable strategy: model '%s' has %d layers "
                             "holding parameters, and every pipeline stage needs "
                             "one (%ld candidates with more stages ruled out, %ld "
@@ -540,7 +540,7 @@ static int search_all(const cost_cluster *c, const cost_model *m,
         goto done;
     }
     if (out->n == 0) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no strategy fits in memory: %ld candidates "
                             "rejected for memory, %ld for divisibility (try a "
                             "smaller micro-batch, ZeRO, recomputation or more "
@@ -548,7 +548,7 @@ static int search_all(const cost_cluster *c, const cost_model *m,
         goto done;
     }
 done:
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         search_result_free(out);
     return rc;
 }
@@ -571,9 +571,9 @@ static int rerank_cmp(const void *pa, const void *pb)
 /* With fidelity "simulate": prune with the analytic model (every
  * candidate), keep the best max(4 top_k, 20), re-evaluate those with the
  * schedule simulator and re-rank them (docs/simulator.md). */
-int search_plan(const cost_cluster *c, const cost_model *m,
-                const cost_profile *prof, const cost_params *cp,
-                const search_params *sp, search_result *out, cost_error *err)
+int search_plan(const fmt_cluster *c, const fmt_model *m,
+                const fmt_profile *prof, const cost_params *cp,
+                const search_params *sp, search_result *out, util_error *err)
 {
     search_params wide;
     cost_params analytic;
@@ -590,18 +590,18 @@ int search_plan(const cost_cluster *c, const cost_model *m,
     analytic = *cp;
     analytic.fidelity = COST_FIDELITY_ANALYTIC;
     rc = search_all(c, m, prof, &analytic, &wide, out, err);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         return rc;
     key = calloc((size_t)out->n, sizeof *key);
     sorted = calloc((size_t)out->n, sizeof *sorted);
     if (key == NULL || sorted == NULL) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (i = 0; i < out->n; i++) {
         cost_result r;
         rc = cost_evaluate(c, m, prof, cp, &out->cands[i].s, &r, err);
-        if (rc != COST_OK)
+        if (rc != UTIL_OK)
             goto done;
         cost_result_free(&out->cands[i].r);
         out->cands[i].r = r;
@@ -612,7 +612,7 @@ int search_plan(const cost_cluster *c, const cost_model *m,
     for (i = 0; i < out->n; i++)
         sorted[i] = out->cands[key[i].i];
     for (i = sp->top_k; i < out->n; i++) {
-        cost_strategy_free(&sorted[i].s);
+        fmt_strategy_free(&sorted[i].s);
         cost_result_free(&sorted[i].r);
     }
     if (out->n > sp->top_k)
@@ -623,7 +623,7 @@ int search_plan(const cost_cluster *c, const cost_model *m,
 done:
     free(key);
     free(sorted);
-    if (rc != COST_OK)
+    if (rc != UTIL_OK)
         search_result_free(out);
     return rc;
 }

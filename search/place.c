@@ -26,10 +26,10 @@ int search_placement_from_name(const char *name)
 }
 
 /* Speed rank of a node's device type: peak FLOP/s, then bandwidth. */
-static int node_faster(const cost_cluster *c, int a, int b)
+static int node_faster(const fmt_cluster *c, int a, int b)
 {
-    const cost_device_type *x = &c->types[c->nodes[a].type];
-    const cost_device_type *y = &c->types[c->nodes[b].type];
+    const fmt_device_type *x = &c->types[c->nodes[a].type];
+    const fmt_device_type *y = &c->types[c->nodes[b].type];
 
     if (x->flops_fp16 != y->flops_fp16)
         return x->flops_fp16 > y->flops_fp16;
@@ -38,14 +38,14 @@ static int node_faster(const cost_cluster *c, int a, int b)
     return 0;
 }
 
-int search_place(const cost_cluster *c, int rule, cost_strategy *s,
-                 cost_error *err)
+int search_place(const fmt_cluster *c, int rule, fmt_strategy *s,
+                 util_error *err)
 {
     int nr = s->tp * s->dp * s->pp, i, j, r = 0;
     int *order = NULL;
 
     if (nr != c->ndevices)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "strategy has %d ranks for %d devices", nr,
                               c->ndevices);
     if (rule == SEARCH_PLACE_MEGATRON) {
@@ -53,17 +53,17 @@ int search_place(const cost_cluster *c, int rule, cost_strategy *s,
         for (i = 0; i < nr; i++)
             s->ranks[i] = i;
         snprintf(s->placement, sizeof s->placement, "%s", place_names[rule]);
-        return COST_OK;
+        return UTIL_OK;
     }
     if (rule != SEARCH_PLACE_FASTEST)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "unknown placement rule %d", rule);
     /* Group nodes by device type, fastest first (stable): a stage then
      * holds one GPU generation, so no replica waits on a slower twin,
      * and the layer assignment gives the slow stages fewer layers. */
     order = malloc((size_t)c->nnodes * sizeof *order);
     if (order == NULL)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     for (i = 0; i < c->nnodes; i++)
         order[i] = i;
     for (i = 1; i < c->nnodes; i++)
@@ -77,5 +77,5 @@ int search_place(const cost_cluster *c, int rule, cost_strategy *s,
             s->ranks[r++] = c->nodes[order[i]].first_device + j;
     snprintf(s->placement, sizeof s->placement, "%s", place_names[rule]);
     free(order);
-    return COST_OK;
+    return UTIL_OK;
 }

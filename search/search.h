@@ -1,29 +1,13 @@
-/* search/search.h: everything that chooses a strategy: PCG32 random
- * numbers, AMP's pipeline layer-assignment dynamic program, placement
- * rules, AMP's Algorithm 1 enumeration and the Megatron baseline.
+/* search/search.h: everything that chooses a strategy: AMP's pipeline
+ * layer-assignment dynamic program, placement rules, AMP's Algorithm 1
+ * enumeration, the Megatron baseline and the uneven TP shard planner.
  * Searchers call the cost model; they never duplicate it.  No I/O. */
 #ifndef HETPLAN_SEARCH_H
 #define HETPLAN_SEARCH_H
 
 #include <stdint.h>
 
-#include "cost.h"
-
-/* ---- PCG32 (O'Neill 2014, pcg32 "XSH RR" 64/32) ------------------------ */
-
-typedef struct search_pcg32 {
-    uint64_t state;         /* RNG state, all values possible */
-    uint64_t inc;           /* stream selector, always odd */
-} search_pcg32;
-
-/* Seed as pcg32_srandom_r(initstate, initseq) of the reference code. */
-void search_pcg32_seed(search_pcg32 *rng, uint64_t initstate, uint64_t initseq);
-/* Next 32-bit output (pcg32_random_r). */
-uint32_t search_pcg32_next(search_pcg32 *rng);
-/* Uniform integer in [0, bound) without modulo bias; bound > 0. */
-uint32_t search_pcg32_bounded(search_pcg32 *rng, uint32_t bound);
-/* Uniform double in [0, 1) with 53 random bits. */
-double search_pcg32_double(search_pcg32 *rng);
+#include "costmodel.h"
 
 /* ---- pipeline layer assignment (AMP section 3.5) ---------------------- */
 
@@ -46,11 +30,11 @@ typedef struct search_dp_input {
 
 /* Exact minimum of the objective.  bounds gets k + 1 entries
  * (bounds[0] = 0, bounds[k] = L); *objective gets its value.
- * COST_EINFEASIBLE when no assignment satisfies memory (or L < k).
+ * UTIL_EINFEASIBLE when no assignment satisfies memory (or L < k).
  * Runs in O(k * L) per distinct bottleneck value it visits, instead of
  * AMP's O(k * L^4); see docs/algorithms.md. */
 int search_dp_assign(const search_dp_input *in, int *bounds,
-                     double *objective, cost_error *err);
+                     double *objective, util_error *err);
 /* Objective of a given assignment (bounds: k + 1 entries); memory is
  * not checked. */
 double search_dp_objective(const search_dp_input *in, const int *bounds);
@@ -59,7 +43,7 @@ int search_dp_fits(const search_dp_input *in, const int *bounds);
 /* Exhaustive search over all C(L-1, k-1) assignments, for tests and
  * benchmarks only.  Same contract as search_dp_assign. */
 int search_dp_bruteforce(const search_dp_input *in, int *bounds,
-                         double *objective, cost_error *err);
+                         double *objective, util_error *err);
 
 /* ---- placement -------------------------------------------------------- */
 
@@ -73,8 +57,8 @@ const char *search_placement_name(int rule);
 /* Rule from name, -1 when unknown. */
 int search_placement_from_name(const char *name);
 /* Fill s->ranks (already allocated for its degrees) by rule. */
-int search_place(const cost_cluster *c, int rule, cost_strategy *s,
-                 cost_error *err);
+int search_place(const fmt_cluster *c, int rule, fmt_strategy *s,
+                 util_error *err);
 
 /* ---- progress of long searches ---------------------------------------- */
 
@@ -116,7 +100,7 @@ void search_params_init(search_params *p);
 
 /* One ranked strategy. */
 typedef struct search_candidate {
-    cost_strategy s;        /* owned */
+    fmt_strategy s;        /* owned */
     cost_result r;          /* owned */
 } search_candidate;
 
@@ -140,129 +124,18 @@ typedef struct search_result {
 } search_result;
 
 /* Run the search.  out is overwritten; free with search_result_free.
- * COST_EINFEASIBLE (with a reason in err) when no strategy fits. */
-int search_plan(const cost_cluster *c, const cost_model *m,
-                const cost_profile *prof, const cost_params *cp,
+ * UTIL_EINFEASIBLE (with a reason in err) when no strategy fits. */
+int search_plan(const fmt_cluster *c, const fmt_model *m,
+                const fmt_profile *prof, const cost_params *cp,
                 const search_params *sp, search_result *out,
-                cost_error *err);
+                util_error *err);
 void search_result_free(search_result *r);
 
 /* Best layer assignment for a strategy whose degrees, mbs and ranks are
  * set: fills s->bounds with the DP optimum on the stages' devices. */
-int search_assign_layers(const cost_cluster *c, const cost_model *m,
-                         const cost_profile *prof, const cost_params *cp,
-                         cost_strategy *s, cost_error *err);
-
-/* ---- calibration by least absolute deviation (issue 3) --------------- */
-/* section owned by the calibration work: add declarations here */
-
-/* Constants search_calibrate may move (bit mask; the rest stay neutral). */
-enum search_calib_fit_flags {
-    SEARCH_CALIB_COMPUTE = 1,   /* compute_scale per device type */
-    SEARCH_CALIB_MBS = 2,       /* mbs_half per device type */
-    SEARCH_CALIB_LINKS = 4,     /* bw_frac per link class */
-    SEARCH_CALIB_LATENCY = 8,   /* msg_latency */
-    SEARCH_CALIB_TP_FIXED = 16, /* tp_fixed */
-    SEARCH_CALIB_OVERHEAD = 32, /* iter_overhead */
-    SEARCH_CALIB_ALL = 63
-};
-
-typedef struct search_calib_params {
-    unsigned fit;           /* enum search_calib_fit_flags (SEARCH_CALIB_ALL) */
-    double reg;             /* weight of the pull towards the neutral values: objective
-                               += reg * sum |x - neutral| / range per constant (0.01) */
-    int max_rounds;         /* linearise-and-solve rounds at most (30) */
-    double tol;             /* stop when a round improves the objective less (1e-7) */
-} search_calib_params;
-
-void search_calib_params_init(search_calib_params *p);
-
-/* What a fit reached. */
-typedef struct search_calib_fit {
-    cost_calibration cal;   /* the fitted constants */
-    int nfit;               /* trials fitted (measured time given) */
-    int nfree;              /* constants the trials constrain (the others stay neutral) */
-    int rounds;             /* linear programs solved */
-    double mape;            /* in-sample mean |predicted - measured| / measured */
-    double objective;       /* mape + the regularisation term */
-} search_calib_fit;
-
-/* Fit the calibration constants to measured iteration times by least
- * relative absolute deviation, min sum |T_i(x) - m_i| / m_i, solved as a
- * sequence of linear programs (GLPK): T_i is linearised at the current x
- * (bottleneck stages and devices fixed), the LP is solved inside a trust
- * region, the model re-evaluated (docs/calibration.md).  measured[i] < 0
- * marks a failed run, left out.  cp->calib and prof->calib are ignored
- * (the fit starts from neutral).  COST_EINVAL with fewer than 2 measured
- * trials; COST_EINTERNAL when GLPK fails. */
-int search_calibrate(const cost_cluster *c, const cost_model *m,
-                     const cost_profile *prof, const cost_params *cp,
-                     const cost_strategy *s, const double *measured, int n,
-                     const search_calib_params *sp, search_calib_fit *out,
-                     cost_error *err);
-
-/* ---- DT-FM scheduling: GA, KL, SA, random, exact (issue 4) ------------ */
-/* section owned by the DT-FM work: add declarations here */
-
-/* Searchers for the DT-FM scheduling problem (cost_dtfm_problem): a
- * balanced partition of the devices into d_pp groups minimising
- * cost_dtfm_evaluate's total (DT-FM eq. 1). */
-enum search_dtfm_method {
-    SEARCH_DTFM_GA = 0,     /* hybrid genetic algorithm, DT-FM section 3.4 */
-    SEARCH_DTFM_SA,         /* simulated annealing over pair swaps */
-    SEARCH_DTFM_KL,         /* the same GA with Kernighan-Lin local search */
-    SEARCH_DTFM_RANDOM,     /* best of random balanced partitions */
-    SEARCH_DTFM_EXACT,      /* every balanced partition (small instances) */
-    SEARCH_DTFM_NMETHODS
-};
-/* "ga", "sa", "kl", "random", "exact"; NULL when out of range. */
-const char *search_dtfm_method_name(int method);
-/* Method from name, -1 when unknown. */
-int search_dtfm_method_from_name(const char *name);
-
-/* Largest device count SEARCH_DTFM_EXACT accepts. */
-#define SEARCH_DTFM_EXACT_MAX 16
-
-typedef struct search_dtfm_params {
-    int method;             /* enum search_dtfm_method (GA) */
-    uint64_t seed;          /* PCG32 seed; same seed, same result (0) */
-    double seconds;         /* wall-time limit, s; 0 = none (0).  Hitting it
-                               returns COST_ETIMEOUT with the best so far */
-    long max_evals;         /* cost evaluations (swap trials, candidates) allowed;
-                               0 = none (0).  The reproducible limit */
-    long stall;             /* GA/KL: stop after this many offspring without a new
-                               best; SA: restarts without one; 0 = none (0) */
-    int population;         /* GA/KL population size (32) */
-    int ls_passes;          /* local-search passes over all group pairs per
-                               offspring, 0 = until no improvement (0) */
-    double checkpoint_s;    /* also report the best cost reached by this
-                               time, s; 0 = none (0) */
-    search_progress_fn progress; /* progress callback, NULL = none (NULL) */
-    void *progress_ctx;     /* passed to progress (NULL) */
-} search_dtfm_params;
-
-void search_dtfm_params_init(search_dtfm_params *p);
-
-typedef struct search_dtfm_result {
-    int n;                  /* devices */
-    int *group_of;          /* n: group of each device (0..d_pp-1); owned */
-    double cost_s;          /* its total cost (cost_dtfm_evaluate's total_s) */
-    long evaluated;         /* cost evaluations made */
-    long generations;       /* GA/KL offspring, SA steps, random samples, exact
-                               partitions */
-    double elapsed_s;       /* wall time of the search */
-    double best_at_s;       /* elapsed time when the final best was found */
-    double checkpoint_cost_s; /* best cost at params.checkpoint_s; < 0 when none */
-    int timed_out;          /* 1 when the time limit ended the search */
-} search_dtfm_result;
-
-/* Search a schedule.  p must pass cost_dtfm_problem_check.  out is
- * overwritten; free with search_dtfm_result_free.  COST_OK, or
- * COST_ETIMEOUT with the best schedule so far; COST_EINVAL for an exact
- * search over more than SEARCH_DTFM_EXACT_MAX devices. */
-int search_dtfm(const cost_dtfm_problem *p, const search_dtfm_params *sp,
-                search_dtfm_result *out, cost_error *err);
-void search_dtfm_result_free(search_dtfm_result *r);
+int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
+                         const fmt_profile *prof, const cost_params *cp,
+                         fmt_strategy *s, util_error *err);
 
 /* ---- uneven tensor-parallel shards via GLPK (issue 6) ----------------- */
 /* section owned by the uneven-TP work: add declarations here */
@@ -291,30 +164,42 @@ void search_shard_params_init(search_shard_params *p);
  * rank time fixed_s + head_s * h + col_s * c, each rank within its memory;
  * among the optimal splits the one closest to the split in proportion to
  * speed.  heads_out and cols_out get n entries; *max_s (may be NULL) the
- * largest rank time.  COST_EINFEASIBLE when no split fits memory,
- * COST_EINVAL for bad sizes, COST_ETIMEOUT with the best split found when
+ * largest rank time.  UTIL_EINFEASIBLE when no split fits memory,
+ * UTIL_EINVAL for bad sizes, UTIL_ETIMEOUT with the best split found when
  * the time limit hits. */
 int search_shard_solve(const search_shard_rank *ranks, int n, int heads,
                        int cols, const search_shard_params *sp,
                        int *heads_out, int *cols_out, double *max_s,
-                       cost_error *err);
+                       util_error *err);
 
 /* Plan the shards of every TP group of s (all_groups = 0: only groups
  * that mix device types; the others split evenly) from the cost model's
  * per-rank times (cost_rank_time_of, with s->slow) and memory.  A group
  * whose program has no solution keeps the even split.  s->tp_heads and
  * s->tp_cols are set, or cleared when every group is even. */
-int search_shard_strategy(const cost_cluster *c, const cost_model *m,
-                          const cost_profile *prof, const cost_params *cp,
+int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_profile *prof, const cost_params *cp,
                           const search_shard_params *sp, int all_groups,
-                          cost_strategy *s, cost_error *err);
+                          fmt_strategy *s, util_error *err);
 
 /* What search_plan does for a candidate with mixed TP groups: shards,
- * layer assignment with those shards, shards again.  No-op (COST_OK) when
+ * layer assignment with those shards, shards again.  No-op (UTIL_OK) when
  * no TP group is mixed. */
-int search_shard_refine(const cost_cluster *c, const cost_model *m,
-                        const cost_profile *prof, const cost_params *cp,
-                        const search_shard_params *sp, cost_strategy *s,
-                        cost_error *err);
+int search_shard_refine(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        const search_shard_params *sp, fmt_strategy *s,
+                        util_error *err);
+
+/* Work done by one search_dp_assign call. */
+typedef struct search_dp_stats {
+    int solves;             /* O(k * L) passes of the constrained DP, all phases */
+    int steps;              /* passes of the descending bottleneck sweep */
+} search_dp_stats;
+
+/* search_dp_assign that also reports its work in *stats (may be NULL). */
+int search_dp_assign_stats(const search_dp_input *in, int *bounds,
+                           double *objective, search_dp_stats *stats,
+                           util_error *err);
+
 
 #endif

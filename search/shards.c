@@ -28,19 +28,19 @@ void search_shard_params_init(search_shard_params *p)
 
 static int shard_validate(const search_shard_rank *rk, int n, int heads,
                           int cols, const search_shard_params *sp,
-                          cost_error *err)
+                          util_error *err)
 {
     int r;
 
     if (rk == NULL || n < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "a TP group needs at least one rank, got %d", n);
     if (heads < 1 || cols < 1)
-        return cost_error_set(err, COST_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected positive heads and MLP columns, got %d "
                               "and %d", heads, cols);
     if (sp->granule < 1 || cols % sp->granule != 0)
-        return cost_error_set(err, COST_EINVAL, NULL, "granule",
+        return util_error_set(err, UTIL_EINVAL, NULL, "granule",
                               "MLP columns %d are not a multiple of the "
                               "granule %d", cols, sp->granule);
     for (r = 0; r < n; r++) {
@@ -50,11 +50,11 @@ static int shard_validate(const search_shard_rank *rk, int n, int heads,
             x->col_s < 0.0 || !isfinite(x->base_bytes) ||
             !isfinite(x->head_bytes) || !isfinite(x->col_bytes) ||
             x->head_bytes < 0.0 || x->col_bytes < 0.0 || !isfinite(x->cap_bytes))
-            return cost_error_set(err, COST_EINVAL, NULL, NULL,
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "rank %d of the TP group has negative or "
                                   "non-finite times or memory", r);
     }
-    return COST_OK;
+    return UTIL_OK;
 }
 
 /* Solve the current problem; 0 with the status in *st, else GLPK's code. */
@@ -75,15 +75,15 @@ static int shard_intopt(glp_prob *lp, double tm_lim, int *st)
 int search_shard_solve(const search_shard_rank *rk, int n, int heads,
                        int cols, const search_shard_params *sp,
                        int *heads_out, int *cols_out, double *max_s,
-                       cost_error *err)
+                       util_error *err)
 {
     glp_prob *lp = NULL;
-    int *ia = NULL, *ja = NULL, r, nz = 0, row, st = 0, grc, rc = COST_OK;
+    int *ia = NULL, *ja = NULL, r, nz = 0, row, st = 0, grc, rc = UTIL_OK;
     int G, timed_out = 0;
     double *ar = NULL, tnorm = 0.0, best, wsum = 0.0;
     const double bnorm = 1073741824.0; /* memory rows in GiB */
 
-    if ((rc = shard_validate(rk, n, heads, cols, sp, err)) != COST_OK)
+    if ((rc = shard_validate(rk, n, heads, cols, sp, err)) != UTIL_OK)
         return rc;
     G = cols / sp->granule;
     for (r = 0; r < n; r++) {
@@ -98,7 +98,7 @@ int search_shard_solve(const search_shard_rank *rk, int n, int heads,
     ar = calloc((size_t)(16 * n + 8), sizeof *ar);
     lp = glp_create_prob();
     if (ia == NULL || ja == NULL || ar == NULL || lp == NULL) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     glp_set_obj_dir(lp, GLP_MIN);
@@ -167,13 +167,13 @@ int search_shard_solve(const search_shard_rank *rk, int n, int heads,
     /* phase 1: least largest rank time */
     grc = shard_intopt(lp, sp->time_limit_s, &st);
     if (st == GLP_NOFEAS || grc == GLP_ENOPFS) {
-        rc = cost_error_set(err, COST_EINFEASIBLE, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no split of %d heads and %d MLP columns over %d "
                             "ranks fits their memory", heads, cols, n);
         goto done;
     }
     if (st != GLP_OPT && st != GLP_FEAS) {
-        rc = cost_error_set(err, COST_EINTERNAL, NULL, NULL,
+        rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                             "GLPK could not solve the shard program (code %d)",
                             grc);
         goto done;
@@ -218,7 +218,7 @@ int search_shard_solve(const search_shard_rank *rk, int n, int heads,
         *max_s = mx;
     }
     if (timed_out)
-        rc = cost_error_set(err, COST_ETIMEOUT, NULL, NULL,
+        rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
                             "shard program hit its %g s time limit; best split "
                             "so far", sp->time_limit_s);
 done:
@@ -241,33 +241,33 @@ static void even_split(int tp, int H, int F, int *h, int *c)
     }
 }
 
-int search_shard_strategy(const cost_cluster *c, const cost_model *m,
-                          const cost_profile *prof, const cost_params *cp,
+int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_profile *prof, const cost_params *cp,
                           const search_shard_params *sp, int all_groups,
-                          cost_strategy *s, cost_error *err)
+                          fmt_strategy *s, util_error *err)
 {
     int nr = s->tp * s->dp * s->pp, H, F, j, d, k, rc, uneven = 0;
     int *h = NULL, *cl = NULL;
     search_shard_rank *rk = NULL;
     double am = cost_attn_frac(m, 1), at = cost_attn_frac(m, 0);
-    cost_strategy even;
+    fmt_strategy even;
 
     memset(&even, 0, sizeof even);
-    if ((rc = cost_shard_units(m, &H, &F, err)) != COST_OK)
+    if ((rc = cost_shard_units(m, &H, &F, err)) != UTIL_OK)
         return rc;
     if (s->tp <= 1)
-        return cost_strategy_set_shards(s, NULL, NULL);
+        return fmt_strategy_set_shards(s, NULL, NULL);
     h = calloc((size_t)nr, sizeof *h);
     cl = calloc((size_t)nr, sizeof *cl);
     rk = calloc((size_t)s->tp, sizeof *rk);
     if (h == NULL || cl == NULL || rk == NULL) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     /* coefficients come from the even split (they do not depend on it) */
-    if ((rc = cost_strategy_copy(&even, s)) != COST_OK ||
-        (rc = cost_strategy_set_shards(&even, NULL, NULL)) != COST_OK) {
-        rc = cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+    if ((rc = fmt_strategy_copy(&even, s)) != UTIL_OK ||
+        (rc = fmt_strategy_set_shards(&even, NULL, NULL)) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     for (j = 0; j < s->pp; j++)
@@ -287,15 +287,15 @@ int search_shard_strategy(const cost_cluster *c, const cost_model *m,
                 rk[k].base_bytes = base;
                 rk[k].head_bytes = per * am / H;
                 rk[k].col_bytes = per * (1.0 - am) / F;
-                rk[k].cap_bytes = cost_device(c, s->ranks[r0 + k])->mem_bytes;
+                rk[k].cap_bytes = fmt_device(c, s->ranks[r0 + k])->mem_bytes;
             }
             src = search_shard_solve(rk, s->tp, H, F, sp, h + r0, cl + r0, NULL,
                                      err);
-            if (src == COST_EINFEASIBLE) {
+            if (src == UTIL_EINFEASIBLE) {
                 even_split(s->tp, H, F, h + r0, cl + r0);
                 continue;
             }
-            if (src != COST_OK && src != COST_ETIMEOUT) {
+            if (src != UTIL_OK && src != UTIL_ETIMEOUT) {
                 rc = src;
                 goto done;
             }
@@ -303,46 +303,46 @@ int search_shard_strategy(const cost_cluster *c, const cost_model *m,
                 if (h[r0 + k] * s->tp != H || cl[r0 + k] * s->tp != F)
                     uneven = 1;
         }
-    rc = cost_strategy_set_shards(s, uneven ? h : NULL, uneven ? cl : NULL);
-    if (rc != COST_OK)
-        rc = cost_error_set(err, rc, NULL, NULL, "out of memory");
+    rc = fmt_strategy_set_shards(s, uneven ? h : NULL, uneven ? cl : NULL);
+    if (rc != UTIL_OK)
+        rc = util_error_set(err, rc, NULL, NULL, "out of memory");
 done:
-    cost_strategy_free(&even);
+    fmt_strategy_free(&even);
     free(h);
     free(cl);
     free(rk);
     return rc;
 }
 
-int search_shard_refine(const cost_cluster *c, const cost_model *m,
-                        const cost_profile *prof, const cost_params *cp,
-                        const search_shard_params *sp, cost_strategy *s,
-                        cost_error *err)
+int search_shard_refine(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        const search_shard_params *sp, fmt_strategy *s,
+                        util_error *err)
 {
     int j, d, mixed = 0, rc, H, F;
     int *keep = NULL;
 
-    if (s->tp <= 1 || cost_shard_units(m, &H, &F, NULL) != COST_OK ||
+    if (s->tp <= 1 || cost_shard_units(m, &H, &F, NULL) != UTIL_OK ||
         F % sp->granule != 0)
-        return COST_OK; /* nothing to shard: the even split stays */
+        return UTIL_OK; /* nothing to shard: the even split stays */
     for (j = 0; j < s->pp && !mixed; j++)
         for (d = 0; d < s->dp && !mixed; d++)
             mixed = cost_tp_group_mixed(c, s, j, d);
     if (!mixed)
-        return COST_OK;
+        return UTIL_OK;
     rc = search_shard_strategy(c, m, prof, cp, sp, 0, s, err);
-    if (rc != COST_OK || s->tp_heads == NULL)
+    if (rc != UTIL_OK || s->tp_heads == NULL)
         return rc;
     /* the assignment sees the shards through cost_rank_layer_adjust */
     keep = malloc(((size_t)s->pp + 1) * sizeof *keep);
     if (keep == NULL)
-        return cost_error_set(err, COST_ENOMEM, NULL, NULL, "out of memory");
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     memcpy(keep, s->bounds, ((size_t)s->pp + 1) * sizeof *keep);
     rc = search_assign_layers(c, m, prof, cp, s, err);
-    if (rc == COST_EINFEASIBLE) {
+    if (rc == UTIL_EINFEASIBLE) {
         memcpy(s->bounds, keep, ((size_t)s->pp + 1) * sizeof *keep);
-        rc = COST_OK;
-    } else if (rc == COST_OK) {
+        rc = UTIL_OK;
+    } else if (rc == UTIL_OK) {
         rc = search_shard_strategy(c, m, prof, cp, sp, 0, s, err);
     }
     free(keep);

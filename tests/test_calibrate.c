@@ -1,5 +1,5 @@
 /* tests/test_calibrate.c: calibration by least absolute deviation
- * (search/calibrate.c), calibrated profiles and `planner calibrate`. */
+ * (calibrate/fit.c), calibrated profiles and `planner calibrate`. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -11,35 +11,45 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 
 /* ---- synthetic trials made by the model itself ------------------------ */
 
 typedef struct synth {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;          /* empty: every layer time estimated */
-    cost_strategy s[64];
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;          /* empty: every layer time estimated */
+    fmt_strategy s[64];
     double measured[64];
     int n;
 } synth;
 
 /* The parameters the trials are generated with. */
-static void truth(cost_calibration *cal)
+static void truth(fmt_calibration *cal)
 {
     int v, t;
 
-    cost_calibration_init(cal);
-    v = cost_calibration_add_type(cal, "V100");
-    t = cost_calibration_add_type(cal, "T4");
+    fmt_calibration_init(cal);
+    v = fmt_calibration_add_type(cal, "V100");
+    t = fmt_calibration_add_type(cal, "T4");
     cal->compute_scale[v] = 0.8;
     cal->mbs_half[v] = 0.5;
     cal->compute_scale[t] = 1.3;
     cal->mbs_half[t] = 1.0;
-    cal->bw_frac[COST_LINK_INTRA] = 0.8;
-    cal->bw_frac[COST_LINK_INTER] = 0.3;
+    cal->bw_frac[FMT_LINK_INTRA] = 0.8;
+    cal->bw_frac[FMT_LINK_INTER] = 0.3;
     cal->msg_latency = 50e-6;
     cal->tp_fixed = 0.3e-3;
     cal->iter_overhead = 0.04;
@@ -47,18 +57,18 @@ static void truth(cost_calibration *cal)
 
 /* Strategies over tp, pp, mbs on the 12 V100 + 4 T4 cluster, even layer
  * split, measured = the model's time under cal. */
-static void make_synth(synth *x, const cost_calibration *cal)
+static void make_synth(synth *x, const fmt_calibration *cal)
 {
     static const int tps[] = {1, 2, 4}, pps[] = {1, 2, 4, 8, 16}, mbss[] = {1, 2, 4, 8};
-    cost_error err;
+    util_error err;
     cost_params cp;
     size_t a, b, k;
     int i, gb = 32;
 
     memset(x, 0, sizeof *x);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(plan_load_cluster(EXAMPLES "amp-het.json", &x->c, &err), COST_OK);
-    ck_assert_int_eq(plan_load_model(EXAMPLES "gpt2-amp.json", &x->m, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(EXAMPLES "amp-het.json", &x->c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_load_model(EXAMPLES "gpt2-amp.json", &x->m, &err), UTIL_OK);
     x->prof.nlayers = x->m.nlayers;
     cost_params_init(&cp);
     cp.calib = cal;
@@ -66,23 +76,23 @@ static void make_synth(synth *x, const cost_calibration *cal)
         for (b = 0; b < 5; b++)
             for (k = 0; k < 4; k++) {
                 int tp = tps[a], pp = pps[b], mbs = mbss[k], dp;
-                cost_strategy *s = &x->s[x->n];
+                fmt_strategy *s = &x->s[x->n];
                 cost_result r;
                 if (tp * pp > 16 || x->n >= 64)
                     continue;
                 dp = 16 / (tp * pp);
                 if (gb % (dp * mbs) != 0)
                     continue;
-                ck_assert_int_eq(cost_strategy_alloc(s, tp, dp, pp), COST_OK);
+                ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
                 s->mbs = mbs;
                 s->gas = gb / (dp * mbs);
                 for (i = 0; i <= pp; i++)
                     s->bounds[i] = i * x->m.nlayers / pp;
                 for (i = 0; i < 16; i++)
                     s->ranks[i] = i;
-                ck_assert_int_eq(cost_strategy_check(&x->c, &x->m, s, gb, &err), COST_OK);
+                ck_assert_int_eq(fmt_strategy_check(&x->c, &x->m, s, gb, &err), UTIL_OK);
                 ck_assert_int_eq(cost_evaluate(&x->c, &x->m, &x->prof, &cp, s, &r, &err),
-                                 COST_OK);
+                                 UTIL_OK);
                 x->measured[x->n++] = r.iter_s;
                 cost_result_free(&r);
             }
@@ -94,9 +104,9 @@ static void free_synth(synth *x)
     int i;
 
     for (i = 0; i < x->n; i++)
-        cost_strategy_free(&x->s[i]);
-    cost_model_free(&x->m);
-    cost_cluster_free(&x->c);
+        fmt_strategy_free(&x->s[i]);
+    fmt_model_free(&x->m);
+    fmt_cluster_free(&x->c);
 }
 
 static void expect_near(double got, double want, double rel, double abs_tol,
@@ -106,21 +116,21 @@ static void expect_near(double got, double want, double rel, double abs_tol,
                   "%s: fitted %.6g, true %.6g", what, got, want);
 }
 
-static void expect_recovered(const cost_calibration *got, const cost_calibration *want,
+static void expect_recovered(const fmt_calibration *got, const fmt_calibration *want,
                              double rel)
 {
     int i, k;
     static const char *const names[] = {"V100", "T4"};
 
     for (i = 0; i < 2; i++) {
-        int g = cost_calibration_type(got, names[i]), w = cost_calibration_type(want, names[i]);
+        int g = fmt_calibration_type(got, names[i]), w = fmt_calibration_type(want, names[i]);
         ck_assert_int_ge(g, 0);
         expect_near(got->compute_scale[g], want->compute_scale[w], rel, 0.0, "compute_scale");
         expect_near(got->mbs_half[g], want->mbs_half[w], rel, 0.01, "mbs_half");
     }
-    for (k = COST_LINK_INTRA; k <= COST_LINK_INTER; k++)
+    for (k = FMT_LINK_INTRA; k <= FMT_LINK_INTER; k++)
         expect_near(got->bw_frac[k], want->bw_frac[k], rel, 0.0, "bw_frac");
-    ck_assert_msg(got->bw_frac[COST_LINK_REGION] == 0.0,
+    ck_assert_msg(got->bw_frac[FMT_LINK_REGION] == 0.0,
                   "no trial crosses regions: bw_frac stays at the default");
     expect_near(got->msg_latency, want->msg_latency, rel, 2e-6, "msg_latency");
     expect_near(got->tp_fixed, want->tp_fixed, rel, 2e-5, "tp_fixed");
@@ -130,21 +140,21 @@ static void expect_recovered(const cost_calibration *got, const cost_calibration
 START_TEST(test_recovers_exact)
 {
     synth x;
-    cost_calibration want;
+    fmt_calibration want;
     cost_params cp;
-    cost_error err;
-    search_calib_params sp;
-    search_calib_fit fit;
+    util_error err;
+    calib_params sp;
+    calib_fit fit;
 
     truth(&want);
     make_synth(&x, &want);
     cost_params_init(&cp);
-    search_calib_params_init(&sp);
+    calib_params_init(&sp);
     sp.reg = 0.0;
     sp.max_rounds = 60;
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(search_calibrate(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
-                                      &sp, &fit, &err), COST_OK);
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
+                                      &sp, &fit, &err), UTIL_OK);
     ck_assert_int_eq(fit.nfit, x.n);
     ck_assert_msg(fit.mape < 1e-4, "noise-free fit leaves MAPE %.3g", fit.mape);
     expect_recovered(&fit.cal, &want, 0.02);
@@ -155,11 +165,11 @@ END_TEST
 START_TEST(test_robust_to_outliers)
 {
     synth x;
-    cost_calibration want;
+    fmt_calibration want;
     cost_params cp;
-    cost_error err;
-    search_calib_params sp;
-    search_calib_fit fit;
+    util_error err;
+    calib_params sp;
+    calib_fit fit;
     int i, outliers[3] = {3, 11, 20}, big = 0;
 
     truth(&want);
@@ -168,12 +178,12 @@ START_TEST(test_robust_to_outliers)
         x.measured[outliers[i]] *= i == 1 ? 0.6 : 1.8;
     x.measured[7] = -1.0; /* and one that failed: left out */
     cost_params_init(&cp);
-    search_calib_params_init(&sp);
+    calib_params_init(&sp);
     sp.reg = 0.0;
     sp.max_rounds = 60;
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(search_calibrate(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
-                                      &sp, &fit, &err), COST_OK);
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
+                                      &sp, &fit, &err), UTIL_OK);
     ck_assert_int_eq(fit.nfit, x.n - 1);
     /* least absolute deviation puts the outliers' error on the outliers */
     expect_recovered(&fit.cal, &want, 0.05);
@@ -182,7 +192,7 @@ START_TEST(test_robust_to_outliers)
         cost_result r;
         double rel;
         ck_assert_int_eq(cost_evaluate(&x.c, &x.m, &x.prof, &cp, &x.s[i], &r, &err),
-                         COST_OK);
+                         UTIL_OK);
         rel = fabs(r.iter_s - x.measured[i]) / x.measured[i];
         if (x.measured[i] > 0.0 && rel > 0.1)
             big++;
@@ -196,22 +206,22 @@ END_TEST
 START_TEST(test_neutral_is_identity)
 {
     synth x;
-    cost_calibration neutral;
+    fmt_calibration neutral;
     cost_params cp;
-    cost_error err;
+    util_error err;
     int i;
 
     make_synth(&x, NULL);
-    cost_calibration_init(&neutral);
-    cost_calibration_add_type(&neutral, "V100");
+    fmt_calibration_init(&neutral);
+    fmt_calibration_add_type(&neutral, "V100");
     cost_params_init(&cp);
     memset(&err, 0, sizeof err);
     for (i = 0; i < x.n; i++) {
         cost_result a, b;
         cp.calib = NULL;
-        ck_assert_int_eq(cost_evaluate(&x.c, &x.m, &x.prof, &cp, &x.s[i], &a, &err), COST_OK);
+        ck_assert_int_eq(cost_evaluate(&x.c, &x.m, &x.prof, &cp, &x.s[i], &a, &err), UTIL_OK);
         cp.calib = &neutral;
-        ck_assert_int_eq(cost_evaluate(&x.c, &x.m, &x.prof, &cp, &x.s[i], &b, &err), COST_OK);
+        ck_assert_int_eq(cost_evaluate(&x.c, &x.m, &x.prof, &cp, &x.s[i], &b, &err), UTIL_OK);
         ck_assert_double_eq_tol(a.iter_s, b.iter_s, 1e-12 * a.iter_s);
         ck_assert_double_eq_tol(x.measured[i], a.iter_s, 1e-12 * a.iter_s);
         cost_result_free(&a);
@@ -225,8 +235,8 @@ START_TEST(test_too_few_trials)
 {
     synth x;
     cost_params cp;
-    cost_error err;
-    search_calib_fit fit;
+    util_error err;
+    calib_fit fit;
     int i;
 
     make_synth(&x, NULL);
@@ -234,8 +244,8 @@ START_TEST(test_too_few_trials)
         x.measured[i] = -1.0;
     cost_params_init(&cp);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(search_calibrate(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
-                                      NULL, &fit, &err), COST_EINVAL);
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n,
+                                      NULL, &fit, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "at least 2 trials"));
     free_synth(&x);
 }
@@ -284,10 +294,10 @@ static void put(const char *name, const char *text)
 static char *slurp(const char *name)
 {
     char p[512], *text = NULL;
-    cost_error err;
+    util_error err;
 
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(plan_read_file(tpath(p, name), &text, &err), COST_OK);
+    ck_assert_int_eq(util_read_file(tpath(p, name), &text, &err), UTIL_OK);
     return text;
 }
 
@@ -333,7 +343,7 @@ static int planner(const char *const *args)
 static void write_trials(void)
 {
     synth x;
-    cost_calibration want;
+    fmt_calibration want;
     char *text, buf[256];
     size_t cap = 1 << 16, used = 0;
     int i, j, k = 0;
@@ -344,7 +354,7 @@ static void write_trials(void)
     ck_assert_ptr_nonnull(text);
     used += (size_t)snprintf(text + used, cap - used, "{\"global_batch\": 32, \"strategies\": [\n");
     for (i = 0; i < x.n; i += 2, k++) {
-        const cost_strategy *s = &x.s[i];
+        const fmt_strategy *s = &x.s[i];
         used += (size_t)snprintf(text + used, cap - used,
                                  "%s{\"tp\": %d, \"dp\": %d, \"pp\": %d, \"mbs\": %d, "
                                  "\"stage_boundaries\": [", k ? ",\n" : "", s->tp, s->dp,
@@ -368,11 +378,11 @@ static void write_trials(void)
 START_TEST(test_cli_end_to_end)
 {
     char tr[512], pr[512], out[512], pl[512], *text;
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
-    cost_error err;
-    cost_calibration want;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    util_error err;
+    fmt_calibration want;
     int rc;
 
     write_trials();
@@ -397,15 +407,15 @@ START_TEST(test_cli_end_to_end)
     memset(&c, 0, sizeof c);
     memset(&m, 0, sizeof m);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(plan_load_cluster(EXAMPLES "amp-het.json", &c, &err), COST_OK);
-    ck_assert_int_eq(plan_load_model(EXAMPLES "gpt2-amp.json", &m, &err), COST_OK);
-    ck_assert_int_eq(plan_load_profile(out, &m, &prof, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(EXAMPLES "amp-het.json", &c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_load_model(EXAMPLES "gpt2-amp.json", &m, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_load_profile(out, &m, &prof, &err), UTIL_OK);
     ck_assert_ptr_nonnull(prof.calib);
     truth(&want);
     expect_recovered(prof.calib, &want, 0.05);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
     /* JSON report, and planning with the calibrated profile */
     {
         const char *args[] = {"calibrate", "--cluster", "examples/amp-het.json", "--model",

@@ -19,7 +19,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "testutil.h"
 
 #define CLUSTER "examples/amp-het.json"
@@ -491,7 +501,7 @@ START_TEST(version)
     PLANNER(&r, "--version");
     expect_exit(&r, 0);
     ck_assert_str_eq(r.err, "");
-    expect_in(r.out, PLAN_VERSION, "stdout", &r);
+    expect_in(r.out, HETPLAN_VERSION, "stdout", &r);
     expect_in(r.out, "planner", "stdout", &r);
     ck_assert_msg(strchr(r.out, '\n') == r.out + strlen(r.out) - 1,
                   "--version should print one line: %s", r.out);

@@ -5,13 +5,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
 
 /* Two device types: "fast" and "slow" (no catalogue). */
-static void make_cluster(cost_cluster *c, int nnodes, int gpus, int slow_last)
+static void make_cluster(fmt_cluster *c, int nnodes, int gpus, int slow_last)
 {
     int i;
 
@@ -37,12 +46,12 @@ static void make_cluster(cost_cluster *c, int nnodes, int gpus, int slow_last)
         c->nodes[i].nic_bw = 10.0 * GB8;
         c->nodes[i].nic_lat = 0.0;
     }
-    ck_assert_int_eq(cost_cluster_index(c), COST_OK);
+    ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
 }
 
 /* n layers without FLOPs, parameters or traffic: times come from the
  * profile only. */
-static void make_model(cost_model *m, int n, double out_bytes)
+static void make_model(fmt_model *m, int n, double out_bytes)
 {
     int i;
 
@@ -52,16 +61,16 @@ static void make_model(cost_model *m, int n, double out_bytes)
     m->layers = calloc((size_t)n, sizeof *m->layers);
     for (i = 0; i < n; i++) {
         snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
-        m->layers[i].kind = COST_KIND_GENERIC;
+        m->layers[i].kind = FMT_KIND_GENERIC;
         m->layers[i].out_bytes = out_bytes;
     }
 }
 
 /* Profile: every layer fwd/bwd (s) on a device type at tp 1, given mbs. */
-static void add_entry(cost_profile *p, int nlayers, const char *dev, int mbs,
+static void add_entry(fmt_profile *p, int nlayers, const char *dev, int mbs,
                       double fwd, double bwd)
 {
-    cost_profile_entry *e;
+    fmt_profile_entry *e;
     int i;
 
     p->entries = realloc(p->entries, (size_t)(p->nentries + 1) * sizeof *p->entries);
@@ -99,13 +108,13 @@ END_TEST
 /* Two stages on two nodes, gas 4: T = (gas-1) max t + sum t + sum e. */
 START_TEST(test_pipeline_eq5)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
-    cost_error err;
+    util_error err;
     double t_stage, e, expect;
 
     make_cluster(&c, 2, 1, 0);
@@ -113,14 +122,14 @@ START_TEST(test_pipeline_eq5)
     memset(&prof, 0, sizeof prof);
     add_entry(&prof, 4, "fast", 1, 1e-3, 2e-3);
     params_exact(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.bounds[0] = 0;
     s.bounds[1] = 2;
     s.bounds[2] = 4;
     s.gas = 4;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     t_stage = 2 * (1e-3 + 2e-3);
     e = 2.0 * (1.25e6 / (10.0 * GB8)); /* activation + gradient over the NIC */
     expect = 3 * t_stage + 2 * t_stage + e;
@@ -144,26 +153,26 @@ START_TEST(test_pipeline_eq5)
     c.links[0].gpu_b = -1;
     c.links[0].bw = 1.0 * GB8;
     c.links[0].lat = 0.01;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (0.01 + 1.25e6 / GB8), 1e-12);
     cost_result_free(&r);
-    cost_strategy_free(&s);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 /* A stage runs at its slowest device; the slow replica sets the pace. */
 START_TEST(test_slowest_device)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
-    cost_error err;
+    util_error err;
 
     make_cluster(&c, 2, 1, 1); /* n0 fast, n1 slow */
     make_model(&m, 2, 0.0);
@@ -171,30 +180,30 @@ START_TEST(test_slowest_device)
     add_entry(&prof, 2, "fast", 1, 1e-3, 2e-3);
     add_entry(&prof, 2, "slow", 1, 4e-3, 8e-3);
     params_exact(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.bounds[0] = 0;
     s.bounds[1] = 2;
     s.gas = 3;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     /* slow replica: 3 micro-batches x 2 layers x 12 ms; no params, no DP bytes */
     ck_assert_double_eq_tol(r.iter_s, 3 * 2 * 12e-3, 1e-12);
     cost_result_free(&r);
-    cost_strategy_free(&s);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 /* Profile at mbs 1 and 4: interpolate between, extend beyond. */
 START_TEST(test_profile_interpolation)
 {
-    cost_model m;
-    cost_profile prof;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_device_type dt;
+    fmt_device_type dt;
     cost_layer_time lt;
 
     make_model(&m, 1, 0.0);
@@ -216,8 +225,8 @@ START_TEST(test_profile_interpolation)
     strcpy(dt.name, "other");
     cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 2, 1e9, 0.0, 1e9, &lt);
     ck_assert_int_eq(lt.estimated, 1);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -225,10 +234,10 @@ END_TEST
  * without a profile: launches + FLOPs / (peak eff) + bytes / (bw eff). */
 START_TEST(test_single_point_and_estimate)
 {
-    cost_model m;
-    cost_profile prof;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_device_type dt;
+    fmt_device_type dt;
     cost_layer_time lt;
     double launch, w;
 
@@ -253,21 +262,21 @@ START_TEST(test_single_point_and_estimate)
     w = 1e12 / (1e14 * p.compute_eff);
     ck_assert_double_eq_tol(lt.fwd, launch + 4 * w, 1e-15);
     ck_assert_int_eq(lt.estimated, 1);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
 }
 END_TEST
 
 /* Transfers that leave a node together share its NIC. */
 START_TEST(test_nic_sharing)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
-    cost_error err;
+    util_error err;
 
     make_cluster(&c, 2, 2, 0);
     make_model(&m, 2, 1.25e6);
@@ -275,7 +284,7 @@ START_TEST(test_nic_sharing)
     add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
     params_exact(&p);
     /* dp 2, pp 2: both replicas send from node 0 to node 1 at once */
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.ranks[2] = 2;
@@ -284,13 +293,13 @@ START_TEST(test_nic_sharing)
     s.bounds[1] = 1;
     s.bounds[2] = 2;
     s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     ck_assert_double_eq_tol(r.bd.p2p, 2.0 * 1.25e6 / (10.0 * GB8 / 2.0), 1e-12);
     cost_result_free(&r);
-    cost_strategy_free(&s);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -298,13 +307,13 @@ END_TEST
  * and the tied-embedding all-reduce between first and last stage. */
 START_TEST(test_dp_and_tied_sync)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
-    cost_error err;
+    util_error err;
     double bytes = 1e8 * 2.0, ar;
 
     make_cluster(&c, 2, 1, 0);
@@ -314,42 +323,42 @@ START_TEST(test_dp_and_tied_sync)
     add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
     params_exact(&p);
     p.optimizer_bytes = 0.0;
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.bounds[0] = 0;
     s.bounds[1] = 2;
     s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     ar = cost_allreduce(bytes, 2, 10.0 * GB8, 0.0);
     ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
     cost_result_free(&r);
-    cost_strategy_free(&s);
+    fmt_strategy_free(&s);
 
     /* pp 2 with layers 0 and 1 tied: their gradients meet across the NIC */
     m.layers[1].params = 1e8;
     m.layers[0].tied_group = 1;
     m.layers[1].tied_group = 1;
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.bounds[0] = 0;
     s.bounds[1] = 1;
     s.bounds[2] = 2;
     s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
     cost_result_free(&r);
-    cost_strategy_free(&s);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 START_TEST(test_memory)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     double expect;
 
@@ -374,23 +383,23 @@ START_TEST(test_memory)
     ck_assert_int_eq(cost_inflight(&p, 0, 4, 8), 4);
     ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 1);
     ck_assert_int_eq(cost_inflight(&p, 0, 4, 2), 2);
-    p.schedule = COST_SCHED_GPIPE;
+    p.schedule = FMT_SCHED_GPIPE;
     ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 8);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_strategy_check)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_strategy s;
-    cost_error err;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy s;
+    util_error err;
 
     make_cluster(&c, 2, 2, 0);
     make_model(&m, 4, 0.0);
     m.heads = 6;
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 2, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.ranks[2] = 2;
@@ -400,44 +409,44 @@ START_TEST(test_strategy_check)
     s.bounds[2] = 4;
     s.mbs = 2;
     s.gas = 2;
-    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_OK);
-    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 6, &err), COST_EINVAL);
+    ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 6, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "not divisible"));
     s.bounds[1] = 4;
-    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "increasing"));
     s.bounds[1] = 2;
     s.ranks[3] = 0;
-    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "more than one rank"));
-    cost_strategy_free(&s);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 4, 1, 1), COST_OK);
+    fmt_strategy_free(&s);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 4, 1, 1), UTIL_OK);
     s.bounds[1] = 4;
     s.gas = 8;
     s.ranks[1] = 1;
     s.ranks[2] = 2;
     s.ranks[3] = 3;
-    ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 8, &err), COST_EINVAL);
+    ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "attention heads"));
-    cost_strategy_free(&s);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 START_TEST(test_params_set)
 {
     cost_params p;
-    cost_error err;
+    util_error err;
 
     cost_params_init(&p);
-    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.25, &err), COST_OK);
+    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.25, &err), UTIL_OK);
     ck_assert(p.net_eff == 0.25);
-    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 2, &err), COST_OK);
+    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 2, &err), UTIL_OK);
     ck_assert_int_eq(p.zero_stage, 2);
-    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 1.5, &err), COST_EINVAL);
-    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.0, &err), COST_EINVAL);
-    ck_assert_int_eq(cost_params_set(&p, "nosuch", 1.0, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_params_set(&p, "zero_stage", 1.5, &err), UTIL_EINVAL);
+    ck_assert_int_eq(cost_params_set(&p, "net_eff", 0.0, &err), UTIL_EINVAL);
+    ck_assert_int_eq(cost_params_set(&p, "nosuch", 1.0, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "unknown"));
     ck_assert_ptr_nonnull(cost_params_name(0));
     ck_assert_ptr_null(cost_params_name(1000));
@@ -447,12 +456,12 @@ END_TEST
 /* The search's layer assignment gives a slow stage fewer layers. */
 START_TEST(test_assign_balances_speed)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params p;
-    cost_strategy s;
-    cost_error err;
+    fmt_strategy s;
+    util_error err;
     int l;
 
     make_cluster(&c, 2, 1, 1);
@@ -463,16 +472,16 @@ START_TEST(test_assign_balances_speed)
     add_entry(&prof, 12, "fast", 1, 1e-3, 2e-3);
     add_entry(&prof, 12, "slow", 1, 2e-3, 4e-3);
     params_exact(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.gas = 8;
-    ck_assert_int_eq(search_assign_layers(&c, &m, &prof, &p, &s, &err), COST_OK);
+    ck_assert_int_eq(search_assign_layers(&c, &m, &prof, &p, &s, &err), UTIL_OK);
     ck_assert_int_eq(s.bounds[1], 8); /* 8 fast layers, 4 slow ones */
-    cost_strategy_free(&s);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 

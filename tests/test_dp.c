@@ -5,8 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../search/internal.h" /* search/, not planner/internal.h */
+#include "../search/search.h" /* search/, not util/util.h */
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 /* A random instance with owned arrays. */
 typedef struct inst {
@@ -24,19 +34,19 @@ static void inst_free(inst *x)
     memset(x, 0, sizeof *x);
 }
 
-static double rnd(search_pcg32 *r)
+static double rnd(util_pcg32 *r)
 {
-    return search_pcg32_double(r);
+    return util_pcg32_double(r);
 }
 
-static int rint_below(search_pcg32 *r, int n)
+static int rint_below(util_pcg32 *r, int n)
 {
-    return (int)search_pcg32_bounded(r, (uint32_t)n);
+    return (int)util_pcg32_bounded(r, (uint32_t)n);
 }
 
 /* Layer times by mode: 0 uniform, 1 heavy-tailed, 2 small integers
  * (many ties), 3 one integer repeated (all layers tie). */
-static double base_time(search_pcg32 *r, int mode, double one)
+static double base_time(util_pcg32 *r, int mode, double one)
 {
     double u;
 
@@ -53,7 +63,7 @@ static double base_time(search_pcg32 *r, int mode, double one)
     }
 }
 
-static void inst_random(inst *x, search_pcg32 *r, int L, int k, int gas,
+static void inst_random(inst *x, util_pcg32 *r, int L, int k, int gas,
                         int with_mem)
 {
     int mode = rint_below(r, 4), j, l, emode;
@@ -132,14 +142,14 @@ static int close_rel(double a, double b, double rel)
 
 START_TEST(test_random_vs_bruteforce)
 {
-    search_pcg32 r;
+    util_pcg32 r;
     int it, L, k, gas, rc1, rc2, infeasible = 0, same = 0, integral = 0;
     int b1[7], b2[7];
     double o1, o2;
-    cost_error e1, e2;
+    util_error e1, e2;
     inst x;
 
-    search_pcg32_seed(&r, 20240601u, 1u);
+    util_pcg32_seed(&r, 20240601u, 1u);
     for (it = 0; it < 3000; it++) {
         L = 1 + rint_below(&r, 11);
         k = 1 + rint_below(&r, L < 6 ? L : 6);
@@ -151,13 +161,13 @@ START_TEST(test_random_vs_bruteforce)
         rc2 = search_dp_bruteforce(&x.in, b2, &o2, &e2);
         ck_assert_msg(rc1 == rc2, "instance %d: dp rc %d, brute rc %d",
                       it, rc1, rc2);
-        if (rc1 == COST_EINFEASIBLE) {
+        if (rc1 == UTIL_EINFEASIBLE) {
             infeasible++;
-            ck_assert(e1.code == COST_EINFEASIBLE && e1.msg[0] != '\0');
+            ck_assert(e1.code == UTIL_EINFEASIBLE && e1.msg[0] != '\0');
             inst_free(&x);
             continue;
         }
-        ck_assert_int_eq(rc1, COST_OK);
+        ck_assert_int_eq(rc1, UTIL_OK);
         ck_assert(bounds_valid(b1, k, L));
         ck_assert(search_dp_fits(&x.in, b1));
         ck_assert_msg(close_rel(o1, o2, 1e-9),
@@ -238,12 +248,12 @@ static double slow_optimum(const search_dp_input *in)
 
 START_TEST(test_random_vs_slow_reference)
 {
-    search_pcg32 r;
+    util_pcg32 r;
     int it, L, k, gas, b[11], rc;
     double o, ref;
     inst x;
 
-    search_pcg32_seed(&r, 777u, 5u);
+    util_pcg32_seed(&r, 777u, 5u);
     for (it = 0; it < 60; it++) {
         L = 12 + rint_below(&r, 19);
         k = 2 + rint_below(&r, 9);
@@ -251,10 +261,10 @@ START_TEST(test_random_vs_slow_reference)
         inst_random(&x, &r, L, k, gas, rint_below(&r, 2));
         rc = search_dp_assign(&x.in, b, &o, NULL);
         ref = slow_optimum(&x.in);
-        if (rc == COST_EINFEASIBLE) {
+        if (rc == UTIL_EINFEASIBLE) {
             ck_assert(!(ref < HUGE_VAL));
         } else {
-            ck_assert_int_eq(rc, COST_OK);
+            ck_assert_int_eq(rc, UTIL_OK);
             ck_assert(bounds_valid(b, k, L));
             ck_assert(search_dp_fits(&x.in, b));
             ck_assert_msg(close_rel(o, ref, 1e-9),
@@ -267,10 +277,10 @@ END_TEST
 
 static void solve_ok(const search_dp_input *in, int *b, double *o)
 {
-    cost_error err;
+    util_error err;
     int rc = search_dp_assign(in, b, o, &err);
 
-    ck_assert_msg(rc == COST_OK, "rc %d: %s", rc, err.msg);
+    ck_assert_msg(rc == UTIL_OK, "rc %d: %s", rc, err.msg);
 }
 
 START_TEST(test_hand_cases)
@@ -367,7 +377,7 @@ START_TEST(test_errors)
     double mem[8] = {1, 1, 1, 1, 1, 1, 1, 1}, tiny[2] = {0.5, 4};
     double cnan[2] = {NAN, 1}, mneg[8] = {1, -2, 1, 1, 1, 1, 1, 1};
     search_dp_input in;
-    cost_error err;
+    util_error err;
     int b[5], good[3] = {0, 2, 4}, badb[3] = {0, 4, 4};
     double o;
 
@@ -376,55 +386,55 @@ START_TEST(test_errors)
     in.k = 2;
     in.gas = 2;
     in.t = t;
-    ck_assert_int_eq(search_dp_assign(NULL, b, &o, &err), COST_EINVAL);
-    ck_assert_int_eq(err.code, COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(NULL, b, &o, &err), UTIL_EINVAL);
+    ck_assert_int_eq(err.code, UTIL_EINVAL);
     ck_assert(err.msg[0] != '\0');
-    ck_assert_int_eq(search_dp_assign(&in, NULL, &o, &err), COST_EINVAL);
-    ck_assert_int_eq(search_dp_assign(&in, b, NULL, &err), COST_EINVAL);
-    ck_assert_int_eq(search_dp_bruteforce(&in, NULL, &o, &err), COST_EINVAL);
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, NULL), COST_OK);
+    ck_assert_int_eq(search_dp_assign(&in, NULL, &o, &err), UTIL_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, NULL, &err), UTIL_EINVAL);
+    ck_assert_int_eq(search_dp_bruteforce(&in, NULL, &o, &err), UTIL_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, NULL), UTIL_OK);
 
     in.L = 0;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.L = 4;
     in.k = 0;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.k = 2;
     in.gas = 0;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.gas = 2;
     in.t = NULL;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.t = bad;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
-    ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
+    ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err), UTIL_EINVAL);
     in.t = nan8;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.t = t;
     in.e = enan;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.e = NULL;
     in.mem = mneg;
     in.cap = tiny;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
     in.mem = mem;
     in.cap = cnan;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINVAL);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINVAL);
 
     /* infeasible: cap below one layer, or fewer layers than stages */
     in.cap = tiny;
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINFEASIBLE);
-    ck_assert_int_eq(err.code, COST_EINFEASIBLE);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINFEASIBLE);
+    ck_assert_int_eq(err.code, UTIL_EINFEASIBLE);
     ck_assert(err.msg[0] != '\0');
     ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err),
-                     COST_EINFEASIBLE);
+                     UTIL_EINFEASIBLE);
     in.mem = NULL;
     in.cap = NULL;
     in.k = 5;
-    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), COST_EINFEASIBLE);
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_EINFEASIBLE);
     ck_assert_int_eq(search_dp_bruteforce(&in, b, &o, &err),
-                     COST_EINFEASIBLE);
+                     UTIL_EINFEASIBLE);
 
     /* objective and fits reject malformed bounds */
     in.k = 2;
@@ -438,17 +448,17 @@ END_TEST
 
 static void large_case(int L, int k, unsigned seed, int with_mem)
 {
-    search_pcg32 r;
+    util_pcg32 r;
     inst x;
     int *b = malloc((size_t)(k + 1) * sizeof *b);
     int *u = malloc((size_t)(k + 1) * sizeof *u);
     int j, rc;
     double o;
     search_dp_stats st;
-    cost_error err;
+    util_error err;
 
     ck_assert(b && u);
-    search_pcg32_seed(&r, seed, 3u);
+    util_pcg32_seed(&r, seed, 3u);
     inst_random(&x, &r, L, k, 8, with_mem);
     for (j = 0; j <= k; j++)
         u[j] = (int)((long)j * L / k);
@@ -465,7 +475,7 @@ static void large_case(int L, int k, unsigned seed, int with_mem)
         ck_assert(search_dp_fits(&x.in, u));
     }
     rc = search_dp_assign_stats(&x.in, b, &o, &st, &err);
-    ck_assert_msg(rc == COST_OK, "rc %d: %s", rc, err.msg);
+    ck_assert_msg(rc == UTIL_OK, "rc %d: %s", rc, err.msg);
     ck_assert(bounds_valid(b, k, L));
     ck_assert(search_dp_fits(&x.in, b));
     ck_assert(st.solves >= 1);

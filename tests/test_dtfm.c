@@ -12,7 +12,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 /* ---- brute force helpers ------------------------------------------------ */
 
@@ -98,18 +108,18 @@ static int is_perm(const int *p, int n)
 
 START_TEST(test_bottleneck_vs_bruteforce)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     double w[64];
     int match[8], trial, m, i;
 
-    search_pcg32_seed(&rng, 11u, 3u);
+    util_pcg32_seed(&rng, 11u, 3u);
     for (trial = 0; trial < 600; trial++) {
         double v, worst = 0.0;
         m = 1 + trial % 7;
         for (i = 0; i < m * m; i++)
-            w[i] = trial % 2 ? (double)search_pcg32_bounded(&rng, 4) /* ties */
-                             : search_pcg32_double(&rng);
-        v = cost_dtfm_bottleneck(w, m, match);
+            w[i] = trial % 2 ? (double)util_pcg32_bounded(&rng, 4) /* ties */
+                             : util_pcg32_double(&rng);
+        v = dtfm_bottleneck(w, m, match);
         ck_assert(is_perm(match, m));
         for (i = 0; i < m; i++)
             if (w[i * m + match[i]] > worst)
@@ -122,19 +132,19 @@ END_TEST
 
 START_TEST(test_tsp_exact_vs_bruteforce)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     double w[100];
     int order[10], trial, k, i, j;
 
-    search_pcg32_seed(&rng, 5u, 9u);
+    util_pcg32_seed(&rng, 5u, 9u);
     for (trial = 0; trial < 200; trial++) {
         double len, want;
         k = 1 + trial % 8;
         for (i = 0; i < k; i++)
             for (j = i; j < k; j++)
                 w[i * k + j] = w[j * k + i] =
-                    i == j ? 0.0 : 1.0 + (double)search_pcg32_bounded(&rng, 50);
-        ck_assert_int_eq(cost_dtfm_tsp_exact(w, k, order, &len), COST_OK);
+                    i == j ? 0.0 : 1.0 + (double)util_pcg32_bounded(&rng, 50);
+        ck_assert_int_eq(dtfm_tsp_exact(w, k, order, &len), UTIL_OK);
         ck_assert(is_perm(order, k));
         want = brute_tsp(w, k);
         ck_assert_double_eq_tol(len, want, 1e-9);
@@ -145,18 +155,18 @@ END_TEST
 
 START_TEST(test_tsp_heuristic_vs_bruteforce)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     double w[100], *big;
     int order[20], trial, k = 8, i, j, optimal = 0, exact;
 
-    search_pcg32_seed(&rng, 6u, 1u);
+    util_pcg32_seed(&rng, 6u, 1u);
     for (trial = 0; trial < 100; trial++) {
         double len, want;
         for (i = 0; i < k; i++)
             for (j = i; j < k; j++)
                 w[i * k + j] = w[j * k + i] =
-                    i == j ? 0.0 : search_pcg32_double(&rng);
-        ck_assert_int_eq(cost_dtfm_tsp_heuristic(w, k, order, &len), COST_OK);
+                    i == j ? 0.0 : util_pcg32_double(&rng);
+        ck_assert_int_eq(dtfm_tsp_heuristic(w, k, order, &len), UTIL_OK);
         ck_assert(is_perm(order, k));
         ck_assert_double_eq_tol(path_len(w, k, order), len, 1e-9);
         want = brute_tsp(w, k);
@@ -166,15 +176,15 @@ START_TEST(test_tsp_heuristic_vs_bruteforce)
             optimal++;
     }
     ck_assert_int_ge(optimal, 90); /* optimal on at least 90 of 100 */
-    /* beyond the exact limit cost_dtfm_tsp falls back to the heuristic */
+    /* beyond the exact limit dtfm_tsp falls back to the heuristic */
     k = 18;
     big = malloc(sizeof(double) * k * k);
     for (i = 0; i < k; i++)
         for (j = i; j < k; j++)
-            big[i * k + j] = big[j * k + i] = i == j ? 0.0 : search_pcg32_double(&rng);
+            big[i * k + j] = big[j * k + i] = i == j ? 0.0 : util_pcg32_double(&rng);
     {
         double len;
-        ck_assert_int_eq(cost_dtfm_tsp(big, k, order, &len, &exact), COST_OK);
+        ck_assert_int_eq(dtfm_tsp(big, k, order, &len, &exact), UTIL_OK);
         ck_assert_int_eq(exact, 0);
         ck_assert(is_perm(order, k));
         ck_assert_double_eq_tol(path_len(big, k, order), len, 1e-9);
@@ -187,11 +197,11 @@ END_TEST
 
 /* Two regions of two devices: inside 1 ms and 8 Gbit/s (1e9 B/s), between
  * 10 ms and 0.8 Gbit/s (1e8 B/s); c_pp = 1e8 B, c_dp = 2e8 B, d_pp = 2. */
-static void tiny(cost_dtfm_problem *p)
+static void tiny(dtfm_problem *p)
 {
     int i, j, n = 4;
 
-    ck_assert_int_eq(cost_dtfm_problem_alloc(p, 4, 2, 0, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_problem_alloc(p, 4, 2, 0, NULL), UTIL_OK);
     p->c_pp = 1e8;
     p->c_dp = 2e8;
     for (i = 0; i < n; i++)
@@ -204,15 +214,15 @@ static void tiny(cost_dtfm_problem *p)
 
 START_TEST(test_cost_hand_worked)
 {
-    cost_dtfm_problem p;
-    cost_dtfm_result r;
+    dtfm_problem p;
+    dtfm_result r;
     int by_region[4] = {0, 0, 1, 1}, mixed[4] = {0, 1, 0, 1};
 
     tiny(&p);
     /* groups = regions.  eq. 2: one partner inside, 2 (1e-3 + 2e8 / (2 * 1e9))
      * = 0.202.  eq. 3: every pair crosses, 2 (10e-3 + 1e8 / 1e8) = 2.02.
      * eq. 4: one edge.  total 2.222 */
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, by_region, &r, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, by_region, &r, NULL), UTIL_OK);
     ck_assert_double_eq_tol(r.dp_s, 0.202, 1e-12);
     ck_assert_double_eq_tol(r.pp_s, 2.02, 1e-12);
     ck_assert_double_eq_tol(r.total_s, 2.222, 1e-12);
@@ -220,10 +230,10 @@ START_TEST(test_cost_hand_worked)
     ck_assert_int_eq(r.members[0], 0);
     ck_assert_int_eq(r.members[1], 1);
     ck_assert_int_eq(r.tsp_exact, 1);
-    cost_dtfm_result_free(&r);
+    dtfm_result_free(&r);
     /* groups mix regions.  eq. 2: 2 (10e-3 + 2e8 / (2 * 1e8)) = 2.02.
      * eq. 3: 0 <-> 1 and 2 <-> 3 inside regions, 2 (1e-3 + 0.1) = 0.202 */
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, mixed, &r, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, mixed, &r, NULL), UTIL_OK);
     ck_assert_double_eq_tol(r.dp_s, 2.02, 1e-12);
     ck_assert_double_eq_tol(r.pp_s, 0.202, 1e-12);
     /* group 0 = {0, 2}, group 1 = {1, 3}: 0 sends to 1, 2 to 3 */
@@ -238,8 +248,8 @@ START_TEST(test_cost_hand_worked)
             ck_assert_int_eq(r.chain[i * 2 + 1], b);
         }
     }
-    cost_dtfm_result_free(&r);
-    cost_dtfm_problem_free(&p);
+    dtfm_result_free(&r);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
@@ -249,11 +259,11 @@ END_TEST
  * every edge matches inside nodes: 7 * 2 * 0.471249 * 8 / 100. */
 START_TEST(test_cost_public_case1)
 {
-    cost_dtfm_problem p;
-    cost_dtfm_result r;
+    dtfm_problem p;
+    dtfm_result r;
     int grp[64], i, j;
 
-    ck_assert_int_eq(cost_dtfm_problem_alloc(&p, 64, 8, 0, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_problem_alloc(&p, 64, 8, 0, NULL), UTIL_OK);
     p.c_pp = 0.471249e9;
     p.c_dp = 0.65e9;
     for (i = 0; i < 64; i++)
@@ -263,25 +273,25 @@ START_TEST(test_cost_public_case1)
         }
     for (i = 0; i < 64; i++)
         grp[i] = i % 8;
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &r, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &r, NULL), UTIL_OK);
     ck_assert_double_eq_tol(r.dp_s, 2.912, 1e-9);
     ck_assert_double_eq_tol(r.pp_s, 14 * 0.471249 * 8 / 100, 1e-9);
-    cost_dtfm_result_free(&r);
+    dtfm_result_free(&r);
     /* one node per group: the public Kernighan-Lin baseline's 16.980572 */
     for (i = 0; i < 64; i++)
         grp[i] = i / 8;
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &r, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &r, NULL), UTIL_OK);
     ck_assert_double_eq_tol(r.total_s, 16.980572, 1e-5); /* 6 digits published */
-    cost_dtfm_result_free(&r);
-    cost_dtfm_problem_free(&p);
+    dtfm_result_free(&r);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
 START_TEST(test_symmetrize_and_check)
 {
-    cost_dtfm_problem p;
-    cost_dtfm_result a, b;
-    cost_error err;
+    dtfm_problem p;
+    dtfm_result a, b;
+    util_error err;
     int grp[4] = {0, 1, 0, 1};
 
     tiny(&p);
@@ -290,32 +300,32 @@ START_TEST(test_symmetrize_and_check)
     p.bw[2 * 4 + 0] = 1.5e8;
     p.lat[0 * 4 + 2] = 5e-3;
     p.lat[2 * 4 + 0] = 15e-3;
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &a, NULL), COST_OK);
-    cost_dtfm_symmetrize(&p);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &a, NULL), UTIL_OK);
+    dtfm_symmetrize(&p);
     ck_assert_double_eq(p.bw[0 * 4 + 2], 1e8);
     ck_assert_double_eq(p.lat[2 * 4 + 0], 10e-3);
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &b, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &b, NULL), UTIL_OK);
     ck_assert_double_eq_tol(a.total_s, b.total_s, 1e-12);
     ck_assert_double_eq_tol(a.dp_s, 2.02, 1e-12);
-    cost_dtfm_result_free(&a);
-    cost_dtfm_result_free(&b);
+    dtfm_result_free(&a);
+    dtfm_result_free(&b);
     /* an unbalanced partition and a bad bandwidth are refused */
     grp[1] = 0;
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &a, &err), COST_EINVAL);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &a, &err), UTIL_EINVAL);
     p.bw[1] = 0.0;
-    ck_assert_int_eq(cost_dtfm_problem_check(&p, &err), COST_EINVAL);
+    ck_assert_int_eq(dtfm_problem_check(&p, &err), UTIL_EINVAL);
     ck_assert(strstr(err.msg, "bandwidth") != NULL);
-    cost_dtfm_problem_free(&p);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
 START_TEST(test_compute_extension)
 {
-    cost_dtfm_problem p;
-    cost_dtfm_result r;
+    dtfm_problem p;
+    dtfm_result r;
     int grp[4] = {0, 0, 1, 1}, i, j;
 
-    ck_assert_int_eq(cost_dtfm_problem_alloc(&p, 4, 2, 1, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_problem_alloc(&p, 4, 2, 1, NULL), UTIL_OK);
     for (i = 0; i < 4; i++)
         for (j = 0; j < 4; j++) {
             p.lat[i * 4 + j] = 0.0;
@@ -327,47 +337,47 @@ START_TEST(test_compute_extension)
     p.compute[2] = 2.0;
     p.compute[3] = 0.5;
     /* each stage waits for its slowest device: 3 + 2 */
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, grp, &r, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, grp, &r, NULL), UTIL_OK);
     ck_assert_double_eq_tol(r.compute_s, 5.0, 1e-12);
     ck_assert_double_eq_tol(r.total_s, 5.0, 1e-12);
-    cost_dtfm_result_free(&r);
+    dtfm_result_free(&r);
     /* the exact search pairs the two slow devices: 3 + 1 */
     {
-        search_dtfm_params sp;
-        search_dtfm_result sr;
-        search_dtfm_params_init(&sp);
-        sp.method = SEARCH_DTFM_EXACT;
-        ck_assert_int_eq(search_dtfm(&p, &sp, &sr, NULL), COST_OK);
+        dtfm_search_params sp;
+        dtfm_search_result sr;
+        dtfm_search_params_init(&sp);
+        sp.method = DTFM_EXACT;
+        ck_assert_int_eq(dtfm_search(&p, &sp, &sr, NULL), UTIL_OK);
         ck_assert_double_eq_tol(sr.cost_s, 4.0, 1e-12);
         ck_assert_int_eq(sr.group_of[1], sr.group_of[2]);
-        search_dtfm_result_free(&sr);
+        dtfm_search_result_free(&sr);
     }
-    cost_dtfm_problem_free(&p);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
 /* ---- searchers ------------------------------------------------------------- */
 
 /* Random regional network (2..4 regions, +-20% noise per direction). */
-static void small_instance(search_pcg32 *rng, int n, int d_pp,
-                           cost_dtfm_problem *p)
+static void small_instance(util_pcg32 *rng, int n, int d_pp,
+                           dtfm_problem *p)
 {
-    int nreg = 2 + (int)search_pcg32_bounded(rng, 3), reg[32], i, j;
+    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
     double rl[4][4], rb[4][4];
 
-    ck_assert_int_eq(cost_dtfm_problem_alloc(p, n, d_pp, 0, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_problem_alloc(p, n, d_pp, 0, NULL), UTIL_OK);
     p->c_pp = 0.512e9;
     p->c_dp = 0.65e9;
     for (i = 0; i < nreg; i++)
         for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * search_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + search_pcg32_double(rng)) * 1e9 / 8;
+            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
+            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
         }
     for (i = 0; i < n; i++)
-        reg[i] = (int)search_pcg32_bounded(rng, (uint32_t)nreg);
+        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
     for (i = 0; i < n; i++)
         for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * search_pcg32_double(rng);
+            double f = 0.8 + 0.4 * util_pcg32_double(rng);
             if (i == j)
                 continue;
             p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
@@ -375,25 +385,25 @@ static void small_instance(search_pcg32 *rng, int n, int d_pp,
         }
 }
 
-static double run(const cost_dtfm_problem *p, int method, long evals,
-                  unsigned long long seed, search_dtfm_result *keep)
+static double run(const dtfm_problem *p, int method, long evals,
+                  unsigned long long seed, dtfm_search_result *keep)
 {
-    search_dtfm_params sp;
-    search_dtfm_result r;
+    dtfm_search_params sp;
+    dtfm_search_result r;
     double c;
     int rc;
 
-    search_dtfm_params_init(&sp);
+    dtfm_search_params_init(&sp);
     sp.method = method;
     sp.max_evals = evals;
     sp.seed = seed;
-    rc = search_dtfm(p, &sp, &r, NULL);
-    ck_assert_int_eq(rc, COST_OK);
+    rc = dtfm_search(p, &sp, &r, NULL);
+    ck_assert_int_eq(rc, UTIL_OK);
     c = r.cost_s;
     if (keep)
         *keep = r;
     else
-        search_dtfm_result_free(&r);
+        dtfm_search_result_free(&r);
     return c;
 }
 
@@ -418,34 +428,34 @@ static long multinomial_partitions(int n, int k)
 START_TEST(test_exact_enumerates_each_partition_once)
 {
     static const int sizes[][2] = {{6, 2}, {6, 3}, {8, 4}, {9, 3}, {10, 2}};
-    search_pcg32 rng;
+    util_pcg32 rng;
     int i;
 
-    search_pcg32_seed(&rng, 77u, 1u);
+    util_pcg32_seed(&rng, 77u, 1u);
     for (i = 0; i < 5; i++) {
-        cost_dtfm_problem p;
-        search_dtfm_result r;
+        dtfm_problem p;
+        dtfm_search_result r;
         double opt, rnd;
         small_instance(&rng, sizes[i][0], sizes[i][1], &p);
-        opt = run(&p, SEARCH_DTFM_EXACT, 0, 0, &r);
+        opt = run(&p, DTFM_EXACT, 0, 0, &r);
         ck_assert_int_eq(r.generations, multinomial_partitions(sizes[i][0], sizes[i][1]));
-        search_dtfm_result_free(&r);
+        dtfm_search_result_free(&r);
         /* nothing a sampler finds is below the optimum */
-        rnd = run(&p, SEARCH_DTFM_RANDOM, 3000, 1, NULL);
+        rnd = run(&p, DTFM_RANDOM, 3000, 1, NULL);
         ck_assert(rnd >= opt - 1e-12);
-        cost_dtfm_problem_free(&p);
+        dtfm_problem_free(&p);
     }
     {
-        cost_dtfm_problem p;
-        search_dtfm_params sp;
-        search_dtfm_result r;
-        cost_error err;
+        dtfm_problem p;
+        dtfm_search_params sp;
+        dtfm_search_result r;
+        util_error err;
         small_instance(&rng, 18, 3, &p);
-        search_dtfm_params_init(&sp);
-        sp.method = SEARCH_DTFM_EXACT;
-        ck_assert_int_eq(search_dtfm(&p, &sp, &r, &err), COST_EINVAL);
+        dtfm_search_params_init(&sp);
+        sp.method = DTFM_EXACT;
+        ck_assert_int_eq(dtfm_search(&p, &sp, &r, &err), UTIL_EINVAL);
         ck_assert(strstr(err.msg, "at most 16 devices") != NULL);
-        cost_dtfm_problem_free(&p);
+        dtfm_problem_free(&p);
     }
 }
 END_TEST
@@ -455,71 +465,71 @@ START_TEST(test_ga_sa_gap_small)
     static const int sizes[][2] = {{8, 2},  {8, 4},  {9, 3},  {10, 2},
                                    {10, 5}, {12, 2}, {12, 3}, {12, 4},
                                    {12, 6}};
-    search_pcg32 rng;
+    util_pcg32 rng;
     int i;
 
-    search_pcg32_seed(&rng, 2022u, 4u);
+    util_pcg32_seed(&rng, 2022u, 4u);
     for (i = 0; i < 9; i++) {
-        cost_dtfm_problem p;
+        dtfm_problem p;
         double opt, ga, sa;
         small_instance(&rng, sizes[i][0], sizes[i][1], &p);
-        opt = run(&p, SEARCH_DTFM_EXACT, 0, 0, NULL);
-        ga = run(&p, SEARCH_DTFM_GA, 20000, 0, NULL);
-        sa = run(&p, SEARCH_DTFM_SA, 20000, 0, NULL);
+        opt = run(&p, DTFM_EXACT, 0, 0, NULL);
+        ga = run(&p, DTFM_GA, 20000, 0, NULL);
+        sa = run(&p, DTFM_SA, 20000, 0, NULL);
         ck_assert_msg(ga <= opt * 1.01, "ga %g vs optimum %g on %d/%d", ga, opt,
                       sizes[i][0], sizes[i][1]);
         ck_assert_msg(sa <= opt * 1.01, "sa %g vs optimum %g on %d/%d", sa, opt,
                       sizes[i][0], sizes[i][1]);
         ck_assert(ga >= opt - 1e-9 && sa >= opt - 1e-9);
-        cost_dtfm_problem_free(&p);
+        dtfm_problem_free(&p);
     }
 }
 END_TEST
 
 START_TEST(test_reproducible)
 {
-    search_pcg32 rng;
-    cost_dtfm_problem p;
+    util_pcg32 rng;
+    dtfm_problem p;
     int m, i;
 
-    search_pcg32_seed(&rng, 9u, 9u);
+    util_pcg32_seed(&rng, 9u, 9u);
     small_instance(&rng, 16, 4, &p);
-    for (m = 0; m < SEARCH_DTFM_EXACT; m++) {
-        search_dtfm_result a, b;
+    for (m = 0; m < DTFM_EXACT; m++) {
+        dtfm_search_result a, b;
         run(&p, m, 4000, 123, &a);
         run(&p, m, 4000, 123, &b);
         ck_assert_double_eq(a.cost_s, b.cost_s);
         ck_assert_int_eq(a.evaluated, b.evaluated);
         for (i = 0; i < p.n; i++)
             ck_assert_int_eq(a.group_of[i], b.group_of[i]);
-        search_dtfm_result_free(&a);
-        search_dtfm_result_free(&b);
+        dtfm_search_result_free(&a);
+        dtfm_search_result_free(&b);
     }
-    cost_dtfm_problem_free(&p);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
 START_TEST(test_time_limit_is_a_status)
 {
-    search_pcg32 rng;
-    cost_dtfm_problem p;
-    search_dtfm_params sp;
-    search_dtfm_result r;
-    cost_dtfm_result e;
+    util_pcg32 rng;
+    dtfm_problem p;
+    dtfm_search_params sp;
+    dtfm_search_result r;
+    dtfm_result e;
 
-    search_pcg32_seed(&rng, 3u, 3u);
+    util_pcg32_seed(&rng, 3u, 3u);
     small_instance(&rng, 16, 4, &p);
-    search_dtfm_params_init(&sp);
+    dtfm_search_params_init(&sp);
     sp.seconds = 0.05; /* no other limit: only the clock stops it */
     sp.stall = 1000000000L;
-    ck_assert_int_eq(search_dtfm(&p, &sp, &r, NULL), COST_ETIMEOUT);
+    ck_assert_int_eq(dtfm_search(&p, &sp, &r, NULL), UTIL_ETIMEOUT);
     ck_assert_int_eq(r.timed_out, 1);
     ck_assert_ptr_nonnull(r.group_of);
-    ck_assert_int_eq(cost_dtfm_evaluate(&p, r.group_of, &e, NULL), COST_OK);
+    ck_assert_int_eq(dtfm_evaluate(&p, r.group_of, &e, NULL), UTIL_OK);
     ck_assert_double_eq_tol(e.total_s, r.cost_s, 1e-12);
-    cost_dtfm_result_free(&e);
-    search_dtfm_result_free(&r);
-    cost_dtfm_problem_free(&p);
+    dtfm_result_free(&e);
+    dtfm_search_result_free(&r);
+    dtfm_problem_free(&p);
 }
 END_TEST
 
@@ -527,13 +537,13 @@ END_TEST
 
 static void expect_error(const char *text, const char *path, const char *msg)
 {
-    plan_dtfm_input in;
-    cost_error err;
+    dtfm_input in;
+    util_error err;
     int rc;
 
     memset(&err, 0, sizeof err);
-    rc = plan_dtfm_parse(text, "c.json", NULL, &in, &err);
-    ck_assert_msg(rc != COST_OK, "accepted: %s", text);
+    rc = dtfm_parse(text, "c.json", NULL, &in, &err);
+    ck_assert_msg(rc != UTIL_OK, "accepted: %s", text);
     ck_assert_str_eq(err.file, "c.json");
     ck_assert_msg(strcmp(err.path, path) == 0, "path '%s', want '%s' (%s)",
                   err.path, path, err.msg);
@@ -582,17 +592,17 @@ END_TEST
 
 START_TEST(test_input_matrices_and_workload)
 {
-    plan_dtfm_input in;
-    plan_dtfm_options o;
-    cost_error err;
+    dtfm_input in;
+    dtfm_options o;
+    util_error err;
     const char *text =
         "{\"name\":\"m\",\"latency_ms\":[[0,10,20,30],[10,0,5,6],[20,5,0,7],[30,6,9,0]],"
         "\"bandwidth_gbps\":[[null,8,8,8],[8,0,8,8],[8,8,0,8],[8,8,16,0]],"
         "\"workload\":{\"d_pp\":2,\"batch_tokens\":1000,\"hidden\":10,"
         "\"params\":100,\"activation_bytes\":2,\"gradient_bytes\":4}}";
 
-    plan_dtfm_options_init(&o);
-    ck_assert_int_eq(plan_dtfm_parse(text, "m.json", &o, &in, &err), COST_OK);
+    dtfm_options_init(&o);
+    ck_assert_int_eq(dtfm_parse(text, "m.json", &o, &in, &err), UTIL_OK);
     ck_assert_int_eq(in.prob.n, 4);
     ck_assert_int_eq(in.prob.d_pp, 2);
     ck_assert_int_eq(in.prob.d_dp, 2);
@@ -602,15 +612,15 @@ START_TEST(test_input_matrices_and_workload)
     ck_assert_double_eq_tol(in.prob.lat[3 * 4 + 2], 9e-3, 1e-15); /* asymmetric kept */
     ck_assert_double_eq(in.prob.bw[3 * 4 + 2], 2e9);
     ck_assert_str_eq(in.workload_source, "file");
-    plan_dtfm_input_free(&in);
+    dtfm_input_free(&in);
     /* the public code's constants */
-    o.convention = PLAN_DTFM_PUBLIC_CODE;
+    o.convention = DTFM_PUBLIC_CODE;
     o.d_pp = 4;
-    ck_assert_int_eq(plan_dtfm_parse(text, "m.json", &o, &in, &err), COST_OK);
+    ck_assert_int_eq(dtfm_parse(text, "m.json", &o, &in, &err), UTIL_OK);
     ck_assert_int_eq(in.prob.d_pp, 4);
     ck_assert_double_eq(in.prob.c_pp, 0.471249e9);
     ck_assert_double_eq(in.prob.c_dp, 0.65e9);
-    plan_dtfm_input_free(&in);
+    dtfm_input_free(&in);
 }
 END_TEST
 
@@ -623,13 +633,13 @@ START_TEST(test_examples_load)
 
     for (i = 0; i < 5; i++) {
         char path[1024];
-        plan_dtfm_input in;
-        plan_dtfm_options o;
-        cost_error err;
-        plan_dtfm_options_init(&o);
+        dtfm_input in;
+        dtfm_options o;
+        util_error err;
+        dtfm_options_init(&o);
         o.compute = 1;
         snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, files[i]);
-        ck_assert_msg(plan_dtfm_load(path, &o, &in, &err) == COST_OK, "%s: %s",
+        ck_assert_msg(dtfm_load(path, &o, &in, &err) == UTIL_OK, "%s: %s",
                       files[i], err.msg);
         ck_assert_int_eq(in.prob.n, 64);
         ck_assert_int_eq(in.prob.d_pp, 8);
@@ -637,7 +647,7 @@ START_TEST(test_examples_load)
         ck_assert_double_eq_tol(in.prob.c_pp, 0.512e9, 1.0);
         ck_assert_double_eq_tol(in.prob.c_dp, 0.65e9, 1.0);
         ck_assert(in.prob.compute[0] > 0.0);
-        plan_dtfm_input_free(&in);
+        dtfm_input_free(&in);
     }
 }
 END_TEST

@@ -19,7 +19,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "testutil.h"
 
 #define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden"
@@ -298,31 +308,31 @@ END_TEST
 /* ---- library: hand-made clusters --------------------------------------- */
 
 typedef struct fixture {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
 } fixture;
 
 static void fixture_make(fixture *f, const char *cluster_json,
                          const char *model_json, int tp, int dp, int pp)
 {
-    cost_error err;
+    util_error err;
 
     memset(f, 0, sizeof *f);
-    ck_assert_msg(plan_parse_cluster(cluster_json, "c.json", &f->c, &err) == COST_OK,
+    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &f->c, &err) == UTIL_OK,
                   "%s", err.msg);
-    ck_assert_msg(plan_parse_model(model_json, "m.json", &f->m, &err) == COST_OK,
+    ck_assert_msg(fmt_parse_model(model_json, "m.json", &f->m, &err) == UTIL_OK,
                   "%s", err.msg);
     cost_params_init(&f->p);
-    ck_assert_int_eq(cost_strategy_alloc(&f->s, tp, dp, pp), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&f->s, tp, dp, pp), UTIL_OK);
 }
 
 static void fixture_free(fixture *f)
 {
-    cost_strategy_free(&f->s);
-    cost_model_free(&f->m);
-    cost_cluster_free(&f->c);
+    fmt_strategy_free(&f->s);
+    fmt_model_free(&f->m);
+    fmt_cluster_free(&f->c);
 }
 
 static const char two_nodes[] =
@@ -348,7 +358,7 @@ static void set_blocks(fixture *f, const int *blocks)
     f->s.bounds[f->s.pp] = f->m.nlayers;
 }
 
-static int has_note(const plan_export *e, const char *needle)
+static int has_note(const export_result *e, const char *needle)
 {
     int i;
 
@@ -361,8 +371,8 @@ static int has_note(const plan_export *e, const char *needle)
 START_TEST(megatron_even_split_has_no_note)
 {
     fixture f;
-    plan_export e;
-    cost_error err;
+    export_result e;
+    util_error err;
     const int blocks[] = {4, 4, 4, 4};
     int r;
 
@@ -373,8 +383,8 @@ START_TEST(megatron_even_split_has_no_note)
     f.s.mbs = 2;
     f.s.gas = 32;
     set_blocks(&f, blocks);
-    ck_assert_int_eq(plan_export_build(PLAN_EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), COST_OK);
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                       64, NULL, &e, &err), UTIL_OK);
     ck_assert_int_eq(e.nnotes, 0);
     ck_assert_int_eq(e.nfiles, 2);
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "--num-layers 16 "));
@@ -384,7 +394,7 @@ START_TEST(megatron_even_split_has_no_note)
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "--bf16"));
     ck_assert_ptr_null(strstr(e.files[0].text, "--fp16"));
     ck_assert_ptr_null(strstr(e.files[0].text, "NOTE"));
-    plan_export_free(&e);
+    export_free(&e);
     fixture_free(&f);
 }
 END_TEST
@@ -392,8 +402,8 @@ END_TEST
 START_TEST(megatron_first_last_note)
 {
     fixture f;
-    plan_export e;
-    cost_error err;
+    export_result e;
+    util_error err;
     const int blocks[] = {3, 4, 4, 5};
     int r;
 
@@ -403,23 +413,23 @@ START_TEST(megatron_first_last_note)
     f.s.mbs = 1;
     f.s.gas = 64;
     set_blocks(&f, blocks);
-    ck_assert_int_eq(plan_export_build(PLAN_EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), COST_OK);
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                       64, NULL, &e, &err), UTIL_OK);
     ck_assert(has_note(&e, "blocks per stage: 3,4,4,5"));
     ck_assert(has_note(&e, "--decoder-first-pipeline-num-layers 3 "
                            "--decoder-last-pipeline-num-layers 5"));
     /* the flags of newer versions are never in the command line itself */
     ck_assert_ptr_null(strstr(strstr(e.files[0].text, "MEGATRON_ARGS="), "--decoder-"));
-    plan_export_free(&e);
+    export_free(&e);
     /* a middle stage differing cannot be expressed by any version */
     {
         const int b2[] = {4, 3, 5, 4};
         set_blocks(&f, b2);
-        ck_assert_int_eq(plan_export_build(PLAN_EXPORT_MEGATRON, &f.c, &f.m, &f.p,
-                                           &f.s, 64, NULL, &e, &err), COST_OK);
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p,
+                                           &f.s, 64, NULL, &e, &err), UTIL_OK);
         ck_assert(has_note(&e, "cannot express"));
         ck_assert(!has_note(&e, "--decoder-first"));
-        plan_export_free(&e);
+        export_free(&e);
     }
     fixture_free(&f);
 }
@@ -428,8 +438,8 @@ END_TEST
 START_TEST(deepspeed_zero_with_pipeline)
 {
     fixture f;
-    plan_export e;
-    cost_error err;
+    export_result e;
+    util_error err;
     const int blocks[] = {8, 8};
     int r;
 
@@ -441,8 +451,8 @@ START_TEST(deepspeed_zero_with_pipeline)
     f.p.zero_stage = 2;
     f.p.recompute = 1;
     set_blocks(&f, blocks);
-    ck_assert_int_eq(plan_export_build(PLAN_EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), COST_OK);
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                       64, NULL, &e, &err), UTIL_OK);
     ck_assert_str_eq(e.files[0].name, "ds_config.json");
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "\"stage\": 1\n"));
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "\"train_batch_size\": 64,"));
@@ -453,7 +463,7 @@ START_TEST(deepspeed_zero_with_pipeline)
     ck_assert_ptr_nonnull(strstr(e.files[2].text, "\"activation_checkpoint_interval\": 1"));
     ck_assert_str_eq(e.files[1].name, "hostfile");
     ck_assert_ptr_nonnull(strstr(e.files[1].text, "\na slots=4\nb slots=4\n"));
-    plan_export_free(&e);
+    export_free(&e);
     fixture_free(&f);
 }
 END_TEST
@@ -519,14 +529,14 @@ START_TEST(torchrun_realises_random_placements)
         "{\"name\": \"three\", \"nodes\": ["
         "{\"name\": \"h\", \"device\": \"H100-SXM\", \"gpus\": 8, \"intra_gbps\": 3600, \"nic_gbps\": 400},"
         "{\"name\": \"t\", \"count\": 2, \"device\": \"T4\", \"gpus\": 4, \"intra_gbps\": 64, \"nic_gbps\": 50}]}";
-    search_pcg32 rng;
+    util_pcg32 rng;
     int trial;
 
-    search_pcg32_seed(&rng, 7u, 11u);
+    util_pcg32_seed(&rng, 7u, 11u);
     for (trial = 0; trial < 40; trial++) {
         fixture f;
-        plan_export e;
-        cost_error err;
+        export_result e;
+        util_error err;
         const int blocks[] = {4, 4, 4, 4};
         int r, N;
         fixture_make(&f, three, gpt16, 2, 2, 4);
@@ -536,13 +546,13 @@ START_TEST(torchrun_realises_random_placements)
             f.s.ranks[r] = r;
         if (trial % 4 == 1) { /* permute within nodes only */
             for (r = 0; r < 8; r++) {
-                int k = (int)search_pcg32_bounded(&rng, (uint32_t)(8 - r)), t = f.s.ranks[r];
+                int k = (int)util_pcg32_bounded(&rng, (uint32_t)(8 - r)), t = f.s.ranks[r];
                 f.s.ranks[r] = f.s.ranks[r + k];
                 f.s.ranks[r + k] = t;
             }
         } else if (trial > 0) { /* any permutation */
             for (r = 0; r < N - 1; r++) {
-                int k = (int)search_pcg32_bounded(&rng, (uint32_t)(N - r)), t = f.s.ranks[r];
+                int k = (int)util_pcg32_bounded(&rng, (uint32_t)(N - r)), t = f.s.ranks[r];
                 f.s.ranks[r] = f.s.ranks[r + k];
                 f.s.ranks[r + k] = t;
             }
@@ -550,8 +560,8 @@ START_TEST(torchrun_realises_random_placements)
         f.s.mbs = 1;
         f.s.gas = 32;
         set_blocks(&f, blocks);
-        ck_assert_int_eq(plan_export_build(PLAN_EXPORT_TORCHRUN, &f.c, &f.m, &f.p,
-                                           &f.s, 64, NULL, &e, &err), COST_OK);
+        ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p,
+                                           &f.s, 64, NULL, &e, &err), UTIL_OK);
         replay_torchrun(&f, e.files[0].text);
         if (trial <= 1) {
             ck_assert_int_eq(e.agents, 3);
@@ -559,12 +569,12 @@ START_TEST(torchrun_realises_random_placements)
         }
         if (e.agents > e.hosts)
             ck_assert(has_note(&e, "not consecutive"));
-        plan_export_free(&e);
+        export_free(&e);
         /* the Megatron script uses the same launch lines */
-        ck_assert_int_eq(plan_export_build(PLAN_EXPORT_MEGATRON, &f.c, &f.m, &f.p,
-                                           &f.s, 64, NULL, &e, &err), COST_OK);
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p,
+                                           &f.s, 64, NULL, &e, &err), UTIL_OK);
         replay_torchrun(&f, e.files[0].text);
-        plan_export_free(&e);
+        export_free(&e);
         fixture_free(&f);
     }
 }
@@ -573,8 +583,8 @@ END_TEST
 START_TEST(bad_strategy_is_refused)
 {
     fixture f;
-    plan_export e;
-    cost_error err;
+    export_result e;
+    util_error err;
     const int blocks[] = {4, 4, 4, 4};
     int r;
 
@@ -583,18 +593,18 @@ START_TEST(bad_strategy_is_refused)
         f.s.ranks[r] = r;
     set_blocks(&f, blocks);
     f.s.ranks[3] = 99;
-    ck_assert_int_eq(plan_export_build(PLAN_EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), COST_EINVAL);
+    ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s,
+                                       64, NULL, &e, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "rank 3"));
     ck_assert_int_eq(e.nfiles, 0);
     f.s.ranks[3] = 3;
-    ck_assert_int_eq(plan_export_build(99, &f.c, &f.m, &f.p, &f.s, 64, NULL, &e, &err),
-                     COST_EINVAL);
-    plan_export_free(&e);
-    plan_export_free(NULL);
-    ck_assert_int_eq(plan_export_target_from_name("deepspeed"), PLAN_EXPORT_DEEPSPEED);
-    ck_assert_int_eq(plan_export_target_from_name("slurm"), -1);
-    ck_assert_str_eq(plan_export_target_name(PLAN_EXPORT_HOSTFILE), "hostfile");
+    ck_assert_int_eq(export_build(99, &f.c, &f.m, &f.p, &f.s, 64, NULL, &e, &err),
+                     UTIL_EINVAL);
+    export_free(&e);
+    export_free(NULL);
+    ck_assert_int_eq(export_target_from_name("deepspeed"), EXPORT_DEEPSPEED);
+    ck_assert_int_eq(export_target_from_name("slurm"), -1);
+    ck_assert_str_eq(export_target_name(EXPORT_HOSTFILE), "hostfile");
     fixture_free(&f);
 }
 END_TEST

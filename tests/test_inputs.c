@@ -8,7 +8,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 #define AMP_PROFILES HETPLAN_SOURCE_DIR "/../shared/data/amp/profiles.json"
@@ -33,13 +43,13 @@ static int all_zero(const void *p, size_t n)
 #define EXPECT_ERR(rc, e, code_, path_, phrase_) \
     expect_err((rc), &(e), (code_), (path_), (phrase_), __LINE__)
 
-static void expect_err(int rc, const cost_error *e, int code, const char *path,
+static void expect_err(int rc, const util_error *e, int code, const char *path,
                        const char *phrase, int line)
 {
     ck_assert_msg(rc == code,
                   "line %d: expected code %d (%s), got %d; err: path '%s' "
                   "msg '%s'",
-                  line, code, cost_strerror(code), rc, e->path, e->msg);
+                  line, code, util_strerror(code), rc, e->path, e->msg);
     ck_assert_msg(e->code == code, "line %d: err.code %d, expected %d", line,
                   e->code, code);
     ck_assert_msg(strcmp(e->path, path) == 0,
@@ -52,38 +62,38 @@ static void expect_err(int rc, const cost_error *e, int code, const char *path,
 
 /* ---- parse wrappers: check the output is empty on failure --------------- */
 
-static int cluster_rc(const char *json, cost_error *e)
+static int cluster_rc(const char *json, util_error *e)
 {
-    cost_cluster c;
+    fmt_cluster c;
     int rc;
 
     memset(e, 0, sizeof *e);
     memset(&c, 0x5a, sizeof c);
-    rc = plan_parse_cluster(json, "c.json", &c, e);
-    if (rc != COST_OK) {
+    rc = fmt_parse_cluster(json, "c.json", &c, e);
+    if (rc != UTIL_OK) {
         ck_assert_msg(all_zero(&c, sizeof c), "cluster not zeroed on failure");
         ck_assert_msg(strcmp(e->file, "c.json") == 0,
                       "error file '%s', expected 'c.json'", e->file);
         ck_assert_msg(e->msg[0] != '\0', "empty error message");
     }
-    cost_cluster_free(&c);
+    fmt_cluster_free(&c);
     return rc;
 }
 
-static int model_rc(const char *json, cost_error *e)
+static int model_rc(const char *json, util_error *e)
 {
-    cost_model m;
+    fmt_model m;
     int rc;
 
     memset(e, 0, sizeof *e);
     memset(&m, 0x5a, sizeof m);
-    rc = plan_parse_model(json, "m.json", &m, e);
-    if (rc != COST_OK) {
+    rc = fmt_parse_model(json, "m.json", &m, e);
+    if (rc != UTIL_OK) {
         ck_assert_msg(all_zero(&m, sizeof m), "model not zeroed on failure");
         ck_assert_msg(strcmp(e->file, "m.json") == 0,
                       "error file '%s', expected 'm.json'", e->file);
     }
-    cost_model_free(&m);
+    fmt_model_free(&m);
     return rc;
 }
 
@@ -110,68 +120,68 @@ static const char *SMALL_MODEL =
     "  {\"name\": \"head\", \"kind\": \"head\", \"params\": 6400,"
     "   \"fwd_flops\": 4e5, \"out_bytes\": 0, \"act_bytes\": 6400}]}";
 
-static void small_cluster(cost_cluster *c)
+static void small_cluster(fmt_cluster *c)
 {
-    cost_error e;
-    int rc = plan_parse_cluster(SMALL_CLUSTER, "c.json", c, &e);
-    ck_assert_msg(rc == COST_OK, "small cluster: %s: %s", e.path, e.msg);
+    util_error e;
+    int rc = fmt_parse_cluster(SMALL_CLUSTER, "c.json", c, &e);
+    ck_assert_msg(rc == UTIL_OK, "small cluster: %s: %s", e.path, e.msg);
 }
 
-static void small_model(cost_model *m)
+static void small_model(fmt_model *m)
 {
-    cost_error e;
-    int rc = plan_parse_model(SMALL_MODEL, "m.json", m, &e);
-    ck_assert_msg(rc == COST_OK, "small model: %s: %s", e.path, e.msg);
+    util_error e;
+    int rc = fmt_parse_model(SMALL_MODEL, "m.json", m, &e);
+    ck_assert_msg(rc == UTIL_OK, "small model: %s: %s", e.path, e.msg);
 }
 
-static int profile_rc(const char *json, cost_profile *p, cost_error *e)
+static int profile_rc(const char *json, fmt_profile *p, util_error *e)
 {
-    cost_model m;
+    fmt_model m;
     int rc;
 
     small_model(&m);
     memset(e, 0, sizeof *e);
     memset(p, 0x5a, sizeof *p);
-    rc = plan_parse_profile(json, "p.json", &m, p, e);
-    if (rc != COST_OK) {
+    rc = fmt_parse_profile(json, "p.json", &m, p, e);
+    if (rc != UTIL_OK) {
         ck_assert_msg(all_zero(p, sizeof *p), "profile not zeroed on failure");
         ck_assert_msg(strcmp(e->file, "p.json") == 0, "error file '%s'",
                       e->file);
     }
-    cost_model_free(&m);
+    fmt_model_free(&m);
     return rc;
 }
 
 /* Parse strategies against the small cluster and model (batch 8). */
-static int strat_rc(const char *json, cost_strategy **s, int *n,
-                    cost_error *e)
+static int strat_rc(const char *json, fmt_strategy **s, int *n,
+                    util_error *e)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     int rc;
 
     small_cluster(&c);
     small_model(&m);
     memset(e, 0, sizeof *e);
-    *s = (cost_strategy *)&c; /* must be reset */
+    *s = (fmt_strategy *)&c; /* must be reset */
     *n = 99;
-    rc = plan_parse_strategies(json, "s.json", &c, &m, 8, s, n, e);
-    if (rc != COST_OK) {
+    rc = fmt_parse_strategies(json, "s.json", &c, &m, 8, s, n, e);
+    if (rc != UTIL_OK) {
         ck_assert_msg(*s == NULL && *n == 0, "strategies not empty on failure");
         ck_assert_msg(strcmp(e->file, "s.json") == 0, "error file '%s'",
                       e->file);
     }
-    cost_cluster_free(&c);
-    cost_model_free(&m);
+    fmt_cluster_free(&c);
+    fmt_model_free(&m);
     return rc;
 }
 
-static void free_strats(cost_strategy *s, int n)
+static void free_strats(fmt_strategy *s, int n)
 {
     int i;
 
     for (i = 0; i < n; i++)
-        cost_strategy_free(&s[i]);
+        fmt_strategy_free(&s[i]);
     free(s);
 }
 
@@ -234,13 +244,13 @@ static void rm_tree(const char *dir)
 
 START_TEST(read_missing_file)
 {
-    cost_error e;
+    util_error e;
     char *text = (char *)"sentinel";
     int rc;
 
     memset(&e, 0, sizeof e);
-    rc = plan_read_file("/nonexistent/x.json", &text, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "cannot open '/nonexistent/x.json'");
+    rc = util_read_file("/nonexistent/x.json", &text, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "cannot open '/nonexistent/x.json'");
     ck_assert_msg(strstr(e.msg, "No such file or directory") != NULL,
                   "strerror missing: %s", e.msg);
     ck_assert_msg(text == NULL, "text not reset on failure");
@@ -251,32 +261,32 @@ END_TEST
 START_TEST(read_file_contents_and_nul)
 {
     char p[128], *text = NULL;
-    cost_error e;
+    util_error e;
     int rc;
 
     make_tmpdir();
     snprintf(p, sizeof p, "%s/a.json", tmpdir);
     write_raw(p, "{\"x\": 1}\n", 9);
-    rc = plan_read_file(p, &text, &e);
-    ck_assert_msg(rc == COST_OK, "read failed: %s", e.msg);
+    rc = util_read_file(p, &text, &e);
+    ck_assert_msg(rc == UTIL_OK, "read failed: %s", e.msg);
     ck_assert_str_eq(text, "{\"x\": 1}\n");
     free(text);
     text = NULL;
 
     write_raw(p, "{\"x\"\0: 1}", 9);
-    rc = plan_read_file(p, &text, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "NUL byte at offset 4");
+    rc = util_read_file(p, &text, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "NUL byte at offset 4");
     ck_assert_msg(text == NULL, "text set on failure");
 
     write_raw(p, "", 0);
-    rc = plan_read_file(p, &text, &e);
-    ck_assert_msg(rc == COST_OK && text != NULL && text[0] == '\0',
+    rc = util_read_file(p, &text, &e);
+    ck_assert_msg(rc == UTIL_OK && text != NULL && text[0] == '\0',
                   "empty file should read as an empty string");
     free(text);
     text = NULL;
 
-    rc = plan_read_file(tmpdir, &text, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "Is a directory");
+    rc = util_read_file(tmpdir, &text, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "Is a directory");
     rm_tree(tmpdir);
 }
 END_TEST
@@ -284,16 +294,16 @@ END_TEST
 START_TEST(write_atomic_replaces)
 {
     char p[128], *text = NULL;
-    cost_error e;
+    util_error e;
     int rc;
 
     make_tmpdir();
     snprintf(p, sizeof p, "%s/plan.json", tmpdir);
     write_raw(p, "old contents that are longer", 28);
-    rc = plan_write_file_atomic(p, "{\"new\": true}\n", &e);
-    ck_assert_msg(rc == COST_OK, "atomic write failed: %s", e.msg);
-    rc = plan_read_file(p, &text, &e);
-    ck_assert_msg(rc == COST_OK, "read back failed: %s", e.msg);
+    rc = util_write_file_atomic(p, "{\"new\": true}\n", &e);
+    ck_assert_msg(rc == UTIL_OK, "atomic write failed: %s", e.msg);
+    rc = util_read_file(p, &text, &e);
+    ck_assert_msg(rc == UTIL_OK, "read back failed: %s", e.msg);
     ck_assert_str_eq(text, "{\"new\": true}\n");
     free(text);
     ck_assert_msg(count_entries(tmpdir, NULL) == 1,
@@ -307,14 +317,14 @@ END_TEST
 START_TEST(write_atomic_failures_leave_nothing)
 {
     char p[160], sub[140];
-    cost_error e;
+    util_error e;
     int rc;
 
     make_tmpdir();
     /* the directory does not exist */
     snprintf(p, sizeof p, "%s/nodir/plan.json", tmpdir);
-    rc = plan_write_file_atomic(p, "{}", &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "No such file or directory");
+    rc = util_write_file_atomic(p, "{}", &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "No such file or directory");
     ck_assert_msg(strstr(e.msg, "cannot create") != NULL, "msg: %s", e.msg);
     ck_assert_msg(count_entries(tmpdir, NULL) == 0,
                   "something was created in %s", tmpdir);
@@ -324,8 +334,8 @@ START_TEST(write_atomic_failures_leave_nothing)
     ck_assert_msg(mkdir(sub, 0700) == 0, "mkdir failed");
     snprintf(p, sizeof p, "%s/x", sub);
     write_raw(p, "x", 1);
-    rc = plan_write_file_atomic(sub, "{}", &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "cannot rename");
+    rc = util_write_file_atomic(sub, "{}", &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "cannot rename");
     ck_assert_msg(count_entries(tmpdir, ".tmp.") == 0,
                   "temporary file left behind after a failed rename");
     ck_assert_msg(count_entries(tmpdir, NULL) == 1, "unexpected files");
@@ -337,115 +347,115 @@ END_TEST
 
 START_TEST(cluster_malformed_json)
 {
-    cost_error e;
+    util_error e;
     const char *bad = "{\n  \"nodes\": [\n    {\"name\": \"a\",, \"gpus\": 1}\n"
                       "  ]\n}\n";
     int rc = cluster_rc(bad, &e);
 
-    EXPECT_ERR(rc, e, COST_EPARSE, "", "line 3");
+    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 3");
     ck_assert_msg(strstr(e.msg, "malformed JSON") != NULL, "msg: %s", e.msg);
 
     rc = cluster_rc("{\"nodes\": [", &e);
-    EXPECT_ERR(rc, e, COST_EPARSE, "", "end of input");
+    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "end of input");
     rc = cluster_rc("   \n ", &e);
-    EXPECT_ERR(rc, e, COST_EPARSE, "", "empty");
+    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "empty");
     rc = cluster_rc("{} trailing", &e);
-    EXPECT_ERR(rc, e, COST_EPARSE, "", "line 1");
+    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 1");
     rc = cluster_rc("[1, 2]", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "", "expected a JSON object at the top "
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "", "expected a JSON object at the top "
                                        "level, got an array");
 }
 END_TEST
 
 START_TEST(cluster_missing_and_types)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = cluster_rc("{\"name\": \"x\"}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes", "missing required field");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes", "missing required field");
     rc = cluster_rc("{\"nodes\": []}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes", "non-empty array");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes", "non-empty array");
     rc = cluster_rc("{\"nodes\": {\"a\": 1}}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes",
                "expected an array, got an object");
     rc = cluster_rc("{\"nodes\": [5]}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0]",
                "expected an object, got a number");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].gpus",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
                "missing required field 'gpus'");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": \"4\", \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].gpus", "integer, got a string");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "integer, got a string");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 2.5, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].gpus", "integer, got 2.5");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "integer, got 2.5");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 0, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].gpus",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
                "expected a positive integer, got 0");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1e12, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].gpus", "32 bits");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "32 bits");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": -3, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].intra_gbps",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].intra_gbps",
                "expected a positive number, got -3");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 0}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].nic_gbps",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_gbps",
                "expected a positive number, got 0");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": [1]}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].nic_gbps",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_gbps",
                "expected a positive number, got an array");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
                     " \"nic_latency_us\": -1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].nic_latency_us",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_latency_us",
                "non-negative number");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
                     " \"count\": 0}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].count", "positive integer");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].count", "positive integer");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].name", "non-empty string");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].name", "non-empty string");
     rc = cluster_rc("{\"name\": 5, \"nodes\": [{\"name\": \"a\","
                     " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
                     " \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "name", "expected a string, got a number");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "name", "expected a string, got a number");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}],"
                     " \"links\": {}}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links", "expected an array, got an object");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links", "expected an array, got an object");
 }
 END_TEST
 
 START_TEST(cluster_device_types)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V10\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].device",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].device",
                "unknown device type 'V10' (known: ");
     ck_assert_msg(strstr(e.msg, "V100") != NULL, "known list: %s", e.msg);
 
@@ -454,34 +464,34 @@ START_TEST(cluster_device_types)
                     " \"nodes\": [{\"name\": \"a\", \"device\": \"Other\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].device", "known: MyGPU");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].device", "known: MyGPU");
 
     rc = cluster_rc("{\"device_types\": {\"X\": {\"memory_gib\": -16,"
                     " \"tflops_fp16\": 10, \"mem_bw_gbs\": 100}},"
                     " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "device_types.X.memory_gib",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types.X.memory_gib",
                "expected a positive number, got -16");
     rc = cluster_rc("{\"device_types\": {\"X\": {\"memory_gib\": 16,"
                     " \"tflops_fp16\": 10}},"
                     " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "device_types.X.mem_bw_gbs",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types.X.mem_bw_gbs",
                "missing required field");
     rc = cluster_rc("{\"device_types\": [], \"nodes\": [{\"name\": \"a\","
                     " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
                     " \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "device_types",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types",
                "expected an object, got an array");
 }
 END_TEST
 
 START_TEST(cluster_duplicates_and_totals)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = cluster_rc("{\"nodes\": ["
@@ -490,7 +500,7 @@ START_TEST(cluster_duplicates_and_totals)
                     "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 1,"
                     " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[1].name",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[1].name",
                "duplicate node name 'a' (also used by nodes[0])");
     rc = cluster_rc("{\"nodes\": ["
                     "{\"name\": \"n\", \"count\": 3, \"device\": \"V100\","
@@ -498,24 +508,24 @@ START_TEST(cluster_duplicates_and_totals)
                     "{\"name\": \"n-2\", \"device\": \"T4\", \"gpus\": 1,"
                     " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[1].name",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[1].name",
                "duplicate node name 'n-2'");
     rc = cluster_rc("{\"total_gpus\": 12, \"nodes\": ["
                     "{\"name\": \"n\", \"count\": 4, \"device\": \"T4\","
                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "total_gpus", "12");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "total_gpus", "12");
     ck_assert_msg(strstr(e.msg, "16") != NULL, "both counts: %s", e.msg);
     rc = cluster_rc("{\"total_gpus\": \"16\", \"nodes\": ["
                     "{\"name\": \"n\", \"count\": 4, \"device\": \"T4\","
                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "total_gpus", "got a string");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "total_gpus", "got a string");
     rc = cluster_rc("{\"nodes\": ["
                     "{\"name\": \"n\", \"count\": 2000000, \"device\": \"T4\","
                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "nodes[0].count", "at most");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].count", "at most");
 }
 END_TEST
 
@@ -527,41 +537,41 @@ END_TEST
 
 START_TEST(cluster_bad_links)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a\", \"b\": \"zz\","
                     " \"gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].b", "unknown node 'zz'");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].b", "unknown node 'zz'");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a:1\", \"b\": \"b:2\","
                     " \"gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].b",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].b",
                "GPU index 2 out of range for node 'b'");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"q:1\", \"b\": \"b:0\","
                     " \"gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].a", "unknown node 'q'");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].a", "unknown node 'q'");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a:x\", \"b\": \"b:0\","
                     " \"gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].a", "GPU index");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].a", "GPU index");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a\", \"b\": \"b\","
                     " \"gbps\": 0}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].gbps", "positive number");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].gbps", "positive number");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a\", \"b\": \"b\","
                     " \"gbps\": 1, \"latency_ms\": -2}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].latency_ms", "non-negative");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].latency_ms", "non-negative");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"b\": \"b\", \"gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0].a", "missing required field");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0].a", "missing required field");
     rc = cluster_rc("{" TWO_NODES ", \"links\": [{\"a\": \"a:1\", \"b\": \"a:1\","
                     " \"gbps\": 1}]}",
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "links[0]", "two different GPUs");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "links[0]", "two different GPUs");
 }
 END_TEST
 
@@ -579,11 +589,11 @@ START_TEST(cluster_conversions)
         "  {\"name\": \"b\", \"device\": \"T4\", \"gpus\": 2, \"intra_gbps\": 50,"
         "   \"nic_gbps\": 100, \"intra_latency_us\": 2, \"nic_latency_us\": 80}],"
         " \"total_gpus\": 6}";
-    cost_cluster c;
-    cost_error e;
-    int rc = plan_parse_cluster(json, "c.json", &c, &e);
+    fmt_cluster c;
+    util_error e;
+    int rc = fmt_parse_cluster(json, "c.json", &c, &e);
 
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_str_eq(c.name, "conv");
     ck_assert_int_eq(c.nnodes, 2);
     ck_assert_int_eq(c.ndevices, 6);
@@ -601,19 +611,19 @@ START_TEST(cluster_conversions)
                   c.nodes[1].nic_lat);
     ck_assert_str_eq(c.nodes[0].region, "eu");
     ck_assert_str_eq(c.nodes[1].region, "");
-    ck_assert_msg(strcmp(cost_device(&c, 0)->name, "V100") == 0,
+    ck_assert_msg(strcmp(fmt_device(&c, 0)->name, "V100") == 0,
                   "case-insensitive catalogue lookup gave '%s'",
-                  cost_device(&c, 0)->name);
-    ck_assert_msg(cost_device(&c, 4)->mem_bytes == 32.0 * 1073741824.0,
+                  fmt_device(&c, 0)->name);
+    ck_assert_msg(fmt_device(&c, 4)->mem_bytes == 32.0 * 1073741824.0,
                   "device_types override: 32 GiB, got %g",
-                  cost_device(&c, 4)->mem_bytes);
-    ck_assert_msg(cost_device(&c, 5)->flops_fp16 == 100e12 &&
-                      cost_device(&c, 5)->flops_bf16 == 50e12 &&
-                      cost_device(&c, 5)->mem_bw == 500e9,
+                  fmt_device(&c, 4)->mem_bytes);
+    ck_assert_msg(fmt_device(&c, 5)->flops_fp16 == 100e12 &&
+                      fmt_device(&c, 5)->flops_bf16 == 50e12 &&
+                      fmt_device(&c, 5)->mem_bw == 500e9,
                   "tflops/membw conversion");
     ck_assert_int_eq(c.nodes[1].first_device, 4);
     ck_assert_int_eq(c.device_node[5], 1);
-    cost_cluster_free(&c);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -624,11 +634,11 @@ START_TEST(cluster_count_replication)
         " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50},"
         " {\"name\": \"solo\", \"count\": 1, \"device\": \"T4\", \"gpus\": 2,"
         " \"intra_gbps\": 50, \"nic_gbps\": 50}]}";
-    cost_cluster c;
-    cost_error e;
-    int rc = plan_parse_cluster(json, "c.json", &c, &e);
+    fmt_cluster c;
+    util_error e;
+    int rc = fmt_parse_cluster(json, "c.json", &c, &e);
 
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_int_eq(c.nnodes, 4);
     ck_assert_int_eq(c.ndevices, 14);
     ck_assert_str_eq(c.nodes[0].name, "g-0");
@@ -638,7 +648,7 @@ START_TEST(cluster_count_replication)
                   "count 1 keeps the name, got '%s'", c.nodes[3].name);
     ck_assert_int_eq(c.nodes[2].first_device, 8);
     ck_assert_int_eq(c.ntypes, 1);
-    cost_cluster_free(&c);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -649,28 +659,28 @@ START_TEST(cluster_link_overrides)
         " {\"a\": \"a\", \"b\": \"b\", \"gbps\": 8, \"latency_ms\": 30},"
         " {\"a\": \"a:0\", \"b\": \"a:1\", \"gbps\": 16},"
         " {\"a\": \"b:1\", \"b\": \"a:3\", \"gbps\": 24, \"latency_ms\": 0}]}";
-    cost_cluster c;
-    cost_error e;
+    fmt_cluster c;
+    util_error e;
     double bw, lat;
-    int rc = plan_parse_cluster(json, "c.json", &c, &e);
+    int rc = fmt_parse_cluster(json, "c.json", &c, &e);
 
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_int_eq(c.nlinks, 3);
-    cost_link_between(&c, 1, 4, &bw, &lat);
+    fmt_link_between(&c, 1, 4, &bw, &lat);
     ck_assert_msg(bw == 1e9 && lat == 0.03,
                   "node link override 8 Gbps / 30 ms, got %g B/s / %g s", bw,
                   lat);
-    cost_link_between(&c, 1, 0, &bw, &lat);
+    fmt_link_between(&c, 1, 0, &bw, &lat);
     ck_assert_msg(bw == 2e9 && lat == 5e-6,
                   "GPU link override 16 Gbps, default intra latency, got %g / "
                   "%g",
                   bw, lat);
-    cost_link_between(&c, 3, 5, &bw, &lat);
+    fmt_link_between(&c, 3, 5, &bw, &lat);
     ck_assert_msg(bw == 3e9 && lat == 0, "GPU pair wins over node pair: %g",
                   bw);
-    cost_link_between(&c, 1, 2, &bw, &lat);
+    fmt_link_between(&c, 1, 2, &bw, &lat);
     ck_assert_msg(bw == 1e11, "no override inside a: intra 1e11, got %g", bw);
-    cost_cluster_free(&c);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -678,42 +688,42 @@ END_TEST
 
 START_TEST(model_form_errors)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
                   " \"hidden\": 64, \"heads\": 4, \"seq\": 8, \"vocab\": 10},"
                   " \"layers\": []}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "", "found both");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "", "found both");
     ck_assert_msg(strstr(e.msg, "'transformer'") && strstr(e.msg, "'layers'"),
                   "names both keys: %s", e.msg);
     rc = model_rc("{\"name\": \"x\"}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "", "found neither");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "", "found neither");
     rc = model_rc("{\"transformer\": {\"layers\": 2, \"hidden\": 64,"
                   " \"heads\": 4, \"seq\": 8, \"vocab\": 10}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "name", "missing required field");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "name", "missing required field");
     rc = model_rc("{\"name\": \"x\", \"layers\": []}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers", "non-empty");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers", "non-empty");
     rc = model_rc("{\"name\": \"x\", \"layers\": {}}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers", "expected an array, got an "
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers", "expected an array, got an "
                                              "object");
     rc = model_rc("{\"name\": \"x\",\n \"layers\": [\n{\"name\": 1 2}]}", &e);
-    EXPECT_ERR(rc, e, COST_EPARSE, "", "line 3");
+    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 3");
 }
 END_TEST
 
 START_TEST(model_layer_errors)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"blob\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].kind",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].kind",
                "unknown layer kind 'blob' (known: ");
     ck_assert_msg(strstr(e.msg, "transformer") && strstr(e.msg, "embedding"),
                   "kinds listed: %s", e.msg);
@@ -721,108 +731,108 @@ START_TEST(model_layer_errors)
                   " \"kind\": \"norm\", \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].params",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].params",
                "missing required field");
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"norm\", \"params\": \"many\", \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].params",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].params",
                "expected a non-negative number, got a string");
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": -1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].act_bytes", "got -1");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].act_bytes", "got -1");
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1, \"tp_flops_frac\": 1.5}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].tp_flops_frac",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].tp_flops_frac",
                "between 0 and 1");
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1, \"kernels\": 2.5}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[0].kernels", "integer, got 2.5");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].kernels", "integer, got 2.5");
     rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
                   " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1}, {\"name\": \"m\","
                   " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
                   " \"out_bytes\": 1, \"act_bytes\": 1, \"repeat\": 0}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "layers[1].repeat", "positive integer");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[1].repeat", "positive integer");
     rc = model_rc("{\"name\": \"x\", \"shape\": {\"hidden\": 0},"
                   " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
                   " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
                   " \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "shape.hidden", "positive integer");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "shape.hidden", "positive integer");
     rc = model_rc("{\"name\": \"x\", \"training\": {\"precision\": \"int8\"},"
                   " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
                   " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
                   " \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "training.precision",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "training.precision",
                "expected 'fp16', 'bf16' or 'fp32', got 'int8'");
     rc = model_rc("{\"name\": \"x\", \"training\": {\"global_batch\": -8},"
                   " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
                   " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
                   " \"act_bytes\": 1}]}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "training.global_batch", "got -8");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "training.global_batch", "got -8");
 }
 END_TEST
 
 START_TEST(model_transformer_errors)
 {
-    cost_error e;
+    util_error e;
     int rc;
 
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
                   " \"hidden\": 64, \"heads\": 0, \"seq\": 8, \"vocab\": 10}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer.heads", "positive integer");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.heads", "positive integer");
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
                   " \"hidden\": 64, \"heads\": 4, \"vocab\": 10}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer.seq", "missing required");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.seq", "missing required");
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
                   " \"hidden\": 64, \"heads\": 4, \"seq\": 8, \"vocab\": 10,"
                   " \"tied_embeddings\": \"yes\"}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer.tied_embeddings",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.tied_embeddings",
                "expected a boolean");
     rc = model_rc("{\"name\": \"x\", \"transformer\": [1]}", &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer", "expected an object");
-    /* checked by cost_model_from_transformer: error keeps this file */
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer", "expected an object");
+    /* checked by fmt_model_from_transformer: error keeps this file */
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
                   " \"hidden\": 100, \"heads\": 16, \"seq\": 8, \"vocab\": 10}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer.heads", "divisible");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.heads", "divisible");
     rc = model_rc("{\"name\": \"x\", \"transformer\": {\"family\": \"rnn\","
                   " \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq\": 8,"
                   " \"vocab\": 10}}",
                   &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "transformer.family", "rnn");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.family", "rnn");
 }
 END_TEST
 
 START_TEST(model_explicit_layers)
 {
-    cost_model m;
-    cost_error e;
+    fmt_model m;
+    util_error e;
     int rc, i;
 
-    rc = plan_parse_model(SMALL_MODEL, "m.json", &m, &e);
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    rc = fmt_parse_model(SMALL_MODEL, "m.json", &m, &e);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_str_eq(m.name, "tiny");
     ck_assert_int_eq(m.nlayers, 4);
     ck_assert_str_eq(m.layers[1].name, "blk-0");
     ck_assert_str_eq(m.layers[2].name, "blk-1");
     ck_assert_str_eq(m.layers[0].name, "emb");
-    ck_assert_int_eq(m.layers[1].kind, COST_KIND_TRANSFORMER);
-    ck_assert_int_eq(m.layers[3].kind, COST_KIND_HEAD);
+    ck_assert_int_eq(m.layers[1].kind, FMT_KIND_TRANSFORMER);
+    ck_assert_int_eq(m.layers[3].kind, FMT_KIND_HEAD);
     ck_assert_msg(m.layers[2].fwd_flops == 1e7, "fwd_flops copied");
     ck_assert_int_eq(m.global_batch, 8);
     ck_assert_int_eq(m.dtype_bytes, 2);
@@ -833,47 +843,47 @@ START_TEST(model_explicit_layers)
     ck_assert_int_eq(m.vocab, 100);
     ck_assert_int_eq(m.blocks, 2);
     for (i = 0; i < m.nlayers; i++) {
-        const cost_layer *l = &m.layers[i];
+        const fmt_layer *l = &m.layers[i];
         ck_assert_msg(l->tp_flops_frac >= 0 && l->traffic >= 0 &&
                           l->traffic_rep >= 0 && l->act_rep_bytes >= 0 &&
                           l->tp_comm_bytes >= 0 && l->tp_collectives >= 0 &&
                           l->kernels >= 0 && l->tied_group >= 0,
                       "layer %d: absent optional fields must get defaults", i);
     }
-    cost_model_free(&m);
+    fmt_model_free(&m);
 
-    rc = plan_parse_model("{\"name\": \"y\", \"training\": {\"precision\":"
+    rc = fmt_parse_model("{\"name\": \"y\", \"training\": {\"precision\":"
                           " \"bf16\"}, \"layers\": [{\"name\": \"l\","
                           " \"kind\": \"embed2v\", \"params\": 1,"
                           " \"fwd_flops\": 1, \"out_bytes\": 1,"
                           " \"act_bytes\": 1, \"kernels\": 7,"
                           " \"tp_flops_frac\": 0.25, \"tied_group\": 3}]}",
                           "m.json", &m, &e);
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_int_eq(m.bf16, 1);
     ck_assert_int_eq(m.dtype_bytes, 2);
-    ck_assert_int_eq(m.layers[0].kind, COST_KIND_HEAD);
+    ck_assert_int_eq(m.layers[0].kind, FMT_KIND_HEAD);
     ck_assert_int_eq(m.layers[0].kernels, 7);
     ck_assert_int_eq(m.layers[0].tied_group, 3);
     ck_assert_msg(m.layers[0].tp_flops_frac == 0.25, "explicit value kept");
     ck_assert_str_eq(m.layers[0].name, "l");
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(model_transformer_ok)
 {
-    cost_model m;
-    cost_error e;
+    fmt_model m;
+    util_error e;
     int rc;
 
-    rc = plan_parse_model("{\"name\": \"t\", \"training\": {\"global_batch\":"
+    rc = fmt_parse_model("{\"name\": \"t\", \"training\": {\"global_batch\":"
                           " 16, \"precision\": \"fp32\"}, \"transformer\":"
                           " {\"layers\": 6, \"hidden\": 128, \"heads\": 4,"
                           " \"seq\": 64, \"vocab\": 1000,"
                           " \"tied_embeddings\": false}}",
                           "m.json", &m, &e);
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_str_eq(m.name, "t");
     ck_assert_str_eq(m.family, "gpt2");
     ck_assert_int_eq(m.nlayers, 6 + 3);
@@ -881,7 +891,7 @@ START_TEST(model_transformer_ok)
     ck_assert_int_eq(m.dtype_bytes, 4);
     ck_assert_int_eq(m.hidden, 128);
     ck_assert_msg(m.layers[0].tied_group == 0, "tied_embeddings false");
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -889,20 +899,20 @@ END_TEST
 
 START_TEST(profile_errors)
 {
-    cost_profile p;
-    cost_error e;
+    fmt_profile p;
+    util_error e;
     int rc;
 
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].fwd_ms",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms",
                "expected 4 entries (one per model layer), got 3");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
                     " \"bwd_ms\": [1, 2, 3, 4, 5]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].bwd_ms", "got 5");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].bwd_ms", "got 5");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]},"
                     " {\"device\": \"T4\", \"tp\": 1, \"mbs\": 1,"
@@ -910,60 +920,60 @@ START_TEST(profile_errors)
                     " {\"device\": \"V100\", \"tp\": 1, \"mbs\": 1,"
                     " \"fwd_ms\": [1, 2, 3, 4]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[2]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[2]",
                "duplicate entry for device 'V100', tp 1, mbs 1");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, -2, 3, 4]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].fwd_ms[1]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms[1]",
                "non-negative number, got -2");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, \"2\", 3, 4]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].fwd_ms[1]", "got a string");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms[1]", "got a string");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 0,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].tp", "positive integer");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].tp", "positive integer");
     rc = profile_rc("{\"entries\": [{\"device\": \"\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].device", "non-empty");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].device", "non-empty");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].fwd_ms",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms",
                "missing required field");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
                     " \"by_kind\": {}}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0]", "found both");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0]", "found both");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"by_kind\": {\"blob\": {\"fwd_ms\": 1}}}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].by_kind.blob",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].by_kind.blob",
                "unknown layer kind 'blob'");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"by_kind\": {\"head\": {\"bwd_ms\": 1}}}]}",
                     &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries[0].by_kind.head.fwd_ms",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].by_kind.head.fwd_ms",
                "missing required field");
     rc = profile_rc("{\"format\": \"hetplan-profile/9\", \"entries\": []}", &p,
                     &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "format",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "format",
                "expected 'hetplan-profile/1', got 'hetplan-profile/9'");
     rc = profile_rc("{\"entries\": {}}", &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries", "expected an array");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries", "expected an array");
     rc = profile_rc("{\"format\": \"hetplan-profile/1\"}", &p, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "entries", "missing required field");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries", "missing required field");
 }
 END_TEST
 
 START_TEST(profile_ok)
 {
-    cost_profile p;
-    cost_error e;
+    fmt_profile p;
+    util_error e;
     int rc;
 
     rc = profile_rc("{\"format\": \"hetplan-profile/1\", \"model\": \"tiny\","
@@ -977,7 +987,7 @@ START_TEST(profile_ok)
                     " \"by_kind\": {\"transformer\": {\"fwd_ms\": 3,"
                     " \"bwd_ms\": 7}, \"embed2h\": {\"fwd_ms\": 1}}}]}",
                     &p, &e);
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_int_eq(p.nentries, 3);
     ck_assert_int_eq(p.nlayers, 4);
     ck_assert_str_eq(p.entries[0].device, "V100");
@@ -995,15 +1005,15 @@ START_TEST(profile_ok)
                       p.entries[2].bwd[2] == 0.007,
                   "by_kind transformer applies to every block");
     ck_assert_msg(p.entries[2].fwd[3] == -1, "other kinds stay -1");
-    cost_profile_free(&p);
+    fmt_profile_free(&p);
 }
 END_TEST
 
 START_TEST(profile_from_amp)
 {
-    cost_model m;
-    cost_profile p;
-    cost_error e;
+    fmt_model m;
+    fmt_profile p;
+    util_error e;
     int rc, i, v100 = 0, t4 = 0;
 
     if (!exists(AMP_PROFILES)) {
@@ -1014,11 +1024,11 @@ START_TEST(profile_from_amp)
         printf("skip: %s not found\n", EX("gpt2-amp.json"));
         return;
     }
-    rc = plan_load_model(EX("gpt2-amp.json"), &m, &e);
-    ck_assert_msg(rc == COST_OK, "gpt2-amp: %s: %s", e.path, e.msg);
+    rc = fmt_load_model(EX("gpt2-amp.json"), &m, &e);
+    ck_assert_msg(rc == UTIL_OK, "gpt2-amp: %s: %s", e.path, e.msg);
     ck_assert_int_eq(m.nlayers, 30);
-    rc = plan_profile_from_amp(AMP_PROFILES, "gpt2", &m, &p, &e);
-    ck_assert_msg(rc == COST_OK, "amp profile: %s: %s", e.path, e.msg);
+    rc = fmt_profile_from_amp(AMP_PROFILES, "gpt2", &m, &p, &e);
+    ck_assert_msg(rc == UTIL_OK, "amp profile: %s: %s", e.path, e.msg);
     ck_assert_int_eq(p.nlayers, 30);
     for (i = 0; i < p.nentries; i++) {
         ck_assert_int_eq(p.entries[i].mbs, 1);
@@ -1033,21 +1043,21 @@ START_TEST(profile_from_amp)
                   "3 tp entries per GPU type, got V100 %d, T4 %d", v100, t4);
     ck_assert_msg(p.entries[0].fwd[2] > 0 && p.entries[0].fwd[2] < 1,
                   "times in seconds, got %g", p.entries[0].fwd[2]);
-    cost_profile_free(&p);
+    fmt_profile_free(&p);
 
     memset(&e, 0, sizeof e);
-    rc = plan_profile_from_amp(AMP_PROFILES, "bert", &m, &p, &e);
-    EXPECT_ERR(rc, e, COST_ENOTFOUND, "bert", "'bert' not found");
+    rc = fmt_profile_from_amp(AMP_PROFILES, "bert", &m, &p, &e);
+    EXPECT_ERR(rc, e, UTIL_ENOTFOUND, "bert", "'bert' not found");
     ck_assert_msg(all_zero(&p, sizeof p), "profile not empty on failure");
-    cost_model_free(&m);
+    fmt_model_free(&m);
 
     small_model(&m);
-    rc = plan_profile_from_amp(AMP_PROFILES, "gpt2", &m, &p, &e);
-    ck_assert_int_eq(rc, COST_EFIELD);
+    rc = fmt_profile_from_amp(AMP_PROFILES, "gpt2", &m, &p, &e);
+    ck_assert_int_eq(rc, UTIL_EFIELD);
     ck_assert_msg(strstr(e.msg, "expected 4 entries") && strstr(e.msg, "30"),
                   "length mismatch names both counts: %s", e.msg);
     ck_assert_msg(all_zero(&p, sizeof p), "profile not empty on failure");
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -1055,8 +1065,8 @@ END_TEST
 
 START_TEST(strategies_ok)
 {
-    cost_strategy *s;
-    cost_error e;
+    fmt_strategy *s;
+    util_error e;
     int n, rc;
 
     rc = strat_rc("{\"strategies\": ["
@@ -1066,15 +1076,15 @@ START_TEST(strategies_ok)
                   " \"stage_boundaries\": [0, 1, 4], \"ranks\": [3, 2, 1, 0],"
                   " \"schedule\": \"gpipe\"}]}",
                   &s, &n, &e);
-    ck_assert_msg(rc == COST_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
     ck_assert_int_eq(n, 2);
     ck_assert_int_eq(s[0].gas, 2);
-    ck_assert_int_eq(s[0].schedule, COST_SCHED_1F1B);
+    ck_assert_int_eq(s[0].schedule, FMT_SCHED_1F1B);
     ck_assert_str_eq(s[0].placement, "megatron");
     ck_assert_int_eq(s[0].ranks[3], 3);
     ck_assert_int_eq(s[0].bounds[1], 2);
     ck_assert_int_eq(s[1].gas, 8);
-    ck_assert_int_eq(s[1].schedule, COST_SCHED_GPIPE);
+    ck_assert_int_eq(s[1].schedule, FMT_SCHED_GPIPE);
     ck_assert_str_eq(s[1].placement, "explicit");
     ck_assert_int_eq(s[1].ranks[0], 3);
     free_strats(s, n);
@@ -1083,84 +1093,84 @@ END_TEST
 
 START_TEST(strategies_errors)
 {
-    cost_strategy *s;
-    cost_error e;
+    fmt_strategy *s;
+    util_error e;
     int n, rc;
 
     rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 2,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0]", "does not match");
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0]", "does not match");
     ck_assert_msg(strstr(e.msg, "4 GPUs") != NULL, "msg: %s", e.msg);
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0].stage_boundaries",
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries",
                "expected 3 entries (pp + 1), got 2");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0].stage_boundaries",
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries",
                "increasing");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 2, 5]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0].stage_boundaries", "0 to 4");
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries", "0 to 4");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 3, \"stage_boundaries\": [0, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0].mbs", "not divisible");
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].mbs", "not divisible");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
                   " \"ranks\": [0, 1, 2, 7]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].ranks[3]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[3]",
                "expected a device index below 4");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
                   " \"ranks\": [0, 1, 1, 2]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].ranks[2]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[2]",
                "device 1 is used twice");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
                   " \"ranks\": [0, 1, -2, 3]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].ranks[2]", "non-negative");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[2]", "non-negative");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
                   " \"ranks\": [0, 1]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].ranks",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks",
                "expected 4 entries");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
                   " \"schedule\": \"zb\"}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].schedule",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].schedule",
                "expected '1f1b' or 'gpipe', got 'zb'");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4]},"
                   " {\"tp\": 1, \"dp\": \"4\", \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[1].dp", "got a string");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[1].dp", "got a string");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1, \"stage_boundaries\": [0, 4.5]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].stage_boundaries[1]",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].stage_boundaries[1]",
                "integer, got 4.5");
     rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
                   " \"mbs\": 1}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies[0].stage_boundaries",
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].stage_boundaries",
                "missing required field");
     rc = strat_rc("{\"strategies\": []}", &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EFIELD, "strategies", "non-empty");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies", "non-empty");
     rc = strat_rc("{\"strategies\": [{\"tp\": 100000, \"dp\": 100000,"
                   " \"pp\": 100000, \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
                   &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EINVAL, "strategies[0]", "does not match");
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0]", "does not match");
 }
 END_TEST
 
@@ -1176,8 +1186,8 @@ START_TEST(example_clusters)
         {EX("amp-het.json"), 16, 4, 2},
         {EX("mixed-generations.json"), 42, 7, 5},
     };
-    cost_cluster c;
-    cost_error e;
+    fmt_cluster c;
+    util_error e;
     size_t i;
     int rc;
 
@@ -1186,8 +1196,8 @@ START_TEST(example_clusters)
             printf("skip: %s not found\n", want[i].file);
             continue;
         }
-        rc = plan_load_cluster(want[i].file, &c, &e);
-        ck_assert_msg(rc == COST_OK, "%s: %s: %s", want[i].file, e.path,
+        rc = fmt_load_cluster(want[i].file, &c, &e);
+        ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
         ck_assert_msg(c.ndevices == want[i].devices,
                       "%s: %d devices, expected %d", want[i].file, c.ndevices,
@@ -1200,7 +1210,7 @@ START_TEST(example_clusters)
             ck_assert_msg(c.nodes[3].nic_bw == 6.25e9 &&
                               strcmp(c.nodes[3].name, "g4dn-3") == 0,
                           "amp-homogeneous: g4dn-3 at 50 Gbps");
-        cost_cluster_free(&c);
+        fmt_cluster_free(&c);
     }
 }
 END_TEST
@@ -1216,8 +1226,8 @@ START_TEST(example_models)
         {EX("gpt3-xl.json"), 27, 256},
         {EX("llama-7b.json"), 35, 512},
     };
-    cost_model m;
-    cost_error e;
+    fmt_model m;
+    util_error e;
     size_t i;
     int rc;
 
@@ -1226,8 +1236,8 @@ START_TEST(example_models)
             printf("skip: %s not found\n", want[i].file);
             continue;
         }
-        rc = plan_load_model(want[i].file, &m, &e);
-        ck_assert_msg(rc == COST_OK, "%s: %s: %s", want[i].file, e.path,
+        rc = fmt_load_model(want[i].file, &m, &e);
+        ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
         ck_assert_msg(m.nlayers == want[i].layers,
                       "%s: %d layers, expected %d", want[i].file, m.nlayers,
@@ -1235,17 +1245,17 @@ START_TEST(example_models)
         ck_assert_msg(m.global_batch == want[i].batch,
                       "%s: global batch %d, expected %d", want[i].file,
                       m.global_batch, want[i].batch);
-        cost_model_free(&m);
+        fmt_model_free(&m);
     }
 }
 END_TEST
 
 START_TEST(example_strategies)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_strategy *s = NULL;
-    cost_error e;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy *s = NULL;
+    util_error e;
     int rc, n = 0;
 
     if (!exists(EX("strategies-amp-het.json")) || !exists(EX("amp-het.json")) ||
@@ -1254,13 +1264,13 @@ START_TEST(example_strategies)
                "not found\n");
         return;
     }
-    rc = plan_load_cluster(EX("amp-het.json"), &c, &e);
-    ck_assert_msg(rc == COST_OK, "amp-het: %s", e.msg);
-    rc = plan_load_model(EX("gpt2-amp.json"), &m, &e);
-    ck_assert_msg(rc == COST_OK, "gpt2-amp: %s", e.msg);
-    rc = plan_load_strategies(EX("strategies-amp-het.json"), &c, &m, 32, &s,
+    rc = fmt_load_cluster(EX("amp-het.json"), &c, &e);
+    ck_assert_msg(rc == UTIL_OK, "amp-het: %s", e.msg);
+    rc = fmt_load_model(EX("gpt2-amp.json"), &m, &e);
+    ck_assert_msg(rc == UTIL_OK, "gpt2-amp: %s", e.msg);
+    rc = fmt_load_strategies(EX("strategies-amp-het.json"), &c, &m, 32, &s,
                               &n, &e);
-    ck_assert_msg(rc == COST_OK, "strategies: %s: %s", e.path, e.msg);
+    ck_assert_msg(rc == UTIL_OK, "strategies: %s: %s", e.path, e.msg);
     ck_assert_msg(n >= 1, "at least one strategy");
     ck_assert_int_eq(s[0].tp * s[0].dp * s[0].pp, 16);
     ck_assert_int_eq(s[0].bounds[0], 0);
@@ -1269,37 +1279,37 @@ START_TEST(example_strategies)
     free_strats(s, n);
 
     /* global batch 0: taken from the model's training.global_batch */
-    rc = plan_load_strategies(EX("strategies-amp-het.json"), &c, &m, 0, &s,
+    rc = fmt_load_strategies(EX("strategies-amp-het.json"), &c, &m, 0, &s,
                               &n, &e);
-    ck_assert_msg(rc == COST_OK, "strategies (batch from model): %s", e.msg);
+    ck_assert_msg(rc == UTIL_OK, "strategies (batch from model): %s", e.msg);
     free_strats(s, n);
 
-    rc = plan_load_strategies("/nonexistent/s.json", &c, &m, 32, &s, &n, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "cannot open");
+    rc = fmt_load_strategies("/nonexistent/s.json", &c, &m, 32, &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "cannot open");
     ck_assert_msg(s == NULL && n == 0, "outputs empty on failure");
-    cost_cluster_free(&c);
-    cost_model_free(&m);
+    fmt_cluster_free(&c);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(load_missing_files)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile p;
-    cost_error e;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile p;
+    util_error e;
     int rc;
 
-    rc = plan_load_cluster("/nonexistent/c.json", &c, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "cannot open '/nonexistent/c.json'");
+    rc = fmt_load_cluster("/nonexistent/c.json", &c, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "cannot open '/nonexistent/c.json'");
     ck_assert_msg(all_zero(&c, sizeof c), "cluster empty on failure");
-    rc = plan_load_model("/nonexistent/m.json", &m, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "No such file");
+    rc = fmt_load_model("/nonexistent/m.json", &m, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "No such file");
     small_model(&m);
-    rc = plan_load_profile("/nonexistent/p.json", &m, &p, &e);
-    EXPECT_ERR(rc, e, COST_EIO, "", "No such file");
+    rc = fmt_load_profile("/nonexistent/p.json", &m, &p, &e);
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "No such file");
     ck_assert_msg(all_zero(&p, sizeof p), "profile empty on failure");
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -1310,11 +1320,11 @@ START_TEST(robust_truncations)
     const char *docs[3];
     char *buf;
     size_t i, k, len;
-    cost_cluster c;
-    cost_model m, sm;
-    cost_profile p;
-    cost_strategy *s;
-    cost_error e;
+    fmt_cluster c;
+    fmt_model m, sm;
+    fmt_profile p;
+    fmt_strategy *s;
+    util_error e;
     int n, which;
     static const char corrupt[] = {'"', '}', ']', ',', '-', '0', 'x', ':'};
 
@@ -1336,19 +1346,19 @@ START_TEST(robust_truncations)
                 else if (i < len)
                     buf[i] = corrupt[k];
                 if (which == 0) {
-                    cost_cluster cc;
-                    if (plan_parse_cluster(buf, "c", &cc, &e) == COST_OK)
-                        cost_cluster_free(&cc);
+                    fmt_cluster cc;
+                    if (fmt_parse_cluster(buf, "c", &cc, &e) == UTIL_OK)
+                        fmt_cluster_free(&cc);
                     else
                         ck_assert_msg(all_zero(&cc, sizeof cc), "not empty");
                 } else if (which == 1) {
-                    if (plan_parse_model(buf, "m", &m, &e) == COST_OK)
-                        cost_model_free(&m);
+                    if (fmt_parse_model(buf, "m", &m, &e) == UTIL_OK)
+                        fmt_model_free(&m);
                     else
                         ck_assert_msg(all_zero(&m, sizeof m), "not empty");
                 } else {
-                    if (plan_parse_profile(buf, "p", &sm, &p, &e) == COST_OK)
-                        cost_profile_free(&p);
+                    if (fmt_parse_profile(buf, "p", &sm, &p, &e) == UTIL_OK)
+                        fmt_profile_free(&p);
                     else
                         ck_assert_msg(all_zero(&p, sizeof p), "not empty");
                 }
@@ -1371,16 +1381,16 @@ START_TEST(robust_truncations)
                     buf[i] = '\0';
                 else if (i < len)
                     buf[i] = corrupt[k];
-                if (plan_parse_strategies(buf, "s", &c, &sm, 8, &s, &n, &e) ==
-                    COST_OK)
+                if (fmt_parse_strategies(buf, "s", &c, &sm, 8, &s, &n, &e) ==
+                    UTIL_OK)
                     free_strats(s, n);
                 else
                     ck_assert_msg(s == NULL && n == 0, "not empty");
             }
         free(buf);
     }
-    cost_cluster_free(&c);
-    cost_model_free(&sm);
+    fmt_cluster_free(&c);
+    fmt_model_free(&sm);
 }
 END_TEST
 

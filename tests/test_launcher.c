@@ -46,10 +46,10 @@ static void teardown(void)
 
 static void load_plan(plan_doc *d)
 {
-    cost_error err;
+    util_error err;
     int rc = plan_load_plan(plan_path, d, &err);
 
-    ck_assert_msg(rc == COST_OK, "%s: %s: %s", err.file, err.path, err.msg);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", err.file, err.path, err.msg);
     ck_assert_int_eq(d->n, 1);
 }
 
@@ -58,7 +58,7 @@ START_TEST(test_order_1f1b)
     int bwd[64], micro[64], pp = 4, gas = 8, j, i;
 
     for (j = 0; j < pp; j++) {
-        int n = launch_stage_order(COST_SCHED_1F1B, j, pp, gas, bwd, micro);
+        int n = launch_stage_order(FMT_SCHED_1F1B, j, pp, gas, bwd, micro);
         int fwd_done = 0, bwd_done = 0, live = 0, peak = 0;
         ck_assert_int_eq(n, 2 * gas);
         for (i = 0; i < n; i++) {
@@ -80,22 +80,22 @@ START_TEST(test_order_1f1b)
         ck_assert_int_eq(peak, pp - j);
     }
     /* stage 0 of 4: F0 F1 F2 F3 B0 F4 B1 ... */
-    launch_stage_order(COST_SCHED_1F1B, 0, 4, 8, bwd, micro);
+    launch_stage_order(FMT_SCHED_1F1B, 0, 4, 8, bwd, micro);
     ck_assert(!bwd[0] && !bwd[2] && !bwd[3] && bwd[4] && micro[4] == 0);
     ck_assert(!bwd[5] && micro[5] == 4 && bwd[15] && micro[15] == 7);
     /* last stage alternates from the start */
-    launch_stage_order(COST_SCHED_1F1B, 3, 4, 8, bwd, micro);
+    launch_stage_order(FMT_SCHED_1F1B, 3, 4, 8, bwd, micro);
     for (i = 0; i < 16; i++)
         ck_assert(bwd[i] == (i % 2) && micro[i] == i / 2);
     /* fewer micro-batches than warm-up forwards */
-    ck_assert_int_eq(launch_stage_order(COST_SCHED_1F1B, 0, 8, 2, bwd, micro), 4);
+    ck_assert_int_eq(launch_stage_order(FMT_SCHED_1F1B, 0, 8, 2, bwd, micro), 4);
     ck_assert(!bwd[0] && !bwd[1] && bwd[2] && bwd[3]);
     /* GPipe: all forwards, then all backwards */
-    launch_stage_order(COST_SCHED_GPIPE, 1, 4, 3, bwd, micro);
+    launch_stage_order(FMT_SCHED_GPIPE, 1, 4, 3, bwd, micro);
     for (i = 0; i < 6; i++)
         ck_assert(bwd[i] == (i >= 3) && micro[i] == i % 3);
-    ck_assert_int_eq(launch_stage_order(COST_SCHED_1F1B, 4, 4, 8, bwd, micro), -1);
-    ck_assert_int_eq(launch_stage_order(COST_SCHED_1F1B, 0, 4, 0, bwd, micro), -1);
+    ck_assert_int_eq(launch_stage_order(FMT_SCHED_1F1B, 4, 4, 8, bwd, micro), -1);
+    ck_assert_int_eq(launch_stage_order(FMT_SCHED_1F1B, 0, 4, 0, bwd, micro), -1);
 }
 END_TEST
 
@@ -103,10 +103,10 @@ START_TEST(test_work_of_plan)
 {
     plan_doc d;
     launch_work w;
-    cost_error err;
+    util_error err;
 
     load_plan(&d);
-    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
     ck_assert(w.tp == 1 && w.dp == 1 && w.pp == 4 && w.mbs == 4 && w.gas == 8);
     ck_assert_int_eq(w.ranks, 4);
     /* embed + 6 blocks | 7 blocks | 7 blocks | 6 blocks + norm + head */
@@ -123,13 +123,13 @@ START_TEST(test_work_of_plan)
     launch_work_free(NULL);
 
     /* --rank 2: only stage 2 runs */
-    ck_assert_int_eq(launch_work_of(&d, 0, 2, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, 2, &w, &err), UTIL_OK);
     ck_assert(!w.stages[0].run && !w.stages[1].run && w.stages[2].run &&
               !w.stages[3].run);
     launch_work_free(&w);
-    ck_assert_int_eq(launch_work_of(&d, 0, 4, &w, &err), COST_EINVAL);
+    ck_assert_int_eq(launch_work_of(&d, 0, 4, &w, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "ranks 0..3"));
-    ck_assert_int_eq(launch_work_of(&d, 1, -1, &w, &err), COST_EINVAL);
+    ck_assert_int_eq(launch_work_of(&d, 1, -1, &w, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "the plan has 1"));
     plan_doc_free(&d);
 }
@@ -143,17 +143,17 @@ START_TEST(test_compose)
     launch_work w;
     launch_measure meas[4];
     launch_trial t, t2;
-    cost_error err;
+    util_error err;
     int j, rc;
 
     load_plan(&d);
-    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
     memset(meas, 0, sizeof meas);
     for (j = 0; j < 4; j++)
         meas[j].opt_s = -1.0;
     /* nothing measured: the prediction */
     rc = launch_compose(&d, &w, meas, &t, &err);
-    ck_assert_msg(rc == COST_OK, "%s", err.msg);
+    ck_assert_msg(rc == UTIL_OK, "%s", err.msg);
     ck_assert(t.simulated_s > 0 && t.predicted_s > 0);
     ck_assert_double_eq_tol(t.measured_s, t.simulated_s, 1e-12);
     ck_assert_double_eq_tol(t.predicted_s, d.predicted_s[0], 1e-15);
@@ -176,7 +176,7 @@ START_TEST(test_compose)
         meas[j].fwd_s = t.pred_fwd_s[j];
         meas[j].bwd_s = t.pred_bwd_s[j];
     }
-    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), COST_OK);
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), UTIL_OK);
     ck_assert_double_eq_tol(t2.measured_s, t.simulated_s, 1e-12);
     launch_trial_free(&t2);
 
@@ -186,7 +186,7 @@ START_TEST(test_compose)
         meas[j].bwd_s *= 2;
     }
     meas[3].opt_s = 0.5; /* a measured optimizer step replaces the model's */
-    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), COST_OK);
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), UTIL_OK);
     ck_assert(t2.measured_s > 1.8 * t.simulated_s);
     ck_assert_double_eq(t2.opt_s[3], 0.5);
     ck_assert(t2.measured_s >= 0.5 + 8 * 2 * (t.pred_fwd_s[3] + t.pred_bwd_s[3]));
@@ -209,14 +209,14 @@ START_TEST(test_trial_json)
     launch_measure meas[4];
     launch_trial t;
     prof_device_info dev;
-    cost_error err;
-    cost_strategy *s = NULL;
+    util_error err;
+    fmt_strategy *s = NULL;
     char *text;
     cJSON *doc, *st, *stages;
     int n = 0, j, rc;
 
     load_plan(&d);
-    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
     memset(meas, 0, sizeof meas);
     for (j = 0; j < 4; j++) {
         meas[j].opt_s = -1.0;
@@ -226,16 +226,16 @@ START_TEST(test_trial_json)
             meas[j].bwd_s = 0.009;
         }
     }
-    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), COST_OK);
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), UTIL_OK);
     memset(&dev, 0, sizeof dev);
     strcpy(dev.name, "NVIDIA H100 80GB HBM3");
     prof_device_type_of(dev.name, dev.type);
     text = launch_trial_json(&d, &w, meas, &t, &dev, 10);
     ck_assert_ptr_nonnull(text);
 
-    rc = plan_parse_strategies(text, "trial.json", &d.cluster, &d.model,
+    rc = fmt_parse_strategies(text, "trial.json", &d.cluster, &d.model,
                                d.global_batch, &s, &n, &err);
-    ck_assert_msg(rc == COST_OK, "%s: %s", err.path, err.msg);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", err.path, err.msg);
     ck_assert_int_eq(n, 1);
     ck_assert(s[0].tp == 1 && s[0].dp == 1 && s[0].pp == 4 && s[0].mbs == 4);
     ck_assert_int_eq(s[0].gas, 8);
@@ -243,7 +243,7 @@ START_TEST(test_trial_json)
         ck_assert_int_eq(s[0].bounds[j], d.s[0].bounds[j]);
     for (j = 0; j < 4; j++)
         ck_assert_int_eq(s[0].ranks[j], d.s[0].ranks[j]);
-    cost_strategy_free(&s[0]);
+    fmt_strategy_free(&s[0]);
     free(s);
 
     doc = cJSON_Parse(text);
@@ -277,7 +277,7 @@ START_TEST(test_trial_json)
 }
 END_TEST
 
-static int parse(launch_options *o, cost_error *err, ...)
+static int parse(launch_options *o, util_error *err, ...)
 {
     char *argv[32];
     int argc = 0;
@@ -295,54 +295,54 @@ static int parse(launch_options *o, cost_error *err, ...)
 START_TEST(test_args)
 {
     launch_options o;
-    cost_error err;
+    util_error err;
 
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p.json", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p.json", NULL), UTIL_OK);
     ck_assert_str_eq(o.plan, "p.json");
     ck_assert(o.rank == -1 && o.strategy == 1 && o.iterations == 10 &&
               o.warmup == 2 && o.output == NULL && !o.json);
     ck_assert_int_eq(parse(&o, &err, "--plan=p.json", "--rank", "3",
                            "--iterations=5", "--warmup", "0", "--output", "t.json",
                            "--strategy", "2", "--gpu", "1", "--format", "json",
-                           NULL), COST_OK);
+                           NULL), UTIL_OK);
     ck_assert(o.rank == 3 && o.iterations == 5 && o.warmup == 0 &&
               o.strategy == 2 && o.device == 1 && o.json);
     ck_assert_str_eq(o.output, "t.json");
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--all-local", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--all-local", NULL), UTIL_OK);
     ck_assert_int_eq(o.rank, -1);
-    ck_assert_int_eq(parse(&o, &err, "--help", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--help", NULL), UTIL_OK);
     ck_assert(o.help);
 
-    ck_assert_int_eq(parse(&o, &err, NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "missing required option '--plan'");
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--rank", "1", "--all-local",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "options '--rank' and '--all-local' exclude each other");
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--rank", "-1", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--iterations", "0", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--strategy", "0", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--format", "xml", NULL),
-                     COST_EINVAL);
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--bogus", NULL), COST_EINVAL);
+                     UTIL_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--bogus", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "unknown option '--bogus'");
-    ck_assert_int_eq(parse(&o, &err, "--plan", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--plan", NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--all-local=1", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     /* --mode */
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", NULL), UTIL_OK);
     ck_assert_int_eq(o.mode, LAUNCH_MODE_AUTO);
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode", "executed", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode", "executed", NULL), UTIL_OK);
     ck_assert_int_eq(o.mode, LAUNCH_MODE_EXECUTED);
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode=composed", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode=composed", NULL), UTIL_OK);
     ck_assert_int_eq(o.mode, LAUNCH_MODE_COMPOSED);
-    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode", "real", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--mode", "real", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "option '--mode' expects 'auto', 'executed' or "
                               "'composed', got 'real'");
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--rank", "0", "--mode", "executed",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'--rank' and '--mode executed'"));
 }
 END_TEST
@@ -376,7 +376,7 @@ START_TEST(test_choose_mode)
     launch_work w;
     char why[256];
 
-    fake_work(&w, 4, 8, COST_SCHED_1F1B, 1.0);
+    fake_work(&w, 4, 8, FMT_SCHED_1F1B, 1.0);
     /* enough GPUs: executed, which ones */
     ck_assert_int_eq(launch_choose_mode(&w, LAUNCH_MODE_AUTO, 4, 0, why, sizeof why),
                      LAUNCH_MODE_EXECUTED);
@@ -432,10 +432,10 @@ START_TEST(test_exec_plan)
     launch_work w;
     launch_exec_input in;
     launch_exec x;
-    cost_error err;
+    util_error err;
     int peer[6 * 6], j, i, k;
 
-    fake_work(&w, 4, 8, COST_SCHED_1F1B, 8.0 * 1048576);
+    fake_work(&w, 4, 8, FMT_SCHED_1F1B, 8.0 * 1048576);
     memset(peer, 0, sizeof peer);
     /* GPUs 1..4 run the stages; 1<->2 and 3<->4 are peers, 2->3 one way only */
     peer[1 * 6 + 2] = peer[2 * 6 + 1] = 1;
@@ -446,7 +446,7 @@ START_TEST(test_exec_plan)
     in.ngpu = 6;
     in.peer = peer;
     in.overlap_dp = 1;
-    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
+    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
     ck_assert_int_eq(x.pp, 4);
     ck_assert_int_eq(x.nxfer, 2 * 3 * 8);
     for (j = 0; j < 4; j++)
@@ -536,7 +536,7 @@ START_TEST(test_exec_plan)
         in.tied_last = 3;
         in.overlap_dp = 0;
         in.peer = NULL;
-        ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
+        ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
         for (i = 0; i < x.nxfer; i++)
             ck_assert_int_eq(x.xfers[i].route, LAUNCH_ROUTE_HOST);
         ck_assert_double_eq(x.st[3].fwd_extra_s, 2e-3);
@@ -549,7 +549,7 @@ START_TEST(test_exec_plan)
     }
     /* a missing GPU */
     in.first_gpu = 3;
-    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_EINVAL);
+    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "4 stages need GPUs 3..6, 6 visible"));
     launch_work_free(&w);
 }
@@ -560,9 +560,9 @@ END_TEST
  * optimizer steps, with and without overlap. */
 START_TEST(test_exec_replay_matches_simulator)
 {
-    static const int shapes[][3] = {{4, 8, COST_SCHED_1F1B}, {4, 2, COST_SCHED_1F1B},
-                                    {3, 5, COST_SCHED_GPIPE}, {1, 4, COST_SCHED_1F1B},
-                                    {6, 12, COST_SCHED_1F1B}};
+    static const int shapes[][3] = {{4, 8, FMT_SCHED_1F1B}, {4, 2, FMT_SCHED_1F1B},
+                                    {3, 5, FMT_SCHED_GPIPE}, {1, 4, FMT_SCHED_1F1B},
+                                    {6, 12, FMT_SCHED_1F1B}};
     int c, ov, j;
 
     for (c = 0; c < 5; c++)
@@ -575,7 +575,7 @@ START_TEST(test_exec_replay_matches_simulator)
             launch_exec x;
             cost_sim_input si;
             cost_timeline tl;
-            cost_error err;
+            util_error err;
 
             fake_work(&w, pp, gas, shapes[c][2], 1.0);
             for (j = 0; j < pp; j++) {
@@ -601,9 +601,9 @@ START_TEST(test_exec_replay_matches_simulator)
                 in.tied_first = 0;
                 in.tied_last = pp - 1;
             }
-            ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
+            ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
             ck_assert_int_eq(launch_exec_replay(&x, f, b, a, g, opt, &iter, busy, &err),
-                             COST_OK);
+                             UTIL_OK);
 
             memset(&si, 0, sizeof si);
             si.pp = pp;
@@ -620,7 +620,7 @@ START_TEST(test_exec_replay_matches_simulator)
             si.tied_s = in.tied_s;
             si.tied_first = in.tied_first;
             si.tied_last = in.tied_last;
-            ck_assert_int_eq(cost_simulate_stages(&si, &tl, &err), COST_OK);
+            ck_assert_int_eq(cost_simulate_stages(&si, &tl, &err), UTIL_OK);
             ck_assert_msg(fabs(iter - tl.iter_s) < 1e-12,
                           "pp %d gas %d overlap %d: replay %.9f, simulator %.9f", pp, gas,
                           ov, iter, tl.iter_s);
@@ -631,7 +631,7 @@ START_TEST(test_exec_replay_matches_simulator)
                 double it2;
                 a[0] *= 3.0;
                 ck_assert_int_eq(launch_exec_replay(&x, f, b, a, g, opt, &it2, NULL, &err),
-                                 COST_OK);
+                                 UTIL_OK);
                 ck_assert(it2 >= iter);
             }
             cost_timeline_free(&tl);
@@ -652,12 +652,12 @@ START_TEST(test_exec_replay_plan)
     launch_exec_input in;
     launch_exec x;
     cost_timeline tl;
-    cost_error err;
+    util_error err;
     double f[4] = {0}, b[4] = {0}, a[3] = {0}, g[3] = {0}, opt[4] = {0}, iter;
     int i, j, peer[16];
 
     load_plan(&d);
-    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
     /* 4 * 1024 tokens of 1024 fp16 values cross each cut */
     for (j = 0; j < 3; j++)
         ck_assert_double_eq_tol(w.stages[j].send_bytes, 4.0 * 1024 * 1024 * 2, 1.0);
@@ -666,14 +666,14 @@ START_TEST(test_exec_replay_plan)
     memset(meas, 0, sizeof meas);
     for (j = 0; j < 4; j++)
         meas[j].opt_s = -1.0;
-    ck_assert_int_eq(launch_compose(&d, &w, meas, &t0, &err), COST_OK);
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t0, &err), UTIL_OK);
     for (j = 0; j < 4; j++) { /* tp 1, no generic layers, dp 1 */
         ck_assert_double_eq(t0.extra_fwd_s[j], 0.0);
         ck_assert_double_eq(t0.dp_stage_s[j], 0.0);
     }
     ck_assert_int_eq(cost_simulate(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL,
                                    &d.params, &d.s[0], d.params.overlap_dp, &tl, &err),
-                     COST_OK);
+                     UTIL_OK);
     for (i = 0; i < tl.nevents; i++) {
         const cost_event *e = &tl.events[i];
         double len = e->end - e->start;
@@ -701,8 +701,8 @@ START_TEST(test_exec_replay_plan)
     in.tied_first = t0.tied_first;
     in.tied_last = t0.tied_last;
     in.overlap_dp = t0.overlap_dp;
-    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
-    ck_assert_int_eq(launch_exec_replay(&x, f, b, a, g, opt, &iter, NULL, &err), COST_OK);
+    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
+    ck_assert_int_eq(launch_exec_replay(&x, f, b, a, g, opt, &iter, NULL, &err), UTIL_OK);
     ck_assert(a[0] > 0 && g[2] > 0);
     ck_assert_msg(fabs(iter - t0.simulated_s) < 1e-12, "replay %.9f, simulated %.9f",
                   iter, t0.simulated_s);
@@ -721,16 +721,16 @@ START_TEST(test_exec_replay_deadlock)
     launch_work w;
     launch_exec_input in;
     launch_exec x;
-    cost_error err;
+    util_error err;
     double f[2] = {1, 1}, b[2] = {2, 2}, iter;
     launch_op tmp;
 
-    fake_work(&w, 2, 2, COST_SCHED_1F1B, 1.0);
+    fake_work(&w, 2, 2, FMT_SCHED_1F1B, 1.0);
     launch_exec_input_init(&in);
     in.ngpu = 2;
-    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
+    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
     ck_assert_int_eq(launch_exec_replay(&x, f, b, NULL, NULL, NULL, &iter, NULL, &err),
-                     COST_OK);
+                     UTIL_OK);
     ck_assert_double_eq_tol(iter, (2 + 2 - 1) * 3.0, 1e-12); /* (gas + pp - 1) t */
     /* stage 0: F0 S F1 S R B0 ...: make it wait for gradient 0 first */
     ck_assert_int_eq(x.st[0].ops[4].kind, LAUNCH_OP_RECV);
@@ -738,7 +738,7 @@ START_TEST(test_exec_replay_deadlock)
     x.st[0].ops[0] = x.st[0].ops[4];
     x.st[0].ops[4] = tmp;
     ck_assert_int_eq(launch_exec_replay(&x, f, b, NULL, NULL, NULL, &iter, NULL, &err),
-                     COST_EINTERNAL);
+                     UTIL_EINTERNAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "deadlocks: stage 0 waits at op 0 (receive)"));
     launch_exec_free(&x);
     launch_work_free(&w);
@@ -756,13 +756,13 @@ START_TEST(test_exec_summarise_trial)
     launch_exec_result res;
     launch_measure meas[4];
     launch_trial t;
-    cost_error err;
+    util_error err;
     int peer[16], i, j, p;
     char *text;
     cJSON *doc, *st, *stages, *s2;
 
     load_plan(&d);
-    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), COST_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
     memset(peer, 0, sizeof peer);
     for (i = 0; i < 4; i++)
         for (j = 0; j < 4; j++)
@@ -770,8 +770,8 @@ START_TEST(test_exec_summarise_trial)
     launch_exec_input_init(&in);
     in.ngpu = 4;
     in.peer = peer;
-    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), COST_OK);
-    ck_assert_int_eq(launch_exec_samples_alloc(&smp, 4, 3, 16), COST_OK);
+    ck_assert_int_eq(launch_exec_plan(&w, &in, &x, &err), UTIL_OK);
+    ck_assert_int_eq(launch_exec_samples_alloc(&smp, 4, 3, 16), UTIL_OK);
     smp.iter_s[0] = 0.30;
     smp.iter_s[1] = 0.20;
     smp.iter_s[2] = 0.25;
@@ -791,7 +791,7 @@ START_TEST(test_exec_summarise_trial)
             smp.opt_s[j * 3 + i] = 0.001 * (i + 1);
         }
     }
-    ck_assert_int_eq(launch_exec_summarise(&smp, meas, &res, &err), COST_OK);
+    ck_assert_int_eq(launch_exec_summarise(&smp, meas, &res, &err), UTIL_OK);
     ck_assert_double_eq_tol(res.iter_s, 0.25, 1e-15);
     ck_assert_double_eq_tol(res.iter_min_s, 0.20, 1e-15);
     ck_assert_double_eq_tol(res.iter_iqr_s, 0.05, 1e-12);
@@ -803,8 +803,8 @@ START_TEST(test_exec_summarise_trial)
         ck_assert_double_eq_tol(res.busy_s[j], 8 * (res.fwd_s[j] + res.bwd_s[j]), 1e-12);
         ck_assert_double_eq_tol(meas[j].opt_s, 0.002, 1e-15);
     }
-    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), COST_OK);
-    ck_assert_int_eq(launch_trial_set_executed(&t, &x, &res, &err), COST_OK);
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), UTIL_OK);
+    ck_assert_int_eq(launch_trial_set_executed(&t, &x, &res, &err), UTIL_OK);
     snprintf(t.reason, sizeof t.reason, "executed: test");
     ck_assert(t.executed);
     ck_assert_double_eq_tol(t.measured_s, 0.25, 1e-15);

@@ -10,23 +10,33 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define GIB 1073741824.0
 
 /* embedding, two blocks, head; seq 4, vocab 10 (40 logits per sample) */
-static void make_model(cost_model *m)
+static void make_model(fmt_model *m)
 {
     static const struct {
         int kind;
         double params, act, rep, out;
     } L[4] = {
-        {COST_KIND_EMBEDDING, 100.0, 8.0, 8.0, 16.0},
-        {COST_KIND_TRANSFORMER, 1000.0, 400.0, 100.0, 16.0},
-        {COST_KIND_TRANSFORMER, 1000.0, 400.0, 100.0, 16.0},
+        {FMT_KIND_EMBEDDING, 100.0, 8.0, 8.0, 16.0},
+        {FMT_KIND_TRANSFORMER, 1000.0, 400.0, 100.0, 16.0},
+        {FMT_KIND_TRANSFORMER, 1000.0, 400.0, 100.0, 16.0},
         /* 40 logits x (2 + 8) bytes + the 16-byte input */
-        {COST_KIND_HEAD, 200.0, 416.0, 16.0, 4.0},
+        {FMT_KIND_HEAD, 200.0, 416.0, 16.0, 4.0},
     };
     int i;
 
@@ -74,7 +84,7 @@ static cost_mem_stage stage(int a, int b, int tp, int dp, int mbs, int inflight,
 
 START_TEST(state_bytes_precision_zero)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     double w, g, o;
 
@@ -110,7 +120,7 @@ START_TEST(state_bytes_precision_zero)
     p.state_bytes = 18.0;
     cost_state_bytes(&m, &p, 4, &w, &g, &o);
     ck_assert(w == 4.0 && g == 4.0 && o == 10.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -125,7 +135,7 @@ START_TEST(inflight_schedules)
     ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 1);
     ck_assert_int_eq(cost_inflight(&p, 0, 4, 2), 2);
     /* GPipe: all micro-batches on every stage */
-    p.schedule = COST_SCHED_GPIPE;
+    p.schedule = FMT_SCHED_GPIPE;
     ck_assert_int_eq(cost_inflight(&p, 0, 4, 8), 8);
     ck_assert_int_eq(cost_inflight(&p, 3, 4, 8), 8);
 }
@@ -133,7 +143,7 @@ END_TEST
 
 START_TEST(stored_and_transient)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
 
     make_model(&m);
@@ -153,14 +163,14 @@ START_TEST(stored_and_transient)
     ck_assert_double_eq(cost_layer_stored(&m, &p, 3, 2), 216.0);
     /* state + stored: 1000/2 x 20 + mbs 2 x inflight 3 x 16 */
     ck_assert_double_eq(cost_layer_memory(&m, &p, 1, 2, 1, 2, 3), 10000.0 + 96.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 /* Middle stage [1, 3) of pp 3 (tp 2, dp 2, mbs 2, gas 4): every term. */
 START_TEST(device_memory_by_hand)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     cost_memory x;
     cost_mem_stage st;
@@ -190,13 +200,13 @@ START_TEST(device_memory_by_hand)
     /* position unknown (cost_stage_memory): no buffers, no bucket */
     ck_assert_double_eq(cost_stage_memory(&m, &p, 1, 3, 2, 2, 2, 2),
                         20000.0 + 2000.0 + 500.0 + 1000.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(last_stage_and_bucket_phase)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     cost_memory x;
     cost_mem_stage st;
@@ -218,13 +228,13 @@ START_TEST(last_stage_and_bucket_phase)
     ck_assert_double_eq(x.activations, 8.0);
     ck_assert_double_eq(x.bucket, 100.0);
     ck_assert_double_eq(x.total, 50.0 * 20 + 100.0 + 1000.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(recompute_and_frozen)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     cost_memory x;
     cost_mem_stage st;
@@ -246,39 +256,39 @@ START_TEST(recompute_and_frozen)
     ck_assert_double_eq(x.bucket, 500.0 * 2);
     ck_assert_double_eq(x.total, 2000.0 + 1000.0 + 8000.0 + 1000.0 + 500.0 + 224.0 +
                                      1000.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(precision_names_and_conversion)
 {
-    cost_model m;
-    cost_error err;
+    fmt_model m;
+    util_error err;
 
-    ck_assert_str_eq(cost_precision_name(COST_PREC_FP16), "fp16");
-    ck_assert_str_eq(cost_precision_name(COST_PREC_BF16), "bf16");
-    ck_assert_str_eq(cost_precision_name(COST_PREC_FP32), "fp32");
-    ck_assert_ptr_null(cost_precision_name(3));
-    ck_assert_int_eq(cost_precision_from_name("bf16"), COST_PREC_BF16);
-    ck_assert_int_eq(cost_precision_from_name("fp8"), -1);
+    ck_assert_str_eq(fmt_precision_name(FMT_PREC_FP16), "fp16");
+    ck_assert_str_eq(fmt_precision_name(FMT_PREC_BF16), "bf16");
+    ck_assert_str_eq(fmt_precision_name(FMT_PREC_FP32), "fp32");
+    ck_assert_ptr_null(fmt_precision_name(3));
+    ck_assert_int_eq(fmt_precision_from_name("bf16"), FMT_PREC_BF16);
+    ck_assert_int_eq(fmt_precision_from_name("fp8"), -1);
     make_model(&m);
-    ck_assert_int_eq(cost_model_precision(&m), COST_PREC_FP16);
-    ck_assert_int_eq(cost_model_set_precision(&m, COST_PREC_FP32, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_precision(&m), FMT_PREC_FP16);
+    ck_assert_int_eq(fmt_model_set_precision(&m, FMT_PREC_FP32, &err), UTIL_OK);
     ck_assert_int_eq(m.dtype_bytes, 4);
-    ck_assert_int_eq(cost_model_precision(&m), COST_PREC_FP32);
+    ck_assert_int_eq(fmt_model_precision(&m), FMT_PREC_FP32);
     ck_assert_double_eq(m.layers[1].act_bytes, 800.0);
     ck_assert_double_eq(m.layers[1].act_rep_bytes, 200.0);
     ck_assert_double_eq(m.layers[1].out_bytes, 32.0);
     /* head: 40 logits x (4 + 8) + 16 x 2; the fp32 loss stays 4 bytes */
     ck_assert_double_eq(m.layers[3].act_bytes, 512.0);
     ck_assert_double_eq(m.layers[3].out_bytes, 4.0);
-    ck_assert_int_eq(cost_model_set_precision(&m, COST_PREC_BF16, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_set_precision(&m, FMT_PREC_BF16, &err), UTIL_OK);
     ck_assert_int_eq(m.dtype_bytes, 2);
     ck_assert_int_eq(m.bf16, 1);
     ck_assert_double_eq(m.layers[1].act_bytes, 400.0);
     ck_assert_double_eq(m.layers[3].act_bytes, 416.0);
-    ck_assert_int_eq(cost_model_set_precision(&m, 7, &err), COST_EINVAL);
-    cost_model_free(&m);
+    ck_assert_int_eq(fmt_model_set_precision(&m, 7, &err), UTIL_EINVAL);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -286,7 +296,7 @@ END_TEST
  * full model for a stage cut where a block hands its hidden state on. */
 START_TEST(overhead_bound_is_an_upper_bound)
 {
-    cost_model m;
+    fmt_model m;
     cost_params p;
     cost_mem_stage st;
     int j;
@@ -305,7 +315,7 @@ START_TEST(overhead_bound_is_an_upper_bound)
                       "stage %d: %g + %g < %g", j, sum, bound,
                       cost_device_memory(&m, &p, &st, NULL));
     }
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -314,12 +324,12 @@ END_TEST
 START_TEST(evaluate_fits_and_worst_rank)
 {
     char text[1024];
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
-    cost_error err;
+    util_error err;
     cost_memory x;
 
     memset(&c, 0, sizeof c);
@@ -331,17 +341,17 @@ START_TEST(evaluate_fits_and_worst_rank)
     "100}, {\"name\": \"b\", \"device\": \"small\", \"gpus\": 1, \"intra_gbps\": "   \
     "100, \"nic_gbps\": 100}]}"
     snprintf(text, sizeof text, CLUSTER_FMT, 80.0);
-    ck_assert_int_eq(plan_parse_cluster(text, "c.json", &c, &err), COST_OK);
-    ck_assert_int_eq(plan_load_model(EXAMPLES "gpt2-345m.json", &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_parse_cluster(text, "c.json", &c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_load_model(EXAMPLES "gpt2-345m.json", &m, &err), UTIL_OK);
     cost_params_init(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.mbs = 4;
     s.gas = 8;
     s.bounds[1] = m.nlayers / 2;
     s.bounds[2] = m.nlayers;
     s.ranks[0] = 0;
     s.ranks[1] = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), UTIL_OK);
     ck_assert(r.fits);
     cost_rank_stage_memory(&m, &p, &s, 1, &x);
     ck_assert_double_eq_tol(r.mem_bytes[1], x.total, 1e-6);
@@ -349,17 +359,17 @@ START_TEST(evaluate_fits_and_worst_rank)
     ck_assert(r.mem_bytes[0] > r.mem_bytes[1]); /* stage 0 keeps 2 micro-batches */
     ck_assert_int_eq(r.worst_rank, 0);
     cost_result_free(&r);
-    cost_cluster_free(&c);
+    fmt_cluster_free(&c);
     /* a GPU just below stage 1's peak: no fit, and it is the worst rank */
     snprintf(text, sizeof text, CLUSTER_FMT, x.total / GIB - 0.01);
-    ck_assert_int_eq(plan_parse_cluster(text, "c.json", &c, &err), COST_OK);
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), COST_OK);
+    ck_assert_int_eq(fmt_parse_cluster(text, "c.json", &c, &err), UTIL_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), UTIL_OK);
     ck_assert(!r.fits);
     ck_assert_int_eq(r.worst_rank, 1);
     cost_result_free(&r);
-    cost_cluster_free(&c);
-    cost_strategy_free(&s);
-    cost_model_free(&m);
+    fmt_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
 #undef CLUSTER_FMT
 }
 END_TEST

@@ -7,11 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define GIB 1073741824.0
 
-static void gpt2_spec(cost_transformer_spec *sp)
+static void gpt2_spec(fmt_transformer_spec *sp)
 {
     memset(sp, 0, sizeof *sp);
     strcpy(sp->name, "gpt2-345m");
@@ -24,7 +34,7 @@ static void gpt2_spec(cost_transformer_spec *sp)
     sp->tied_embeddings = -1;
 }
 
-static void llama_spec(cost_transformer_spec *sp)
+static void llama_spec(fmt_transformer_spec *sp)
 {
     memset(sp, 0, sizeof *sp);
     strcpy(sp->name, "llama-7b");
@@ -38,7 +48,7 @@ static void llama_spec(cost_transformer_spec *sp)
 }
 
 /* Parameters with each tied group counted once. */
-static double unique_params(const cost_model *m)
+static double unique_params(const fmt_model *m)
 {
     double total = 0.0;
     int seen[64] = {0};
@@ -60,9 +70,9 @@ static double unique_params(const cost_model *m)
 
 START_TEST(test_catalog_known)
 {
-    const cost_device_type *d;
+    const fmt_device_type *d;
 
-    d = cost_catalog_find("V100");
+    d = fmt_catalog_find("V100");
     ck_assert_ptr_nonnull(d);
     ck_assert_str_eq(d->name, "V100");
     ck_assert(d->flops_fp16 == 125e12);
@@ -70,24 +80,24 @@ START_TEST(test_catalog_known)
     ck_assert(d->mem_bw == 900e9);
     ck_assert(d->mem_bytes == 16160.0 * 1048576.0); /* CUDA-visible total */
 
-    d = cost_catalog_find("T4");
+    d = fmt_catalog_find("T4");
     ck_assert_ptr_nonnull(d);
     ck_assert(d->flops_fp16 == 65e12);
     ck_assert(d->mem_bw == 320e9);
     ck_assert(d->mem_bytes == 15360.0 * 1048576.0); /* CUDA-visible total (ECC) */
 
-    d = cost_catalog_find("A100-80GB");
+    d = fmt_catalog_find("A100-80GB");
     ck_assert_ptr_nonnull(d);
     ck_assert(d->flops_bf16 == 312e12);
     ck_assert(d->mem_bw == 2039e9);
     ck_assert(d->mem_bytes == 80.0 * GIB);
 
-    d = cost_catalog_find("H200");
+    d = fmt_catalog_find("H200");
     ck_assert_ptr_nonnull(d);
     ck_assert(d->mem_bytes == 141.0 * GIB);
     ck_assert(d->mem_bw == 4800e9);
 
-    d = cost_catalog_find("L4");
+    d = fmt_catalog_find("L4");
     ck_assert_ptr_nonnull(d);
     ck_assert_str_eq(d->name, "L4");
     ck_assert(d->flops_fp16 == 121e12);
@@ -121,7 +131,7 @@ START_TEST(test_catalog_spellings)
     size_t i;
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const cost_device_type *d = cost_catalog_find(cases[i].query);
+        const fmt_device_type *d = fmt_catalog_find(cases[i].query);
         ck_assert_msg(d != NULL, "'%s' not found", cases[i].query);
         ck_assert_str_eq(d->name, cases[i].name);
     }
@@ -130,19 +140,19 @@ END_TEST
 
 START_TEST(test_catalog_unknown)
 {
-    ck_assert_ptr_null(cost_catalog_find("V200"));
-    ck_assert_ptr_null(cost_catalog_find(""));
-    ck_assert_ptr_null(cost_catalog_find("-"));
-    ck_assert_ptr_null(cost_catalog_find("NVIDIA"));
-    ck_assert_ptr_null(cost_catalog_find(NULL));
-    ck_assert_ptr_null(cost_catalog_find("A1000"));
-    ck_assert_ptr_null(cost_catalog_get(cost_catalog_count()));
+    ck_assert_ptr_null(fmt_catalog_find("V200"));
+    ck_assert_ptr_null(fmt_catalog_find(""));
+    ck_assert_ptr_null(fmt_catalog_find("-"));
+    ck_assert_ptr_null(fmt_catalog_find("NVIDIA"));
+    ck_assert_ptr_null(fmt_catalog_find(NULL));
+    ck_assert_ptr_null(fmt_catalog_find("A1000"));
+    ck_assert_ptr_null(fmt_catalog_get(fmt_catalog_count()));
 }
 END_TEST
 
 START_TEST(test_catalog_entries)
 {
-    size_t i, j, n = cost_catalog_count();
+    size_t i, j, n = fmt_catalog_count();
     static const char *const required[] = {
         "P100-16GB", "V100", "V100-32GB", "V100-PCIe", "T4", "A10", "A10G",
         "A40", "A100-40GB", "A100-80GB", "A100-PCIe-40GB", "L4", "L40S",
@@ -151,19 +161,19 @@ START_TEST(test_catalog_entries)
 
     ck_assert_uint_ge(n, sizeof required / sizeof required[0]);
     for (i = 0; i < n; i++) {
-        const cost_device_type *d = cost_catalog_get(i);
+        const fmt_device_type *d = fmt_catalog_get(i);
         ck_assert_ptr_nonnull(d);
         ck_assert_msg(d->mem_bytes > 0 && d->flops_fp16 > 0 && d->mem_bw > 0,
                       "'%s' has a non-positive spec", d->name);
         ck_assert(d->flops_bf16 >= 0);
         /* memory is a whole number of MiB */
         ck_assert(fmod(d->mem_bytes, 1048576.0) == 0.0);
-        ck_assert_ptr_eq(cost_catalog_find(d->name), d);
+        ck_assert_ptr_eq(fmt_catalog_find(d->name), d);
         for (j = 0; j < i; j++)
-            ck_assert_str_ne(cost_catalog_get(j)->name, d->name);
+            ck_assert_str_ne(fmt_catalog_get(j)->name, d->name);
     }
     for (i = 0; i < sizeof required / sizeof required[0]; i++) {
-        const cost_device_type *d = cost_catalog_find(required[i]);
+        const fmt_device_type *d = fmt_catalog_find(required[i]);
         ck_assert_msg(d != NULL, "'%s' missing", required[i]);
         ck_assert_str_eq(d->name, required[i]);
     }
@@ -176,22 +186,22 @@ START_TEST(test_kind_names)
 {
     int k;
 
-    for (k = COST_KIND_GENERIC; k <= COST_KIND_NOOP; k++) {
-        const char *name = cost_kind_name(k);
+    for (k = FMT_KIND_GENERIC; k <= FMT_KIND_NOOP; k++) {
+        const char *name = fmt_kind_name(k);
         ck_assert_ptr_nonnull(name);
-        ck_assert_int_eq(cost_kind_from_name(name), k);
+        ck_assert_int_eq(fmt_kind_from_name(name), k);
     }
-    ck_assert_str_eq(cost_kind_name(COST_KIND_TRANSFORMER), "transformer");
-    ck_assert_ptr_null(cost_kind_name(-1));
-    ck_assert_ptr_null(cost_kind_name(COST_KIND_NOOP + 1));
-    ck_assert_int_eq(cost_kind_from_name("embed2h"), COST_KIND_EMBEDDING);
-    ck_assert_int_eq(cost_kind_from_name("embed2v"), COST_KIND_HEAD);
-    ck_assert_int_eq(cost_kind_from_name("noop"), COST_KIND_NOOP);
-    ck_assert_int_eq(cost_kind_from_name("Transformer"), COST_KIND_TRANSFORMER);
-    ck_assert_int_eq(cost_kind_from_name("EMBED2V"), COST_KIND_HEAD);
-    ck_assert_int_eq(cost_kind_from_name("attention"), -1);
-    ck_assert_int_eq(cost_kind_from_name(""), -1);
-    ck_assert_int_eq(cost_kind_from_name(NULL), -1);
+    ck_assert_str_eq(fmt_kind_name(FMT_KIND_TRANSFORMER), "transformer");
+    ck_assert_ptr_null(fmt_kind_name(-1));
+    ck_assert_ptr_null(fmt_kind_name(FMT_KIND_NOOP + 1));
+    ck_assert_int_eq(fmt_kind_from_name("embed2h"), FMT_KIND_EMBEDDING);
+    ck_assert_int_eq(fmt_kind_from_name("embed2v"), FMT_KIND_HEAD);
+    ck_assert_int_eq(fmt_kind_from_name("noop"), FMT_KIND_NOOP);
+    ck_assert_int_eq(fmt_kind_from_name("Transformer"), FMT_KIND_TRANSFORMER);
+    ck_assert_int_eq(fmt_kind_from_name("EMBED2V"), FMT_KIND_HEAD);
+    ck_assert_int_eq(fmt_kind_from_name("attention"), -1);
+    ck_assert_int_eq(fmt_kind_from_name(""), -1);
+    ck_assert_int_eq(fmt_kind_from_name(NULL), -1);
 }
 END_TEST
 
@@ -199,16 +209,16 @@ END_TEST
 
 START_TEST(test_gpt2_345m)
 {
-    cost_transformer_spec sp;
-    cost_model m;
-    cost_error err;
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
     double s = 1024, h = 1024, a = 16, v = 52256, total;
     int i;
 
     gpt2_spec(&sp);
     memset(&m, 0, sizeof m);
     m.global_batch = 32;
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
     ck_assert_int_eq(m.nlayers, 27);
     ck_assert_int_eq(m.blocks, 24);
     ck_assert_int_eq(m.hidden, 1024);
@@ -222,13 +232,13 @@ START_TEST(test_gpt2_345m)
     ck_assert_str_eq(m.family, "gpt2");
 
     ck_assert_str_eq(m.layers[0].name, "embed");
-    ck_assert_int_eq(m.layers[0].kind, COST_KIND_EMBEDDING);
+    ck_assert_int_eq(m.layers[0].kind, FMT_KIND_EMBEDDING);
     ck_assert_str_eq(m.layers[1].name, "block0");
     ck_assert_str_eq(m.layers[24].name, "block23");
     ck_assert_str_eq(m.layers[25].name, "final_norm");
-    ck_assert_int_eq(m.layers[25].kind, COST_KIND_NORM);
+    ck_assert_int_eq(m.layers[25].kind, FMT_KIND_NORM);
     ck_assert_str_eq(m.layers[26].name, "head");
-    ck_assert_int_eq(m.layers[26].kind, COST_KIND_HEAD);
+    ck_assert_int_eq(m.layers[26].kind, FMT_KIND_HEAD);
     ck_assert_int_eq(m.layers[0].tied_group, 1);
     ck_assert_int_eq(m.layers[26].tied_group, 1);
 
@@ -239,8 +249,8 @@ START_TEST(test_gpt2_345m)
     ck_assert(m.layers[25].params == 2 * h);
 
     for (i = 1; i <= 24; i++) {
-        const cost_layer *l = &m.layers[i];
-        ck_assert_int_eq(l->kind, COST_KIND_TRANSFORMER);
+        const fmt_layer *l = &m.layers[i];
+        ck_assert_int_eq(l->kind, FMT_KIND_TRANSFORMER);
         ck_assert(l->fwd_flops == 24 * s * h * h + 4 * s * s * h);
         ck_assert(l->params == 12 * h * h + 13 * h);
         ck_assert(l->act_bytes == s * h * 34 + 5 * a * s * s);
@@ -259,28 +269,28 @@ START_TEST(test_gpt2_345m)
     ck_assert(m.layers[26].act_bytes == s * v * 10 + s * h * 2);
     ck_assert(m.layers[26].tp_comm_bytes == 4 * s);
     ck_assert_int_eq(m.layers[26].tp_collectives, 3);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_dtype_and_overrides)
 {
-    cost_transformer_spec sp;
-    cost_model m2, m4;
-    cost_error err;
+    fmt_transformer_spec sp;
+    fmt_model m2, m4;
+    util_error err;
 
     gpt2_spec(&sp);
     memset(&m2, 0, sizeof m2);
     memset(&m4, 0, sizeof m4);
     m4.dtype_bytes = 4;
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m2, &err), COST_OK);
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m4, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m2, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m4, &err), UTIL_OK);
     ck_assert_int_eq(m4.dtype_bytes, 4);
     ck_assert(m4.layers[1].act_bytes == 2 * m2.layers[1].act_bytes);
     ck_assert(m4.layers[1].out_bytes == 2 * m2.layers[1].out_bytes);
     ck_assert(m4.layers[1].fwd_flops == m2.layers[1].fwd_flops);
-    cost_model_free(&m2);
-    cost_model_free(&m4);
+    fmt_model_free(&m2);
+    fmt_model_free(&m4);
 
     /* explicit untied gpt2, explicit ffn, empty name keeps the caller's */
     gpt2_spec(&sp);
@@ -289,22 +299,22 @@ START_TEST(test_dtype_and_overrides)
     sp.name[0] = '\0';
     memset(&m2, 0, sizeof m2);
     strcpy(m2.name, "mine");
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m2, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m2, &err), UTIL_OK);
     ck_assert_int_eq(m2.layers[0].tied_group, 0);
     ck_assert_int_eq(m2.layers[26].tied_group, 0);
     ck_assert_int_eq(m2.ffn, 2048);
     ck_assert_str_eq(m2.name, "mine");
     ck_assert(m2.layers[1].params == 4.0 * 1024 * 1024 + 2.0 * 1024 * 2048 +
                                          9.0 * 1024 + 2048);
-    cost_model_free(&m2);
+    fmt_model_free(&m2);
 }
 END_TEST
 
 START_TEST(test_llama)
 {
-    cost_transformer_spec sp;
-    cost_model m;
-    cost_error err;
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
     double s = 4096, h = 4096, f = 11008, v = 32000;
     int i;
 
@@ -312,7 +322,7 @@ START_TEST(test_llama)
     memset(&m, 0, sizeof m);
     m.dtype_bytes = 2;
     m.bf16 = 1;
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
     ck_assert_int_eq(m.ffn, 11008);
     ck_assert_int_eq(m.bf16, 1);
     ck_assert_int_eq(m.nlayers, 35);
@@ -329,16 +339,16 @@ START_TEST(test_llama)
     }
     /* LLaMA-7B has 6,738,415,616 parameters */
     ck_assert(unique_params(&m) == 6738415616.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 
     llama_spec(&sp);
     sp.tied_embeddings = 1;
     sp.ffn = 11008;
     memset(&m, 0, sizeof m);
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
     ck_assert_int_eq(m.layers[0].tied_group, 1);
     ck_assert_int_eq(m.layers[34].tied_group, 1);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -354,9 +364,9 @@ START_TEST(test_invalid_specs)
         {"transformer.heads", 2, 12},   {"transformer.ffn", 5, -1},
         {"transformer.tied_embeddings", 6, 2},
     };
-    cost_transformer_spec sp;
-    cost_model m;
-    cost_error err;
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
     size_t i;
 
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -372,8 +382,8 @@ START_TEST(test_invalid_specs)
         *fields[cases[i].field] = cases[i].value;
         memset(&m, 0, sizeof m);
         memset(&err, 0, sizeof err);
-        ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_EFIELD);
-        ck_assert_int_eq(err.code, COST_EFIELD);
+        ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_EFIELD);
+        ck_assert_int_eq(err.code, UTIL_EFIELD);
         ck_assert_str_eq(err.path, cases[i].path);
         ck_assert(err.msg[0] != '\0');
         ck_assert_ptr_null(m.layers);
@@ -381,16 +391,16 @@ START_TEST(test_invalid_specs)
     gpt2_spec(&sp);
     strcpy(sp.family, "resnet");
     memset(&m, 0, sizeof m);
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_EFIELD);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_EFIELD);
     ck_assert_str_eq(err.path, "transformer.family");
     ck_assert_ptr_nonnull(strstr(err.msg, "'resnet'"));
-    ck_assert_int_eq(cost_model_from_transformer(NULL, &m, &err), COST_EINVAL);
+    ck_assert_int_eq(fmt_model_from_transformer(NULL, &m, &err), UTIL_EINVAL);
 }
 END_TEST
 
 /* ---- layer defaults ----------------------------------------------------- */
 
-static void unset(cost_layer *l)
+static void unset(fmt_layer *l)
 {
     l->tp_flops_frac = -1;
     l->traffic = -1;
@@ -404,22 +414,22 @@ static void unset(cost_layer *l)
 
 START_TEST(test_layer_defaults)
 {
-    cost_transformer_spec sp;
-    cost_model m;
-    cost_error err;
-    cost_layer l;
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
+    fmt_layer l;
     int i;
 
     gpt2_spec(&sp);
     memset(&m, 0, sizeof m);
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
 
     /* every optional field unset: the expansion's values */
     for (i = 0; i < m.nlayers; i++) {
-        const cost_layer *e = &m.layers[i];
+        const fmt_layer *e = &m.layers[i];
         l = *e;
         unset(&l);
-        cost_layer_defaults(&m, &l);
+        fmt_layer_defaults(&m, &l);
         ck_assert(l.tp_flops_frac == e->tp_flops_frac);
         ck_assert(l.traffic == e->traffic);
         ck_assert(l.traffic_rep == e->traffic_rep);
@@ -433,7 +443,7 @@ START_TEST(test_layer_defaults)
     /* only negative fields change; required fields never */
     memset(&l, 0, sizeof l);
     strcpy(l.name, "x");
-    l.kind = COST_KIND_TRANSFORMER;
+    l.kind = FMT_KIND_TRANSFORMER;
     l.params = 7;
     l.fwd_flops = 11;
     l.out_bytes = 13;
@@ -443,7 +453,7 @@ START_TEST(test_layer_defaults)
     l.kernels = 3;
     l.tied_group = 2;
     l.tp_comm_bytes = 0;
-    cost_layer_defaults(&m, &l);
+    fmt_layer_defaults(&m, &l);
     ck_assert_str_eq(l.name, "x");
     ck_assert(l.params == 7 && l.fwd_flops == 11);
     ck_assert(l.out_bytes == 13 && l.act_bytes == 17);
@@ -455,29 +465,29 @@ START_TEST(test_layer_defaults)
     ck_assert(l.act_rep_bytes == m.layers[1].act_rep_bytes);
     ck_assert_int_eq(l.tp_collectives, 2);
     ck_assert(l.tp_flops_frac == 1.0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 
     /* unknown shape: shape-dependent defaults are 0 */
     memset(&m, 0, sizeof m);
     memset(&l, 0, sizeof l);
-    l.kind = COST_KIND_TRANSFORMER;
+    l.kind = FMT_KIND_TRANSFORMER;
     unset(&l);
-    cost_layer_defaults(&m, &l);
+    fmt_layer_defaults(&m, &l);
     ck_assert(l.traffic == 0 && l.traffic_rep == 0 && l.act_rep_bytes == 0);
     ck_assert(l.tp_comm_bytes == 0);
     ck_assert_int_eq(l.kernels, 40);
     ck_assert_int_eq(l.tp_collectives, 2);
 
     /* generic and noop */
-    l.kind = COST_KIND_GENERIC;
+    l.kind = FMT_KIND_GENERIC;
     unset(&l);
-    cost_layer_defaults(&m, &l);
+    fmt_layer_defaults(&m, &l);
     ck_assert(l.tp_flops_frac == 0 && l.traffic == 0 && l.tp_comm_bytes == 0);
     ck_assert_int_eq(l.kernels, 1);
     ck_assert_int_eq(l.tp_collectives, 0);
-    l.kind = COST_KIND_NOOP;
+    l.kind = FMT_KIND_NOOP;
     unset(&l);
-    cost_layer_defaults(&m, &l);
+    fmt_layer_defaults(&m, &l);
     ck_assert_int_eq(l.kernels, 0);
     ck_assert_int_eq(l.tied_group, 0);
 }
@@ -519,12 +529,12 @@ static double num(const cJSON *o, const char *key)
 }
 
 /* Every field of entry o equals layer e (out_bytes unless skip_out). */
-static void same_layer(const cJSON *o, const cost_layer *e, int skip_out)
+static void same_layer(const cJSON *o, const fmt_layer *e, int skip_out)
 {
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(o, "kind");
 
     ck_assert(cJSON_IsString(kind));
-    ck_assert_int_eq(cost_kind_from_name(kind->valuestring), e->kind);
+    ck_assert_int_eq(fmt_kind_from_name(kind->valuestring), e->kind);
     ck_assert(num(o, "params") == e->params);
     ck_assert(num(o, "fwd_flops") == e->fwd_flops);
     if (!skip_out)
@@ -543,9 +553,9 @@ START_TEST(test_gpt2_amp_example)
 {
     static const char *const seq[] = {"embed2h", "noop", "transformer",
                                       "noop", "noop", "embed2v", "noop"};
-    cost_transformer_spec sp;
-    cost_model m;
-    cost_error err;
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
     cJSON *root = load_json("gpt2-amp.json");
     const cJSON *layers = cJSON_GetObjectItemCaseSensitive(root, "layers");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(root, "shape");
@@ -559,27 +569,27 @@ START_TEST(test_gpt2_amp_example)
 
     gpt2_spec(&sp);
     memset(&m, 0, sizeof m);
-    ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
     for (i = 0; i < 30; i++) {
         const cJSON *o = cJSON_GetArrayItem(layers, i);
         const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
         const char *want = seq[i < 2 ? i : i < 26 ? 2 : i - 23];
-        int kind = cost_kind_from_name(
+        int kind = fmt_kind_from_name(
             cJSON_GetObjectItemCaseSensitive(o, "kind")->valuestring);
         char block[16];
 
         ck_assert(cJSON_IsString(name));
-        ck_assert_int_eq(kind, cost_kind_from_name(want));
-        if (kind == COST_KIND_TRANSFORMER) {
+        ck_assert_int_eq(kind, fmt_kind_from_name(want));
+        if (kind == FMT_KIND_TRANSFORMER) {
             snprintf(block, sizeof block, "block%d", i - 2);
             ck_assert_str_eq(name->valuestring, block);
             same_layer(o, &m.layers[i - 1], 0);
             ck_assert(num(o, "tied_group") == 0);
-        } else if (kind == COST_KIND_EMBEDDING) {
+        } else if (kind == FMT_KIND_EMBEDDING) {
             ck_assert_str_eq(name->valuestring, "embed2h");
             same_layer(o, &m.layers[0], 0);
             ck_assert(num(o, "tied_group") == 1);
-        } else if (kind == COST_KIND_HEAD) {
+        } else if (kind == FMT_KIND_HEAD) {
             ck_assert_str_eq(name->valuestring, "embed2v");
             same_layer(o, &m.layers[m.nlayers - 1], 1);
             ck_assert(num(o, "out_bytes") == s * v * 2);
@@ -594,7 +604,7 @@ START_TEST(test_gpt2_amp_example)
     }
     ck_assert(num(cJSON_GetObjectItemCaseSensitive(root, "training"),
                   "global_batch") == 32);
-    cost_model_free(&m);
+    fmt_model_free(&m);
     cJSON_Delete(root);
 }
 END_TEST
@@ -611,9 +621,9 @@ START_TEST(test_shorthand_examples)
         const cJSON *t = cJSON_GetObjectItemCaseSensitive(root, "transformer");
         const cJSON *fam = cJSON_GetObjectItemCaseSensitive(t, "family");
         const cJSON *ffn = cJSON_GetObjectItemCaseSensitive(t, "ffn");
-        cost_transformer_spec sp;
-        cost_model m;
-        cost_error err;
+        fmt_transformer_spec sp;
+        fmt_model m;
+        util_error err;
 
         memset(&sp, 0, sizeof sp);
         memset(&m, 0, sizeof m);
@@ -626,13 +636,13 @@ START_TEST(test_shorthand_examples)
         sp.vocab = (int)num(t, "vocab");
         sp.ffn = cJSON_IsNumber(ffn) ? ffn->valueint : 0;
         sp.tied_embeddings = -1;
-        ck_assert_int_eq(cost_model_from_transformer(&sp, &m, &err), COST_OK);
+        ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_OK);
         ck_assert_int_eq(m.nlayers, sp.blocks + 3);
         if (i == 0)
             ck_assert(fabs(unique_params(&m) - 355e6) / 355e6 < 0.01);
         if (i == 1) /* GPT-3 XL: 1.3B */
             ck_assert(fabs(unique_params(&m) - 1.3e9) / 1.3e9 < 0.05);
-        cost_model_free(&m);
+        fmt_model_free(&m);
         cJSON_Delete(root);
     }
 }

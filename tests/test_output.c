@@ -7,7 +7,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define GIB 1073741824.0
 
@@ -18,7 +28,7 @@ static void check_sha(const void *data, size_t n, const char *want)
     char out[65];
 
     memset(out, 'z', sizeof out);
-    plan_sha256_hex(data, n, out);
+    util_sha256_hex(data, n, out);
     ck_assert_uint_eq(strlen(out), 64);
     ck_assert_str_eq(out, want);
 }
@@ -84,10 +94,10 @@ END_TEST
 
 /* ---- fixture: 2 nodes x 2 GPUs, 4 layers, two strategies ---------------- */
 
-static cost_cluster fx_c;
-static cost_model fx_m;
+static fmt_cluster fx_c;
+static fmt_model fx_m;
 static cost_params fx_p;
-static cost_strategy fx_s[2];
+static fmt_strategy fx_s[2];
 static cost_result fx_r[2];
 static plan_meta fx_meta;
 
@@ -121,7 +131,7 @@ static void fixture_setup(void)
         fx_c.nodes[i].nic_bw = 10e9;
     }
     snprintf(fx_c.nodes[0].region, sizeof fx_c.nodes[0].region, "us-east");
-    ck_assert_int_eq(cost_cluster_index(&fx_c), COST_OK);
+    ck_assert_int_eq(fmt_cluster_index(&fx_c), UTIL_OK);
     ck_assert_int_eq(fx_c.ndevices, 4);
 
     memset(&fx_m, 0, sizeof fx_m);
@@ -147,14 +157,14 @@ static void fixture_setup(void)
     fx_p.intra_eff = 1.0;
     fx_p.bwd_ratio = 2.0;
     fx_p.optimizer_bytes = 32;
-    fx_p.schedule = COST_SCHED_1F1B;
+    fx_p.schedule = FMT_SCHED_1F1B;
     fx_p.state_bytes = 16;
     fx_p.zero_stage = 1;
     fx_p.recompute = 0;
     fx_p.mem_reserve = 1.5e9;
 
     /* strategy 0: tp 1, dp 2, pp 2, full results */
-    ck_assert_int_eq(cost_strategy_alloc(&fx_s[0], 1, 2, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&fx_s[0], 1, 2, 2), UTIL_OK);
     fx_s[0].mbs = 2;
     fx_s[0].gas = 4;
     fx_s[0].bounds[0] = 0;
@@ -199,10 +209,10 @@ static void fixture_setup(void)
     fx_r[0].measured = 0;
 
     /* strategy 1: tp 2, pp 2, permuted ranks, no per-stage/memory arrays */
-    ck_assert_int_eq(cost_strategy_alloc(&fx_s[1], 2, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&fx_s[1], 2, 1, 2), UTIL_OK);
     fx_s[1].mbs = 1;
     fx_s[1].gas = 8;
-    fx_s[1].schedule = COST_SCHED_GPIPE;
+    fx_s[1].schedule = FMT_SCHED_GPIPE;
     fx_s[1].bounds[0] = 0;
     fx_s[1].bounds[1] = 1;
     fx_s[1].bounds[2] = 4;
@@ -226,8 +236,8 @@ static void fixture_setup(void)
     fx_meta.cluster_path = "examples/tiny-cluster.json";
     fx_meta.model_path = "examples/tiny-model.json";
     fx_meta.profile_path = NULL;
-    plan_sha256_hex("cluster", 7, fx_meta.cluster_digest);
-    plan_sha256_hex("model", 5, fx_meta.model_digest);
+    util_sha256_hex("cluster", 7, fx_meta.cluster_digest);
+    util_sha256_hex("model", 5, fx_meta.model_digest);
     fx_meta.global_batch = 16;
     fx_meta.method = "amp";
     fx_meta.evaluated = 123;
@@ -240,11 +250,11 @@ static void fixture_teardown(void)
     int i;
 
     for (i = 0; i < 2; i++) {
-        cost_strategy_free(&fx_s[i]);
+        fmt_strategy_free(&fx_s[i]);
         cost_result_free(&fx_r[i]);
     }
-    cost_model_free(&fx_m);
-    cost_cluster_free(&fx_c);
+    fmt_model_free(&fx_m);
+    fmt_cluster_free(&fx_c);
 }
 
 /* ---- JSON access helpers ------------------------------------------------ */
@@ -313,11 +323,11 @@ START_TEST(json_header)
     ck_assert_str_eq(str(doc, "schema"), "hetplan-plan/1");
     o = get(doc, "planner");
     ck_assert_str_eq(str(o, "name"), "hetplan");
-    ck_assert_str_eq(str(o, "version"), PLAN_VERSION);
+    ck_assert_str_eq(str(o, "version"), HETPLAN_VERSION);
 
     o = get(doc, "inputs");
     ck_assert_str_eq(str(get(o, "cluster"), "path"), "examples/tiny-cluster.json");
-    plan_sha256_hex("cluster", 7, want);
+    util_sha256_hex("cluster", 7, want);
     ck_assert_str_eq(str(get(o, "cluster"), "sha256"), want);
     ck_assert_str_eq(str(get(o, "model"), "path"), "examples/tiny-model.json");
     ck_assert(cJSON_IsNull(get(o, "profile")));
@@ -522,13 +532,13 @@ START_TEST(json_profile_and_empty)
     char want[65];
 
     fx_meta.profile_path = "profile.json";
-    plan_sha256_hex("profile", 7, fx_meta.profile_digest);
+    util_sha256_hex("profile", 7, fx_meta.profile_digest);
     fx_meta.method = "megatron";
     fx_m.dtype_bytes = 4;
     doc = fx_plan_json(0);
     o = get(get(doc, "inputs"), "profile");
     ck_assert_str_eq(str(o, "path"), "profile.json");
-    plan_sha256_hex("profile", 7, want);
+    util_sha256_hex("profile", 7, want);
     ck_assert_str_eq(str(o, "sha256"), want);
     ck_assert_str_eq(str(get(doc, "settings"), "method"), "megatron");
     ck_assert_str_eq(str(get(doc, "settings"), "precision"), "fp32");

@@ -4,34 +4,44 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 START_TEST(test_reference_sequence)
 {
     /* pcg32-demo: pcg32_srandom_r(&rng, 42u, 54u) */
     static const uint32_t want[6] = {0xa15c02b7u, 0x7b47f409u, 0xba1d3330u,
                                      0x83d2f293u, 0xbfa4784bu, 0xcbed606eu};
-    search_pcg32 rng;
+    util_pcg32 rng;
     int i;
 
-    search_pcg32_seed(&rng, 42u, 54u);
+    util_pcg32_seed(&rng, 42u, 54u);
     ck_assert(rng.inc & 1u);
     for (i = 0; i < 6; i++)
-        ck_assert_uint_eq(search_pcg32_next(&rng), want[i]);
+        ck_assert_uint_eq(util_pcg32_next(&rng), want[i]);
 }
 END_TEST
 
 START_TEST(test_bounded_range_uniform)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     long count[10] = {0};
     double chi2 = 0.0, expect = 10000.0, d;
     uint32_t r, bound;
     int i;
 
-    search_pcg32_seed(&rng, 12345u, 7u);
+    util_pcg32_seed(&rng, 12345u, 7u);
     for (i = 0; i < 100000; i++) {
-        r = search_pcg32_bounded(&rng, 10u);
+        r = util_pcg32_bounded(&rng, 10u);
         ck_assert_uint_lt(r, 10u);
         count[r]++;
     }
@@ -44,23 +54,23 @@ START_TEST(test_bounded_range_uniform)
 
     for (bound = 1u; bound < 200u; bound += 7u)
         for (i = 0; i < 200; i++)
-            ck_assert_uint_lt(search_pcg32_bounded(&rng, bound), bound);
+            ck_assert_uint_lt(util_pcg32_bounded(&rng, bound), bound);
     for (i = 0; i < 1000; i++)
-        ck_assert_uint_lt(search_pcg32_bounded(&rng, 0x80000001u),
+        ck_assert_uint_lt(util_pcg32_bounded(&rng, 0x80000001u),
                           0x80000001u);
-    ck_assert_uint_eq(search_pcg32_bounded(&rng, 1u), 0u);
+    ck_assert_uint_eq(util_pcg32_bounded(&rng, 1u), 0u);
 }
 END_TEST
 
 START_TEST(test_double_range)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     double x, sum = 0.0, lo = 1.0, hi = 0.0;
     int i, n = 100000;
 
-    search_pcg32_seed(&rng, 99u, 3u);
+    util_pcg32_seed(&rng, 99u, 3u);
     for (i = 0; i < n; i++) {
-        x = search_pcg32_double(&rng);
+        x = util_pcg32_double(&rng);
         ck_assert(x >= 0.0 && x < 1.0);
         sum += x;
         if (x < lo)
@@ -77,16 +87,16 @@ END_TEST
 
 START_TEST(test_same_seed_same_sequence)
 {
-    search_pcg32 a, b, c;
+    util_pcg32 a, b, c;
     int i, differ = 0;
 
-    search_pcg32_seed(&a, 2024u, 11u);
-    search_pcg32_seed(&b, 2024u, 11u);
-    search_pcg32_seed(&c, 2024u, 12u);
+    util_pcg32_seed(&a, 2024u, 11u);
+    util_pcg32_seed(&b, 2024u, 11u);
+    util_pcg32_seed(&c, 2024u, 12u);
     for (i = 0; i < 1000; i++) {
-        uint32_t x = search_pcg32_next(&a);
-        ck_assert_uint_eq(x, search_pcg32_next(&b));
-        if (x != search_pcg32_next(&c))
+        uint32_t x = util_pcg32_next(&a);
+        ck_assert_uint_eq(x, util_pcg32_next(&b));
+        if (x != util_pcg32_next(&c))
             differ++;
     }
     /* another stream: practically every output differs */

@@ -10,7 +10,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
 
@@ -47,10 +57,10 @@ static void copy_example(const char *name)
 {
     char *text = NULL;
     char src[512];
-    cost_error err;
+    util_error err;
 
     snprintf(src, sizeof src, EX "%s", name);
-    ck_assert_int_eq(plan_read_file(src, &text, &err), COST_OK);
+    ck_assert_int_eq(util_read_file(src, &text, &err), UTIL_OK);
     put(name, text);
     free(text);
 }
@@ -58,28 +68,28 @@ static void copy_example(const char *name)
 /* Plan the AMP heterogeneous example with the analytic model and write
  * the plan with relative input names (as the CLI does when run in dir). */
 static char *make_plan(const char *cluster_name, search_result *res,
-                       cost_cluster *c, cost_model *m, cost_params *cp)
+                       fmt_cluster *c, fmt_model *m, cost_params *cp)
 {
-    cost_error err;
+    util_error err;
     search_params sp;
     plan_meta meta;
-    cost_strategy *s;
+    fmt_strategy *s;
     cost_result *r;
     char *text, *raw = NULL, path[512];
     int i;
 
     snprintf(path, sizeof path, "%s/%s", dir, cluster_name);
-    ck_assert_int_eq(plan_load_cluster(path, c, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(path, c, &err), UTIL_OK);
     snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
-    ck_assert_int_eq(plan_load_model(path, m, &err), COST_OK);
-    if (plan_precision >= 0) /* as planner/main.c applies --precision */
-        ck_assert_int_eq(cost_model_set_precision(m, plan_precision, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_model(path, m, &err), UTIL_OK);
+    if (plan_precision >= 0) /* as commands/main.c applies --precision */
+        ck_assert_int_eq(fmt_model_set_precision(m, plan_precision, &err), UTIL_OK);
     cost_params_init(cp);
     cp->net_eff = 0.6; /* a non-default value must survive the round trip */
     search_params_init(&sp);
     sp.global_batch = 32;
     sp.top_k = 3;
-    ck_assert_int_eq(search_plan(c, m, NULL, cp, &sp, res, &err), COST_OK);
+    ck_assert_int_eq(search_plan(c, m, NULL, cp, &sp, res, &err), UTIL_OK);
     s = calloc((size_t)res->n, sizeof *s);
     r = calloc((size_t)res->n, sizeof *r);
     for (i = 0; i < res->n; i++) {
@@ -91,12 +101,12 @@ static char *make_plan(const char *cluster_name, search_result *res,
     meta.model_path = "gpt2-amp.json";
     meta.global_batch = 32;
     meta.method = "amp";
-    ck_assert_int_eq(plan_read_file(path, &raw, &err), COST_OK);
-    plan_sha256_hex(raw, strlen(raw), meta.model_digest);
+    ck_assert_int_eq(util_read_file(path, &raw, &err), UTIL_OK);
+    util_sha256_hex(raw, strlen(raw), meta.model_digest);
     free(raw);
     snprintf(path, sizeof path, "%s/%s", dir, cluster_name);
-    ck_assert_int_eq(plan_read_file(path, &raw, &err), COST_OK);
-    plan_sha256_hex(raw, strlen(raw), meta.cluster_digest);
+    ck_assert_int_eq(util_read_file(path, &raw, &err), UTIL_OK);
+    util_sha256_hex(raw, strlen(raw), meta.cluster_digest);
     free(raw);
     text = plan_to_json(&meta, c, m, cp, s, r, res->n);
     free(s);
@@ -108,11 +118,11 @@ static char *make_plan(const char *cluster_name, search_result *res,
 START_TEST(round_trip)
 {
     search_result res;
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
     plan_doc d;
-    cost_error err;
+    util_error err;
     char *text, path[512];
     int i, k;
 
@@ -126,7 +136,7 @@ START_TEST(round_trip)
 
     /* run from another directory: inputs are found next to the plan */
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
+    ck_assert_int_eq(plan_load_plan(path, &d, &err), UTIL_OK);
     ck_assert_int_eq(d.n, res.n);
     ck_assert_int_eq(d.global_batch, 32);
     ck_assert_str_eq(d.method, "amp");
@@ -136,7 +146,7 @@ START_TEST(round_trip)
     ck_assert_int_eq(d.model.nlayers, m.nlayers);
     ck_assert(fabs(d.params.net_eff - 0.6) < 1e-12);
     for (i = 0; i < d.n; i++) {
-        const cost_strategy *a = &res.cands[i].s, *b = &d.s[i];
+        const fmt_strategy *a = &res.cands[i].s, *b = &d.s[i];
         cost_result r;
         ck_assert_int_eq(a->tp, b->tp);
         ck_assert_int_eq(a->dp, b->dp);
@@ -151,7 +161,7 @@ START_TEST(round_trip)
         /* re-evaluated with the plan's own parameters: the same time */
         ck_assert_int_eq(cost_evaluate(&d.cluster, &d.model, NULL, &d.params,
                                        b, &r, &err),
-                         COST_OK);
+                         UTIL_OK);
         ck_assert_msg(fabs(r.iter_s - d.predicted_s[i]) <= 1e-9 * r.iter_s,
                       "strategy %d: %g vs %g", i, r.iter_s, d.predicted_s[i]);
         cost_result_free(&r);
@@ -164,7 +174,7 @@ START_TEST(round_trip)
     {
         char *mt = NULL;
         snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
-        ck_assert_int_eq(plan_read_file(path, &mt, &err), COST_OK);
+        ck_assert_int_eq(util_read_file(path, &mt, &err), UTIL_OK);
         put("gpt2-amp.json", mt);
         {
             FILE *f = fopen(path, "a");
@@ -174,13 +184,13 @@ START_TEST(round_trip)
         free(mt);
     }
     snprintf(path, sizeof path, "%s/plan.json", dir);
-    ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
+    ck_assert_int_eq(plan_load_plan(path, &d, &err), UTIL_OK);
     ck_assert_int_eq(d.digest_mismatch, 1);
     plan_doc_free(&d);
 
     search_result_free(&res);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -188,18 +198,18 @@ END_TEST
  * reloads the model at the plan's precision: same memory, same time. */
 START_TEST(plan_precision_kept)
 {
-    static const int precs[2] = {COST_PREC_BF16, COST_PREC_FP32};
+    static const int precs[2] = {FMT_PREC_BF16, FMT_PREC_FP32};
     int p;
 
     copy_example("amp-het.json");
     copy_example("gpt2-amp.json");
     for (p = 0; p < 2; p++) {
         search_result res;
-        cost_cluster c;
-        cost_model m;
+        fmt_cluster c;
+        fmt_model m;
         cost_params cp;
         plan_doc d;
-        cost_error err;
+        util_error err;
         cost_result a, b;
         char *text, path[512];
         int i, k;
@@ -214,14 +224,14 @@ START_TEST(plan_precision_kept)
             const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "settings"),
                                                  "precision");
             ck_assert(cJSON_IsString(v));
-            ck_assert_str_eq(v->valuestring, cost_precision_name(precs[p]));
+            ck_assert_str_eq(v->valuestring, fmt_precision_name(precs[p]));
             cJSON_Delete(doc);
         }
         put("plan.json", text);
         free(text);
         snprintf(path, sizeof path, "%s/plan.json", dir);
-        ck_assert_int_eq(plan_load_plan(path, &d, &err), COST_OK);
-        ck_assert_int_eq(cost_model_precision(&d.model), precs[p]);
+        ck_assert_int_eq(plan_load_plan(path, &d, &err), UTIL_OK);
+        ck_assert_int_eq(fmt_model_precision(&d.model), precs[p]);
         ck_assert_int_eq(d.model.dtype_bytes, m.dtype_bytes);
         ck_assert_int_eq(d.model.bf16, m.bf16);
         for (i = 0; i < m.nlayers; i++) {
@@ -229,9 +239,9 @@ START_TEST(plan_precision_kept)
             ck_assert(d.model.layers[i].out_bytes == m.layers[i].out_bytes);
         }
         ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &cp, &res.cands[0].s, &a, &err),
-                         COST_OK);
+                         UTIL_OK);
         ck_assert_int_eq(cost_evaluate(&d.cluster, &d.model, NULL, &d.params, &d.s[0],
-                                       &b, &err), COST_OK);
+                                       &b, &err), UTIL_OK);
         ck_assert(fabs(a.iter_s - d.predicted_s[0]) <= 1e-9 * a.iter_s);
         ck_assert(fabs(b.iter_s - d.predicted_s[0]) <= 1e-9 * b.iter_s);
         for (k = 0; k < a.nranks; k++)
@@ -240,8 +250,8 @@ START_TEST(plan_precision_kept)
         cost_result_free(&b);
         plan_doc_free(&d);
         search_result_free(&res);
-        cost_model_free(&m);
-        cost_cluster_free(&c);
+        fmt_model_free(&m);
+        fmt_cluster_free(&c);
     }
 }
 END_TEST
@@ -250,7 +260,7 @@ static void expect_fail(const char *text, int code, const char *jpath,
                         const char *needle)
 {
     plan_doc d;
-    cost_error err;
+    util_error err;
     char path[512];
 
     put("bad.json", text);
@@ -269,39 +279,39 @@ static void expect_fail(const char *text, int code, const char *jpath,
 START_TEST(bad_plans)
 {
     plan_doc d;
-    cost_error err;
+    util_error err;
 
     copy_example("amp-het.json");
     copy_example("gpt2-amp.json");
     ck_assert_int_eq(plan_load_plan("/nonexistent/plan.json", &d, &err),
-                     COST_EIO);
-    expect_fail("{", COST_EPARSE, "", "malformed");
-    expect_fail("{\"schema\":\"other/1\"}", COST_EFIELD, "schema",
+                     UTIL_EIO);
+    expect_fail("{", UTIL_EPARSE, "", "malformed");
+    expect_fail("{\"schema\":\"other/1\"}", UTIL_EFIELD, "schema",
                 "hetplan-plan/1");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{},"
                 "\"settings\":{\"global_batch\":32}}",
-                COST_EFIELD, "inputs.cluster", "an object with a path");
+                UTIL_EFIELD, "inputs.cluster", "an object with a path");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"missing.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":32}}",
-                COST_EIO, "inputs.cluster.path", "missing.json");
+                UTIL_EIO, "inputs.cluster.path", "missing.json");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":0}}",
-                COST_EFIELD, "settings.global_batch", "positive integer");
+                UTIL_EFIELD, "settings.global_batch", "positive integer");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":32,"
                 "\"cost_params\":{\"net_eff\":7}}}",
-                COST_EINVAL, "settings.cost_params.net_eff", "got 7");
+                UTIL_EINVAL, "settings.cost_params.net_eff", "got 7");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":32},\"strategies\":[]}",
-                COST_EFIELD, "strategies", "non-empty array");
+                UTIL_EFIELD, "strategies", "non-empty array");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
@@ -309,7 +319,7 @@ START_TEST(bad_plans)
                 "\"tp\":1,\"dp\":1,\"pp\":16,\"mbs\":1,"
                 "\"stage_boundaries\":[0,1],"
                 "\"ranks\":[]}]}",
-                COST_EINVAL, "strategies[0].stage_boundaries", "17 entries");
+                UTIL_EINVAL, "strategies[0].stage_boundaries", "17 entries");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
@@ -317,17 +327,17 @@ START_TEST(bad_plans)
                 "\"tp\":16,\"dp\":1,\"pp\":1,\"mbs\":1,"
                 "\"stage_boundaries\":[0,30],"
                 "\"ranks\":[{\"rank\":0}]}]}",
-                COST_EFIELD, "strategies[0].ranks[0].device", "device index");
+                UTIL_EFIELD, "strategies[0].ranks[0].device", "device index");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":32,\"precision\":\"fp8\"}}",
-                COST_EFIELD, "settings.precision", "got 'fp8'");
+                UTIL_EFIELD, "settings.precision", "got 'fp8'");
     expect_fail("{\"schema\":\"hetplan-plan/1\",\"inputs\":{"
                 "\"cluster\":{\"path\":\"amp-het.json\"},"
                 "\"model\":{\"path\":\"gpt2-amp.json\"}},"
                 "\"settings\":{\"global_batch\":32,\"precision\":16}}",
-                COST_EFIELD, "settings.precision", "got a number");
+                UTIL_EFIELD, "settings.precision", "got a number");
 }
 END_TEST
 

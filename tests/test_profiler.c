@@ -15,12 +15,12 @@
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 
-static void load(const char *path, cost_model *m)
+static void load(const char *path, fmt_model *m)
 {
-    cost_error err;
-    int rc = plan_load_model(path, m, &err);
+    util_error err;
+    int rc = fmt_load_model(path, m, &err);
 
-    ck_assert_msg(rc == COST_OK, "%s: %s", path, err.msg);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", path, err.msg);
 }
 
 static double gemm_flops(const prof_layer_work *w, int bwd)
@@ -34,7 +34,7 @@ static double gemm_flops(const prof_layer_work *w, int bwd)
     return f;
 }
 
-static int layer_of_kind(const cost_model *m, int kind)
+static int layer_of_kind(const fmt_model *m, int kind)
 {
     int l;
 
@@ -60,20 +60,20 @@ static const prof_kernel *kernel(const prof_layer_work *w, const char *name)
 START_TEST(test_block_flops_match_model)
 {
     static const int tps[] = {1, 2, 4, 8, 16};
-    cost_model m;
+    fmt_model m;
     int b, i, mbs;
 
     load(EX("gpt2-345m.json"), &m);
-    b = layer_of_kind(&m, COST_KIND_TRANSFORMER);
+    b = layer_of_kind(&m, FMT_KIND_TRANSFORMER);
     ck_assert_int_ge(b, 0);
     for (i = 0; i < 5; i++)
         for (mbs = 1; mbs <= 8; mbs *= 2) {
             prof_shape sh;
             prof_layer_work w;
             double want = m.layers[b].fwd_flops * mbs / tps[i];
-            ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, tps[i], mbs,
-                                           0, &sh, NULL), COST_OK);
-            ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+            ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, tps[i], mbs,
+                                           0, &sh, NULL), UTIL_OK);
+            ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
             ck_assert_msg(fabs(gemm_flops(&w, 0) - want) <= 1e-9 * want,
                           "tp %d mbs %d: %g vs %g", tps[i], mbs,
                           gemm_flops(&w, 0), want);
@@ -81,24 +81,24 @@ START_TEST(test_block_flops_match_model)
             ck_assert(w.fwd_flops > gemm_flops(&w, 0)); /* element-wise work */
             ck_assert(w.fwd_bytes > 0 && w.bwd_bytes > w.fwd_bytes);
         }
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_block_shapes)
 {
-    cost_model m;
+    fmt_model m;
     prof_shape sh;
     prof_layer_work w;
     const prof_kernel *k;
     int i, nf = 0, seen_bwd = 0;
 
     load(EX("gpt2-345m.json"), &m);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 4, 2, 0, &sh, NULL),
-                     COST_OK);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, 4, 2, 0, &sh, NULL),
+                     UTIL_OK);
     ck_assert_int_eq(sh.ffn, 4096);
     ck_assert_int_eq(sh.gated, 0);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     /* QKV: (b*s, h) x (h, 3h/tp) -> column-major m = 3h/tp, n = b*s, k = h */
     k = kernel(&w, "qkv");
     ck_assert_ptr_nonnull(k);
@@ -145,24 +145,24 @@ START_TEST(test_block_shapes)
     ck_assert_int_eq(w.nk - nf, 18);
     ck_assert_ptr_null(prof_op_name(PROF_NOPS));
     ck_assert_ptr_null(prof_op_name(-1));
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_llama_block)
 {
-    cost_model m;
+    fmt_model m;
     prof_shape sh;
     prof_layer_work w;
     const prof_kernel *k;
     int b;
 
     load(EX("llama-7b.json"), &m);
-    b = layer_of_kind(&m, COST_KIND_TRANSFORMER);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 2, 1, 0, &sh, NULL),
-                     COST_OK);
+    b = layer_of_kind(&m, FMT_KIND_TRANSFORMER);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, 2, 1, 0, &sh, NULL),
+                     UTIL_OK);
     ck_assert_int_eq(sh.gated, 1);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     k = kernel(&w, "gate_up");
     ck_assert_ptr_nonnull(k);
     ck_assert(k->m == 2LL * m.ffn / 2);
@@ -170,13 +170,13 @@ START_TEST(test_llama_block)
     ck_assert_int_eq(kernel(&w, "norm1")->op, PROF_OP_RMSNORM);
     ck_assert(fabs(gemm_flops(&w, 0) - m.layers[b].fwd_flops / 2) <=
               1e-9 * m.layers[b].fwd_flops);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_other_kinds)
 {
-    cost_model m;
+    fmt_model m;
     prof_shape sh;
     prof_layer_work w;
     const prof_kernel *k;
@@ -184,66 +184,66 @@ START_TEST(test_other_kinds)
 
     load(EX("gpt2-345m.json"), &m);
     /* LM head: logits GEMM over a padded vocabulary shard */
-    h = layer_of_kind(&m, COST_KIND_HEAD);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 2, 0, &sh, NULL), COST_OK);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    h = layer_of_kind(&m, FMT_KIND_HEAD);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_HEAD, 1, 2, 0, &sh, NULL), UTIL_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     ck_assert(fabs(gemm_flops(&w, 0) - 2 * m.layers[h].fwd_flops) <=
               1e-9 * m.layers[h].fwd_flops);
     ck_assert_ptr_nonnull(kernel(&w, "cross_entropy"));
     ck_assert_ptr_nonnull(kernel(&w, "logits.wgrad"));
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 8, 1, 0, &sh, NULL), COST_OK);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_HEAD, 8, 1, 0, &sh, NULL), UTIL_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     ck_assert(kernel(&w, "logits")->m == 6532); /* 52256 / 8 */
     ck_assert(kernel(&w, "cross_entropy")->cols == 6532);
     /* embedding: gather from a vocabulary shard, positions added (GPT-2) */
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_EMBEDDING, 16, 1, 0, &sh, NULL),
-                     COST_OK);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_EMBEDDING, 16, 1, 0, &sh, NULL),
+                     UTIL_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     k = kernel(&w, "embed");
     ck_assert(k->rows == 1024 && k->cols == 1024 && k->table_rows == 3266);
     ck_assert_ptr_nonnull(kernel(&w, "position_add"));
     ck_assert_ptr_nonnull(kernel(&w, "embed.bwd"));
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_NORM, 2, 4, 0, &sh, NULL), COST_OK);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_NORM, 2, 4, 0, &sh, NULL), UTIL_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     ck_assert_int_eq(w.nk, 2);
     ck_assert(w.k[0].rows == 4096 && w.k[0].cols == 1024); /* not split by tp */
     ck_assert(w.k[1].bwd);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
 START_TEST(test_shape_errors)
 {
-    cost_model m;
+    fmt_model m;
     prof_shape sh;
     prof_layer_work w;
-    cost_error err;
+    util_error err;
 
     load(EX("gpt2-345m.json"), &m);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 3, 1, 0, &sh, &err),
-                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, 3, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "tp 3 does not divide"));
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_TRANSFORMER, 32, 1, 0, &sh, &err),
-                     COST_EINVAL);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_GENERIC, 1, 1, 0, &sh, &err),
-                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, 32, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_GENERIC, 1, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'generic'"));
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_NOOP, 1, 1, 0, &sh, &err),
-                     COST_EINVAL);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 0, 1, 0, &sh, &err),
-                     COST_EINVAL);
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 1, 3, &sh, &err),
-                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_NOOP, 1, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_HEAD, 0, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_HEAD, 1, 1, 3, &sh, &err),
+                     UTIL_EINVAL);
     m.hidden = 0;
-    ck_assert_int_eq(prof_shape_of(&m, COST_KIND_HEAD, 1, 1, 0, &sh, &err),
-                     COST_EINVAL);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_HEAD, 1, 1, 0, &sh, &err),
+                     UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "no transformer shape"));
     memset(&sh, 0, sizeof sh);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, &err), COST_EINVAL);
-    ck_assert(prof_kind_measurable(COST_KIND_TRANSFORMER));
-    ck_assert(!prof_kind_measurable(COST_KIND_NOOP));
-    ck_assert(!prof_kind_measurable(COST_KIND_GENERIC));
-    cost_model_free(&m);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, &err), UTIL_EINVAL);
+    ck_assert(prof_kind_measurable(FMT_KIND_TRANSFORMER));
+    ck_assert(!prof_kind_measurable(FMT_KIND_NOOP));
+    ck_assert(!prof_kind_measurable(FMT_KIND_GENERIC));
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -253,10 +253,10 @@ START_TEST(test_stats)
     const double odd[] = {10, 30, 20, 50, 40};
     double copy[4], bad[2] = {1, NAN};
     prof_stats s;
-    cost_error err;
+    util_error err;
 
     memcpy(copy, even, sizeof copy);
-    ck_assert_int_eq(prof_stats_of(copy, 4, &s, NULL), COST_OK);
+    ck_assert_int_eq(prof_stats_of(copy, 4, &s, NULL), UTIL_OK);
     ck_assert(memcmp(copy, even, sizeof copy) == 0); /* input untouched */
     ck_assert_int_eq(s.n, 4);
     ck_assert_double_eq_tol(s.median, 2.5, 1e-12);
@@ -265,13 +265,13 @@ START_TEST(test_stats)
     ck_assert_double_eq_tol(s.iqr, 1.5, 1e-12);
     ck_assert_double_eq_tol(s.mean, 2.5, 1e-12);
     ck_assert(s.min == 1 && s.max == 4);
-    ck_assert_int_eq(prof_stats_of(odd, 5, &s, NULL), COST_OK);
+    ck_assert_int_eq(prof_stats_of(odd, 5, &s, NULL), UTIL_OK);
     ck_assert_double_eq_tol(s.median, 30, 1e-12);
     ck_assert_double_eq_tol(s.iqr, 20, 1e-12);
-    ck_assert_int_eq(prof_stats_of(odd, 1, &s, NULL), COST_OK);
+    ck_assert_int_eq(prof_stats_of(odd, 1, &s, NULL), UTIL_OK);
     ck_assert(s.median == 10 && s.iqr == 0);
-    ck_assert_int_eq(prof_stats_of(odd, 0, &s, &err), COST_EINVAL);
-    ck_assert_int_eq(prof_stats_of(bad, 2, &s, &err), COST_EINVAL);
+    ck_assert_int_eq(prof_stats_of(odd, 0, &s, &err), UTIL_EINVAL);
+    ck_assert_int_eq(prof_stats_of(bad, 2, &s, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "sample 1"));
 }
 END_TEST
@@ -282,11 +282,11 @@ START_TEST(test_summarise)
     prof_layer_work w;
     prof_samples s;
     prof_layer_result r;
-    cost_error err;
+    util_error err;
     int rep;
 
     memset(&w, 0, sizeof w);
-    w.shape.kind = COST_KIND_TRANSFORMER;
+    w.shape.kind = FMT_KIND_TRANSFORMER;
     w.shape.tp = 2;
     w.shape.mbs = 4;
     w.nk = 3;
@@ -294,7 +294,7 @@ START_TEST(test_summarise)
     strcpy(w.k[1].name, "b");
     strcpy(w.k[2].name, "c");
     w.k[2].bwd = 1;
-    ck_assert_int_eq(prof_samples_alloc(&s, 3, 3), COST_OK);
+    ck_assert_int_eq(prof_samples_alloc(&s, 3, 3), UTIL_OK);
     for (rep = 0; rep < 3; rep++) {
         double t0 = 100.0 * rep, slow = rep == 2 ? 10.0 : 0.0;
         /* a: 1 s, gap 0.5, b: 2 s (+10 in repeat 2), gap 1, c: 4 s */
@@ -308,8 +308,8 @@ START_TEST(test_summarise)
         s.end[rep * 3 + 2] = t0 + 8.5 + slow;
         s.busy[rep * 3 + 2] = 4;
     }
-    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, NULL), COST_OK);
-    ck_assert_int_eq(r.kind, COST_KIND_TRANSFORMER);
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, NULL), UTIL_OK);
+    ck_assert_int_eq(r.kind, FMT_KIND_TRANSFORMER);
     ck_assert(r.tp == 2 && r.mbs == 4 && r.repeats == 3 && r.nk == 3);
     ck_assert_double_eq_tol(r.fwd_s, 3.5, 1e-12);      /* span, median */
     ck_assert_double_eq_tol(r.fwd_busy_s, 3.0, 1e-12); /* busy, median */
@@ -320,18 +320,18 @@ START_TEST(test_summarise)
     ck_assert_double_eq_tol(r.kt[2].median_s, 4.0, 1e-12);
     /* a kernel with no GPU time */
     s.end[4] = s.start[4] - 1;
-    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), COST_EINVAL);
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'b'"));
     /* layout mismatch */
     w.nk = 2;
-    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), COST_EINVAL);
+    ck_assert_int_eq(prof_layer_summarise(&w, &s, &r, &err), UTIL_EINVAL);
     prof_samples_free(&s);
     prof_samples_free(&s); /* idempotent */
-    ck_assert_int_eq(prof_samples_alloc(&s, 0, 3), COST_EINVAL);
+    ck_assert_int_eq(prof_samples_alloc(&s, 0, 3), UTIL_EINVAL);
 }
 END_TEST
 
-static int parse(prof_options *o, cost_error *err, ...)
+static int parse(prof_options *o, util_error *err, ...)
 {
     char *argv[32];
     int argc = 0;
@@ -349,10 +349,10 @@ static int parse(prof_options *o, cost_error *err, ...)
 START_TEST(test_args)
 {
     prof_options o;
-    cost_error err;
+    util_error err;
 
     ck_assert_int_eq(parse(&o, &err, "--model", "m.json", "--output", "p.json",
-                           NULL), COST_OK);
+                           NULL), UTIL_OK);
     ck_assert_str_eq(o.model, "m.json");
     ck_assert_str_eq(o.output, "p.json");
     ck_assert(o.ntp == 4 && o.tp[3] == 8 && o.nmbs == 4 && o.mbs[0] == 1);
@@ -361,64 +361,64 @@ START_TEST(test_args)
                            "4,1,2,1", "--mbs=16", "--dtype", "bf16",
                            "--warmup", "0", "--repeats=7", "--gpu", "1",
                            "--device-type", "H100-SXM", "--no-bandwidth",
-                           "--verbose", NULL), COST_OK);
+                           "--verbose", NULL), UTIL_OK);
     ck_assert(o.ntp == 3 && o.tp[0] == 1 && o.tp[1] == 2 && o.tp[2] == 4);
     ck_assert(o.nmbs == 1 && o.mbs[0] == 16);
     ck_assert(o.dtype == 2 && o.warmup == 0 && o.repeats == 7 && o.device == 1);
     ck_assert_str_eq(o.device_type, "H100-SXM");
     ck_assert(o.skip_bandwidth && o.verbose && !o.quiet);
-    ck_assert_int_eq(parse(&o, &err, "--help", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--help", NULL), UTIL_OK);
     ck_assert(o.help);
-    ck_assert_int_eq(parse(&o, &err, "--version", NULL), COST_OK);
+    ck_assert_int_eq(parse(&o, &err, "--version", NULL), UTIL_OK);
     ck_assert(o.version);
 
-    ck_assert_int_eq(parse(&o, &err, "--output", "p.json", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--output", "p.json", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "missing required option '--model'");
-    ck_assert_int_eq(parse(&o, &err, "--model", "m", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "missing required option '--output'");
-    ck_assert_int_eq(parse(&o, &err, "--model", NULL), COST_EINVAL);
+    ck_assert_int_eq(parse(&o, &err, "--model", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "option '--model' needs a value");
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--frob", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "unknown option '--frob'");
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "extra", NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--tp", "1,,2",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--tp", "0",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "'--tp'"));
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--mbs", "x",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--dtype",
-                           "fp8", NULL), COST_EINVAL);
+                           "fp8", NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "option '--dtype' expects 'fp16' or 'bf16', got 'fp8'");
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--repeats",
-                           "0", NULL), COST_EINVAL);
+                           "0", NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--quiet=1",
-                           NULL), COST_EINVAL);
+                           NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--quiet",
-                           "--verbose", NULL), COST_EINVAL);
+                           "--verbose", NULL), UTIL_EINVAL);
 }
 END_TEST
 
 START_TEST(test_int_list)
 {
     int v[3], n;
-    cost_error err;
+    util_error err;
 
     ck_assert_int_eq(prof_parse_int_list("--x", "8,2,8,1", 1, 8, v, 3, &n, NULL),
-                     COST_OK);
+                     UTIL_OK);
     ck_assert(n == 3 && v[0] == 1 && v[1] == 2 && v[2] == 8);
     ck_assert_int_eq(prof_parse_int_list("--x", "1,2,3,4", 1, 8, v, 3, &n, &err),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "at most 3"));
     ck_assert_int_eq(prof_parse_int_list("--x", "", 1, 8, v, 3, &n, &err),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(prof_parse_int_list("--x", "2,", 1, 8, v, 3, &n, &err),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
     ck_assert_int_eq(prof_parse_int_list("--x", "9", 1, 8, v, 3, &n, &err),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
 }
 END_TEST
 
@@ -438,15 +438,15 @@ START_TEST(test_device_type)
 }
 END_TEST
 
-static void fill_result(prof_layer_result *r, const cost_model *m, int kind,
+static void fill_result(prof_layer_result *r, const fmt_model *m, int kind,
                         int tp, int mbs, double fwd_ms)
 {
     prof_shape sh;
     prof_layer_work w;
     int i;
 
-    ck_assert_int_eq(prof_shape_of(m, kind, tp, mbs, 2, &sh, NULL), COST_OK);
-    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), COST_OK);
+    ck_assert_int_eq(prof_shape_of(m, kind, tp, mbs, 2, &sh, NULL), UTIL_OK);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
     memset(r, 0, sizeof *r);
     r->kind = kind;
     r->tp = tp;
@@ -466,9 +466,9 @@ static void fill_result(prof_layer_result *r, const cost_model *m, int kind,
  * their times, grid points without results -> no entry. */
 START_TEST(test_profile_json_roundtrip)
 {
-    cost_model m;
-    cost_profile p;
-    cost_error err;
+    fmt_model m;
+    fmt_profile p;
+    util_error err;
     prof_run run;
     prof_layer_result res[5];
     const int tps[] = {1, 2}, mbss[] = {1, 4};
@@ -477,11 +477,11 @@ START_TEST(test_profile_json_roundtrip)
     int rc, l, i;
 
     load(EX("gpt2-amp.json"), &m);
-    fill_result(&res[0], &m, COST_KIND_EMBEDDING, 1, 1, 0.25);
-    fill_result(&res[1], &m, COST_KIND_TRANSFORMER, 1, 1, 1.5);
-    fill_result(&res[2], &m, COST_KIND_HEAD, 1, 1, 2.0);
-    fill_result(&res[3], &m, COST_KIND_TRANSFORMER, 2, 4, 3.25);
-    fill_result(&res[4], &m, COST_KIND_HEAD, 2, 4, 4.0);
+    fill_result(&res[0], &m, FMT_KIND_EMBEDDING, 1, 1, 0.25);
+    fill_result(&res[1], &m, FMT_KIND_TRANSFORMER, 1, 1, 1.5);
+    fill_result(&res[2], &m, FMT_KIND_HEAD, 1, 1, 2.0);
+    fill_result(&res[3], &m, FMT_KIND_TRANSFORMER, 2, 4, 3.25);
+    fill_result(&res[4], &m, FMT_KIND_HEAD, 2, 4, 4.0);
     memset(&run, 0, sizeof run);
     strcpy(run.dev.name, "NVIDIA H100 80GB HBM3");
     prof_device_type_of(run.dev.name, run.dev.type);
@@ -504,8 +504,8 @@ START_TEST(test_profile_json_roundtrip)
     text = prof_profile_json(&run, &m, "gpt2-amp");
     ck_assert_ptr_nonnull(text);
 
-    rc = plan_parse_profile(text, "profile.json", &m, &p, &err);
-    ck_assert_msg(rc == COST_OK, "%s: %s", err.path, err.msg);
+    rc = fmt_parse_profile(text, "profile.json", &m, &p, &err);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", err.path, err.msg);
     ck_assert_int_eq(p.nentries, 2); /* (1,1) and (2,4); (1,4), (2,1) empty */
     ck_assert_str_eq(p.entries[0].device, "H100-SXM");
     ck_assert(p.entries[0].tp == 1 && p.entries[0].mbs == 1);
@@ -513,20 +513,20 @@ START_TEST(test_profile_json_roundtrip)
     for (l = 0; l < m.nlayers; l++) {
         int k = m.layers[l].kind;
         double f0 = p.entries[0].fwd[l], f1 = p.entries[1].fwd[l];
-        if (k == COST_KIND_NOOP) {
+        if (k == FMT_KIND_NOOP) {
             ck_assert(f0 == 0 && f1 == 0);
-        } else if (k == COST_KIND_TRANSFORMER) {
+        } else if (k == FMT_KIND_TRANSFORMER) {
             ck_assert_double_eq_tol(f0, 1.5e-3, 1e-12);
             ck_assert_double_eq_tol(p.entries[0].bwd[l], 3e-3, 1e-12);
             ck_assert_double_eq_tol(f1, 3.25e-3, 1e-12);
-        } else if (k == COST_KIND_EMBEDDING) {
+        } else if (k == FMT_KIND_EMBEDDING) {
             ck_assert_double_eq_tol(f0, 0.25e-3, 1e-12);
             ck_assert(f1 < 0); /* not measured at (2, 4) */
-        } else if (k == COST_KIND_HEAD) {
+        } else if (k == FMT_KIND_HEAD) {
             ck_assert_double_eq_tol(f1, 4e-3, 1e-12);
         }
     }
-    cost_profile_free(&p);
+    fmt_profile_free(&p);
 
     /* the extras: device, machine, per-kernel detail */
     doc = cJSON_Parse(text);
@@ -557,16 +557,16 @@ START_TEST(test_profile_json_roundtrip)
     run.bw.gemm_n = 0;
     text = prof_profile_json(&run, &m, NULL);
     ck_assert_ptr_nonnull(text);
-    ck_assert_int_eq(plan_parse_profile(text, "p.json", &m, &p, &err), COST_OK);
+    ck_assert_int_eq(fmt_parse_profile(text, "p.json", &m, &p, &err), UTIL_OK);
     ck_assert_int_eq(p.nentries, 0);
-    cost_profile_free(&p);
+    fmt_profile_free(&p);
     doc = cJSON_Parse(text);
     ck_assert(cJSON_IsNull(cJSON_GetObjectItem(doc, "machine")));
     cJSON_Delete(doc);
     free(text);
     for (i = 0; i < 5; i++)
         ck_assert(res[i].nk > 0);
-    cost_model_free(&m);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -577,7 +577,7 @@ START_TEST(test_cupti_load)
 {
     char names[PROF_CUPTI_MAX_CANDIDATES][PROF_PATH_MAX];
     prof_cupti_lib lib;
-    cost_error err;
+    util_error err;
     int n, f, rc;
     static const char *const toolkit[] = {
         "/usr/local/cuda/lib64/libcupti.so", "/usr/local/cuda/lib/libcupti.so",
@@ -607,7 +607,7 @@ START_TEST(test_cupti_load)
 
     /* no such file */
     rc = prof_cupti_load(names, n, &lib, &err);
-    ck_assert_int_eq(rc, COST_ENOTFOUND);
+    ck_assert_int_eq(rc, UTIL_ENOTFOUND);
     ck_assert_ptr_null(lib.handle);
     {
         static const char want[] = "CUPTI not available: cannot load "
@@ -619,18 +619,18 @@ START_TEST(test_cupti_load)
     snprintf(names[0], PROF_PATH_MAX, "/nonexistent/libcupti.so");
     snprintf(names[1], PROF_PATH_MAX, "libm.so.6");
     rc = prof_cupti_load(names, 2, &lib, &err);
-    ck_assert_int_eq(rc, COST_ENOTFOUND);
+    ck_assert_int_eq(rc, UTIL_ENOTFOUND);
     ck_assert_ptr_nonnull(strstr(err.msg, "'/nonexistent/libcupti.so', 'libm.so.6'"));
     ck_assert_ptr_nonnull(strstr(err.msg, "'libm.so.6' has no symbol "
                                           "'cuptiActivityRegisterCallbacks'"));
-    ck_assert_int_eq(prof_cupti_load(names, 0, &lib, &err), COST_ENOTFOUND);
+    ck_assert_int_eq(prof_cupti_load(names, 0, &lib, &err), UTIL_ENOTFOUND);
     prof_cupti_unload(&lib);
     prof_cupti_unload(NULL);
 
     /* the toolkit's CUPTI, when installed in a usual place */
     for (f = 0; f < 3; f++) {
         snprintf(names[0], PROF_PATH_MAX, "%s", toolkit[f]);
-        if (prof_cupti_load(names, 1, &lib, &err) == COST_OK)
+        if (prof_cupti_load(names, 1, &lib, &err) == UTIL_OK)
             break;
     }
     if (f == 3) {

@@ -10,7 +10,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 typedef struct calls {
     int n;
@@ -34,25 +44,25 @@ static void on_progress(void *ctx, const search_progress *p)
 
 START_TEST(library_calls_back)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
     search_params sp;
     search_result res;
-    cost_error err;
+    util_error err;
     calls k = {0, 0, 0.0, -1.0, 1};
 
-    ck_assert_int_eq(plan_load_cluster(HETPLAN_SOURCE_DIR "/examples/amp-het.json", &c, &err),
-                     COST_OK);
-    ck_assert_int_eq(plan_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err),
-                     COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(HETPLAN_SOURCE_DIR "/examples/amp-het.json", &c, &err),
+                     UTIL_OK);
+    ck_assert_int_eq(fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err),
+                     UTIL_OK);
     cost_params_init(&cp);
     search_params_init(&sp);
     ck_assert(sp.progress == NULL);
     sp.global_batch = 32;
     sp.progress = on_progress;
     sp.progress_ctx = &k;
-    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), COST_OK);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), UTIL_OK);
     /* a first call at once and a last one with the final numbers */
     ck_assert_int_ge(k.n, 2);
     ck_assert(k.monotonic);
@@ -65,12 +75,12 @@ START_TEST(library_calls_back)
     sp.progress = NULL;
     {
         search_result r2;
-        ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r2, &err), COST_OK);
+        ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r2, &err), UTIL_OK);
         ck_assert_int_eq(r2.evaluated, k.last_evaluated);
         search_result_free(&r2);
     }
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 

@@ -7,7 +7,17 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define DATA HETPLAN_SOURCE_DIR "/../shared/data/amp/"
@@ -37,14 +47,14 @@ static int have_data(void)
     return stat(DATA "homogeneous.json", &st) == 0;
 }
 
-static void score(const experiment *e, plan_ranking *rk)
+static void score(const experiment *e, calib_ranking *rk)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params cp;
-    cost_error err;
-    plan_trial *t = NULL;
+    util_error err;
+    calib_trial *t = NULL;
     int n = 0, rc;
     char buf[1024];
 
@@ -53,23 +63,23 @@ static void score(const experiment *e, plan_ranking *rk)
     memset(&prof, 0, sizeof prof);
     memset(&err, 0, sizeof err);
     cost_params_init(&cp);
-    rc = plan_load_cluster(EXAMPLES "amp-homogeneous.json", &c, &err);
+    rc = fmt_load_cluster(EXAMPLES "amp-homogeneous.json", &c, &err);
     if (strcmp(e->name, "het_cluster") == 0) {
-        cost_cluster_free(&c);
-        rc = plan_load_cluster(EXAMPLES "amp-het.json", &c, &err);
+        fmt_cluster_free(&c);
+        rc = fmt_load_cluster(EXAMPLES "amp-het.json", &c, &err);
     }
-    if (rc == COST_OK)
-        rc = plan_load_model(EXAMPLES "gpt2-amp.json", &m, &err);
-    if (rc == COST_OK)
-        rc = plan_profile_from_amp(DATA "profiles.json", "gpt2", &m, &prof, &err);
-    if (rc == COST_OK) {
+    if (rc == UTIL_OK)
+        rc = fmt_load_model(EXAMPLES "gpt2-amp.json", &m, &err);
+    if (rc == UTIL_OK)
+        rc = fmt_profile_from_amp(DATA "profiles.json", "gpt2", &m, &prof, &err);
+    if (rc == UTIL_OK) {
         char path[512];
         snprintf(path, sizeof path, "%s%s", DATA, e->data);
-        rc = plan_amp_trials(path, &c, &m, &prof, &cp, &t, &n, &err);
+        rc = calib_amp_trials(path, &c, &m, &prof, &cp, &t, &n, &err);
     }
-    cost_error_format(&err, buf, sizeof buf);
-    ck_assert_msg(rc == COST_OK, "%s: %s", e->name, buf);
-    plan_score_trials(t, n, rk);
+    util_error_format(&err, buf, sizeof buf);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", e->name, buf);
+    calib_score_trials(t, n, rk);
     printf("%-12s trials %d ran %d | spearman %.3f (AMP %.3f) | kendall-b %.3f "
            "(AMP %.3f) | top-1 regret %.3f (AMP %.3f) | MAPE %.1f%% | memory: "
            "%d/%d failures flagged (%d by memory, %d by an empty stage), %d "
@@ -80,15 +90,15 @@ static void score(const experiment *e, plan_ranking *rk)
            rk->runnable_rejected);
     fflush(stdout);
     free(t);
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 
 START_TEST(test_beats_amp)
 {
     const experiment *e = &experiments[_i];
-    plan_ranking rk;
+    calib_ranking rk;
 
     if (!have_data()) {
         printf("skipping %s: ../shared/data/amp not found beside the project\n",
@@ -137,43 +147,43 @@ static const cal_floor loo_floor[2] = {{0.96, 0.85, 1.0, 0.075}, {0.80, 0.63, 1.
 static const cal_floor cross_floor[2] = {{0.93, 0.78, 1.11, 0.13}, {0.55, 0.44, 1.19, 0.30}};
 
 typedef struct cal_inputs {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
-    plan_trial_set ts;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    fmt_trial_set ts;
 } cal_inputs;
 
 static void cal_load(const experiment *e, cal_inputs *x)
 {
-    cost_error err;
+    util_error err;
     char path[512], buf[1024];
     int rc;
 
     memset(x, 0, sizeof *x);
     memset(&err, 0, sizeof err);
     snprintf(path, sizeof path, "%s%s", EXAMPLES, e->cluster);
-    rc = plan_load_cluster(path, &x->c, &err);
-    if (rc == COST_OK)
-        rc = plan_load_model(EXAMPLES "gpt2-amp.json", &x->m, &err);
-    if (rc == COST_OK)
-        rc = plan_profile_from_amp(DATA "profiles.json", "gpt2", &x->m, &x->prof, &err);
-    if (rc == COST_OK) {
+    rc = fmt_load_cluster(path, &x->c, &err);
+    if (rc == UTIL_OK)
+        rc = fmt_load_model(EXAMPLES "gpt2-amp.json", &x->m, &err);
+    if (rc == UTIL_OK)
+        rc = fmt_profile_from_amp(DATA "profiles.json", "gpt2", &x->m, &x->prof, &err);
+    if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s%s", DATA, e->data);
-        rc = plan_load_trials(path, 1, &x->c, &x->m, 0, &x->ts, &err);
+        rc = fmt_load_trials(path, 1, &x->c, &x->m, 0, &x->ts, &err);
     }
-    cost_error_format(&err, buf, sizeof buf);
-    ck_assert_msg(rc == COST_OK, "%s: %s", e->name, buf);
+    util_error_format(&err, buf, sizeof buf);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", e->name, buf);
 }
 
 static void cal_free(cal_inputs *x)
 {
-    plan_trial_set_free(&x->ts);
-    cost_profile_free(&x->prof);
-    cost_model_free(&x->m);
-    cost_cluster_free(&x->c);
+    fmt_trial_set_free(&x->ts);
+    fmt_profile_free(&x->prof);
+    fmt_model_free(&x->m);
+    fmt_cluster_free(&x->c);
 }
 
-static void cal_check(const char *what, const experiment *e, const plan_ranking *rk,
+static void cal_check(const char *what, const experiment *e, const calib_ranking *rk,
                       const cal_floor *f)
 {
     if (what[0] != '(') /* "(target)": the same numbers against issue 3's targets */
@@ -197,10 +207,10 @@ START_TEST(test_calibrated)
     const experiment *e = &experiments[_i], *o = &experiments[1 - _i];
     cal_inputs a, b;
     cost_params cp;
-    cost_error err;
-    search_calib_params sp;
-    plan_trial *t;
-    plan_ranking rk;
+    util_error err;
+    calib_params sp;
+    calib_trial *t;
+    calib_ranking rk;
     char buf[1024];
     int rc;
 
@@ -212,21 +222,21 @@ START_TEST(test_calibrated)
     cal_load(e, &a);
     cal_load(o, &b);
     cost_params_init(&cp);
-    search_calib_params_init(&sp);
+    calib_params_init(&sp);
     memset(&err, 0, sizeof err);
     t = calloc((size_t)a.ts.n, sizeof *t);
     ck_assert_ptr_nonnull(t);
-    rc = plan_calibrate_loo(&a.c, &a.m, &a.prof, &cp, &a.ts, &sp, t, &err);
-    cost_error_format(&err, buf, sizeof buf);
-    ck_assert_msg(rc == COST_OK, "%s: %s", e->name, buf);
-    plan_score_trials(t, a.ts.n, &rk);
+    rc = calib_loo(&a.c, &a.m, &a.prof, &cp, &a.ts, &sp, t, &err);
+    util_error_format(&err, buf, sizeof buf);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", e->name, buf);
+    calib_score_trials(t, a.ts.n, &rk);
     cal_check("leave-one-out", e, &rk, &loo_floor[_i]);
     cal_check("(target)", e, &rk, &loo_target[_i]);
-    rc = plan_calibrate_cross(&b.c, &b.prof, &b.ts, &a.c, &a.m, &a.prof, &cp, &a.ts,
+    rc = calib_cross(&b.c, &b.prof, &b.ts, &a.c, &a.m, &a.prof, &cp, &a.ts,
                               &sp, t, &err);
-    cost_error_format(&err, buf, sizeof buf);
-    ck_assert_msg(rc == COST_OK, "%s: %s", e->name, buf);
-    plan_score_trials(t, a.ts.n, &rk);
+    util_error_format(&err, buf, sizeof buf);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", e->name, buf);
+    calib_score_trials(t, a.ts.n, &rk);
     cal_check("cross-set", e, &rk, &cross_floor[_i]);
     free(t);
     cal_free(&a);
@@ -237,12 +247,12 @@ END_TEST
 /* The scorer itself, on hand-computed data. */
 START_TEST(test_metrics_by_hand)
 {
-    plan_trial t[5] = {
+    calib_trial t[5] = {
         {0, 1.0, 0, 1.1, 1, 0}, {1, 2.0, 0, 1.9, 1, 0}, {2, 3.0, 0, 3.5, 1, 0},
         {3, -1.0, 1, 0.5, 0, 0}, {4, 4.0, 0, 3.0, 1, 0}};
-    plan_ranking rk;
+    calib_ranking rk;
 
-    plan_score_trials(t, 5, &rk);
+    calib_score_trials(t, 5, &rk);
     ck_assert_int_eq(rk.ran, 4);
     /* predicted ranks 1 2 4 3 vs measured 1 2 3 4: rho = 1 - 6*2/(4*15) */
     ck_assert_double_eq_tol(rk.spearman, 0.8, 1e-12);
@@ -257,12 +267,12 @@ START_TEST(test_metrics_by_hand)
     ck_assert_int_eq(rk.flagged_by_memory, 1);
     ck_assert_int_eq(rk.flagged_by_empty_stage, 0);
     t[3].fits = 1; /* now the fastest prediction is a run that failed */
-    plan_score_trials(t, 5, &rk);
+    calib_score_trials(t, 5, &rk);
     ck_assert(rk.top1_regret < 0.0);
     ck_assert_int_eq(rk.oom_flagged, 0);
     /* the structural verdict alone flags it and keeps it from the pick */
     t[3].empty_stage = 1;
-    plan_score_trials(t, 5, &rk);
+    calib_score_trials(t, 5, &rk);
     ck_assert_int_eq(rk.top1_index, 0);
     ck_assert_int_eq(rk.oom_flagged, 1);
     ck_assert_int_eq(rk.flagged_by_memory, 0);
@@ -270,13 +280,13 @@ START_TEST(test_metrics_by_hand)
     ck_assert_int_eq(rk.runnable_rejected, 0);
     /* both verdicts on one trial count once in oom_flagged */
     t[3].fits = 0;
-    plan_score_trials(t, 5, &rk);
+    calib_score_trials(t, 5, &rk);
     ck_assert_int_eq(rk.oom_flagged, 1);
     ck_assert_int_eq(rk.flagged_by_memory, 1);
     ck_assert_int_eq(rk.flagged_by_empty_stage, 1);
     /* a run that ran, predicted to have an empty stage: rejected, not picked */
     t[0].empty_stage = 1;
-    plan_score_trials(t, 5, &rk);
+    calib_score_trials(t, 5, &rk);
     ck_assert_int_eq(rk.runnable_rejected, 1);
     ck_assert_int_eq(rk.top1_index, 1);
     ck_assert_double_eq_tol(rk.top1_regret, 2.0, 1e-12);
@@ -286,12 +296,12 @@ END_TEST
 START_TEST(test_tau_b_ties)
 {
     /* ties in x: tau-b = (C - D) / sqrt((C + D + Tx)(C + D + Ty)) */
-    plan_trial t[4] = {
+    calib_trial t[4] = {
         {0, 1.0, 0, 1.0, 1, 0}, {1, 2.0, 0, 1.0, 1, 0}, {2, 3.0, 0, 2.0, 1, 0},
         {3, 4.0, 0, 3.0, 1, 0}};
-    plan_ranking rk;
+    calib_ranking rk;
 
-    plan_score_trials(t, 4, &rk);
+    calib_score_trials(t, 4, &rk);
     ck_assert_double_eq_tol(rk.kendall, 5.0 / sqrt(30.0), 1e-12);
 }
 END_TEST

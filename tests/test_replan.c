@@ -20,9 +20,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
-#include "plan.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "tp_cli.h"
 
 static const char cluster_json[] =
@@ -41,23 +49,23 @@ static const char strategies_json[] =
     "{\"strategies\":[{\"tp\":1,\"dp\":2,\"pp\":4,\"mbs\":1,"
     "\"stage_boundaries\":[0,2,4,6,8]}]}";
 
-static cost_cluster C;
-static cost_model M;
-static cost_strategy S;
+static fmt_cluster C;
+static fmt_model M;
+static fmt_strategy S;
 
 static void load(void)
 {
-    cost_error err;
-    cost_strategy *list = NULL;
+    util_error err;
+    fmt_strategy *list = NULL;
     int n = 0;
 
     memset(&err, 0, sizeof err);
-    ck_assert_msg(plan_parse_cluster(cluster_json, "c.json", &C, &err) == COST_OK,
+    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &C, &err) == UTIL_OK,
                   "%s", err.msg);
-    ck_assert_msg(plan_parse_model(model_json, "m.json", &M, &err) == COST_OK, "%s",
+    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
                   err.msg);
-    ck_assert_msg(plan_parse_strategies(strategies_json, "s.json", &C, &M, 16, &list,
-                                        &n, &err) == COST_OK, "%s", err.msg);
+    ck_assert_msg(fmt_parse_strategies(strategies_json, "s.json", &C, &M, 16, &list,
+                                        &n, &err) == UTIL_OK, "%s", err.msg);
     ck_assert_int_eq(n, 1);
     S = list[0];
     free(list);
@@ -65,33 +73,33 @@ static void load(void)
 
 static void unload(void)
 {
-    cost_strategy_free(&S);
-    cost_model_free(&M);
-    cost_cluster_free(&C);
+    fmt_strategy_free(&S);
+    fmt_model_free(&M);
+    fmt_cluster_free(&C);
 }
 
-static int run(const plan_freeze *f, plan_replan *r)
+static int run(const replan_freeze *f, replan_result *r)
 {
-    plan_replan_params rp;
+    replan_params rp;
     cost_params p;
-    cost_error err;
+    util_error err;
 
     memset(&err, 0, sizeof err);
     cost_params_init(&p);
-    plan_replan_params_init(&rp);
+    replan_params_init(&rp);
     rp.global_batch = 16;
-    return plan_replan_run(&C, &M, NULL, &p, &S, f, &rp, r, &err);
+    return replan_run(&C, &M, NULL, &p, &S, f, &rp, r, &err);
 }
 
 START_TEST(freeze_four_compresses)
 {
-    plan_freeze_phase ph = {0, 4};
-    plan_freeze f = {&ph, 1, 1};
-    plan_replan r;
-    const plan_replan_phase *x;
+    replan_freeze_phase ph = {0, 4};
+    replan_freeze f = {&ph, 1, 1};
+    replan_result r;
+    const replan_phase *x;
 
     load();
-    ck_assert_int_eq(run(&f, &r), COST_OK);
+    ck_assert_int_eq(run(&f, &r), UTIL_OK);
     x = &r.phases[0];
     ck_assert_int_eq(x->s.pp, 2);
     ck_assert_int_eq(x->s.dp, 4);
@@ -109,19 +117,19 @@ START_TEST(freeze_four_compresses)
     ck_assert_double_eq_tol(r.speedup, x->keep_s / x->best_s, 1e-12);
     ck_assert(r.phases[0].r.fits);
     /* without compression: 4 stages stay, nothing better than 58 s */
-    plan_replan_free(&r);
+    replan_free(&r);
     {
-        plan_replan_params rp;
+        replan_params rp;
         cost_params p;
         cost_params_init(&p);
-        plan_replan_params_init(&rp);
+        replan_params_init(&rp);
         rp.global_batch = 16;
         rp.compress = 0;
-        ck_assert_int_eq(plan_replan_run(&C, &M, NULL, &p, &S, &f, &rp, &r, NULL),
-                         COST_OK);
+        ck_assert_int_eq(replan_run(&C, &M, NULL, &p, &S, &f, &rp, &r, NULL),
+                         UTIL_OK);
         ck_assert_int_eq(r.phases[0].s.pp, 4);
         ck_assert(r.phases[0].best_s >= 58.0);
-        plan_replan_free(&r);
+        replan_free(&r);
     }
     unload();
 }
@@ -131,20 +139,20 @@ END_TEST
  * layers frozen: speed-up (2 first + 2 keep) / (2 first + 2 best) */
 START_TEST(schedule_phases)
 {
-    plan_freeze f;
-    plan_replan r;
-    cost_error err;
+    replan_freeze f;
+    replan_result r;
+    util_error err;
     double want;
 
     load();
     memset(&err, 0, sizeof err);
-    ck_assert_msg(plan_parse_freeze("{\"total_epochs\":4,\"epochs\":[{\"epoch\":0,"
+    ck_assert_msg(replan_parse_freeze("{\"total_epochs\":4,\"epochs\":[{\"epoch\":0,"
                                     "\"frozen\":0},{\"epoch\":2,\"frozen\":4}]}",
-                                    "f.json", M.nlayers, &f, &err) == COST_OK,
+                                    "f.json", M.nlayers, &f, &err) == UTIL_OK,
                   "%s", err.msg);
     ck_assert_int_eq(f.n, 2);
     ck_assert_int_eq(f.total_epochs, 4);
-    ck_assert_int_eq(run(&f, &r), COST_OK);
+    ck_assert_int_eq(run(&f, &r), UTIL_OK);
     ck_assert_int_eq(r.n, 2);
     ck_assert_int_eq(r.phases[0].s.pp, 4);
     ck_assert_double_eq_tol(r.phases[0].best_s, r.first_s, 1e-12);
@@ -155,19 +163,19 @@ START_TEST(schedule_phases)
            (2 * r.first_s + 2 * r.phases[1].best_s);
     ck_assert_double_eq_tol(r.speedup, want, 1e-12);
     ck_assert(r.speedup > 1.1);
-    plan_replan_free(&r);
-    plan_freeze_free(&f);
+    replan_free(&r);
+    replan_freeze_free(&f);
     unload();
 }
 END_TEST
 
 static void bad_freeze(const char *text, const char *path, const char *what)
 {
-    plan_freeze f;
-    cost_error err;
+    replan_freeze f;
+    util_error err;
 
     memset(&err, 0, sizeof err);
-    ck_assert_int_ne(plan_parse_freeze(text, "f.json", 8, &f, &err), COST_OK);
+    ck_assert_int_ne(replan_parse_freeze(text, "f.json", 8, &f, &err), UTIL_OK);
     ck_assert_str_eq(err.file, "f.json");
     ck_assert_str_eq(err.path, path);
     ck_assert_msg(strstr(err.msg, what) != NULL, "'%s' not in '%s'", what, err.msg);

@@ -4,7 +4,7 @@
  * shape per timeline event, escaping, nothing external), then rendered
  * with headless Chromium: the PNG screenshot is decoded here (zlib) and
  * must not be blank, and the legend, axis and plot regions that
- * plan_report_svg reports must hold drawn pixels while a margin stays
+ * report_svg reports must hold drawn pixels while a margin stays
  * white.  Without chromium (or zlib) the rendering tests say so and skip. */
 #include <check.h>
 #include <dirent.h>
@@ -24,7 +24,17 @@
 #include <zlib.h>
 #endif
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "testutil.h"
 
 #define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden"
@@ -65,13 +75,13 @@ static const char gpt16[] =
     " \"heads\": 16, \"seq\": 1024, \"vocab\": 50304}}";
 
 typedef struct rfix {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s[2];
+    fmt_strategy s[2];
     cost_result r[2];
     cost_timeline tl;
-    plan_report_input in;
+    report_input in;
 } rfix;
 
 /* 1F1B-like timeline of pp 2, dp 1, gas 2, in ms, built by hand. */
@@ -102,16 +112,16 @@ static void hand_timeline(cost_timeline *tl)
 
 static void rfix_make(rfix *f)
 {
-    cost_error err;
+    util_error err;
     int i, r;
 
     memset(f, 0, sizeof *f);
-    ck_assert_msg(plan_parse_cluster(two_nodes, "c.json", &f->c, &err) == COST_OK, "%s", err.msg);
-    ck_assert_msg(plan_parse_model(gpt16, "m.json", &f->m, &err) == COST_OK, "%s", err.msg);
+    ck_assert_msg(fmt_parse_cluster(two_nodes, "c.json", &f->c, &err) == UTIL_OK, "%s", err.msg);
+    ck_assert_msg(fmt_parse_model(gpt16, "m.json", &f->m, &err) == UTIL_OK, "%s", err.msg);
     cost_params_init(&f->p);
     /* #1: tp 4, pp 2; #2: tp 1, dp 8 */
-    ck_assert_int_eq(cost_strategy_alloc(&f->s[0], 4, 1, 2), COST_OK);
-    ck_assert_int_eq(cost_strategy_alloc(&f->s[1], 1, 8, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&f->s[0], 4, 1, 2), UTIL_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&f->s[1], 1, 8, 1), UTIL_OK);
     for (i = 0; i < 2; i++) {
         for (r = 0; r < 8; r++)
             f->s[i].ranks[r] = r;
@@ -127,7 +137,7 @@ static void rfix_make(rfix *f)
     f->s[1].bounds[1] = f->m.nlayers;
     for (i = 0; i < 2; i++)
         ck_assert_msg(cost_evaluate(&f->c, &f->m, NULL, &f->p, &f->s[i], &f->r[i], &err) ==
-                          COST_OK, "%s", err.msg);
+                          UTIL_OK, "%s", err.msg);
     hand_timeline(&f->tl);
     f->in.title = "hand <made>";
     f->in.c = &f->c;
@@ -145,15 +155,15 @@ static void rfix_free(rfix *f)
     int i;
 
     for (i = 0; i < 2; i++) {
-        cost_strategy_free(&f->s[i]);
+        fmt_strategy_free(&f->s[i]);
         cost_result_free(&f->r[i]);
     }
     cost_timeline_free(&f->tl);
-    cost_model_free(&f->m);
-    cost_cluster_free(&f->c);
+    fmt_model_free(&f->m);
+    fmt_cluster_free(&f->c);
 }
 
-static int box_ok(const plan_report_box *b, double W, double H)
+static int box_ok(const report_box *b, double W, double H)
 {
     return b->w > 0 && b->h > 0 && b->x >= 0 && b->y >= 0 && b->x + b->w <= W &&
            b->y + b->h <= H;
@@ -163,11 +173,11 @@ START_TEST(svg_text_has_everything)
 {
     rfix f;
     char *svg = NULL;
-    plan_report_layout L;
-    cost_error err;
+    report_layout L;
+    util_error err;
 
     rfix_make(&f);
-    ck_assert_int_eq(plan_report_svg(&f.in, &svg, &L, &err), COST_OK);
+    ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_OK);
     ck_assert(strncmp(svg, "<?xml", 5) == 0);
     ck_assert_int_eq(count(svg, "<svg "), 1);
     ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
@@ -230,10 +240,10 @@ START_TEST(html_has_svg_and_tables)
 {
     rfix f;
     char *html = NULL;
-    cost_error err;
+    util_error err;
 
     rfix_make(&f);
-    ck_assert_int_eq(plan_report_html(&f.in, &html, NULL, &err), COST_OK);
+    ck_assert_int_eq(report_html(&f.in, &html, NULL, &err), UTIL_OK);
     ck_assert(strncmp(html, "<!DOCTYPE html>", 15) == 0);
     ck_assert_int_eq(count(html, "<svg "), 1);
     ck_assert_ptr_null(strstr(html, "<?xml"));
@@ -255,12 +265,12 @@ START_TEST(no_timeline_and_bad_input)
 {
     rfix f;
     char *svg = NULL;
-    plan_report_layout L;
-    cost_error err;
+    report_layout L;
+    util_error err;
 
     rfix_make(&f);
     f.in.timeline = NULL;
-    ck_assert_int_eq(plan_report_svg(&f.in, &svg, &L, &err), COST_OK);
+    ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_OK);
     ck_assert_ptr_nonnull(strstr(svg, "timeline unavailable"));
     ck_assert(L.timeline.w == 0 && L.timeline.h == 0);
     ck_assert(L.memory.h > 0);
@@ -268,13 +278,13 @@ START_TEST(no_timeline_and_bad_input)
     /* the timeline of strategy 1 cannot be shown for strategy 2 */
     f.in.timeline = &f.tl;
     f.in.shown = 1;
-    ck_assert_int_eq(plan_report_svg(&f.in, &svg, &L, &err), COST_EINVAL);
+    ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_EINVAL);
     ck_assert_ptr_null(svg);
     f.in.shown = 2;
-    ck_assert_int_eq(plan_report_svg(&f.in, &svg, &L, &err), COST_EINVAL);
+    ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_EINVAL);
     f.in.shown = 0;
     f.in.n = 0;
-    ck_assert_int_eq(plan_report_html(&f.in, &svg, &L, &err), COST_EINVAL);
+    ck_assert_int_eq(report_html(&f.in, &svg, &L, &err), UTIL_EINVAL);
     ck_assert_ptr_null(svg);
     rfix_free(&f);
 }
@@ -284,7 +294,7 @@ START_TEST(dense_timeline_is_downsampled)
 {
     rfix f;
     char *svg = NULL;
-    cost_error err;
+    util_error err;
     cost_timeline dense;
     int i, n = 4000;
 
@@ -307,7 +317,7 @@ START_TEST(dense_timeline_is_downsampled)
     dense.nevents = n;
     dense.iter_s = (double)(n / 2) * 1e-3;
     f.in.timeline = &dense;
-    ck_assert_int_eq(plan_report_svg(&f.in, &svg, NULL, &err), COST_OK);
+    ck_assert_int_eq(report_svg(&f.in, &svg, NULL, &err), UTIL_OK);
     ck_assert_ptr_nonnull(strstr(svg, "dense timeline"));
     /* one run per row: stage 0 fully busy, stage 1 at a quarter */
     ck_assert_int_eq(count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
@@ -594,7 +604,7 @@ static double ink(const image *img, double bx, double by, double bw, double bh)
     return total ? (double)inked / (double)total : 0.0;
 }
 
-static double box_ink(const image *img, const plan_report_box *b)
+static double box_ink(const image *img, const report_box *b)
 {
     return ink(img, b->x, b->y, b->w, b->h);
 }
@@ -608,11 +618,11 @@ START_TEST(renders_in_chromium)
 #else
     char chromium[PATHN], svg_path[2048], png[2048], blank_svg[2048], html_path[2048];
     plan_doc d;
-    cost_error err;
+    util_error err;
     cost_result r[3];
     cost_timeline tl;
-    plan_report_input in;
-    plan_report_layout L;
+    report_input in;
+    report_layout L;
     char *svg = NULL, *html = NULL;
     image img;
     int i, n;
@@ -626,14 +636,14 @@ START_TEST(renders_in_chromium)
     memset(&d, 0, sizeof d);
     memset(r, 0, sizeof r);
     memset(&tl, 0, sizeof tl);
-    ck_assert_msg(plan_load_plan(GOLDEN "/plan-amp-het.json", &d, &err) == COST_OK,
+    ck_assert_msg(plan_load_plan(GOLDEN "/plan-amp-het.json", &d, &err) == UTIL_OK,
                   "%s", err.msg);
     n = d.n < 3 ? d.n : 3;
     for (i = 0; i < n; i++)
         ck_assert_int_eq(cost_evaluate(&d.cluster, &d.model, NULL, &d.params, &d.s[i],
-                                       &r[i], &err), COST_OK);
+                                       &r[i], &err), UTIL_OK);
     ck_assert_msg(cost_simulate(&d.cluster, &d.model, NULL, &d.params, &d.s[0],
-                                d.params.overlap_dp, &tl, &err) == COST_OK, "%s", err.msg);
+                                d.params.overlap_dp, &tl, &err) == UTIL_OK, "%s", err.msg);
     memset(&in, 0, sizeof in);
     in.title = "plan-amp-het.json";
     in.c = &d.cluster;
@@ -643,7 +653,7 @@ START_TEST(renders_in_chromium)
     in.n = n;
     in.timeline = &tl;
     in.global_batch = d.global_batch;
-    ck_assert_int_eq(plan_report_svg(&in, &svg, &L, &err), COST_OK);
+    ck_assert_int_eq(report_svg(&in, &svg, &L, &err), UTIL_OK);
     snprintf(svg_path, sizeof svg_path, "%s/render.svg", tmp_dir);
     snprintf(png, sizeof png, "%s/render.png", tmp_dir);
     spill(svg_path, svg);
@@ -684,7 +694,7 @@ START_TEST(renders_in_chromium)
     free(img.rgb);
 
     /* the HTML page renders too: the SVG on top, the tables under it */
-    ck_assert_int_eq(plan_report_html(&in, &html, &L, &err), COST_OK);
+    ck_assert_int_eq(report_html(&in, &html, &L, &err), UTIL_OK);
     snprintf(html_path, sizeof html_path, "%s/render.html", tmp_dir);
     spill(html_path, html);
     ck_assert(screenshot(chromium, html_path, png, 1400, (int)L.height + 400) == 0);

@@ -12,7 +12,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define TOL 1e-9
@@ -68,12 +78,12 @@ static void input(cost_sim_input *in, int pp, int dp, int gas, int schedule,
 
 static void run(const cost_sim_input *in, cost_timeline *t)
 {
-    cost_error err;
+    util_error err;
     int rc;
 
     memset(&err, 0, sizeof err);
     rc = cost_simulate_stages(in, t, &err);
-    ck_assert_msg(rc == COST_OK, "simulate: %s", err.msg);
+    ck_assert_msg(rc == UTIL_OK, "simulate: %s", err.msg);
 }
 
 /* ---- schedules worked out by hand ---------------------------------------- */
@@ -90,7 +100,7 @@ START_TEST(test_two_stages_unequal)
     cost_sim_input in;
     cost_timeline t;
 
-    input(&in, 2, 1, 2, COST_SCHED_1F1B, f, b);
+    input(&in, 2, 1, 2, FMT_SCHED_1F1B, f, b);
     run(&in, &t);
     ck_assert_int_eq(t.nevents, 8); /* no transfer, all-reduce or optimizer */
     EXPECT(&t, COST_EV_FWD, 0, 0, 0, 0, 1);
@@ -137,7 +147,7 @@ START_TEST(test_three_stages_1f1b)
     cost_timeline t;
     int j, k;
 
-    input(&in, 3, 1, 4, COST_SCHED_1F1B, f, b);
+    input(&in, 3, 1, 4, FMT_SCHED_1F1B, f, b);
     run(&in, &t);
     for (j = 0; j < 3; j++)
         for (k = 0; k < 8; k++)
@@ -162,7 +172,7 @@ START_TEST(test_four_stages_slow_links)
     cost_sim_input in;
     cost_timeline t;
 
-    input(&in, 4, 1, 2, COST_SCHED_1F1B, f, b);
+    input(&in, 4, 1, 2, FMT_SCHED_1F1B, f, b);
     in.send_act = link;
     in.send_grad = link;
     run(&in, &t);
@@ -207,7 +217,7 @@ START_TEST(test_slow_link_steady_state)
     cost_sim_input in;
     cost_timeline t;
 
-    input(&in, 2, 1, 3, COST_SCHED_1F1B, f, b);
+    input(&in, 2, 1, 3, FMT_SCHED_1F1B, f, b);
     in.send_act = link;
     in.send_grad = link;
     run(&in, &t);
@@ -257,7 +267,7 @@ START_TEST(test_gpipe_vs_1f1b)
     cost_timeline g, o;
     cost_params p;
 
-    input(&in, 2, 1, 3, COST_SCHED_GPIPE, f, b);
+    input(&in, 2, 1, 3, FMT_SCHED_GPIPE, f, b);
     run(&in, &g);
     EXPECT(&g, COST_EV_FWD, 0, 0, 2, 2, 3);
     EXPECT(&g, COST_EV_FWD, 1, 0, 2, 3, 4);
@@ -267,7 +277,7 @@ START_TEST(test_gpipe_vs_1f1b)
     EXPECT(&g, COST_EV_BWD, 0, 0, 1, 8, 10);
     EXPECT(&g, COST_EV_BWD, 0, 0, 2, 10, 12);
     ck_assert_double_eq_tol(g.iter_s, 12.0, TOL);
-    in.schedule = COST_SCHED_1F1B;
+    in.schedule = FMT_SCHED_1F1B;
     run(&in, &o);
     EXPECT(&o, COST_EV_BWD, 1, 0, 0, 2, 4);
     EXPECT(&o, COST_EV_BWD, 0, 0, 0, 4, 6);
@@ -279,10 +289,10 @@ START_TEST(test_gpipe_vs_1f1b)
     EXPECT(&o, COST_EV_BWD, 0, 0, 2, 10, 12);
     ck_assert_double_eq_tol(o.iter_s, 12.0, TOL);
     cost_params_init(&p);
-    p.schedule = COST_SCHED_GPIPE;
+    p.schedule = FMT_SCHED_GPIPE;
     ck_assert_int_eq(max_inflight(&g, 0, 0), 3);
     ck_assert_int_eq(max_inflight(&g, 0, 0), cost_inflight(&p, 0, 2, 3));
-    p.schedule = COST_SCHED_1F1B;
+    p.schedule = FMT_SCHED_1F1B;
     ck_assert_int_eq(max_inflight(&o, 0, 0), 2);
     ck_assert_int_eq(max_inflight(&o, 0, 0), cost_inflight(&p, 0, 2, 3));
     ck_assert_int_eq(max_inflight(&o, 0, 1), cost_inflight(&p, 1, 2, 3));
@@ -303,7 +313,7 @@ START_TEST(test_overlap_dp)
     cost_sim_input in;
     cost_timeline t;
 
-    input(&in, 2, 1, 2, COST_SCHED_1F1B, f, b);
+    input(&in, 2, 1, 2, FMT_SCHED_1F1B, f, b);
     in.dp_s = dps;
     in.opt_s = opt;
     run(&in, &t);
@@ -342,7 +352,7 @@ START_TEST(test_slow_replica)
     cost_timeline t;
     int r;
 
-    input(&in, 2, 2, 2, COST_SCHED_1F1B, f, b);
+    input(&in, 2, 2, 2, FMT_SCHED_1F1B, f, b);
     in.dp_s = dps;
     in.opt_s = opt;
     run(&in, &t);
@@ -383,7 +393,7 @@ START_TEST(test_tied_weights)
     cost_sim_input in;
     cost_timeline t;
 
-    input(&in, 3, 1, 4, COST_SCHED_1F1B, f, b);
+    input(&in, 3, 1, 4, FMT_SCHED_1F1B, f, b);
     in.dp_s = dps;
     in.opt_s = opt;
     in.overlap_dp = 1;
@@ -410,27 +420,27 @@ START_TEST(test_bad_input)
     const double f[2] = {1, 1}, b[2] = {2, -1}, nan2[2] = {NAN, 1};
     cost_sim_input in;
     cost_timeline t;
-    cost_error err;
+    util_error err;
 
     memset(&err, 0, sizeof err);
-    input(&in, 0, 1, 1, COST_SCHED_1F1B, f, f);
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
+    input(&in, 0, 1, 1, FMT_SCHED_1F1B, f, f);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
     ck_assert_ptr_null(t.events);
-    input(&in, 2, 1, 1, COST_SCHED_1F1B, f, b);
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
+    input(&in, 2, 1, 1, FMT_SCHED_1F1B, f, b);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
     ck_assert_str_eq(err.path, "bwd[1]");
-    input(&in, 2, 1, 1, COST_SCHED_1F1B, f, f);
+    input(&in, 2, 1, 1, FMT_SCHED_1F1B, f, f);
     in.send_act = nan2;
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
     input(&in, 2, 1, 1, 7, f, f);
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
-    input(&in, 2, 1, 1, COST_SCHED_1F1B, NULL, f);
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
-    input(&in, 2, 1, 1, COST_SCHED_1F1B, f, f);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
+    input(&in, 2, 1, 1, FMT_SCHED_1F1B, NULL, f);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
+    input(&in, 2, 1, 1, FMT_SCHED_1F1B, f, f);
     in.tied_s = 1;
     in.tied_first = 1;
     in.tied_last = 1;
-    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
     ck_assert_str_eq(cost_event_name(COST_EV_SEND_GRAD), "send-gradient");
     ck_assert_ptr_null(cost_event_name(COST_EV_NKINDS));
     ck_assert_int_eq(cost_fidelity_from_name("simulate"), COST_FIDELITY_SIMULATE);
@@ -452,15 +462,15 @@ END_TEST
  * exact (see test_slow_link_steady_state). */
 START_TEST(test_eq5_exact_cases)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     int trial;
 
-    search_pcg32_seed(&rng, 42u, 3u);
+    util_pcg32_seed(&rng, 42u, 3u);
     for (trial = 0; trial < 200; trial++) {
-        int pp = 1 + (int)search_pcg32_bounded(&rng, 8);
-        int gas = 1 + (int)search_pcg32_bounded(&rng, 12);
-        int sched = (int)search_pcg32_bounded(&rng, 2), j;
-        double fe = 0.1 + search_pcg32_double(&rng), be = 2.0 * fe;
+        int pp = 1 + (int)util_pcg32_bounded(&rng, 8);
+        int gas = 1 + (int)util_pcg32_bounded(&rng, 12);
+        int sched = (int)util_pcg32_bounded(&rng, 2), j;
+        double fe = 0.1 + util_pcg32_double(&rng), be = 2.0 * fe;
         double f[8], b[8], a[7], g[7], sum_t = 0.0, sum_e = 0.0, eq5;
         cost_sim_input in;
         cost_timeline t;
@@ -477,12 +487,12 @@ START_TEST(test_eq5_exact_cases)
                       gas, sched ? "gpipe" : "1f1b", t.iter_s, eq5);
         cost_timeline_free(&t);
         for (j = 0; j < pp; j++) { /* (b) */
-            f[j] = search_pcg32_double(&rng);
-            b[j] = 3.0 * search_pcg32_double(&rng);
+            f[j] = util_pcg32_double(&rng);
+            b[j] = 3.0 * util_pcg32_double(&rng);
             sum_t += f[j] + b[j];
             if (j + 1 < pp) {
-                a[j] = 0.2 * search_pcg32_double(&rng);
-                g[j] = 0.2 * search_pcg32_double(&rng);
+                a[j] = 0.2 * util_pcg32_double(&rng);
+                g[j] = 0.2 * util_pcg32_double(&rng);
                 sum_e += a[j] + g[j];
             }
         }
@@ -510,29 +520,29 @@ typedef struct rnd_case {
     int links, sync;
 } rnd_case;
 
-static void random_case(search_pcg32 *rng, rnd_case *c)
+static void random_case(util_pcg32 *rng, rnd_case *c)
 {
     int i;
 
     memset(c, 0, sizeof *c);
-    c->pp = 1 + (int)search_pcg32_bounded(rng, 6);
-    c->dp = 1 + (int)search_pcg32_bounded(rng, 4);
-    c->gas = 1 + (int)search_pcg32_bounded(rng, 10);
-    c->sched = (int)search_pcg32_bounded(rng, 2);
-    c->overlap = (int)search_pcg32_bounded(rng, 2);
-    c->links = (int)search_pcg32_bounded(rng, 3) != 0;
-    c->sync = (int)search_pcg32_bounded(rng, 2);
+    c->pp = 1 + (int)util_pcg32_bounded(rng, 6);
+    c->dp = 1 + (int)util_pcg32_bounded(rng, 4);
+    c->gas = 1 + (int)util_pcg32_bounded(rng, 10);
+    c->sched = (int)util_pcg32_bounded(rng, 2);
+    c->overlap = (int)util_pcg32_bounded(rng, 2);
+    c->links = (int)util_pcg32_bounded(rng, 3) != 0;
+    c->sync = (int)util_pcg32_bounded(rng, 2);
     for (i = 0; i < c->pp * c->dp; i++) {
-        c->f[i] = search_pcg32_double(rng);
-        c->b[i] = search_pcg32_double(rng) * 3.0;
-        if (search_pcg32_bounded(rng, 8) == 0)
+        c->f[i] = util_pcg32_double(rng);
+        c->b[i] = util_pcg32_double(rng) * 3.0;
+        if (util_pcg32_bounded(rng, 8) == 0)
             c->f[i] = 0.0; /* zero-time stages are allowed */
-        c->a[i] = search_pcg32_bounded(rng, 4) == 0 ? 0.0 : search_pcg32_double(rng);
-        c->g[i] = search_pcg32_double(rng) * 0.5;
+        c->a[i] = util_pcg32_bounded(rng, 4) == 0 ? 0.0 : util_pcg32_double(rng);
+        c->g[i] = util_pcg32_double(rng) * 0.5;
     }
     for (i = 0; i < c->pp; i++) {
-        c->dps[i] = search_pcg32_double(rng);
-        c->opt[i] = search_pcg32_double(rng) * 0.1;
+        c->dps[i] = util_pcg32_double(rng);
+        c->opt[i] = util_pcg32_double(rng) * 0.1;
     }
 }
 
@@ -679,7 +689,7 @@ static void check_properties(const rnd_case *c, const cost_timeline *t)
                 if (e->kind == COST_EV_BWD)
                     live--;
             }
-            want = c->sched == COST_SCHED_GPIPE ? gas : (pp - j < gas ? pp - j : gas);
+            want = c->sched == FMT_SCHED_GPIPE ? gas : (pp - j < gas ? pp - j : gas);
             /* what the memory model assumes (cost_inflight) */
             ck_assert_int_eq(most, want);
         }
@@ -713,10 +723,10 @@ static void check_properties(const rnd_case *c, const cost_timeline *t)
 
 START_TEST(test_random_properties)
 {
-    search_pcg32 rng;
+    util_pcg32 rng;
     int trial;
 
-    search_pcg32_seed(&rng, 2024u, 7u);
+    util_pcg32_seed(&rng, 2024u, 7u);
     for (trial = 0; trial < 400; trial++) {
         rnd_case c;
         cost_sim_input in;
@@ -728,8 +738,8 @@ START_TEST(test_random_properties)
         run(&in, &t);
         check_properties(&c, &t);
         /* monotone: a longer operation never shortens the iteration */
-        k = (int)search_pcg32_bounded(&rng, (uint32_t)(c.pp * c.dp));
-        if (search_pcg32_bounded(&rng, 2))
+        k = (int)util_pcg32_bounded(&rng, (uint32_t)(c.pp * c.dp));
+        if (util_pcg32_bounded(&rng, 2))
             c.f[k] += 0.5;
         else
             c.b[k] += 0.5;
@@ -754,38 +764,38 @@ END_TEST
 /* ---- cost-model front end ------------------------------------------------ */
 
 typedef struct world {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
 } world;
 
 static void load(world *w, const char *cluster)
 {
-    cost_error err;
+    util_error err;
 
     memset(w, 0, sizeof *w);
     memset(&err, 0, sizeof err);
-    ck_assert_msg(plan_load_cluster(cluster, &w->c, &err) == COST_OK, "%s", err.msg);
-    ck_assert_msg(plan_load_model(EXAMPLES "gpt2-amp.json", &w->m, &err) == COST_OK,
+    ck_assert_msg(fmt_load_cluster(cluster, &w->c, &err) == UTIL_OK, "%s", err.msg);
+    ck_assert_msg(fmt_load_model(EXAMPLES "gpt2-amp.json", &w->m, &err) == UTIL_OK,
                   "%s", err.msg);
     cost_params_init(&w->p);
 }
 
 static void unload(world *w)
 {
-    cost_model_free(&w->m);
-    cost_cluster_free(&w->c);
+    fmt_model_free(&w->m);
+    fmt_cluster_free(&w->c);
 }
 
 /* Strategy with Megatron placement and the even split of the 30 layers. */
-static void strategy(cost_strategy *s, int tp, int dp, int pp, int mbs, int gas)
+static void strategy(fmt_strategy *s, int tp, int dp, int pp, int mbs, int gas)
 {
     int i;
 
-    ck_assert_int_eq(cost_strategy_alloc(s, tp, dp, pp), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
     s->mbs = mbs;
     s->gas = gas;
-    s->schedule = COST_SCHED_1F1B;
+    s->schedule = FMT_SCHED_1F1B;
     for (i = 0; i < tp * dp * pp; i++)
         s->ranks[i] = i;
     for (i = 0; i <= pp; i++)
@@ -798,23 +808,23 @@ static void strategy(cost_strategy *s, int tp, int dp, int pp, int mbs, int gas)
 START_TEST(test_model_matches_eq5)
 {
     world w;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result r;
     cost_timeline t;
-    cost_error err;
+    util_error err;
 
     load(&w, EXAMPLES "amp-het.json");
     w.p.optimizer_bytes = 0.0;
     strategy(&s, 1, 1, 16, 1, 1);
-    ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &r, &err), COST_OK);
-    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &t, &err), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &r, &err), UTIL_OK);
+    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &t, &err), UTIL_OK);
     ck_assert_msg(fabs(t.iter_s - r.iter_s) < 1e-9 * r.iter_s,
                   "simulated %.12g, eq. 5 %.12g", t.iter_s, r.iter_s);
     ck_assert(count(&t, COST_EV_SEND_ACT) == 15); /* one per cut */
     ck_assert(count(&t, COST_EV_DP_ALLREDUCE) == 2); /* tied, on stages 0, 15 */
     cost_timeline_free(&t);
     cost_result_free(&r);
-    cost_strategy_free(&s);
+    fmt_strategy_free(&s);
     unload(&w);
 }
 END_TEST
@@ -826,14 +836,14 @@ END_TEST
 START_TEST(test_model_per_replica)
 {
     world w;
-    cost_strategy s;
+    fmt_strategy s;
     cost_timeline t, u;
-    cost_error err;
+    util_error err;
     int dev;
 
     load(&w, EXAMPLES "amp-het.json");
     strategy(&s, 1, 2, 8, 1, 16);
-    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &t, &err), COST_OK);
+    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &t, &err), UTIL_OK);
     ck_assert_double_eq_tol(t.busy_s[0], t.busy_s[8], 1e-12); /* both V100 */
     ck_assert_double_eq_tol(t.busy_s[6], t.busy_s[14], 1e-12); /* both T4 */
     ck_assert(t.busy_s[6] != t.busy_s[0]);
@@ -841,7 +851,7 @@ START_TEST(test_model_per_replica)
     dev = s.ranks[0 * 2 + 1];
     s.ranks[0 * 2 + 1] = s.ranks[6 * 2 + 1];
     s.ranks[6 * 2 + 1] = dev;
-    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &u, &err), COST_OK);
+    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &u, &err), UTIL_OK);
     ck_assert_double_eq_tol(u.busy_s[0], t.busy_s[0], 1e-12);
     ck_assert_msg(u.busy_s[8] > 1.5 * u.busy_s[0],
                   "replica 1 stage 0 on a T4: %g vs %g on a V100", u.busy_s[8],
@@ -849,7 +859,7 @@ START_TEST(test_model_per_replica)
     ck_assert(u.iter_s > t.iter_s);
     cost_timeline_free(&t);
     cost_timeline_free(&u);
-    cost_strategy_free(&s);
+    fmt_strategy_free(&s);
     unload(&w);
 }
 END_TEST
@@ -862,14 +872,14 @@ START_TEST(test_fidelity_evaluate)
                                     {2, 2, 4, 2, 8},  {1, 16, 1, 2, 1},
                                     {4, 1, 4, 4, 8}};
     world w;
-    cost_error err;
+    util_error err;
     size_t k;
     int ov;
 
     load(&w, EXAMPLES "amp-het.json");
     for (k = 0; k < sizeof shapes / sizeof shapes[0]; k++)
         for (ov = 0; ov < 2; ov++) {
-            cost_strategy s;
+            fmt_strategy s;
             cost_result a, r;
             cost_timeline t;
             const cost_breakdown *bd = &r.bd;
@@ -878,11 +888,11 @@ START_TEST(test_fidelity_evaluate)
                      shapes[k][4]);
             w.p.fidelity = COST_FIDELITY_ANALYTIC;
             w.p.overlap_dp = ov;
-            ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &a, &err), COST_OK);
+            ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &a, &err), UTIL_OK);
             w.p.fidelity = COST_FIDELITY_SIMULATE;
-            ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &r, &err), COST_OK);
+            ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &s, &r, &err), UTIL_OK);
             ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, ov, &t, &err),
-                             COST_OK);
+                             UTIL_OK);
             ck_assert_double_eq_tol(r.iter_s, t.iter_s, 1e-12);
             sum = bd->compute + bd->tp_comm + bd->bubble + bd->p2p + bd->dp_comm +
                   bd->optimizer;
@@ -898,13 +908,13 @@ START_TEST(test_fidelity_evaluate)
             cost_timeline_free(&t);
             cost_result_free(&a);
             cost_result_free(&r);
-            cost_strategy_free(&s);
+            fmt_strategy_free(&s);
         }
     /* the parameter by name, as --param fidelity=1 */
-    ck_assert_int_eq(cost_params_set(&w.p, "fidelity", 0, &err), COST_OK);
+    ck_assert_int_eq(cost_params_set(&w.p, "fidelity", 0, &err), UTIL_OK);
     ck_assert_int_eq(w.p.fidelity, COST_FIDELITY_ANALYTIC);
-    ck_assert_int_eq(cost_params_set(&w.p, "fidelity", 2, &err), COST_EINVAL);
-    ck_assert_int_eq(cost_params_set(&w.p, "overlap_dp", 1, &err), COST_OK);
+    ck_assert_int_eq(cost_params_set(&w.p, "fidelity", 2, &err), UTIL_EINVAL);
+    ck_assert_int_eq(cost_params_set(&w.p, "overlap_dp", 1, &err), UTIL_OK);
     unload(&w);
 }
 END_TEST
@@ -917,7 +927,7 @@ START_TEST(test_search_reranks)
     world w;
     search_params sp;
     search_result res;
-    cost_error err;
+    util_error err;
     int i;
 
     load(&w, EXAMPLES "amp-het.json");
@@ -925,12 +935,12 @@ START_TEST(test_search_reranks)
     sp.global_batch = 32;
     sp.top_k = 3;
     w.p.fidelity = COST_FIDELITY_SIMULATE;
-    ck_assert_int_eq(search_plan(&w.c, &w.m, NULL, &w.p, &sp, &res, &err), COST_OK);
+    ck_assert_int_eq(search_plan(&w.c, &w.m, NULL, &w.p, &sp, &res, &err), UTIL_OK);
     ck_assert_int_eq(res.n, 3);
     for (i = 0; i < res.n; i++) {
         cost_result r;
         ck_assert_int_eq(cost_evaluate(&w.c, &w.m, NULL, &w.p, &res.cands[i].s, &r,
-                                       &err), COST_OK);
+                                       &err), UTIL_OK);
         ck_assert_double_eq_tol(r.iter_s, res.cands[i].r.iter_s, 1e-12);
         if (i > 0)
             ck_assert(res.cands[i - 1].r.iter_s <= res.cands[i].r.iter_s);
@@ -971,10 +981,10 @@ START_TEST(test_ranking_both_fidelities)
     for (e = 0; e < 2; e++)
         for (v = 0; v < 3; v++) {
             world w;
-            cost_profile prof;
-            cost_error err;
-            plan_trial *t = NULL;
-            plan_ranking rk;
+            fmt_profile prof;
+            util_error err;
+            calib_trial *t = NULL;
+            calib_ranking rk;
             int n = 0;
             char path[1024];
 
@@ -984,13 +994,13 @@ START_TEST(test_ranking_both_fidelities)
             memset(&err, 0, sizeof err);
             w.p.fidelity = v == 0 ? COST_FIDELITY_ANALYTIC : COST_FIDELITY_SIMULATE;
             w.p.overlap_dp = v == 2;
-            ck_assert_msg(plan_profile_from_amp(AMP_DATA "profiles.json", "gpt2",
-                                                &w.m, &prof, &err) == COST_OK,
+            ck_assert_msg(fmt_profile_from_amp(AMP_DATA "profiles.json", "gpt2",
+                                                &w.m, &prof, &err) == UTIL_OK,
                           "%s", err.msg);
             snprintf(path, sizeof path, "%s%s", AMP_DATA, sets[e].data);
-            ck_assert_msg(plan_amp_trials(path, &w.c, &w.m, &prof, &w.p, &t, &n,
-                                          &err) == COST_OK, "%s", err.msg);
-            plan_score_trials(t, n, &rk);
+            ck_assert_msg(calib_amp_trials(path, &w.c, &w.m, &prof, &w.p, &t, &n,
+                                          &err) == UTIL_OK, "%s", err.msg);
+            calib_score_trials(t, n, &rk);
             printf("%-12s %-8s%s rho %.4f tau-b %.4f top-1 regret %.4f MAPE %.2f%%\n",
                    sets[e].name, v == 0 ? "analytic" : "simulate",
                    v == 2 ? "+overlap" : "        ", rk.spearman, rk.kendall,
@@ -999,7 +1009,7 @@ START_TEST(test_ranking_both_fidelities)
             ck_assert(rk.top1_regret > 0.0 && rk.top1_regret < sets[e].regret);
             ck_assert(rk.mape < sets[e].mape);
             free(t);
-            cost_profile_free(&prof);
+            fmt_profile_free(&prof);
             unload(&w);
         }
     fflush(stdout);

@@ -12,7 +12,17 @@
 
 #include <cjson/cJSON.h>
 
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
 #include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "tp_cli.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
@@ -20,23 +30,23 @@
 
 /* ---- detection on hand-made strategies -------------------------------- */
 
-static void load_gpt2(cost_cluster *c, cost_model *m)
+static void load_gpt2(fmt_cluster *c, fmt_model *m)
 {
-    cost_error err;
+    util_error err;
 
     memset(c, 0, sizeof *c);
     memset(m, 0, sizeof *m);
-    ck_assert_int_eq(plan_load_cluster(EX "amp-het.json", c, &err), COST_OK);
-    ck_assert_int_eq(plan_load_model(EX "gpt2-amp.json", m, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(EX "amp-het.json", c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_load_model(EX "gpt2-amp.json", m, &err), UTIL_OK);
 }
 
 /* tp 1, dp 16 / pp, pp stages with the given boundaries, ranks in order. */
-static void make_strategy(cost_strategy *s, int pp, const int *bounds)
+static void make_strategy(fmt_strategy *s, int pp, const int *bounds)
 {
     int j, dp = 16 / pp;
 
     memset(s, 0, sizeof *s);
-    ck_assert_int_eq(cost_strategy_alloc(s, 1, dp, pp), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(s, 1, dp, pp), UTIL_OK);
     s->mbs = 1;
     s->gas = 32 / dp;
     for (j = 0; j <= pp; j++)
@@ -65,38 +75,38 @@ START_TEST(detect_by_hand)
         {4, {0, 10, 25, 27, 30}, -1},         /* noop1 with block23, noop2 with the head */
         {8, {0, 1, 2, 3, 4, 26, 27, 28, 30}, 1}, /* the first one is reported */
     };
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
-    cost_error err;
+    util_error err;
     size_t i;
 
     load_gpt2(&c, &m);
     cost_params_init(&cp);
     ck_assert_int_eq(cost_param_layers(&m), 26);
     for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cost_strategy s;
+        fmt_strategy s;
         cost_result r;
         make_strategy(&s, cases[i].pp, cases[i].b);
         ck_assert_msg(cost_empty_stage(&m, &s) == cases[i].want,
                       "case %zu: stage %d, want %d", i, cost_empty_stage(&m, &s),
                       cases[i].want);
-        ck_assert_int_eq(cost_strategy_check(&c, &m, &s, 32, &err), COST_OK);
-        ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &cp, &s, &r, &err), COST_OK);
+        ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 32, &err), UTIL_OK);
+        ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &cp, &s, &r, &err), UTIL_OK);
         ck_assert_int_eq(r.empty_stage, cases[i].want);
         cost_result_free(&r);
-        cost_strategy_free(&s);
+        fmt_strategy_free(&s);
     }
     { /* no bounds, no verdict; NULL-safe */
-        cost_strategy s;
+        fmt_strategy s;
         memset(&s, 0, sizeof s);
         s.pp = 2;
         ck_assert_int_eq(cost_empty_stage(&m, &s), -1);
         ck_assert_int_eq(cost_empty_stage(NULL, NULL), -1);
         ck_assert_int_eq(cost_param_layers(NULL), 0);
     }
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -106,23 +116,23 @@ END_TEST
 #define MAXK 4
 
 typedef struct instance {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
-    cost_strategy s;
+    fmt_strategy s;
     double t[MAXK * MAXL], e[MAXK * (MAXL + 1)], mem[MAXK * MAXL], cap[MAXK];
     search_dp_input in;     /* layer-level input, as search_assign_layers builds it */
 } instance;
 
-static double urand(search_pcg32 *g, double lo, double hi)
+static double urand(util_pcg32 *g, double lo, double hi)
 {
-    return lo + (hi - lo) * search_pcg32_double(g);
+    return lo + (hi - lo) * util_pcg32_double(g);
 }
 
 /* k single-GPU nodes of random type and memory, a model of L generic
  * layers, some without parameters; free = parameter-less layers take no
  * time, no memory and pass on the previous layer's output unchanged. */
-static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_noop)
+static void make_instance(instance *x, util_pcg32 *g, int L, int k, int free_noop)
 {
     static const char *const types[2] = {"V100", "T4"};
     int i, l, j;
@@ -132,7 +142,7 @@ static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_n
     x->c.types = calloc(2, sizeof *x->c.types);
     ck_assert_ptr_nonnull(x->c.types);
     for (i = 0; i < 2; i++) {
-        x->c.types[i] = *cost_catalog_find(types[i]);
+        x->c.types[i] = *fmt_catalog_find(types[i]);
         /* small memories: some instances cannot fit */
         x->c.types[i].mem_bytes = urand(g, 1.4, 6.0) * 1073741824.0;
     }
@@ -141,14 +151,14 @@ static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_n
     ck_assert_ptr_nonnull(x->c.nodes);
     for (i = 0; i < k; i++) {
         snprintf(x->c.nodes[i].name, sizeof x->c.nodes[i].name, "n%d", i);
-        x->c.nodes[i].type = (int)search_pcg32_bounded(g, 2);
+        x->c.nodes[i].type = (int)util_pcg32_bounded(g, 2);
         x->c.nodes[i].gpus = 1;
         x->c.nodes[i].intra_bw = 100e9;
         x->c.nodes[i].intra_lat = 5e-6;
         x->c.nodes[i].nic_bw = urand(g, 1e9, 12.5e9);
         x->c.nodes[i].nic_lat = 50e-6;
     }
-    ck_assert_int_eq(cost_cluster_index(&x->c), COST_OK);
+    ck_assert_int_eq(fmt_cluster_index(&x->c), UTIL_OK);
 
     snprintf(x->m.name, sizeof x->m.name, "random");
     x->m.nlayers = L;
@@ -156,10 +166,10 @@ static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_n
     x->m.layers = calloc((size_t)L, sizeof *x->m.layers);
     ck_assert_ptr_nonnull(x->m.layers);
     for (l = 0; l < L; l++) {
-        cost_layer *y = &x->m.layers[l];
-        int noop = search_pcg32_bounded(g, 3) == 0;
+        fmt_layer *y = &x->m.layers[l];
+        int noop = util_pcg32_bounded(g, 3) == 0;
         snprintf(y->name, sizeof y->name, "%s%d", noop ? "noop" : "layer", l);
-        y->kind = noop ? COST_KIND_NOOP : COST_KIND_GENERIC;
+        y->kind = noop ? FMT_KIND_NOOP : FMT_KIND_GENERIC;
         y->params = noop ? 0.0 : floor(urand(g, 1e6, 4e7));
         y->fwd_flops = noop && free_noop ? 0.0 : urand(g, 1e8, noop ? 5e9 : 5e10);
         y->tp_flops_frac = 1.0;
@@ -169,15 +179,15 @@ static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_n
         y->kernels = noop && free_noop ? 0 : 4;
     }
     cost_params_init(&x->cp);
-    ck_assert_int_eq(cost_strategy_alloc(&x->s, 1, 1, k), COST_OK);
-    x->s.mbs = 1 + (int)search_pcg32_bounded(g, 2);
-    x->s.gas = 1 + (int)search_pcg32_bounded(g, 8);
+    ck_assert_int_eq(fmt_strategy_alloc(&x->s, 1, 1, k), UTIL_OK);
+    x->s.mbs = 1 + (int)util_pcg32_bounded(g, 2);
+    x->s.gas = 1 + (int)util_pcg32_bounded(g, 8);
     for (j = 0; j < k; j++)
         x->s.ranks[j] = j;
 
     /* the DP's layer-level input from the cost model's public functions */
     for (j = 0; j < k; j++) {
-        const cost_device_type *dt = cost_device(&x->c, j);
+        const fmt_device_type *dt = fmt_device(&x->c, j);
         int inflight = cost_inflight(&x->cp, j, k, x->s.gas);
         double over = cost_memory_overhead_bound(&x->m, &x->cp, 1, x->s.mbs, j, k,
                                                  inflight, x->s.gas);
@@ -209,14 +219,14 @@ static void make_instance(instance *x, search_pcg32 *g, int L, int k, int free_n
 
 static void free_instance(instance *x)
 {
-    cost_strategy_free(&x->s);
-    cost_model_free(&x->m);
-    cost_cluster_free(&x->c);
+    fmt_strategy_free(&x->s);
+    fmt_model_free(&x->m);
+    fmt_cluster_free(&x->c);
 }
 
 /* 1 when a cut before layer l is a group boundary of the search: the
  * layer has parameters and is not the first one that has. */
-static int group_cut(const cost_model *m, int l)
+static int group_cut(const fmt_model *m, int l)
 {
     int i;
 
@@ -235,7 +245,7 @@ static double brute(const instance *x, int groups_only, int *best_bounds)
 {
     int L = x->in.L, k = x->in.k, b[MAXK + 1], j;
     double best = HUGE_VAL;
-    cost_strategy s = x->s;
+    fmt_strategy s = x->s;
 
     /* iterate over all increasing b[1..k-1] in 1..L-1 */
     b[0] = 0;
@@ -270,15 +280,15 @@ static double brute(const instance *x, int groups_only, int *best_bounds)
 
 START_TEST(assign_vs_bruteforce)
 {
-    search_pcg32 g;
+    util_pcg32 g;
     int it, strict_gap = 0, feasible = 0, infeasible = 0, too_few = 0;
 
-    search_pcg32_seed(&g, 20261121u, 3u);
+    util_pcg32_seed(&g, 20261121u, 3u);
     for (it = 0; it < 1500; it++) {
         instance x;
-        cost_error err;
-        int L = 2 + (int)search_pcg32_bounded(&g, MAXL - 1);
-        int k = 1 + (int)search_pcg32_bounded(&g, L < MAXK ? (unsigned)L : MAXK);
+        util_error err;
+        int L = 2 + (int)util_pcg32_bounded(&g, MAXL - 1);
+        int k = 1 + (int)util_pcg32_bounded(&g, L < MAXK ? (unsigned)L : MAXK);
         int free_noop = it % 2, rc;
         double bg, ba, obj;
 
@@ -289,15 +299,15 @@ START_TEST(assign_vs_bruteforce)
         ba = brute(&x, 0, NULL);
         if (cost_param_layers(&x.m) < k) {
             too_few++;
-            ck_assert_int_eq(rc, COST_EINFEASIBLE);
+            ck_assert_int_eq(rc, UTIL_EINFEASIBLE);
             ck_assert_ptr_nonnull(strstr(err.msg, "layers holding parameters"));
             ck_assert(ba == HUGE_VAL);
         } else if (bg == HUGE_VAL) {
             infeasible++;
-            ck_assert_msg(rc == COST_EINFEASIBLE, "it %d: rc %d without a split", it, rc);
+            ck_assert_msg(rc == UTIL_EINFEASIBLE, "it %d: rc %d without a split", it, rc);
         } else {
             feasible++;
-            ck_assert_msg(rc == COST_OK, "it %d: rc %d (%s)", it, rc, err.msg);
+            ck_assert_msg(rc == UTIL_OK, "it %d: rc %d (%s)", it, rc, err.msg);
             ck_assert_int_eq(x.s.bounds[0], 0);
             ck_assert_int_eq(x.s.bounds[k], L);
             ck_assert_int_eq(cost_empty_stage(&x.m, &x.s), -1);
@@ -327,7 +337,7 @@ END_TEST
 
 /* ---- the whole search ------------------------------------------------- */
 
-static void check_no_empty(const search_result *res, const cost_model *m, const char *what)
+static void check_no_empty(const search_result *res, const fmt_model *m, const char *what)
 {
     int i;
 
@@ -341,21 +351,21 @@ static void check_no_empty(const search_result *res, const cost_model *m, const 
 
 START_TEST(search_gpt2)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_profile prof;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
     cost_params cp;
     search_params sp;
     search_result res;
-    cost_error err;
+    util_error err;
     struct stat st;
     int method, have_prof = stat(AMP_PROFILES, &st) == 0;
 
     load_gpt2(&c, &m);
     memset(&prof, 0, sizeof prof);
     if (have_prof)
-        ck_assert_int_eq(plan_profile_from_amp(AMP_PROFILES, "gpt2", &m, &prof, &err),
-                         COST_OK);
+        ck_assert_int_eq(fmt_profile_from_amp(AMP_PROFILES, "gpt2", &m, &prof, &err),
+                         UTIL_OK);
     else
         printf("search_gpt2: ../shared/data/amp not found, analytic layer times only\n");
     cost_params_init(&cp);
@@ -366,15 +376,15 @@ START_TEST(search_gpt2)
         sp.top_k = 1000;
         sp.keep_infeasible = 1;
         ck_assert_int_eq(search_plan(&c, &m, have_prof ? &prof : NULL, &cp, &sp, &res,
-                                     &err), COST_OK);
+                                     &err), UTIL_OK);
         ck_assert(res.n > 10 || method == 1);
         check_no_empty(&res, &m, method ? "megatron" : "amp");
         ck_assert_int_eq(res.rejected_stages, 0); /* 26 layers hold parameters */
         search_result_free(&res);
     }
-    cost_profile_free(&prof);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -401,12 +411,12 @@ START_TEST(search_few_param_layers)
     static const char *cluster =
         "{\"name\": \"eight\", \"nodes\": [{\"name\": \"a\", \"device\": \"V100\", \"gpus\": 4,"
         " \"intra_gbps\": 100, \"nic_gbps\": 10, \"count\": 2}]}";
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params cp;
     search_params sp;
     search_result res;
-    cost_error err;
+    util_error err;
     char p[TP_PATHN];
     int method, i, pp_seen[9] = {0};
 
@@ -417,9 +427,9 @@ START_TEST(search_few_param_layers)
     memset(&c, 0, sizeof c);
     memset(&m, 0, sizeof m);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(plan_load_cluster(tp_path(p, "eight.json"), &c, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_cluster(tp_path(p, "eight.json"), &c, &err), UTIL_OK);
     ck_assert_int_eq(c.ndevices, 8);
-    ck_assert_int_eq(plan_load_model(tp_path(p, "tiny.json"), &m, &err), COST_OK);
+    ck_assert_int_eq(fmt_load_model(tp_path(p, "tiny.json"), &m, &err), UTIL_OK);
     ck_assert_int_eq(cost_param_layers(&m), 3);
     cost_params_init(&cp);
     for (method = 0; method < 2; method++) {
@@ -428,7 +438,7 @@ START_TEST(search_few_param_layers)
         sp.global_batch = 16;
         sp.top_k = 1000;
         sp.keep_infeasible = 1;
-        ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), COST_OK);
+        ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), UTIL_OK);
         ck_assert(res.n > 0);
         check_no_empty(&res, &m, method ? "megatron" : "amp");
         for (i = 0; i < res.n; i++) {
@@ -447,19 +457,19 @@ START_TEST(search_few_param_layers)
     search_params_init(&sp);
     sp.global_batch = 1;
     sp.max_tp = 1;
-    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), COST_EINFEASIBLE);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), UTIL_EINFEASIBLE);
     ck_assert_msg(strstr(err.msg, "no runnable strategy") != NULL &&
                       strstr(err.msg, "3 layers holding parameters") != NULL,
                   "message '%s'", err.msg);
     /* a model with no parameters at all cannot be planned */
     sp.global_batch = 16;
-    cost_model_free(&m);
-    ck_assert_int_eq(plan_load_model(tp_path(p, "zero.json"), &m, &err), COST_OK);
+    fmt_model_free(&m);
+    ck_assert_int_eq(fmt_load_model(tp_path(p, "zero.json"), &m, &err), UTIL_OK);
     ck_assert_int_eq(cost_param_layers(&m), 0);
-    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), COST_EINVAL);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "no layer with parameters"));
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
     tp_teardown();
 }
 END_TEST

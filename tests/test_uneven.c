@@ -6,9 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
-#include "plan.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 
 #define GIB 1073741824.0
 
@@ -36,7 +44,7 @@ START_TEST(ip_two_to_one)
     search_shard_params_init(&sp);
     r[0] = rank_t(0.0, 1.0, 0.01);
     r[1] = rank_t(0.0, 2.0, 0.02);
-    ck_assert_int_eq(search_shard_solve(r, 2, 12, 192, &sp, h, c, &mx, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_solve(r, 2, 12, 192, &sp, h, c, &mx, NULL), UTIL_OK);
     ck_assert_int_eq(h[0], 8);
     ck_assert_int_eq(h[1], 4);
     ck_assert_int_eq(c[0], 128);
@@ -59,17 +67,17 @@ START_TEST(ip_granule)
     search_shard_params_init(&sp);
     r[0] = rank_t(0.0, 0.0, 1.0);
     r[1] = rank_t(0.0, 0.0, 3.0);
-    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), UTIL_OK);
     ck_assert_int_eq(c[0], 192);
     ck_assert_int_eq(c[1], 64);
     ck_assert_int_eq(h[0], 3);
     ck_assert_int_eq(h[1], 1);
     sp.granule = 128;
-    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), UTIL_OK);
     ck_assert_int_eq(c[0], 256);
     ck_assert_int_eq(c[1], 0);
     sp.granule = 96; /* 256 is not a multiple of 96 */
-    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), COST_EINVAL);
+    ck_assert_int_eq(search_shard_solve(r, 2, 4, 256, &sp, h, c, NULL, NULL), UTIL_EINVAL);
 }
 END_TEST
 
@@ -88,7 +96,7 @@ START_TEST(ip_memory_bound)
     r[0].base_bytes = 2.0 * GIB;
     r[0].head_bytes = 1.0 * GIB;
     r[0].cap_bytes = 7.0 * GIB;
-    ck_assert_int_eq(search_shard_solve(r, 2, 12, 64, &sp, h, c, &mx, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_solve(r, 2, 12, 64, &sp, h, c, &mx, NULL), UTIL_OK);
     ck_assert_int_eq(h[0], 5);
     ck_assert_int_eq(h[1], 7);
     ck_assert_double_eq_tol(mx, 14.0, 1e-9);
@@ -96,7 +104,7 @@ START_TEST(ip_memory_bound)
     r[1] = r[0];
     r[0].cap_bytes = r[1].cap_bytes = 1.0 * GIB;
     ck_assert_int_eq(search_shard_solve(r, 2, 12, 64, &sp, h, c, &mx, NULL),
-                     COST_EINFEASIBLE);
+                     UTIL_EINFEASIBLE);
 }
 END_TEST
 
@@ -110,13 +118,13 @@ START_TEST(ip_even_when_equal)
     search_shard_params_init(&sp);
     for (k = 0; k < 4; k++)
         r[k] = rank_t(0.5, 0.03, 0.0004);
-    ck_assert_int_eq(search_shard_solve(r, 4, 16, 4096, &sp, h, c, NULL, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_solve(r, 4, 16, 4096, &sp, h, c, NULL, NULL), UTIL_OK);
     for (k = 0; k < 4; k++) {
         ck_assert_int_eq(h[k], 4);
         ck_assert_int_eq(c[k], 1024);
     }
     ck_assert_int_eq(search_shard_solve(r, 0, 16, 4096, &sp, h, c, NULL, NULL),
-                     COST_EINVAL);
+                     UTIL_EINVAL);
 }
 END_TEST
 
@@ -143,27 +151,27 @@ static const char mixed8_cluster[] =
     "{\"name\":\"v\",\"device\":\"V100\",\"gpus\":2,\"intra_gbps\":1200,\"nic_gbps\":200}],"
     "\"links\":[{\"a\":\"a\",\"b\":\"v\",\"gbps\":1200,\"latency_ms\":0.005}]}";
 
-static void load_cluster(const char *text, cost_cluster *c, cost_model *m)
+static void load_cluster(const char *text, fmt_cluster *c, fmt_model *m)
 {
-    cost_error err;
+    util_error err;
 
     memset(&err, 0, sizeof err);
-    ck_assert_msg(plan_parse_cluster(text, "mixed.json", c, &err) == COST_OK,
+    ck_assert_msg(fmt_parse_cluster(text, "mixed.json", c, &err) == UTIL_OK,
                   "%s", err.msg);
-    ck_assert_msg(plan_parse_model(gpt_model, "g.json", m, &err) == COST_OK, "%s",
+    ck_assert_msg(fmt_parse_model(gpt_model, "g.json", m, &err) == UTIL_OK, "%s",
                   err.msg);
 }
 
-static void load(cost_cluster *c, cost_model *m)
+static void load(fmt_cluster *c, fmt_model *m)
 {
     load_cluster(mixed_cluster, c, m);
 }
 
-static void tp4(const cost_model *m, cost_strategy *s)
+static void tp4(const fmt_model *m, fmt_strategy *s)
 {
     int k;
 
-    ck_assert_int_eq(cost_strategy_alloc(s, 4, 1, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(s, 4, 1, 1), UTIL_OK);
     for (k = 0; k < 4; k++)
         s->ranks[k] = k;
     s->bounds[0] = 0;
@@ -174,10 +182,10 @@ static void tp4(const cost_model *m, cost_strategy *s)
 
 START_TEST(model_uneven_beats_even)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result even, un;
     search_shard_params sp;
     cost_rank_time rt;
@@ -189,20 +197,20 @@ START_TEST(model_uneven_beats_even)
     tp4(&m, &s);
     ck_assert_int_eq(cost_tp_group_mixed(&c, &s, 0, 0), 1);
     ck_assert_double_eq_tol(cost_rank_share(&m, &s, 2, 0), 0.25, 1e-15);
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &even, NULL), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &even, NULL), UTIL_OK);
     search_shard_params_init(&sp);
-    ck_assert_int_eq(search_shard_strategy(&c, &m, NULL, &p, &sp, 0, &s, NULL), COST_OK);
+    ck_assert_int_eq(search_shard_strategy(&c, &m, NULL, &p, &sp, 0, &s, NULL), UTIL_OK);
     ck_assert_ptr_nonnull(s.tp_heads);
-    ck_assert_int_eq(cost_shards_check(&m, &s, NULL), COST_OK);
+    ck_assert_int_eq(cost_shards_check(&m, &s, NULL), UTIL_OK);
     /* A100s (ranks 0, 1) take more than V100s (2, 3) */
     ck_assert_int_gt(s.tp_heads[0] + s.tp_cols[0] / 256, s.tp_heads[2] + s.tp_cols[2] / 256);
     for (k = 0; k < 4; k++)
         ck_assert_int_eq(s.tp_cols[k] % 64, 0);
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &un, NULL), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &un, NULL), UTIL_OK);
     ck_assert(un.iter_s < 0.95 * even.iter_s);
     /* the stage runs at its slowest rank */
     for (k = 0; k < 4; k++) {
-        ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &s, k, &rt), COST_OK);
+        ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &s, k, &rt), UTIL_OK);
         if (rt.total > mx)
             mx = rt.total;
     }
@@ -212,65 +220,65 @@ START_TEST(model_uneven_beats_even)
     ck_assert_double_eq_tol(even.mem_bytes[0], even.mem_bytes[2], 1.0);
     cost_result_free(&even);
     cost_result_free(&un);
-    cost_strategy_free(&s);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 /* a bad shard list is refused with the group named */
 START_TEST(model_shard_check)
 {
-    cost_cluster c;
-    cost_model m;
-    cost_strategy s;
-    cost_error err;
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy s;
+    util_error err;
     int h[4] = {4, 4, 4, 3}, cl[4] = {1024, 1024, 1024, 1024};
 
     load(&c, &m);
     tp4(&m, &s);
-    ck_assert_int_eq(cost_strategy_set_shards(&s, h, cl), COST_OK);
+    ck_assert_int_eq(fmt_strategy_set_shards(&s, h, cl), UTIL_OK);
     memset(&err, 0, sizeof err);
-    ck_assert_int_eq(cost_shards_check(&m, &s, &err), COST_EINVAL);
+    ck_assert_int_eq(cost_shards_check(&m, &s, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "15 heads"));
-    cost_strategy_free(&s);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
 /* slowing one rank of a tp = 1 pipeline by 2 doubles its compute */
 START_TEST(model_slowdown)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s, t;
+    fmt_strategy s, t;
     cost_rank_time a, b;
     double slow[4] = {1.0, 2.0, 1.0, 1.0};
     int k;
 
     load(&c, &m);
     cost_params_init(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 4), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 4), UTIL_OK);
     for (k = 0; k < 4; k++) {
         s.ranks[k] = k;
         s.bounds[k] = 3 * k;
     }
     s.bounds[4] = m.nlayers;
     s.gas = 8;
-    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &s, 1, &a), COST_OK);
-    ck_assert_int_eq(cost_strategy_set_slow(&s, slow), COST_OK);
-    ck_assert_int_eq(cost_strategy_copy(&t, &s), COST_OK);
+    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &s, 1, &a), UTIL_OK);
+    ck_assert_int_eq(fmt_strategy_set_slow(&s, slow), UTIL_OK);
+    ck_assert_int_eq(fmt_strategy_copy(&t, &s), UTIL_OK);
     ck_assert_ptr_nonnull(t.slow);
-    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &t, 1, &b), COST_OK);
+    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &t, 1, &b), UTIL_OK);
     ck_assert_double_eq_tol(b.total, 2.0 * a.total, 1e-12 * a.total);
-    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &t, 0, &b), COST_OK);
+    ck_assert_int_eq(cost_rank_time_of(&c, &m, NULL, &p, &t, 0, &b), UTIL_OK);
     ck_assert_double_eq_tol(b.share, 1.0, 1e-15);
-    cost_strategy_free(&s);
-    cost_strategy_free(&t);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_strategy_free(&t);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -278,26 +286,26 @@ END_TEST
  * gradients or optimizer state (memory falls) */
 START_TEST(model_frozen)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
-    cost_strategy s;
+    fmt_strategy s;
     cost_result a, b;
     cost_rank_time ra, rb;
     int k;
 
     load(&c, &m);
     cost_params_init(&p);
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 4, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 4, 1), UTIL_OK);
     for (k = 0; k < 4; k++)
         s.ranks[k] = k;
     s.bounds[1] = m.nlayers;
     s.gas = 2;
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &a, NULL), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &a, NULL), UTIL_OK);
     cost_rank_time_of(&c, &m, NULL, &p, &s, 0, &ra);
-    ck_assert_int_eq(cost_params_set(&p, "frozen_layers", 5.0, NULL), COST_OK);
+    ck_assert_int_eq(cost_params_set(&p, "frozen_layers", 5.0, NULL), UTIL_OK);
     ck_assert_int_eq(p.frozen_layers, 5);
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &b, NULL), COST_OK);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &b, NULL), UTIL_OK);
     cost_rank_time_of(&c, &m, NULL, &p, &s, 0, &rb);
     ck_assert(b.iter_s < a.iter_s);
     ck_assert(b.bd.dp_comm < a.bd.dp_comm);
@@ -306,7 +314,7 @@ START_TEST(model_frozen)
     /* the first layer alone: frozen leaves only its forward */
     {
         cost_layer_time lt;
-        const cost_device_type *dt = cost_device(&c, 0);
+        const fmt_device_type *dt = fmt_device(&c, 0);
         cost_layer_time_of(&m, NULL, &p, dt, 1, 1, 1, INFINITY, 0.0, 1e11, &lt);
         double fwd = lt.fwd;
         cost_rank_layer_adjust(&m, &p, dt, &s, 0, 1, &lt);
@@ -315,9 +323,9 @@ START_TEST(model_frozen)
     }
     cost_result_free(&a);
     cost_result_free(&b);
-    cost_strategy_free(&s);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 
@@ -325,8 +333,8 @@ END_TEST
  * they beat the even split of the same degrees */
 START_TEST(search_mixed_group)
 {
-    cost_cluster c;
-    cost_model m;
+    fmt_cluster c;
+    fmt_model m;
     cost_params p;
     search_params sp;
     search_result res, ev;
@@ -339,17 +347,17 @@ START_TEST(search_mixed_group)
     sp.max_mbs = 2;
     sp.top_k = 50;
     ck_assert_int_eq(sp.uneven_tp, 1);
-    ck_assert_int_eq(search_plan(&c, &m, NULL, &p, &sp, &res, NULL), COST_OK);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &p, &sp, &res, NULL), UTIL_OK);
     sp.uneven_tp = 0;
-    ck_assert_int_eq(search_plan(&c, &m, NULL, &p, &sp, &ev, NULL), COST_OK);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &p, &sp, &ev, NULL), UTIL_OK);
     for (i = 0; i < res.n; i++) {
-        const cost_strategy *s = &res.cands[i].s;
+        const fmt_strategy *s = &res.cands[i].s;
         int j;
         if (s->tp != 4 || !cost_tp_group_mixed(&c, s, 0, s->dp - 1))
             continue;
         ck_assert_ptr_nonnull(s->tp_heads);
         for (j = 0; j < ev.n; j++) {
-            const cost_strategy *e = &ev.cands[j].s;
+            const fmt_strategy *e = &ev.cands[j].s;
             if (e->tp == 4 && e->dp == s->dp && e->pp == s->pp &&
                 e->mbs == s->mbs && strcmp(e->placement, s->placement) == 0) {
                 ck_assert_ptr_null(e->tp_heads);
@@ -362,8 +370,8 @@ START_TEST(search_mixed_group)
     ck_assert_int_eq(found, 1);
     search_result_free(&res);
     search_result_free(&ev);
-    cost_model_free(&m);
-    cost_cluster_free(&c);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
 }
 END_TEST
 

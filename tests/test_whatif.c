@@ -12,9 +12,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cost.h"
-#include "plan.h"
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
 #include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "decentral.h"
+#include "whatif.h"
+#include "replan.h"
+#include "export.h"
+#include "report.h"
 #include "tp_cli.h"
 
 static const char cluster_json[] =
@@ -31,32 +39,32 @@ static const char model_json[] =
     "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
     "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
 
-static cost_cluster C;
-static cost_model M;
+static fmt_cluster C;
+static fmt_model M;
 
 static void load(void)
 {
-    cost_error err;
+    util_error err;
 
     memset(&err, 0, sizeof err);
-    ck_assert_msg(plan_parse_cluster(cluster_json, "x.json", &C, &err) == COST_OK,
+    ck_assert_msg(fmt_parse_cluster(cluster_json, "x.json", &C, &err) == UTIL_OK,
                   "%s", err.msg);
-    ck_assert_msg(plan_parse_model(model_json, "m.json", &M, &err) == COST_OK, "%s",
+    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
                   err.msg);
 }
 
 static void unload(void)
 {
-    cost_model_free(&M);
-    cost_cluster_free(&C);
+    fmt_model_free(&M);
+    fmt_cluster_free(&C);
 }
 
 /* tp ranks on devices 0.., one stage, mbs 1, 4 micro-batches */
-static void tp_only(cost_strategy *s, int tp)
+static void tp_only(fmt_strategy *s, int tp)
 {
     int k;
 
-    ck_assert_int_eq(cost_strategy_alloc(s, tp, 1, 1), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, 1, 1), UTIL_OK);
     for (k = 0; k < tp; k++)
         s->ranks[k] = k;
     s->bounds[1] = M.nlayers;
@@ -64,20 +72,20 @@ static void tp_only(cost_strategy *s, int tp)
     s->gas = 4;
 }
 
-static int run_whatif(const cost_strategy *s, const plan_slow *sl, int n,
-                      plan_whatif *w)
+static int run_whatif(const fmt_strategy *s, const whatif_slow *sl, int n,
+                      whatif_result *w)
 {
-    plan_whatif_params wp;
+    whatif_params wp;
     cost_params p;
-    cost_error err;
+    util_error err;
     int rc;
 
     memset(&err, 0, sizeof err);
     cost_params_init(&p);
-    plan_whatif_params_init(&wp);
+    whatif_params_init(&wp);
     wp.slow = sl;
     wp.nslow = n;
-    rc = plan_whatif_run(&C, &M, NULL, &p, s, &wp, w, &err);
+    rc = whatif_run(&C, &M, NULL, &p, s, &wp, w, &err);
     return rc;
 }
 
@@ -89,34 +97,34 @@ static int run_whatif(const cost_strategy *s, const plan_slow *sl, int n,
  * gets 0.25 * 6 / 0.5 = 3 s: f = 6 - 3 > 0, migrate; 6 + 3 = 9 -> 36 s. */
 START_TEST(one_straggler)
 {
-    cost_strategy s;
-    plan_whatif w;
-    plan_slow sl[1] = {{1, 2.0}};
+    fmt_strategy s;
+    whatif_result w;
+    whatif_slow sl[1] = {{1, 2.0}};
 
     load();
     tp_only(&s, 2);
-    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), COST_OK);
+    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), UTIL_OK);
     ck_assert_double_eq_tol(w.base_s, 24.0, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 48.0, 1e-6);
-    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESHARD].applicable, 1);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESHARD].iter_s, 32.0, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].iter_s, 36.0, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].max_gamma, 0.25, 1e-9);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_NONE].iter_s, 48.0, 1e-6);
+    ck_assert_int_eq(w.remedies[WHATIF_REMEDY_RESHARD].applicable, 1);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_RESHARD].iter_s, 32.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_RESIZE].iter_s, 36.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_RESIZE].max_gamma, 0.25, 1e-9);
     ck_assert_double_eq_tol(w.stragglers[0].gamma, 0.25, 1e-9);
     ck_assert_double_eq_tol(w.stragglers[0].t_s, 12.0, 1e-9);
     ck_assert_double_eq_tol(w.stragglers[0].t_avg_s, 9.0, 1e-9);
     ck_assert_int_eq(w.stragglers[0].migrate, 1);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].iter_s, 36.0, 1e-3);
-    ck_assert_int_eq(w.recommended, PLAN_REMEDY_RESHARD);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_SEMI].iter_s, 36.0, 1e-3);
+    ck_assert_int_eq(w.recommended, WHATIF_REMEDY_RESHARD);
     ck_assert_int_eq(w.best.tp_heads[0], 16);
     ck_assert_int_eq(w.best.tp_heads[1], 8);
     ck_assert_int_eq(w.best.tp_cols[0], 512);
     ck_assert_int_eq(w.best.tp_cols[1], 256);
     ck_assert_ptr_nonnull(strstr(w.reason, "no accuracy change"));
     /* no pipeline to re-balance: replan equals reshard */
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_REPLAN].iter_s, 32.0, 1e-6);
-    plan_whatif_free(&w);
-    cost_strategy_free(&s);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_REPLAN].iter_s, 32.0, 1e-6);
+    whatif_free(&w);
+    fmt_strategy_free(&s);
     unload();
 }
 END_TEST
@@ -131,20 +139,20 @@ END_TEST
  * (gamma 5/9): the group takes 4.5 s -> 18 s. */
 START_TEST(several_stragglers)
 {
-    cost_strategy s;
-    plan_whatif w;
-    plan_slow sl[3] = {{1, 2.0}, {2, 2.0}, {3, 1.5}};
+    fmt_strategy s;
+    whatif_result w;
+    whatif_slow sl[3] = {{1, 2.0}, {2, 2.0}, {3, 1.5}};
     int mig = 0, i;
 
     load();
     tp_only(&s, 4);
-    ck_assert_int_eq(run_whatif(&s, sl, 3, &w), COST_OK);
+    ck_assert_int_eq(run_whatif(&s, sl, 3, &w), UTIL_OK);
     ck_assert_double_eq_tol(w.base_s, 12.0, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 24.0, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_RESIZE].iter_s, 19.5, 1e-6);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].iter_s, 18.0, 1e-3);
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_SEMI].max_gamma, 5.0 / 9.0, 1e-9);
-    ck_assert_int_eq(w.remedies[PLAN_REMEDY_SEMI].lossless, 0);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_NONE].iter_s, 24.0, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_RESIZE].iter_s, 19.5, 1e-6);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_SEMI].iter_s, 18.0, 1e-3);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_SEMI].max_gamma, 5.0 / 9.0, 1e-9);
+    ck_assert_int_eq(w.remedies[WHATIF_REMEDY_SEMI].lossless, 0);
     for (i = 0; i < 3; i++)
         mig += w.stragglers[i].migrate;
     ck_assert_int_eq(mig, 2);
@@ -152,11 +160,11 @@ START_TEST(several_stragglers)
     /* the lossless re-split comes within whole heads and 64-column
      * granules of the ideal 4 * 12 / (1 + 1/2 + 1/2 + 2/3) = 18 s; the
      * partly lossy hybrid is no faster, so the re-split is recommended */
-    ck_assert(w.remedies[PLAN_REMEDY_RESHARD].iter_s >= 18.0 - 1e-9);
-    ck_assert(w.remedies[PLAN_REMEDY_RESHARD].iter_s < 18.2);
-    ck_assert_int_eq(w.recommended, PLAN_REMEDY_RESHARD);
-    plan_whatif_free(&w);
-    cost_strategy_free(&s);
+    ck_assert(w.remedies[WHATIF_REMEDY_RESHARD].iter_s >= 18.0 - 1e-9);
+    ck_assert(w.remedies[WHATIF_REMEDY_RESHARD].iter_s < 18.2);
+    ck_assert_int_eq(w.recommended, WHATIF_REMEDY_RESHARD);
+    whatif_free(&w);
+    fmt_strategy_free(&s);
     unload();
 }
 END_TEST
@@ -165,59 +173,59 @@ END_TEST
  * slow stage re-balances its layers instead */
 START_TEST(pipeline_straggler)
 {
-    cost_strategy s;
-    plan_whatif w;
-    plan_slow sl[1] = {{0, 3.0}};
+    fmt_strategy s;
+    whatif_result w;
+    whatif_slow sl[1] = {{0, 3.0}};
 
     load();
-    ck_assert_int_eq(cost_strategy_alloc(&s, 1, 1, 2), COST_OK);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
     s.ranks[1] = 1;
     s.bounds[1] = 1;
     s.bounds[2] = 2;
     s.gas = 4;
-    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), COST_OK);
-    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESHARD].applicable, 0);
-    ck_assert_int_eq(w.remedies[PLAN_REMEDY_RESIZE].applicable, 0);
-    ck_assert_ptr_nonnull(strstr(w.remedies[PLAN_REMEDY_RESHARD].note, "tp = 1"));
+    ck_assert_int_eq(run_whatif(&s, sl, 1, &w), UTIL_OK);
+    ck_assert_int_eq(w.remedies[WHATIF_REMEDY_RESHARD].applicable, 0);
+    ck_assert_int_eq(w.remedies[WHATIF_REMEDY_RESIZE].applicable, 0);
+    ck_assert_ptr_nonnull(strstr(w.remedies[WHATIF_REMEDY_RESHARD].note, "tp = 1"));
     /* two layers, two stages: nothing to move, the plan stays */
-    ck_assert_int_eq(w.recommended, PLAN_REMEDY_NONE);
+    ck_assert_int_eq(w.recommended, WHATIF_REMEDY_NONE);
     /* 6 s and 18 s stages: (4 - 1) * 18 + 24 = 78 s */
-    ck_assert_double_eq_tol(w.remedies[PLAN_REMEDY_NONE].iter_s, 78.0, 1e-3);
-    plan_whatif_free(&w);
-    cost_strategy_free(&s);
+    ck_assert_double_eq_tol(w.remedies[WHATIF_REMEDY_NONE].iter_s, 78.0, 1e-3);
+    whatif_free(&w);
+    fmt_strategy_free(&s);
     unload();
 }
 END_TEST
 
 START_TEST(bad_stragglers)
 {
-    cost_strategy s;
-    plan_whatif w;
-    plan_whatif_params wp;
+    fmt_strategy s;
+    whatif_result w;
+    whatif_params wp;
     cost_params p;
-    cost_error err;
-    plan_slow out_of_range[1] = {{7, 2.0}}, twice[2] = {{1, 2.0}, {1, 3.0}};
-    plan_slow faster[1] = {{0, 0.5}};
+    util_error err;
+    whatif_slow out_of_range[1] = {{7, 2.0}}, twice[2] = {{1, 2.0}, {1, 3.0}};
+    whatif_slow faster[1] = {{0, 0.5}};
 
     load();
     tp_only(&s, 2);
     cost_params_init(&p);
-    plan_whatif_params_init(&wp);
+    whatif_params_init(&wp);
     memset(&err, 0, sizeof err);
     wp.slow = out_of_range;
     wp.nslow = 1;
-    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_int_eq(whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "rank 7 is not in the plan"));
     wp.slow = twice;
     wp.nslow = 2;
-    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_int_eq(whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "given twice"));
     wp.slow = faster;
     wp.nslow = 1;
-    ck_assert_int_eq(plan_whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), COST_EINVAL);
+    ck_assert_int_eq(whatif_run(&C, &M, NULL, &p, &s, &wp, &w, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, ">= 1"));
-    cost_strategy_free(&s);
+    fmt_strategy_free(&s);
     unload();
 }
 END_TEST

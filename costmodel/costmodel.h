@@ -1,0 +1,373 @@
+/* costmodel/costmodel.h: the cost and memory model: per-layer times,
+ * collectives over actual links, AMP's pipeline formula with per-device
+ * heterogeneity (AMP section 3.4), the memory model, the pipeline
+ * schedule simulator, calibrated times and uneven TP shards.  Pure
+ * functions of the structs of formats.h: no I/O, no printing. */
+#ifndef HETPLAN_COSTMODEL_H
+#define HETPLAN_COSTMODEL_H
+
+#include <stddef.h>
+
+#include "formats.h"
+
+/* ---- parameters ------------------------------------------------------- */
+
+typedef struct cost_params {
+    double compute_eff;     /* fraction of peak FLOP/s reached by GEMMs when estimating (0.5) */
+    double memory_eff;      /* fraction of memory bandwidth reached by element-wise kernels (0.7) */
+    double kernel_overhead; /* host launch cost per kernel when estimating, s (10 us) */
+    double net_eff;         /* fraction of NIC line rate NCCL reaches across nodes (0.5) */
+    double intra_eff;       /* fraction of intra-node line rate reached (1.0) */
+    double bwd_ratio;       /* backward / forward time of layers with no FLOPs or traffic (2.0) */
+    double bwd_traffic;     /* backward / forward memory traffic of element-wise kernels (1.5) */
+    double optimizer_bytes; /* memory traffic of the optimizer step per parameter, bytes (32) */
+    int schedule;           /* enum fmt_schedule for strategies the search makes (1F1B);
+                               cost_evaluate uses the strategy's own */
+    /* memory model */
+    double state_bytes;     /* weights + grads + optimizer state per parameter, bytes; 0 = from
+                               the model's precision (fp16 20, bf16 18, fp32 16) (0) */
+    int zero_stage;         /* 0..3: shard optimizer (1), + grads (2), + weights (3) across DP */
+    int recompute;          /* 1: activation recomputation (store only layer inputs) */
+    double mem_reserve;     /* CUDA context, NCCL and cuBLAS buffers, fragmentation per GPU,
+                               bytes (1 GiB) */
+    int frozen_layers;      /* the first K layers are frozen: forward only, no gradients,
+                               no optimizer state (0; issue 6, costmodel/uneven.c) */
+    /* prediction fidelity (docs/simulator.md) */
+    int fidelity;           /* enum cost_fidelity: iteration time of cost_evaluate (analytic) */
+    int overlap_dp;         /* 1: simulated DP all-reduce of a stage overlaps the other
+                               stages' backward passes (0) */
+    const struct fmt_calibration *calib; /* calibration applied, not owned (NULL = none;
+                                       cost_evaluate falls back to the profile's) */
+} cost_params;
+
+/* Fill defaults (values in parentheses above). */
+void cost_params_init(cost_params *p);
+/* Set one field by its name (e.g. "net_eff") from a number; UTIL_EINVAL
+ * for an unknown name or a value outside the field's range. */
+int cost_params_set(cost_params *p, const char *name, double value,
+                    util_error *err);
+/* Name of field i (0-based), NULL past the last: for listings. */
+const char *cost_params_name(int i);
+/* Value of the field called name in *value; UTIL_ENOTFOUND when unknown. */
+int cost_params_get(const cost_params *p, const char *name, double *value);
+
+/* ---- evaluation ------------------------------------------------------- */
+
+/* Where an iteration's time goes.  The fields add up to total. */
+typedef struct cost_breakdown {
+    double compute;         /* busy time of the bottleneck stage (gas micro-batches), excl. TP comm */
+    double tp_comm;         /* tensor-parallel all-reduces on the bottleneck stage */
+    double bubble;          /* pipeline fill and drain: sum of stage times minus the largest */
+    double p2p;             /* activation/gradient transfers between stages */
+    double dp_comm;         /* data-parallel gradient all-reduce (incl. tied embeddings) */
+    double optimizer;       /* optimizer step */
+    double total;           /* predicted iteration time, s */
+} cost_breakdown;
+
+typedef struct cost_result {
+    double iter_s;          /* predicted iteration time, s */
+    cost_breakdown bd;
+    int pp;                 /* entries in the per-stage arrays */
+    double *stage_s;        /* per-micro-batch fwd+bwd time of each stage (slowest device), owned */
+    double *p2p_s;          /* pp - 1 per-micro-batch transfer times (fwd + bwd), owned */
+    int nranks;
+    double *mem_bytes;      /* peak memory of each rank's device, owned */
+    double *mem_cap;        /* capacity of each rank's device, owned */
+    int fits;               /* 1 when every device fits in memory */
+    int worst_rank;         /* rank with the least headroom */
+    int estimated;          /* layer times estimated analytically (no profile entry) */
+    int measured;           /* layer times taken from the profile */
+    int empty_stage;        /* first pipeline stage whose layers hold no parameters,
+                               -1 if none: not runnable whatever the memory (a
+                               structural rule, cost_empty_stage) */
+} cost_result;
+
+void cost_result_free(cost_result *r);
+
+/* Structural rule (docs/cost-model.md, "Stages without parameters"):
+ * DeepSpeed's pipeline engine and Megatron build one optimizer per stage
+ * from its parameters, and torch.optim refuses an empty parameter list,
+ * so every stage must hold a layer with params > 0.  First stage of s
+ * whose layers sum to 0 parameters, -1 if none (or bounds is NULL). */
+int cost_empty_stage(const fmt_model *m, const fmt_strategy *s);
+/* Layers with params > 0: the most pipeline stages m can be split into. */
+int cost_param_layers(const fmt_model *m);
+
+/* Time of one layer for one micro-batch on one device type.
+ * link_bw/link_lat describe the TP group's slowest link (ignored for
+ * tp == 1).  *comm gets the TP all-reduce part of fwd + bwd;
+ * *estimated is set to 1 when no profile entry covered it. */
+typedef struct cost_layer_time {
+    double fwd, bwd;        /* s, including TP communication */
+    double comm;            /* TP all-reduce time inside fwd + bwd */
+    int estimated;          /* 1 when estimated from FLOPs and bandwidth */
+} cost_layer_time;
+
+void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
+                        const cost_params *p, const fmt_device_type *dt,
+                        int layer, int tp, int mbs, double link_bw,
+                        double link_lat, double home_bw, cost_layer_time *out);
+
+/* Bandwidth one flow between two devices gets when share_a flows leave
+ * node a's NIC and share_b enter node b's at the same time, with the
+ * efficiency of its link class applied; *lat gets the link latency. */
+double cost_flow_bw(const fmt_cluster *c, const cost_params *p, int dev_a,
+                    int dev_b, int share_a, int share_b, double *lat);
+/* Slowest bandwidth and largest latency around the TP ring of
+ * (stage, replica); bw = INFINITY when tp == 1. */
+void cost_tp_ring(const fmt_cluster *c, const cost_params *p,
+                  const fmt_strategy *s, int stage, int dpi, double *bw,
+                  double *lat);
+/* Slowest bandwidth and largest latency of the transfers between stage j
+ * and j + 1 over all replicas and TP ranks, which run at the same time
+ * and share NICs. */
+void cost_cut_link(const fmt_cluster *c, const cost_params *p,
+                   const fmt_strategy *s, int j, double *bw, double *lat);
+
+/* Ring all-reduce of `bytes` over n members (AMP eq. 3, plus latency). */
+double cost_allreduce(double bytes, int n, double bw, double lat);
+
+/* Memory: cost_stage_memory, cost_inflight and the rest of the memory
+ * model are declared in the memory-model section below. */
+
+/* Evaluate a full strategy: iteration time (AMP eqs. 3-5 with actual
+ * links and the slowest device of each stage), breakdown and memory.
+ * out is overwritten; free with cost_result_free. */
+int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
+                  const fmt_profile *prof, const cost_params *p,
+                  const fmt_strategy *s, cost_result *out, util_error *err);
+
+/* ---- pipeline schedule simulator (costmodel/simulate.c) --------------- */
+
+/* cost_params.fidelity: what cost_evaluate's iteration time comes from. */
+enum cost_fidelity {
+    COST_FIDELITY_ANALYTIC = 0, /* AMP eqs. 4-5 (closed form) */
+    COST_FIDELITY_SIMULATE = 1  /* cost_simulate: event-driven schedule */
+};
+/* "analytic", "simulate"; NULL when out of range. */
+const char *cost_fidelity_name(int fidelity);
+/* Fidelity from its name, -1 when unknown. */
+int cost_fidelity_from_name(const char *name);
+
+enum cost_event_kind {
+    COST_EV_FWD = 0,        /* forward of one micro-batch on one stage */
+    COST_EV_BWD,            /* backward of one micro-batch */
+    COST_EV_SEND_ACT,       /* activation transfer stage j -> j + 1 */
+    COST_EV_SEND_GRAD,      /* gradient transfer stage j + 1 -> j */
+    COST_EV_DP_ALLREDUCE,   /* data-parallel gradient all-reduce of a stage */
+    COST_EV_OPTIMIZER,      /* optimizer step of a stage */
+    COST_EV_NKINDS
+};
+/* "forward", "backward", "send-activation", "send-gradient",
+ * "dp-allreduce", "optimizer"; NULL when out of range. */
+const char *cost_event_name(int kind);
+
+/* One interval of work.  A transfer belongs to its sending stage. */
+typedef struct cost_event {
+    int kind;               /* enum cost_event_kind */
+    int stage;              /* pipeline stage doing the work (sender) */
+    int replica;            /* data-parallel replica (0 .. dp - 1) */
+    int micro;              /* micro-batch, -1 for all-reduce and optimizer,
+                               -2 for the tied-weight all-reduce (a second
+                               COST_EV_DP_ALLREDUCE of the stages holding them) */
+    double start, end;      /* s from the start of the iteration */
+} cost_event;
+
+/* Timeline of one iteration.  Every device of (stage, replica) runs the
+ * events of that pair; fmt_rank_device maps them to devices. */
+typedef struct cost_timeline {
+    int pp, dp, gas;
+    cost_event *events;     /* nevents, sorted by start, owned */
+    int nevents;
+    double iter_s;          /* end of the last event */
+    double *busy_s;         /* dp * pp: forward + backward busy time of
+                               (replica r, stage j) at [r * pp + j], owned */
+} cost_timeline;
+
+void cost_timeline_free(cost_timeline *t);
+
+/* Raw input of the simulator: per-micro-batch times, already known. */
+typedef struct cost_sim_input {
+    int pp, dp, gas;        /* stages, replicas, micro-batches per replica */
+    int schedule;           /* enum fmt_schedule */
+    const double *fwd;      /* dp * pp: forward time of stage j in replica r at [r * pp + j] */
+    const double *bwd;      /* dp * pp: backward time, same layout */
+    const double *send_act; /* dp * (pp - 1): transfer j -> j + 1 incl. latency; NULL = 0 */
+    const double *send_grad;/* dp * (pp - 1): transfer j + 1 -> j incl. latency; NULL = 0 */
+    const double *dp_s;     /* pp: gradient all-reduce of stage j; NULL = none */
+    const double *opt_s;    /* pp: optimizer step of stage j; NULL = none */
+    int overlap_dp;         /* 1: a stage's all-reduce starts when its own last
+                               backward (in every replica) ends; 0: after the
+                               last backward of every stage */
+    double tied_s;          /* all-reduce of tied weights (embedding and LM head)
+                               between stages tied_first and tied_last, after
+                               both their DP all-reduces; 0 = none */
+    int tied_first, tied_last; /* the two stages holding the tied weights */
+} cost_sim_input;
+
+/* Event-driven simulation of one iteration of in (docs/simulator.md).
+ * Zero-length transfers, all-reduces and optimizer steps make no event.
+ * UTIL_EINVAL for bad sizes or negative/non-finite times.  out is
+ * overwritten; free with cost_timeline_free. */
+int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
+                         util_error *err);
+/* Stage times from the cost model (each replica on its own devices), then
+ * cost_simulate_stages.  overlap_dp as in cost_sim_input. */
+int cost_simulate(const fmt_cluster *c, const fmt_model *m,
+                  const fmt_profile *prof, const cost_params *p,
+                  const fmt_strategy *s, int overlap_dp, cost_timeline *out,
+                  util_error *err);
+
+/* ---- memory model (issue 3; costmodel/memory.c) ----------------------- */
+/* section owned by the memory-model work: add declarations here */
+
+/* Model-state bytes per parameter after ZeRO sharding over dp: weights,
+ * gradients, optimizer state (fp16: 2, 2, 16 with the loss scaler's fp32
+ * gradient copy; bf16: 2, 4, 12; fp32: 4, 4, 8; p->state_bytes > 0
+ * overrides the total, weights and gradients in the model's element size). */
+void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
+                      double *w, double *g, double *o);
+/* Activation bytes per sample that layer l keeps for backward at TP
+ * degree tp (only its input when recomputed). */
+double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
+                         int tp);
+/* Transient bytes per sample while layer l runs: a block's backward
+ * gradients (about its stored activations), its re-materialised
+ * activations under recomputation, the loss's fp32 working copy of the
+ * logits for the head. */
+double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
+                            int tp);
+/* Additive part of layer l's memory on one device: model state plus
+ * `inflight` micro-batches of stored activations. */
+double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
+                         int tp, int dp, int mbs, int inflight);
+/* Micro-batches whose activations a stage keeps under the schedule:
+ * 1F1B min(pp - stage, gas), GPipe gas. */
+int cost_inflight(const cost_params *p, int stage, int pp, int gas);
+
+/* One device's stage, as the memory model needs it. */
+typedef struct cost_mem_stage {
+    int a, b;               /* layers [a, b) */
+    int tp, dp, mbs;
+    int inflight;           /* micro-batches whose activations it keeps */
+    int gas;                /* micro-batches per iteration (0 = inflight) */
+    int stage, pp;          /* position; pp = 0: unknown (no pipeline buffers,
+                               no all-reduce bucket) */
+} cost_mem_stage;
+
+/* Where a device's memory goes, bytes.  total = weights + grads +
+ * optimizer + max(activations + workspace + buffers, bucket) + reserve. */
+typedef struct cost_memory {
+    double weights;         /* resident weights of its layers */
+    double grads;           /* gradients */
+    double optimizer;       /* optimizer state (fp16: + fp32 gradient copy) */
+    double activations;     /* stored for backward, all in-flight micro-batches */
+    double workspace;       /* transient of the layer being run (one micro-batch) */
+    double buffers;         /* pipeline send/receive buffers */
+    double bucket;          /* DP all-reduce bucket (after the backward passes) */
+    double reserve;         /* cost_params.mem_reserve */
+    double total;           /* peak */
+} cost_memory;
+
+/* Peak memory of one device (docs/cost-model.md, "Memory"); out (may be
+ * NULL) gets the parts.  Returns out->total. */
+double cost_device_memory(const fmt_model *m, const cost_params *p,
+                          const cost_mem_stage *st, cost_memory *out);
+/* Memory of a device holding layers [a, b) with `inflight` micro-batches
+ * alive, position in the pipeline unknown: cost_device_memory without
+ * pipeline buffers and all-reduce bucket. */
+double cost_stage_memory(const fmt_model *m, const cost_params *p,
+                         int a, int b, int tp, int dp, int mbs, int inflight);
+/* Memory of rank's device under strategy s (its stage, position and
+ * schedule from s and p->schedule); returns the stage. */
+int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
+                           const fmt_strategy *s, int rank, cost_memory *out);
+/* Upper bound of the non-additive part of a stage's memory (reserve,
+ * workspace of its largest layer, pipeline buffers at a hidden-state cut)
+ * for the layer-assignment DP, which sums cost_layer_memory per layer. */
+double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
+                                  int tp, int mbs, int stage, int pp,
+                                  int inflight, int gas);
+
+/* ---- calibration applied (docs/calibration.md) ------------------------ */
+
+/* The calibration in force: p's, else the profile's, else NULL. */
+const fmt_calibration *cost_calibration_of(const cost_params *p,
+                                            const fmt_profile *prof);
+/* Effective fraction of line rate of a link class under p (calibrated
+ * bw_frac when set, else intra_eff / net_eff). */
+double cost_calibration_eff(const cost_params *p, int cls);
+/* Calibrated layer time (hook of cost_layer_time_of): work_fwd is the
+ * part of fwd (s) that grows with the micro-batch, mbs its size; fwd and
+ * bwd (TP communication comm included) are adjusted in place. */
+void cost_calibration_layer(const fmt_calibration *cal,
+                            const fmt_device_type *dt, const fmt_layer *l,
+                            int tp, int mbs, double work_fwd, double comm,
+                            double *fwd, double *bwd);
+
+/* ---- uneven TP shards, stragglers, frozen layers (issue 6) ------------ */
+/* section owned by the uneven-TP / replan work: add declarations here */
+
+/* Uneven shards: rank r of a TP group holds tp_heads[r] of the model's
+ * attention heads and tp_cols[r] of its MLP (FFN) columns; every layer's
+ * TP-divided work and memory on that rank is its share
+ *   share_r = a * heads_r / H + (1 - a) * cols_r / F
+ * (a: attention's part of a block's FLOPs for time, of its parameters for
+ * memory; H heads, F = ffn columns), 1 / tp under an even split.  Layers
+ * other than blocks (vocabulary-parallel embedding and head) use the same
+ * share.  A rank's slowdown multiplies its compute, not its all-reduces.
+ * Frozen layers (cost_params.frozen_layers) run forward only and keep no
+ * gradients (time here, memory in costmodel/memory.c, no DP all-reduce). */
+
+/* Heads H and MLP columns F that shards split: the model's heads and ffn
+ * (4 * hidden when ffn is 0).  UTIL_EINVAL with a message when the model
+ * has no transformer shape. */
+int cost_shard_units(const fmt_model *m, int *heads, int *cols,
+                     util_error *err);
+/* Attention's part a of a block's FLOPs (memory = 0) or parameters
+ * (memory = 1) from the model's shape (docs/model-formulas.md); 0.5 when
+ * the shape is unknown. */
+double cost_attn_frac(const fmt_model *m, int memory);
+/* Share of the TP-divided work (memory = 0) or memory (memory = 1) that
+ * rank holds: 1 / tp without shards. */
+double cost_rank_share(const fmt_model *m, const fmt_strategy *s, int rank,
+                       int memory);
+/* Check shards against the model: per TP group heads sum to H and columns
+ * to F, none negative.  UTIL_OK when s has none.  UTIL_EINVAL otherwise. */
+int cost_shards_check(const fmt_model *m, const fmt_strategy *s,
+                      util_error *err);
+/* 1 when the TP group of (stage, dpi) mixes device types. */
+int cost_tp_group_mixed(const fmt_cluster *c, const fmt_strategy *s,
+                        int stage, int dpi);
+/* Hook of cost_evaluate and the layer assignment: turn lt, the even-split
+ * time of layer on device dev (of type dt), into the time of dev's rank
+ * under its share, slowdown and frozen layers.  No-op when none applies. */
+void cost_rank_layer_adjust(const fmt_model *m, const cost_params *p,
+                            const fmt_device_type *dt,
+                            const fmt_strategy *s, int dev, int layer,
+                            cost_layer_time *lt);
+/* Memory of rank from its even-split memory even_bytes: linear in the
+ * memory share, M(share) = base + per_share * share. */
+double cost_rank_memory(const fmt_model *m, const cost_params *p,
+                        const fmt_strategy *s, int rank, double even_bytes);
+void cost_rank_memory_line(const fmt_model *m, const cost_params *p,
+                           const fmt_strategy *s, int rank, double *base,
+                           double *per_share);
+
+/* Per-micro-batch forward + backward time of a rank's stage, split the
+ * way the shard planner and the straggler what-if need it. */
+typedef struct cost_rank_time {
+    double total;           /* at the rank's current share and slowdown, s */
+    double comm;            /* TP all-reduces inside total, s */
+    double fixed;           /* part that does not depend on the share, s */
+    double per_share;       /* total = fixed + per_share * share, s */
+    double gemm;            /* matrix-multiplication part of total (M_i of
+                               ZERO-resizing eq. 1), s */
+    double share;           /* the rank's share of the TP-divided work */
+} cost_rank_time;
+
+int cost_rank_time_of(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *p,
+                      const fmt_strategy *s, int rank, cost_rank_time *out);
+
+#endif

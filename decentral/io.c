@@ -1,0 +1,922 @@
+/* decentral/io.c: decentralized cluster files (regions or full latency
+ * and bandwidth matrices, docs/decentralized.md) into a DT-FM problem,
+ * the workload's c_pp and c_dp, optional compute times, and the
+ * decentralized plan JSON and table. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "decentral.h"
+
+#define PATH_N 160               /* = sizeof util_error.path */
+#define MAX_DTFM_DEVICES 4096    /* devices in one decentralized cluster */
+
+/* the paper's GPT3-XL settings (DT-FM section 4.1) */
+#define GPT3XL_BATCH_TOKENS 1e6
+#define GPT3XL_HIDDEN 2048.0
+#define GPT3XL_PARAMS 1.3e9
+#define GPT3XL_SEQ 2048.0
+/* what the public scheduler hard-codes (../shared/data/dtfm/README.md) */
+#define PUBLIC_C_PP 0.471249e9
+#define PUBLIC_C_DP 0.65e9
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
+#else
+#define PRINTF_LIKE(a, b)
+#endif
+
+enum { F_REQ = 1, F_POS = 2, F_NONNEG = 4 };
+
+typedef struct pctx {
+    const char *file;
+    util_error *err;
+} pctx;
+
+static const char *const conv_names[] = {"paper", "public-code"};
+
+const char *dtfm_convention_name(int convention)
+{
+    if (convention < 0 || convention > 1)
+        return NULL;
+    return conv_names[convention];
+}
+
+int dtfm_convention_from_name(const char *name)
+{
+    int i;
+
+    for (i = 0; name && i < 2; i++)
+        if (strcmp(name, conv_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+void dtfm_options_init(dtfm_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->convention = DTFM_PAPER;
+    o->model = NULL;
+    o->compute = 0;
+    o->d_pp = 0;
+}
+
+void dtfm_input_free(dtfm_input *in)
+{
+    if (in == NULL)
+        return;
+    dtfm_problem_free(&in->prob);
+    free(in->region_name);
+    free(in->region_gpus);
+    free(in->device_region);
+    free(in->device_type);
+    memset(in, 0, sizeof *in);
+}
+
+/* ---- JSON reading helpers ---------------------------------------------- */
+
+static int fail(const pctx *cx, const char *path, const char *fmt, ...)
+    PRINTF_LIKE(3, 4);
+
+static int fail(const pctx *cx, const char *path, const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return util_error_set(cx->err, UTIL_EFIELD, cx->file, path, "%s", msg);
+}
+
+static const char *want(int flags, int integer)
+{
+    if (flags & F_POS)
+        return integer ? "a positive integer" : "a positive number";
+    if (flags & F_NONNEG)
+        return integer ? "a non-negative integer" : "a non-negative number";
+    return integer ? "an integer" : "a number";
+}
+
+static int num_at(const pctx *cx, const cJSON *v, const char *p, int flags,
+                  double *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return fail(cx, p, "expected %s, got %s", want(flags, 0), util_json_type(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || ((flags & F_POS) && !(d > 0)) ||
+        ((flags & F_NONNEG) && d < 0))
+        return fail(cx, p, "expected %s, got %.10g", want(flags, 0), d);
+    *out = d;
+    return UTIL_OK;
+}
+
+/* Optional (or F_REQ) number field; *found says whether it was there. */
+static int num_field(const pctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, double *out, int *found)
+{
+    char p[PATH_N];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    util_json_key(p, PATH_N, parent, key);
+    if (found)
+        *found = v != NULL;
+    if (v == NULL)
+        return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
+                               : UTIL_OK;
+    return num_at(cx, v, p, flags, out);
+}
+
+static int int_field(const pctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, int lo, int hi, int *out,
+                     int *found)
+{
+    char p[PATH_N];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    double d;
+
+    util_json_key(p, PATH_N, parent, key);
+    if (found)
+        *found = v != NULL;
+    if (v == NULL)
+        return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
+                               : UTIL_OK;
+    if (!cJSON_IsNumber(v))
+        return fail(cx, p, "expected %s, got %s", want(flags, 1), util_json_type(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d) || d < lo || d > hi)
+        return fail(cx, p, "expected an integer in %d..%d, got %.10g", lo, hi, d);
+    *out = (int)d;
+    return UTIL_OK;
+}
+
+static int str_field(const pctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, char *buf, size_t n)
+{
+    char p[PATH_N];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    size_t len;
+
+    util_json_key(p, PATH_N, parent, key);
+    if (v == NULL)
+        return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
+                               : UTIL_OK;
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return fail(cx, p, "expected a string, got %s", util_json_type(v));
+    len = strlen(v->valuestring);
+    if (len == 0)
+        return fail(cx, p, "expected a non-empty string, got ''");
+    if (len >= n)
+        return fail(cx, p, "expected at most %zu characters, got %zu", n - 1, len);
+    memcpy(buf, v->valuestring, len + 1);
+    return UTIL_OK;
+}
+
+/* Object or array field (kind 'o' / 'a'); *out NULL when absent. */
+static int sub_field(const pctx *cx, const cJSON *obj, const char *parent,
+                     const char *key, int flags, char kind, const cJSON **out)
+{
+    char p[PATH_N];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    *out = NULL;
+    util_json_key(p, PATH_N, parent, key);
+    if (v == NULL)
+        return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
+                               : UTIL_OK;
+    if (kind == 'o' && !cJSON_IsObject(v))
+        return fail(cx, p, "expected an object, got %s", util_json_type(v));
+    if (kind == 'a' && !cJSON_IsArray(v))
+        return fail(cx, p, "expected an array, got %s", util_json_type(v));
+    if (kind == 'a' && cJSON_GetArraySize(v) == 0)
+        return fail(cx, p, "expected a non-empty array, got []");
+    *out = v;
+    return UTIL_OK;
+}
+
+/* A {"latency_ms": x, "bandwidth_gbps": y} object (both required). */
+static int link_obj(const pctx *cx, const cJSON *o, const char *p, double *lat,
+                    double *bw)
+{
+    double ms = 0.0, gbps = 0.0;
+    int rc;
+
+    if ((rc = num_field(cx, o, p, "latency_ms", F_REQ | F_NONNEG, &ms, NULL)) ||
+        (rc = num_field(cx, o, p, "bandwidth_gbps", F_REQ | F_POS, &gbps, NULL)))
+        return rc;
+    *lat = ms / 1000.0;
+    *bw = gbps * 1e9 / 8.0;
+    return UTIL_OK;
+}
+
+/* ---- regions and matrices ---------------------------------------------- */
+
+typedef struct raw {
+    int n;
+    double *lat, *bw;        /* n * n */
+    int *region;             /* n */
+    char (*type)[32];        /* n */
+    int nreg;
+    char (*rname)[64];
+    int *rgpus;
+} raw;
+
+static void raw_free(raw *r)
+{
+    free(r->lat);
+    free(r->bw);
+    free(r->region);
+    free(r->type);
+    free(r->rname);
+    free(r->rgpus);
+    memset(r, 0, sizeof *r);
+}
+
+static int raw_alloc(const pctx *cx, raw *r, int n, int nreg)
+{
+    size_t nn = (size_t)n * (size_t)n;
+
+    r->n = n;
+    r->nreg = nreg;
+    r->lat = calloc(nn, sizeof *r->lat);
+    r->bw = calloc(nn, sizeof *r->bw);
+    r->region = calloc((size_t)n, sizeof *r->region);
+    r->type = calloc((size_t)n, sizeof *r->type);
+    r->rname = calloc((size_t)nreg, sizeof *r->rname);
+    r->rgpus = calloc((size_t)nreg, sizeof *r->rgpus);
+    if (!r->lat || !r->bw || !r->region || !r->type || !r->rname || !r->rgpus)
+        return util_error_set(cx->err, UTIL_ENOMEM, cx->file, "",
+                              "out of memory");
+    return UTIL_OK;
+}
+
+static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
+                         raw *r)
+{
+    int nreg = cJSON_GetArraySize(regs), i, j, n = 0, rc, a, b;
+    double in_lat = 0, in_bw = 0, bt_lat = 0, bt_bw = 0;
+    double *rl = NULL, *rb = NULL, *il = NULL, *ib = NULL;
+    char *have = NULL, p[PATH_N], q[PATH_N];
+    const cJSON *inside = NULL, *between = NULL, *pairs = NULL, *e;
+    int have_inside = 0, have_between = 0;
+    char dflt_type[32] = "V100";
+
+    if ((rc = sub_field(cx, root, "", "inside", 0, 'o', &inside)) ||
+        (rc = sub_field(cx, root, "", "between", 0, 'o', &between)) ||
+        (rc = sub_field(cx, root, "", "region_pairs", 0, 'a', &pairs)) ||
+        (rc = str_field(cx, root, "", "device", 0, dflt_type, sizeof dflt_type)))
+        return rc;
+    if (inside) {
+        if ((rc = link_obj(cx, inside, "inside", &in_lat, &in_bw)))
+            return rc;
+        have_inside = 1;
+    }
+    if (between) {
+        if ((rc = link_obj(cx, between, "between", &bt_lat, &bt_bw)))
+            return rc;
+        have_between = 1;
+    }
+    for (i = 0; i < nreg; i++) {
+        int gpus = 0;
+        e = cJSON_GetArrayItem(regs, i);
+        util_json_index(p, PATH_N, "regions", i);
+        if (!cJSON_IsObject(e))
+            return fail(cx, p, "expected an object, got %s", util_json_type(e));
+        if ((rc = int_field(cx, e, p, "gpus", F_REQ | F_POS, 1,
+                            MAX_DTFM_DEVICES, &gpus, NULL)))
+            return rc;
+        n += gpus;
+        if (n > MAX_DTFM_DEVICES)
+            return fail(cx, p, "expected at most %d devices in all, got more",
+                        MAX_DTFM_DEVICES);
+    }
+    if ((rc = raw_alloc(cx, r, n, nreg)))
+        return rc;
+    il = calloc((size_t)nreg, sizeof *il);
+    ib = calloc((size_t)nreg, sizeof *ib);
+    rl = calloc((size_t)nreg * (size_t)nreg, sizeof *rl);
+    rb = calloc((size_t)nreg * (size_t)nreg, sizeof *rb);
+    have = calloc((size_t)nreg * (size_t)nreg, 1);
+    if (!il || !ib || !rl || !rb || !have) {
+        rc = util_error_set(cx->err, UTIL_ENOMEM, cx->file, "", "out of memory");
+        goto done;
+    }
+    for (i = 0, n = 0; i < nreg; i++) {
+        int found = 0, gpus = 0, k;
+        char type[32];
+        double ms = 0, gbps = 0;
+        e = cJSON_GetArrayItem(regs, i);
+        util_json_index(p, PATH_N, "regions", i);
+        snprintf(type, sizeof type, "%s", dflt_type);
+        if ((rc = str_field(cx, e, p, "name", F_REQ, r->rname[i], sizeof r->rname[i])) ||
+            (rc = int_field(cx, e, p, "gpus", F_REQ | F_POS, 1, MAX_DTFM_DEVICES,
+                            &gpus, NULL)) ||
+            (rc = str_field(cx, e, p, "device", 0, type, sizeof type)))
+            goto done;
+        for (j = 0; j < i; j++)
+            if (strcmp(r->rname[j], r->rname[i]) == 0) {
+                util_json_key(q, PATH_N, p, "name");
+                rc = fail(cx, q, "expected a unique region name, '%s' is also "
+                          "regions[%d]", r->rname[i], j);
+                goto done;
+            }
+        if ((rc = num_field(cx, e, p, "latency_ms", F_NONNEG, &ms, &found)))
+            goto done;
+        il[i] = found ? ms / 1000.0 : in_lat;
+        if (found && !cJSON_GetObjectItemCaseSensitive(e, "bandwidth_gbps")) {
+            util_json_key(q, PATH_N, p, "bandwidth_gbps");
+            rc = fail(cx, q, "missing required field 'bandwidth_gbps' (given "
+                      "with 'latency_ms')");
+            goto done;
+        }
+        if ((rc = num_field(cx, e, p, "bandwidth_gbps", F_POS, &gbps, &found)))
+            goto done;
+        ib[i] = found ? gbps * 1e9 / 8.0 : in_bw;
+        if (!found && !have_inside && gpus > 1) {
+            rc = fail(cx, p, "no link inside region '%s': give 'inside' at the "
+                      "top level or 'latency_ms' and 'bandwidth_gbps' here",
+                      r->rname[i]);
+            goto done;
+        }
+        r->rgpus[i] = gpus;
+        for (k = 0; k < gpus; k++, n++) {
+            r->region[n] = i;
+            snprintf(r->type[n], sizeof r->type[n], "%s", type);
+        }
+    }
+    for (i = 0; pairs && i < cJSON_GetArraySize(pairs); i++) {
+        char an[64] = "", bn[64] = "";
+        const cJSON *rev = NULL;
+        double la, ba, lr, br;
+        e = cJSON_GetArrayItem(pairs, i);
+        util_json_index(p, PATH_N, "region_pairs", i);
+        if (!cJSON_IsObject(e)) {
+            rc = fail(cx, p, "expected an object, got %s", util_json_type(e));
+            goto done;
+        }
+        if ((rc = str_field(cx, e, p, "a", F_REQ, an, sizeof an)) ||
+            (rc = str_field(cx, e, p, "b", F_REQ, bn, sizeof bn)))
+            goto done;
+        for (a = 0; a < nreg && strcmp(r->rname[a], an) != 0; a++)
+            ;
+        for (b = 0; b < nreg && strcmp(r->rname[b], bn) != 0; b++)
+            ;
+        if (a == nreg || b == nreg) {
+            util_json_key(q, PATH_N, p, a == nreg ? "a" : "b");
+            rc = fail(cx, q, "expected the name of a region, got '%s'",
+                      a == nreg ? an : bn);
+            goto done;
+        }
+        if (a == b) {
+            util_json_key(q, PATH_N, p, "b");
+            rc = fail(cx, q, "expected a region other than '%s'", an);
+            goto done;
+        }
+        if (have[a * nreg + b]) {
+            rc = fail(cx, p, "expected one entry per region pair, '%s'-'%s' "
+                      "appears twice", an, bn);
+            goto done;
+        }
+        if ((rc = link_obj(cx, e, p, &la, &ba)) ||
+            (rc = sub_field(cx, e, p, "reverse", 0, 'o', &rev)))
+            goto done;
+        lr = la;
+        br = ba;
+        if (rev) {
+            util_json_key(q, PATH_N, p, "reverse");
+            if ((rc = link_obj(cx, rev, q, &lr, &br)))
+                goto done;
+        }
+        rl[a * nreg + b] = la;
+        rb[a * nreg + b] = ba;
+        rl[b * nreg + a] = lr;
+        rb[b * nreg + a] = br;
+        have[a * nreg + b] = have[b * nreg + a] = 1;
+    }
+    for (a = 0; a < nreg; a++)
+        for (b = a + 1; b < nreg; b++)
+            if (!have[a * nreg + b]) {
+                if (!have_between) {
+                    rc = fail(cx, "region_pairs", "no link between regions '%s' "
+                              "and '%s': give 'between' or a region_pairs entry",
+                              r->rname[a], r->rname[b]);
+                    goto done;
+                }
+                rl[a * nreg + b] = rl[b * nreg + a] = bt_lat;
+                rb[a * nreg + b] = rb[b * nreg + a] = bt_bw;
+            }
+    for (i = 0; i < r->n; i++)
+        for (j = 0; j < r->n; j++) {
+            size_t x = (size_t)i * (size_t)r->n + (size_t)j;
+            a = r->region[i];
+            b = r->region[j];
+            if (i == j)
+                continue;
+            r->lat[x] = a == b ? il[a] : rl[a * nreg + b];
+            r->bw[x] = a == b ? ib[a] : rb[a * nreg + b];
+        }
+    rc = UTIL_OK;
+done:
+    free(il);
+    free(ib);
+    free(rl);
+    free(rb);
+    free(have);
+    return rc;
+}
+
+static int parse_matrix(const pctx *cx, const cJSON *root, const char *key,
+                        int n, double scale, double *out, int positive)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, key), *row, *v;
+    char p[PATH_N], q[PATH_N];
+    int i, j, rc;
+
+    if (!cJSON_IsArray(m))
+        return fail(cx, key, "expected an array of %d rows, got %s", n, util_json_type(m));
+    if (cJSON_GetArraySize(m) != n)
+        return fail(cx, key, "expected %d rows, got %d", n, cJSON_GetArraySize(m));
+    for (i = 0; i < n; i++) {
+        row = cJSON_GetArrayItem(m, i);
+        util_json_index(p, PATH_N, key, i);
+        if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != n)
+            return fail(cx, p, "expected an array of %d numbers, got %s", n,
+                        cJSON_IsArray(row) ? "another length" : util_json_type(row));
+        for (j = 0; j < n; j++) {
+            double d = 0.0; /* initialised for -O2 */
+            v = cJSON_GetArrayItem(row, j);
+            util_json_index(q, PATH_N, p, j);
+            if (i == j && (cJSON_IsNull(v) || cJSON_IsNumber(v)))
+                continue; /* the diagonal is ignored */
+            if ((rc = num_at(cx, v, q, positive ? F_POS : F_NONNEG, &d)))
+                return rc;
+            out[(size_t)i * (size_t)n + (size_t)j] = d * scale;
+        }
+    }
+    return UTIL_OK;
+}
+
+static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(root, "latency_ms");
+    const cJSON *types = NULL;
+    char dflt[32] = "V100", p[PATH_N];
+    int n, i, rc;
+
+    if (!cJSON_IsArray(m) || cJSON_GetArraySize(m) == 0)
+        return fail(cx, "latency_ms", "expected a non-empty array of rows, got %s",
+                    util_json_type(m));
+    n = cJSON_GetArraySize(m);
+    if (n > MAX_DTFM_DEVICES)
+        return fail(cx, "latency_ms", "expected at most %d devices, got %d",
+                    MAX_DTFM_DEVICES, n);
+    if ((rc = str_field(cx, root, "", "device", 0, dflt, sizeof dflt)) ||
+        (rc = sub_field(cx, root, "", "device_types", 0, 'a', &types)))
+        return rc;
+    if (types && cJSON_GetArraySize(types) != n)
+        return fail(cx, "device_types", "expected %d device types, got %d", n,
+                    cJSON_GetArraySize(types));
+    if ((rc = raw_alloc(cx, r, n, 1)))
+        return rc;
+    snprintf(r->rname[0], sizeof r->rname[0], "all");
+    r->rgpus[0] = n;
+    for (i = 0; i < n; i++) {
+        snprintf(r->type[i], sizeof r->type[i], "%s", dflt);
+        if (types) {
+            const cJSON *t = cJSON_GetArrayItem(types, i);
+            util_json_index(p, PATH_N, "device_types", i);
+            if (!cJSON_IsString(t) || t->valuestring == NULL ||
+                t->valuestring[0] == '\0' || strlen(t->valuestring) >= 32)
+                return fail(cx, p, "expected a GPU type name, got %s", util_json_type(t));
+            snprintf(r->type[i], sizeof r->type[i], "%s", t->valuestring);
+        }
+    }
+    if ((rc = parse_matrix(cx, root, "latency_ms", n, 1e-3, r->lat, 0)) ||
+        (rc = parse_matrix(cx, root, "bandwidth_gbps", n, 1e9 / 8.0, r->bw, 1)))
+        return rc;
+    return UTIL_OK;
+}
+
+/* ---- workload ------------------------------------------------------------ */
+
+/* Built-in GPT3-XL (the paper's model) for compute times. */
+static int gpt3xl(fmt_model *m, util_error *err)
+{
+    fmt_transformer_spec sp;
+
+    memset(&sp, 0, sizeof sp);
+    memset(m, 0, sizeof *m);
+    snprintf(sp.name, sizeof sp.name, "gpt3-xl");
+    snprintf(sp.family, sizeof sp.family, "gpt3");
+    sp.blocks = 24;
+    sp.hidden = 2048;
+    sp.heads = 16;
+    sp.seq = 2048;
+    sp.vocab = 50257;
+    sp.tied_embeddings = -1;
+    m->dtype_bytes = 2;
+    return fmt_model_from_transformer(&sp, m, err);
+}
+
+static int derive_workload(const pctx *cx, const cJSON *root,
+                           const dtfm_options *o, dtfm_input *in,
+                           const raw *r)
+{
+    const cJSON *wl = NULL;
+    int rc, d_pp = 8, d_dp = 0, have_dpp = 0, have_ddp = 0, have_cpp = 0;
+    int have_cdp = 0, any = 0, f, i, l;
+    double c_pp = 0, c_dp = 0, seq = GPT3XL_SEQ;
+    fmt_model builtin;
+    const fmt_model *m = o->model;
+
+    memset(&builtin, 0, sizeof builtin);
+    if ((rc = sub_field(cx, root, "", "workload", 0, 'o', &wl)))
+        return rc;
+    in->batch_tokens = GPT3XL_BATCH_TOKENS;
+    in->hidden = GPT3XL_HIDDEN;
+    in->params = GPT3XL_PARAMS;
+    in->act_bytes = 2.0;
+    in->grad_bytes = 4.0;
+    snprintf(in->workload_source, sizeof in->workload_source, "paper-gpt3-xl");
+    if (wl) {
+        if ((rc = int_field(cx, wl, "workload", "d_pp", F_POS, 1,
+                            MAX_DTFM_DEVICES, &d_pp, &have_dpp)) ||
+            (rc = int_field(cx, wl, "workload", "d_dp", F_POS, 1,
+                            MAX_DTFM_DEVICES, &d_dp, &have_ddp)) ||
+            (rc = num_field(cx, wl, "workload", "c_pp_bytes", F_NONNEG, &c_pp,
+                            &have_cpp)) ||
+            (rc = num_field(cx, wl, "workload", "c_dp_bytes", F_NONNEG, &c_dp,
+                            &have_cdp)) ||
+            (rc = num_field(cx, wl, "workload", "batch_tokens", F_POS,
+                            &in->batch_tokens, &f)))
+            return rc;
+        any |= f;
+        if ((rc = num_field(cx, wl, "workload", "hidden", F_POS, &in->hidden, &f)))
+            return rc;
+        any |= f;
+        if ((rc = num_field(cx, wl, "workload", "params", F_POS, &in->params, &f)))
+            return rc;
+        any |= f;
+        if ((rc = num_field(cx, wl, "workload", "activation_bytes", F_POS,
+                            &in->act_bytes, &f)))
+            return rc;
+        any |= f;
+        if ((rc = num_field(cx, wl, "workload", "gradient_bytes", F_POS,
+                            &in->grad_bytes, &f)))
+            return rc;
+        any |= f;
+        if (any)
+            snprintf(in->workload_source, sizeof in->workload_source, "file");
+    }
+    if (o->d_pp > 0)
+        d_pp = o->d_pp;
+    if (r->n % d_pp != 0)
+        return fail(cx, have_dpp && o->d_pp <= 0 ? "workload.d_pp" : "",
+                    "expected d_pp to divide the %d devices, got d_pp %d", r->n,
+                    d_pp);
+    if (have_ddp && d_dp * d_pp != r->n)
+        return fail(cx, "workload.d_dp", "expected d_dp = %d devices / d_pp %d "
+                    "= %d, got %d", r->n, d_pp, r->n / d_pp, d_dp);
+    if ((rc = dtfm_problem_alloc(&in->prob, r->n, d_pp, o->compute,
+                                      cx->err)))
+        return rc;
+    memcpy(in->prob.lat, r->lat, (size_t)r->n * (size_t)r->n * sizeof *r->lat);
+    memcpy(in->prob.bw, r->bw, (size_t)r->n * (size_t)r->n * sizeof *r->bw);
+    if (m) {
+        double total = 0.0;
+        for (l = 0; l < m->nlayers; l++)
+            total += m->layers[l].params;
+        if (m->hidden > 0)
+            in->hidden = m->hidden;
+        if (m->seq > 0)
+            seq = m->seq;
+        if (m->global_batch > 0)
+            in->batch_tokens = (double)m->global_batch * seq;
+        if (total > 0)
+            in->params = total;
+        if (m->dtype_bytes > 0)
+            in->act_bytes = m->dtype_bytes;
+        snprintf(in->workload_source, sizeof in->workload_source, "model");
+    }
+    if (o->convention == DTFM_PUBLIC_CODE) {
+        snprintf(in->workload_source, sizeof in->workload_source, "public-code");
+        in->prob.c_pp = PUBLIC_C_PP;
+        in->prob.c_dp = PUBLIC_C_DP;
+    } else {
+        /* activations of one micro-batch group (its tokens) between stages */
+        in->prob.c_pp = in->batch_tokens / (double)in->prob.d_dp * in->hidden *
+                        in->act_bytes;
+        /* gradients of one stage's parameters */
+        in->prob.c_dp = in->params / (double)d_pp * in->grad_bytes;
+    }
+    if (have_cpp)
+        in->prob.c_pp = c_pp;
+    if (have_cdp)
+        in->prob.c_dp = c_dp;
+    if (have_cpp && have_cdp)
+        snprintf(in->workload_source, sizeof in->workload_source, "file");
+    if (o->compute) {
+        cost_params cp;
+        const fmt_model *cm = m;
+        double per_tasklet = in->batch_tokens / (double)in->prob.d_dp / seq;
+        if (cm == NULL) {
+            if ((rc = gpt3xl(&builtin, cx->err)) != UTIL_OK)
+                goto done;
+            cm = &builtin;
+        }
+        cost_params_init(&cp);
+        for (i = 0; i < r->n; i++) {
+            const fmt_device_type *dt = fmt_catalog_find(r->type[i]);
+            double t = 0.0;
+            if (dt == NULL) {
+                rc = fail(cx, r->nreg > 1 || !cJSON_GetObjectItemCaseSensitive(
+                                                  root, "device_types")
+                                  ? "device"
+                                  : "device_types",
+                          "unknown GPU type '%s' for device %d (see "
+                          "docs/device-catalogue.md)", r->type[i], i);
+                goto done;
+            }
+            for (l = 0; l < cm->nlayers; l++) {
+                cost_layer_time lt;
+                cost_layer_time_of(cm, NULL, &cp, dt, l, 1, 1, INFINITY, 0.0,
+                                   INFINITY, &lt);
+                t += lt.fwd + lt.bwd;
+            }
+            /* beyond the paper: one tasklet = 1/d_pp of the model's
+             * forward and backward over the micro-batch group */
+            in->prob.compute[i] = t * per_tasklet / (double)d_pp;
+        }
+    }
+    rc = UTIL_OK;
+done:
+    fmt_model_free(&builtin);
+    return rc;
+}
+
+int dtfm_parse(const char *text, const char *file,
+                    const dtfm_options *o, dtfm_input *out,
+                    util_error *err)
+{
+    pctx cx;
+    cJSON *root = NULL;
+    raw r;
+    int rc;
+    dtfm_options dflt;
+    const cJSON *regs = NULL;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    memset(out, 0, sizeof *out);
+    memset(&r, 0, sizeof r);
+    if (o == NULL) {
+        dtfm_options_init(&dflt);
+        o = &dflt;
+    }
+    if (text == NULL)
+        return util_error_set(err, UTIL_EINVAL, cx.file, "", "no JSON text given");
+    root = cJSON_Parse(text);
+    if (root == NULL) {
+        rc = util_error_set(err, UTIL_EPARSE, cx.file, "",
+                            "malformed JSON near '%.20s'",
+                            cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
+        rc = fail(&cx, "", "expected a JSON object at the top level, got %s",
+                  util_json_type(root));
+        goto done;
+    }
+    snprintf(out->name, sizeof out->name, "decentralized");
+    if ((rc = str_field(&cx, root, "", "name", 0, out->name, sizeof out->name)) ||
+        (rc = sub_field(&cx, root, "", "regions", 0, 'a', &regs)))
+        goto done;
+    if (regs)
+        rc = parse_regions(&cx, root, regs, &r);
+    else if (cJSON_GetObjectItemCaseSensitive(root, "latency_ms"))
+        rc = parse_matrices(&cx, root, &r);
+    else
+        rc = fail(&cx, "", "expected 'regions' or the 'latency_ms' and "
+                  "'bandwidth_gbps' matrices, got neither");
+    if (rc != UTIL_OK)
+        goto done;
+    if ((rc = derive_workload(&cx, root, o, out, &r)))
+        goto done;
+    if ((rc = dtfm_problem_check(&out->prob, err)) != UTIL_OK) {
+        snprintf(err->file, sizeof err->file, "%s", cx.file);
+        goto done;
+    }
+    out->convention = o->convention;
+    out->nregions = r.nreg;
+    out->region_name = r.rname;
+    out->region_gpus = r.rgpus;
+    out->device_region = r.region;
+    out->device_type = r.type;
+    r.rname = NULL;
+    r.rgpus = NULL;
+    r.region = NULL;
+    r.type = NULL;
+    rc = UTIL_OK;
+done:
+    raw_free(&r);
+    cJSON_Delete(root);
+    if (rc != UTIL_OK)
+        dtfm_input_free(out);
+    return rc;
+}
+
+int dtfm_load(const char *path, const dtfm_options *o,
+                   dtfm_input *out, util_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    rc = util_read_file(path, &text, err);
+    if (rc == UTIL_OK)
+        rc = dtfm_parse(text, path, o, out, err);
+    free(text);
+    return rc;
+}
+
+/* ---- plan JSON ---------------------------------------------------------- */
+
+static cJSON *input_ref(const char *path, const char *digest)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    if (!util_json_put(o, "path", cJSON_CreateString(path ? path : "")) ||
+        !util_json_put(o, "sha256", cJSON_CreateString(digest ? digest : ""))) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+char *dtfm_to_json(const dtfm_meta *meta,
+                        const dtfm_input *in,
+                        const dtfm_result *r)
+{
+    cJSON *doc = cJSON_CreateObject(), *o, *arr, *e;
+    char *text = NULL;
+    int i, j, k = r->k, g = r->g;
+    const dtfm_search_result *sr = meta->search;
+
+    if (doc == NULL)
+        return NULL;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "schema", cJSON_CreateString("hetplan-dtfm-plan/1")) ||
+        !util_json_put(doc, "planner", o) ||
+        !util_json_put(o, "name", cJSON_CreateString("hetplan")) ||
+        !util_json_put(o, "version", cJSON_CreateString(HETPLAN_VERSION)))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "inputs", o) ||
+        !util_json_put(o, "cluster", input_ref(meta->cluster_path, meta->cluster_digest)) ||
+        !util_json_put(o, "model", meta->model_path
+                             ? input_ref(meta->model_path, meta->model_digest)
+                             : cJSON_CreateNull()))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "settings", o) ||
+        !util_json_put(o, "method", cJSON_CreateString("decentralized")) ||
+        !util_json_put(o, "searcher", cJSON_CreateString(meta->searcher ? meta->searcher : "")) ||
+        !util_json_put(o, "seed", util_json_num((double)meta->seed)) ||
+        !util_json_put(o, "seconds", util_json_num(meta->seconds)) ||
+        !util_json_put(o, "max_evals", cJSON_CreateNumber((double)meta->max_evals)) ||
+        !util_json_put(o, "convention",
+             cJSON_CreateString(dtfm_convention_name(in->convention))) ||
+        !util_json_put(o, "compute", cJSON_CreateBool(in->prob.compute != NULL)) ||
+        !util_json_put(o, "d_pp", cJSON_CreateNumber(in->prob.d_pp)) ||
+        !util_json_put(o, "d_dp", cJSON_CreateNumber(in->prob.d_dp)) ||
+        !util_json_put(o, "c_pp_bytes", util_json_num(in->prob.c_pp)) ||
+        !util_json_put(o, "c_dp_bytes", util_json_num(in->prob.c_dp)) ||
+        !util_json_put(o, "workload_source", cJSON_CreateString(in->workload_source)))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "search", o) ||
+        !util_json_put(o, "evaluated", cJSON_CreateNumber(sr ? (double)sr->evaluated : 0)) ||
+        !util_json_put(o, "generations", cJSON_CreateNumber(sr ? (double)sr->generations : 0)) ||
+        !util_json_put(o, "elapsed_s", util_json_num(sr ? sr->elapsed_s : 0.0)) ||
+        !util_json_put(o, "best_at_s", util_json_num(sr ? sr->best_at_s : 0.0)) ||
+        !util_json_put(o, "timed_out", cJSON_CreateBool(sr ? sr->timed_out : 0)))
+        goto done;
+    o = cJSON_CreateObject();
+    arr = cJSON_CreateArray();
+    if (!util_json_put(doc, "cluster", o) || !util_json_put(o, "name", cJSON_CreateString(in->name)) ||
+        !util_json_put(o, "devices", cJSON_CreateNumber(in->prob.n)) ||
+        !util_json_put(o, "regions", arr))
+        goto done;
+    for (i = 0; i < in->nregions; i++) {
+        e = cJSON_CreateObject();
+        if (!util_json_push(arr, e) || !util_json_put(e, "name", cJSON_CreateString(in->region_name[i])) ||
+            !util_json_put(e, "gpus", cJSON_CreateNumber(in->region_gpus[i])))
+            goto done;
+    }
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "cost", o) || !util_json_put(o, "total_s", util_json_num(r->total_s)) ||
+        !util_json_put(o, "dp_s", util_json_num(r->dp_s)) || !util_json_put(o, "pp_s", util_json_num(r->pp_s)) ||
+        !util_json_put(o, "compute_s", util_json_num(r->compute_s)) ||
+        !util_json_put(o, "tsp_exact", cJSON_CreateBool(r->tsp_exact)))
+        goto done;
+    arr = cJSON_CreateArray();
+    if (!util_json_put(doc, "pipeline", arr))
+        goto done;
+    for (j = 0; j < k; j++) {
+        int q = r->order[j];
+        cJSON *regs = cJSON_CreateArray();
+        e = cJSON_CreateObject();
+        if (!util_json_push(arr, e) || !util_json_put(e, "stage", cJSON_CreateNumber(j)) ||
+            !util_json_put(e, "group", cJSON_CreateNumber(q)) ||
+            !util_json_put(e, "devices", util_json_int_array(r->members + q * g, g)) ||
+            !util_json_put(e, "regions", regs) || !util_json_put(e, "dp_s", util_json_num(r->group_dp_s[q])))
+            goto done;
+        for (i = 0; i < g; i++)
+            if (!util_json_push(regs, cJSON_CreateString(
+                                in->region_name[in->device_region[r->members[q * g + i]]])))
+                goto done;
+    }
+    arr = cJSON_CreateArray();
+    if (!util_json_put(doc, "edges", arr))
+        goto done;
+    for (j = 0; j + 1 < k; j++) {
+        cJSON *pairs = cJSON_CreateArray();
+        e = cJSON_CreateObject();
+        if (!util_json_push(arr, e) || !util_json_put(e, "from_stage", cJSON_CreateNumber(j)) ||
+            !util_json_put(e, "to_stage", cJSON_CreateNumber(j + 1)) ||
+            !util_json_put(e, "cost_s", util_json_num(r->edge_s[j])) || !util_json_put(e, "matching", pairs))
+            goto done;
+        for (i = 0; i < g; i++) {
+            int pr[2];
+            pr[0] = r->members[r->order[j] * g + i];
+            pr[1] = r->match[j * g + i];
+            if (!util_json_push(pairs, util_json_int_array(pr, 2)))
+                goto done;
+        }
+    }
+    arr = cJSON_CreateArray();
+    if (!util_json_put(doc, "chains", arr))
+        goto done;
+    for (i = 0; i < g; i++) {
+        e = cJSON_CreateObject();
+        if (!util_json_push(arr, e) || !util_json_put(e, "micro_batch_group", cJSON_CreateNumber(i)) ||
+            !util_json_put(e, "devices", util_json_int_array(r->chain + i * k, k)))
+            goto done;
+    }
+    text = cJSON_Print(doc);
+done:
+    cJSON_Delete(doc);
+    return text;
+}
+
+/* ---- table ------------------------------------------------------------- */
+
+char *dtfm_to_table(const dtfm_meta *meta,
+                         const dtfm_input *in,
+                         const dtfm_result *r)
+{
+    util_buf b;
+    int i, j, k = r->k, g = r->g;
+
+    memset(&b, 0, sizeof b);
+    util_buf_printf(&b, "decentralized schedule of '%s': %d devices, d_pp %d, d_dp %d, "
+              "searcher %s, seed %llu, convention %s\n", in->name, in->prob.n,
+              k, g, meta->searcher ? meta->searcher : "", meta->seed,
+              dtfm_convention_name(in->convention));
+    util_buf_printf(&b, "cost %.4f s = data-parallel %.4f s + pipeline %.4f s",
+              r->total_s, r->dp_s, r->pp_s);
+    if (in->prob.compute)
+        util_buf_printf(&b, " + compute %.4f s", r->compute_s);
+    util_buf_printf(&b, "%s\n\n", r->tsp_exact ? "" : " (pipeline order by heuristic)");
+    util_buf_printf(&b, "stage  dp (s)  next edge (s)  devices\n");
+    for (j = 0; j < k; j++) {
+        int q = r->order[j];
+        util_buf_printf(&b, "%5d %7.3f ", j, r->group_dp_s[q]);
+        if (j + 1 < k)
+            util_buf_printf(&b, "%14.3f ", r->edge_s[j]);
+        else
+            util_buf_printf(&b, "%14s ", "-");
+        for (i = 0; i < g; i++) {
+            int d = r->members[q * g + i];
+            util_buf_printf(&b, "%s%d", i ? " " : " ", d);
+            if (in->nregions > 1)
+                util_buf_printf(&b, "(%s)", in->region_name[in->device_region[d]]);
+            if (i == 7 && g > 8) {
+                util_buf_printf(&b, " ... (%d more)", g - 8);
+                break;
+            }
+        }
+        util_buf_printf(&b, "\n");
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    return b.p;
+}

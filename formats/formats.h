@@ -1,0 +1,342 @@
+/* formats/formats.h: hetplan's inputs as plain structs (device types
+ * and the built-in catalogue, cluster, model, profile with its
+ * calibration, strategy) and the readers of the input files (cluster,
+ * model, profile, AMP profile, strategies, trials) that validate them
+ * with located errors.  Nothing above this room reads those files.
+ *
+ * Units are SI everywhere: seconds, bytes, bytes/second, FLOP/s.  Input
+ * files may use GB, Gbps and ms; they are converted once, when parsed. */
+#ifndef HETPLAN_FORMATS_H
+#define HETPLAN_FORMATS_H
+
+#include <stddef.h>
+
+#include "util.h"
+
+#define FMT_PROFILE_SCHEMA "hetplan-profile/1"
+
+/* ---- device types ----------------------------------------------------- */
+
+typedef struct fmt_device_type {
+    char name[32];       /* e.g. "V100", "T4", "A100-80GB" */
+    double mem_bytes;    /* device memory, bytes */
+    double flops_fp16;   /* peak dense fp16 tensor throughput, FLOP/s */
+    double flops_bf16;   /* peak dense bf16 throughput, FLOP/s; 0 = none */
+    double mem_bw;       /* memory bandwidth, bytes/s */
+} fmt_device_type;
+
+/* Built-in catalogue of published GPU specs (formats/catalog.c).
+ * Lookup is case-insensitive; returns NULL when unknown.  Static storage. */
+const fmt_device_type *fmt_catalog_find(const char *name);
+size_t fmt_catalog_count(void);
+const fmt_device_type *fmt_catalog_get(size_t i);
+
+/* ---- cluster ---------------------------------------------------------- */
+
+typedef struct fmt_node {
+    char name[64];       /* unique node name */
+    char region[64];     /* optional region, "" if none */
+    int type;            /* index into fmt_cluster.types */
+    int gpus;            /* GPUs in this node (> 0) */
+    int first_device;    /* global index of its first GPU */
+    double intra_bw;     /* GPU-GPU bandwidth inside the node, B/s */
+    double intra_lat;    /* latency inside the node, s */
+    double nic_bw;       /* NIC bandwidth to other nodes, B/s */
+    double nic_lat;      /* latency to other nodes, s */
+} fmt_node;
+
+/* Explicit link between two nodes (gpu = -1) or two GPUs. */
+typedef struct fmt_link {
+    int node_a, gpu_a;   /* node index, GPU index inside it or -1 */
+    int node_b, gpu_b;
+    double bw;           /* B/s */
+    double lat;          /* s */
+} fmt_link;
+
+typedef struct fmt_cluster {
+    char name[64];
+    fmt_device_type *types; /* ntypes entries, owned */
+    int ntypes;
+    fmt_node *nodes;        /* nnodes entries, owned */
+    int nnodes;
+    fmt_link *links;        /* nlinks overrides, owned, may be NULL */
+    int nlinks;
+    int ndevices;            /* sum of nodes[].gpus */
+    int *device_node;        /* ndevices entries: node of each device, owned */
+} fmt_cluster;
+
+/* Free the members of c (not c itself); NULL-safe, leaves c zeroed. */
+void fmt_cluster_free(fmt_cluster *c);
+/* Fill device_node/first_device/ndevices from nodes[]; UTIL_ENOMEM. */
+int fmt_cluster_index(fmt_cluster *c);
+/* Nominal bandwidth and latency of the link between two devices:
+ * an override when one matches, else the node's intra link for two GPUs
+ * of one node, else the slower NIC of the two nodes (larger latency). */
+void fmt_link_between(const fmt_cluster *c, int dev_a, int dev_b,
+                       double *bw, double *lat);
+/* Device type of a device. */
+const fmt_device_type *fmt_device(const fmt_cluster *c, int dev);
+
+/* ---- model ------------------------------------------------------------ */
+
+enum fmt_layer_kind {
+    FMT_KIND_GENERIC = 0,
+    FMT_KIND_EMBEDDING,
+    FMT_KIND_TRANSFORMER,
+    FMT_KIND_HEAD,          /* output projection to the vocabulary + loss */
+    FMT_KIND_NORM,
+    FMT_KIND_NOOP
+};
+/* "generic", "embedding", ... ; NULL for out-of-range. */
+const char *fmt_kind_name(int kind);
+/* Kind from name (also accepts AMP's "embed2h", "embed2v", "noop");
+ * returns -1 when unknown. */
+int fmt_kind_from_name(const char *name);
+
+typedef struct fmt_layer {
+    char name[48];
+    int kind;               /* enum fmt_layer_kind */
+    double params;          /* parameter count (whole layer, tp = 1) */
+    double fwd_flops;       /* forward FLOPs per sample, tp = 1 */
+    double tp_flops_frac;   /* fraction of fwd_flops that TP divides (0..1) */
+    double traffic;         /* forward memory traffic per sample, bytes, TP-divided part */
+    double traffic_rep;     /* forward memory traffic per sample, bytes, replicated under TP */
+    double out_bytes;       /* output activation per sample sent to the next layer, bytes */
+    double act_bytes;       /* activation stored for backward per sample, bytes, tp = 1 */
+    double act_rep_bytes;   /* part of act_bytes that TP does not divide */
+    double tp_comm_bytes;   /* bytes all-reduced per sample in forward under TP */
+    int tp_collectives;     /* TP all-reduces in forward (the same again in backward) */
+    int kernels;            /* GPU kernels in forward (host overhead estimate) */
+    int tied_group;         /* > 0: layers sharing one weight tensor (tied embeddings) */
+} fmt_layer;
+
+typedef struct fmt_model {
+    char name[64];
+    char family[32];        /* "gpt2", "gpt3", "llama", "bert", "" */
+    fmt_layer *layers;     /* nlayers entries, owned */
+    int nlayers;
+    int hidden, heads, seq, vocab, ffn, blocks; /* transformer shape; 0 = unknown */
+    int global_batch;       /* default global batch, 0 = not given */
+    int dtype_bytes;        /* bytes per activation/weight element: 2 (fp16/bf16) or 4 */
+    int bf16;               /* 1: bf16 math, 0: fp16 (or fp32 when dtype_bytes == 4) */
+} fmt_model;
+
+/* The transformer shorthand of model.json. */
+typedef struct fmt_transformer_spec {
+    char name[64];
+    char family[32];        /* gpt2, gpt3, llama, bert, ... */
+    int blocks;             /* transformer blocks */
+    int hidden, heads, seq, vocab;
+    int ffn;                /* FFN inner size; 0 = 4 * hidden */
+    int tied_embeddings;    /* 1: embedding and LM head share weights, 0: not,
+                               -1: family default (tied for gpt2/gpt3/bert,
+                               untied for llama) */
+} fmt_transformer_spec;
+
+/* Expand the shorthand into embedding, blocks, final norm and head
+ * layers with standard formulas (docs/model-formulas.md).  m is
+ * overwritten; its fields other than layers keep caller values when
+ * non-zero (global_batch, dtype_bytes). */
+int fmt_model_from_transformer(const fmt_transformer_spec *spec,
+                                fmt_model *m, util_error *err);
+/* Fill a layer's optional fields that are negative (= not given in the
+ * file) with defaults for its kind and the model's shape. */
+void fmt_layer_defaults(const fmt_model *m, fmt_layer *l);
+void fmt_model_free(fmt_model *m);
+
+/* ---- profile ---------------------------------------------------------- */
+
+/* Measured per-layer times for one (device type, tp, mbs). */
+typedef struct fmt_profile_entry {
+    char device[32];        /* device type name */
+    int tp;                 /* tensor-parallel degree measured */
+    int mbs;                /* micro-batch size measured */
+    double *fwd;            /* nlayers forward times, s; < 0 = not measured; owned */
+    double *bwd;            /* nlayers backward times, s; < 0 = 2x forward; owned, may be NULL */
+} fmt_profile_entry;
+
+typedef struct fmt_profile {
+    fmt_profile_entry *entries; /* owned */
+    int nentries;
+    int nlayers;            /* length of every fwd/bwd array */
+    struct fmt_calibration *calib; /* fitted calibration (planner calibrate), owned;
+                                       NULL = none (issue 3, costmodel/calibration.c) */
+} fmt_profile;
+
+void fmt_profile_free(fmt_profile *p);
+
+/* ---- strategy --------------------------------------------------------- */
+
+enum fmt_schedule { FMT_SCHED_1F1B = 0, FMT_SCHED_GPIPE = 1 };
+
+/* One parallel training strategy.  Rank r has
+ * tp_index = r % tp, dp_index = (r / tp) % dp, stage = r / (tp * dp). */
+typedef struct fmt_strategy {
+    int tp, dp, pp;         /* degrees, tp * dp * pp = ranks */
+    int mbs;                /* micro-batch size */
+    int gas;                /* micro-batches per iteration per replica */
+    int schedule;           /* enum fmt_schedule */
+    int *bounds;            /* pp + 1 stage boundaries, owned: stage i runs [b[i], b[i+1]) */
+    int *ranks;             /* tp * dp * pp device indices, owned */
+    char placement[32];     /* name of the placement rule that made ranks */
+    int *tp_heads;          /* tp * dp * pp attention heads of each rank, owned;
+                               NULL = even split (issue 6, costmodel/uneven.c) */
+    int *tp_cols;           /* tp * dp * pp MLP columns of each rank, owned; NULL
+                               with tp_heads */
+    double *slow;           /* tp * dp * pp compute slowdown of each rank (1 = as
+                               catalogued, 2 = twice as slow), owned; NULL = none */
+} fmt_strategy;
+
+/* Allocate bounds and ranks for the given degrees (contents zeroed). */
+int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp);
+int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src);
+void fmt_strategy_free(fmt_strategy *s);
+/* Device of (stage, dp_index, tp_index). */
+int fmt_rank_device(const fmt_strategy *s, int stage, int dpi, int tpi);
+
+/* Check a strategy against cluster and model (degrees, ranks, bounds,
+ * batch divisibility); UTIL_EINVAL with a message otherwise. */
+int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_strategy *s, int global_batch,
+                        util_error *err);
+/* Copy per-rank heads and columns (tp * dp * pp each) into s, replacing
+ * any; NULL, NULL clears them (even split).  UTIL_ENOMEM. */
+int fmt_strategy_set_shards(fmt_strategy *s, const int *heads,
+                             const int *cols);
+/* Copy per-rank slowdowns (tp * dp * pp) into s; NULL clears. */
+int fmt_strategy_set_slow(fmt_strategy *s, const double *slow);
+/* Rank that runs on device dev, -1 when none. */
+int fmt_rank_of_device(const fmt_strategy *s, int dev);
+
+/* ---- precision --------------------------------------------------------- */
+
+/* Training precision (model.json training.precision, --precision). */
+enum fmt_precision {
+    FMT_PREC_FP16 = 0,     /* mixed precision, fp16 with loss scaling (default) */
+    FMT_PREC_BF16 = 1,     /* mixed precision, bf16, fp32 gradient accumulation */
+    FMT_PREC_FP32 = 2      /* fp32 throughout */
+};
+/* "fp16", "bf16", "fp32"; NULL when out of range. */
+const char *fmt_precision_name(int prec);
+/* Precision from its name, -1 when unknown. */
+int fmt_precision_from_name(const char *name);
+/* Precision of a model (from dtype_bytes and bf16). */
+int fmt_model_precision(const fmt_model *m);
+/* Change a loaded model's precision: sets dtype_bytes and bf16 and
+ * rescales the element-size fields of every layer (activations, traffic,
+ * transfers) by new / old element size; the head's fp32 loss copies keep
+ * their size.  UTIL_EINVAL for an unknown precision. */
+int fmt_model_set_precision(fmt_model *m, int prec, util_error *err);
+
+/* ---- calibration constants (docs/calibration.md) ---------------------- */
+
+/* A few global constants fitted to measured iteration times by `planner
+ * calibrate` (calib_run, docs/calibration.md).  Every field's
+ * neutral value (fmt_calibration_init) leaves the model unchanged.  Each
+ * enters the iteration time linearly (a time multiplier or an added
+ * time), which is what makes the fit a linear program. */
+#define FMT_CALIB_MAX_TYPES 16
+
+/* Link classes of a transfer between two devices. */
+enum fmt_link_class {
+    FMT_LINK_INTRA = 0,    /* both devices in one node */
+    FMT_LINK_INTER,        /* two nodes of one region (or no region given) */
+    FMT_LINK_REGION,       /* two nodes in different regions */
+    FMT_LINK_NCLASSES
+};
+/* "intra-node", "inter-node", "cross-region"; NULL when out of range. */
+const char *fmt_link_class_name(int cls);
+/* Class of the link between two devices of c. */
+int fmt_link_class_of(const fmt_cluster *c, int dev_a, int dev_b);
+
+typedef struct fmt_calibration {
+    int ntypes;                             /* device types with their own values */
+    char type[FMT_CALIB_MAX_TYPES][32];    /* device type names (case-insensitive) */
+    double compute_scale[FMT_CALIB_MAX_TYPES]; /* multiplier on the per-sample compute time
+                                               of the profile/estimate (1); 1 / relative
+                                               efficiency e_inf */
+    double mbs_half[FMT_CALIB_MAX_TYPES];  /* b_half of eff(b) = e_inf b / (b + b_half):
+                                               each micro-batch costs b_half samples' worth
+                                               of compute on top (0) */
+    double bw_frac[FMT_LINK_NCLASSES];     /* effective fraction of line rate per link
+                                               class; 0 = cost_params' intra_eff / net_eff */
+    double msg_latency;                     /* added to every message (P2P transfer,
+                                               all-reduce step), s (0) */
+    double tp_fixed;                        /* fixed cost per micro-batch and layer with
+                                               TP collectives when tp > 1, fwd + bwd, s (0) */
+    double iter_overhead;                   /* framework overhead per iteration, s (0) */
+} fmt_calibration;
+
+/* Neutral calibration: no types, every field at its neutral value. */
+void fmt_calibration_init(fmt_calibration *cal);
+/* Index of a device type in cal (case-insensitive), -1 when absent. */
+int fmt_calibration_type(const fmt_calibration *cal, const char *name);
+/* Index of name, added with neutral values when absent; -1 when full. */
+int fmt_calibration_add_type(fmt_calibration *cal, const char *name);
+
+/* ---- inputs (docs/inputs.md) ------------------------------------------ */
+/* Each parse function takes the JSON text and the file name used in
+ * error messages; each load function reads the file then parses.  On
+ * success the output struct owns its memory (free with the cost_*_free
+ * function); on failure it is left empty and err says file, JSON path
+ * and what was expected. */
+
+int fmt_parse_cluster(const char *text, const char *file,
+                       fmt_cluster *out, util_error *err);
+int fmt_load_cluster(const char *path, fmt_cluster *out, util_error *err);
+
+int fmt_parse_model(const char *text, const char *file, fmt_model *out,
+                     util_error *err);
+int fmt_load_model(const char *path, fmt_model *out, util_error *err);
+
+/* Profile arrays must match the model's layer count. */
+int fmt_parse_profile(const char *text, const char *file,
+                       const fmt_model *m, fmt_profile *out,
+                       util_error *err);
+int fmt_load_profile(const char *path, const fmt_model *m,
+                      fmt_profile *out, util_error *err);
+
+/* AMP's profiles.json (one sample, forward only, per GPU type and tp) as
+ * a hetplan profile: fwd per layer at mbs 1, backward left to the cost
+ * model's bwd_ratio.  key selects the model ("gpt2"). */
+int fmt_profile_from_amp(const char *path, const char *key,
+                          const fmt_model *m, fmt_profile *out,
+                          util_error *err);
+
+/* Strategies file of `planner evaluate`:
+ * {"strategies":[{"tp":1,"dp":4,"pp":4,"mbs":1,
+ *   "stage_boundaries":[0,7,14,20,30], "ranks":[...optional...]}]}.
+ * Without "ranks" the Megatron placement (rank r on device r) is used.
+ * Every strategy is checked with fmt_strategy_check.  *out is a malloc'd
+ * array of *n strategies; free each with fmt_strategy_free, then free(). */
+int fmt_parse_strategies(const char *text, const char *file,
+                          const fmt_cluster *c, const fmt_model *m,
+                          int global_batch, fmt_strategy **out, int *n,
+                          util_error *err);
+int fmt_load_strategies(const char *path, const fmt_cluster *c,
+                         const fmt_model *m, int global_batch,
+                         fmt_strategy **out, int *n, util_error *err);
+
+/* ---- trials files (docs/calibration.md) ------------------------------- */
+
+/* Measured runs (docs/calibration.md): the strategies of a trials file
+ * with their measured iteration times. */
+typedef struct fmt_trial_set {
+    fmt_strategy *s;       /* n strategies, owned */
+    double *measured_s;     /* n measured times, s; -1 = the run failed (owned) */
+    int *failed_memory;     /* n: 1 when labelled "failure": "memory" (owned) */
+    int n;
+    int global_batch;       /* batch the strategies were checked against */
+} fmt_trial_set;
+
+void fmt_trial_set_free(fmt_trial_set *t);
+/* A trials file: the strategies format of `planner evaluate` with a
+ * "measured_s" per strategy (seconds > 0; null or absent = failed run)
+ * and an optional "failure" string.  With amp = 1 the file is one of AMP's
+ * experiment logs (homogeneous.json, het_cluster.json: "trials" and
+ * "global_batch").  global_batch 0 = the file's, else the model's. */
+int fmt_load_trials(const char *path, int amp, const fmt_cluster *c,
+                     const fmt_model *m, int global_batch,
+                     fmt_trial_set *out, util_error *err);
+
+#endif

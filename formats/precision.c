@@ -1,0 +1,117 @@
+/* formats/precision.c: training precision of a model, link classes and
+ * the calibration constants a profile carries. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "formats.h"
+
+static const char *const prec_names[] = {"fp16", "bf16", "fp32"};
+
+static const char *const class_names[FMT_LINK_NCLASSES] = {
+    "intra-node", "inter-node", "cross-region"};
+
+const char *fmt_precision_name(int prec)
+{
+    return prec >= 0 && prec < 3 ? prec_names[prec] : NULL;
+}
+
+int fmt_precision_from_name(const char *name)
+{
+    int i;
+
+    for (i = 0; name != NULL && i < 3; i++)
+        if (strcmp(name, prec_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+int fmt_model_precision(const fmt_model *m)
+{
+    if (m->dtype_bytes >= 4)
+        return FMT_PREC_FP32;
+    return m->bf16 ? FMT_PREC_BF16 : FMT_PREC_FP16;
+}
+
+int fmt_model_set_precision(fmt_model *m, int prec, util_error *err)
+{
+    double old_d = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
+    double new_d = prec == FMT_PREC_FP32 ? 4.0 : 2.0, r = new_d / old_d;
+    double logits = (double)m->seq * (double)m->vocab;
+    int i;
+
+    if (fmt_precision_name(prec) == NULL)
+        return util_error_set(err, UTIL_EINVAL, NULL, "precision",
+                              "expected fp16, bf16 or fp32, got %d", prec);
+    for (i = 0; i < m->nlayers && r != 1.0; i++) {
+        fmt_layer *l = &m->layers[i];
+        /* the head's fp32 loss copies (8 bytes per logit) keep their size */
+        double fixed = l->kind == FMT_KIND_HEAD && logits > 0.0 &&
+                               l->act_bytes >= 8.0 * logits
+                           ? 8.0 * logits
+                           : 0.0;
+        l->act_bytes = (l->act_bytes - fixed) * r + fixed;
+        l->act_rep_bytes *= r;
+        l->traffic *= r;
+        l->traffic_rep *= r;
+        if (l->kind != FMT_KIND_HEAD) { /* the head sends and reduces fp32 */
+            l->out_bytes *= r;
+            l->tp_comm_bytes *= r;
+        } else if (l->out_bytes > 4.0) { /* logits, not the fp32 loss */
+            l->out_bytes *= r;
+        }
+    }
+    m->dtype_bytes = (int)new_d;
+    m->bf16 = prec == FMT_PREC_BF16;
+    return UTIL_OK;
+}
+
+const char *fmt_link_class_name(int cls)
+{
+    if (cls < 0 || cls >= FMT_LINK_NCLASSES)
+        return NULL;
+    return class_names[cls];
+}
+
+int fmt_link_class_of(const fmt_cluster *c, int dev_a, int dev_b)
+{
+    const fmt_node *a = &c->nodes[c->device_node[dev_a]];
+    const fmt_node *b = &c->nodes[c->device_node[dev_b]];
+
+    if (a == b)
+        return FMT_LINK_INTRA;
+    if (a->region[0] && b->region[0] && strcmp(a->region, b->region) != 0)
+        return FMT_LINK_REGION;
+    return FMT_LINK_INTER;
+}
+
+void fmt_calibration_init(fmt_calibration *cal)
+{
+    memset(cal, 0, sizeof *cal);
+}
+
+int fmt_calibration_type(const fmt_calibration *cal, const char *name)
+{
+    int i;
+
+    for (i = 0; cal != NULL && i < cal->ntypes; i++)
+        if (strcasecmp(cal->type[i], name) == 0)
+            return i;
+    return -1;
+}
+
+int fmt_calibration_add_type(fmt_calibration *cal, const char *name)
+{
+    int i = fmt_calibration_type(cal, name);
+
+    if (i >= 0)
+        return i;
+    if (cal->ntypes >= FMT_CALIB_MAX_TYPES || strlen(name) >= sizeof cal->type[0])
+        return -1;
+    i = cal->ntypes++;
+    snprintf(cal->type[i], sizeof cal->type[i], "%s", name);
+    cal->compute_scale[i] = 1.0;
+    cal->mbs_half[i] = 0.0;
+    return i;
+}

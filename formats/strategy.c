@@ -1,0 +1,128 @@
+/* formats/strategy.c: strategy checks and per-rank shard and slowdown
+ * arrays. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats.h"
+
+static size_t nranks_of(const fmt_strategy *s)
+{
+    return (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
+}
+
+int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_strategy *s, int global_batch,
+                        util_error *err)
+{
+    int i, nr = s->tp * s->dp * s->pp;
+    char *seen = NULL;
+    int rc = UTIL_OK;
+
+    if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "degrees and micro-batch size must be positive");
+    if (nr != c->ndevices)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "tp*dp*pp = %d*%d*%d = %d does not match the "
+                              "cluster's %d GPUs", s->tp, s->dp, s->pp, nr,
+                              c->ndevices);
+    if (s->pp > m->nlayers)
+        return util_error_set(err, UTIL_EINVAL, NULL, "pp",
+                              "%d pipeline stages but the model has only %d layers",
+                              s->pp, m->nlayers);
+    if (m->heads > 0 && m->heads % s->tp != 0)
+        return util_error_set(err, UTIL_EINVAL, NULL, "tp",
+                              "tp %d does not divide the model's %d attention heads",
+                              s->tp, m->heads);
+    if (global_batch < 1 || global_batch % (s->dp * s->mbs) != 0)
+        return util_error_set(err, UTIL_EINVAL, NULL, "mbs",
+                              "global batch %d is not divisible by dp*mbs = %d*%d",
+                              global_batch, s->dp, s->mbs);
+    if (s->gas != global_batch / (s->dp * s->mbs))
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "micro-batch count %d does not equal global batch "
+                              "/ (dp*mbs) = %d", s->gas,
+                              global_batch / (s->dp * s->mbs));
+    if (s->bounds[0] != 0 || s->bounds[s->pp] != m->nlayers)
+        return util_error_set(err, UTIL_EINVAL, NULL, "stage_boundaries",
+                              "expected boundaries from 0 to %d (the model's "
+                              "layer count), got %d to %d", m->nlayers,
+                              s->bounds[0], s->bounds[s->pp]);
+    for (i = 0; i < s->pp; i++)
+        if (s->bounds[i + 1] <= s->bounds[i])
+            return util_error_set(err, UTIL_EINVAL, NULL, "stage_boundaries",
+                                  "expected strictly increasing boundaries, got "
+                                  "%d then %d at index %d", s->bounds[i],
+                                  s->bounds[i + 1], i + 1);
+    seen = calloc((size_t)c->ndevices, 1);
+    if (seen == NULL)
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    for (i = 0; i < nr; i++) {
+        int d = s->ranks[i];
+        if (d < 0 || d >= c->ndevices) {
+            rc = util_error_set(err, UTIL_EINVAL, NULL, "ranks",
+                                "rank %d names device %d, expected 0..%d", i, d,
+                                c->ndevices - 1);
+            goto done;
+        }
+        if (seen[d]) {
+            rc = util_error_set(err, UTIL_EINVAL, NULL, "ranks",
+                                "device %d is given to more than one rank", d);
+            goto done;
+        }
+        seen[d] = 1;
+    }
+done:
+    free(seen);
+    return rc;
+}
+
+int fmt_strategy_set_shards(fmt_strategy *s, const int *heads,
+                             const int *cols)
+{
+    size_t n = nranks_of(s);
+    int *h = NULL, *c = NULL;
+
+    if (heads != NULL && cols != NULL) {
+        h = malloc(n * sizeof *h);
+        c = malloc(n * sizeof *c);
+        if (h == NULL || c == NULL) {
+            free(h);
+            free(c);
+            return UTIL_ENOMEM;
+        }
+        memcpy(h, heads, n * sizeof *h);
+        memcpy(c, cols, n * sizeof *c);
+    }
+    free(s->tp_heads);
+    free(s->tp_cols);
+    s->tp_heads = h;
+    s->tp_cols = c;
+    return UTIL_OK;
+}
+
+int fmt_strategy_set_slow(fmt_strategy *s, const double *slow)
+{
+    size_t n = nranks_of(s);
+    double *v = NULL;
+
+    if (slow != NULL) {
+        v = malloc(n * sizeof *v);
+        if (v == NULL)
+            return UTIL_ENOMEM;
+        memcpy(v, slow, n * sizeof *v);
+    }
+    free(s->slow);
+    s->slow = v;
+    return UTIL_OK;
+}
+
+int fmt_rank_of_device(const fmt_strategy *s, int dev)
+{
+    int r, n = s->tp * s->dp * s->pp;
+
+    for (r = 0; r < n; r++)
+        if (s->ranks[r] == dev)
+            return r;
+    return -1;
+}

@@ -1,0 +1,666 @@
+/* plan/output.c: SHA-256 of input files, the plan JSON document and
+ * the human table (docs/plan-format.md). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+/* ---- JSON helpers ------------------------------------------------------ */
+
+static double gib(double bytes)
+{
+    return bytes / 1073741824.0;
+}
+
+/* GiB rounded to 3 decimals. */
+static double gib3(double bytes)
+{
+    return round(gib(bytes) * 1000.0) / 1000.0;
+}
+
+static const char *sched_name(int schedule)
+{
+    return schedule == FMT_SCHED_GPIPE ? "gpipe" : "1f1b";
+}
+
+/* Number, or null when the array is missing or i out of range. */
+static int put_opt(cJSON *obj, const char *key, const double *a, int i,
+                   int len)
+{
+    if (a == NULL || i < 0 || i >= len)
+        return util_json_put_null(obj, key);
+    return util_json_put_num(obj, key, a[i]);
+}
+
+/* ---- JSON sections ----------------------------------------------------- */
+
+static cJSON *input_json(const char *path, const char *digest)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL && util_json_put_str(o, "path", path) &&
+                         util_json_put_str(o, "sha256", digest));
+}
+
+/* The profile input; an AMP profiles.json also records its model key. */
+static cJSON *profile_json(const plan_meta *meta)
+{
+    cJSON *o = input_json(meta->profile_path, meta->profile_digest);
+
+    if (o == NULL || meta->profile_amp_key == NULL)
+        return o;
+    return util_json_finish(o, util_json_put_str(o, "format", "amp") &&
+                         util_json_put_str(o, "key", meta->profile_amp_key));
+}
+
+/* Every settable cost-model parameter by its --param name, so that a
+ * plan read back (plan_load_plan) gets exactly these values. */
+static cJSON *params_json(const cost_params *p)
+{
+    cJSON *o;
+    const char *name;
+    double v;
+    int i, ok = 1;
+
+    if (p == NULL)
+        return cJSON_CreateNull();
+    o = cJSON_CreateObject();
+    for (i = 0; o != NULL && ok && (name = cost_params_name(i)) != NULL; i++) {
+        if (cost_params_get(p, name, &v) != UTIL_OK)
+            continue;
+        if (strcmp(name, "schedule") == 0)
+            ok = util_json_put_str(o, name, sched_name((int)v));
+        else if (strcmp(name, "recompute") == 0)
+            ok = util_json_put_bool(o, name, v != 0.0);
+        else
+            ok = util_json_put_num(o, name, v);
+    }
+    return util_json_finish(o, o != NULL && ok);
+}
+
+static const char *precision_name(const fmt_model *m)
+{
+    if (m->dtype_bytes == 4)
+        return "fp32";
+    return m->bf16 ? "bf16" : "fp16";
+}
+
+static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
+                            const cost_params *p, const fmt_strategy *s,
+                            int n)
+{
+    cJSON *o = cJSON_CreateObject();
+    int sched = p ? p->schedule : (n > 0 ? s[0].schedule : FMT_SCHED_1F1B);
+
+    return util_json_finish(o, o != NULL &&
+                         util_json_put_num(o, "global_batch", meta->global_batch) &&
+                         util_json_put_str(o, "method", meta->method) &&
+                         util_json_put_str(o, "schedule", sched_name(sched)) &&
+                         util_json_put_str(o, "precision", precision_name(m)) &&
+                         util_json_put_str(o, "fidelity",
+                                 p ? cost_fidelity_name(p->fidelity) : NULL) &&
+                         util_json_put(o, "cost_params", params_json(p)));
+}
+
+static cJSON *search_json(const plan_meta *meta)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL &&
+                         util_json_put_num(o, "evaluated", (double)meta->evaluated) &&
+                         util_json_put_num(o, "rejected_memory",
+                                 (double)meta->rejected_memory) &&
+                         util_json_put_num(o, "elapsed_s", meta->elapsed_s));
+}
+
+static const char *type_name(const fmt_cluster *c, int node)
+{
+    int t = c->nodes[node].type;
+
+    return t >= 0 && t < c->ntypes ? c->types[t].name : NULL;
+}
+
+static cJSON *cluster_json(const fmt_cluster *c)
+{
+    cJSON *o = cJSON_CreateObject(), *nodes = NULL, *nd = NULL;
+    int i, ok = 0;
+
+    if (o == NULL || !util_json_put_str(o, "name", c->name) ||
+        !util_json_put_num(o, "devices", c->ndevices))
+        goto done;
+    nodes = cJSON_CreateArray();
+    if (!util_json_put(o, "nodes", nodes))
+        goto done;
+    for (i = 0; i < c->nnodes; i++) {
+        nd = cJSON_CreateObject();
+        if (!util_json_push(nodes, nd))
+            goto done;
+        if (!util_json_put_str(nd, "name", c->nodes[i].name) ||
+            !util_json_put_str(nd, "device_type", type_name(c, i)) ||
+            !util_json_put_num(nd, "gpus", c->nodes[i].gpus) ||
+            !util_json_put_str(nd, "region", c->nodes[i].region))
+            goto done;
+    }
+    ok = 1;
+done:
+    return util_json_finish(o, ok);
+}
+
+/* Parameters with each tied group counted once. */
+static double model_params(const fmt_model *m)
+{
+    double sum = 0.0;
+    int i, j, seen;
+
+    for (i = 0; i < m->nlayers; i++) {
+        seen = 0;
+        if (m->layers[i].tied_group > 0)
+            for (j = 0; j < i && !seen; j++)
+                seen = m->layers[j].tied_group == m->layers[i].tied_group;
+        if (!seen)
+            sum += m->layers[i].params;
+    }
+    return sum;
+}
+
+static cJSON *model_json(const fmt_model *m)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL && util_json_put_str(o, "name", m->name) &&
+                         util_json_put_num(o, "layers", m->nlayers) &&
+                         util_json_put_num(o, "params", model_params(m)));
+}
+
+static cJSON *breakdown_json(const cost_breakdown *bd)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL &&
+                         util_json_put_num(o, "compute_s", bd->compute) &&
+                         util_json_put_num(o, "tp_allreduce_s", bd->tp_comm) &&
+                         util_json_put_num(o, "pipeline_bubble_s", bd->bubble) &&
+                         util_json_put_num(o, "p2p_s", bd->p2p) &&
+                         util_json_put_num(o, "dp_allreduce_s", bd->dp_comm) &&
+                         util_json_put_num(o, "optimizer_s", bd->optimizer) &&
+                         util_json_put_num(o, "total_s", bd->total));
+}
+
+/* One entry of "stages". */
+static cJSON *stage_json(const fmt_model *m, const fmt_strategy *s,
+                         const cost_result *r, int j)
+{
+    cJSON *o = cJSON_CreateObject(), *names = NULL, *ranks = NULL;
+    int per = s->tp * s->dp, a = 0, b = 0, l, k, ok = 0;
+
+    if (o == NULL)
+        return NULL;
+    if (s->bounds != NULL) {
+        a = s->bounds[j];
+        b = s->bounds[j + 1];
+    }
+    if (!util_json_put_num(o, "index", j))
+        goto done;
+    if (s->bounds == NULL) {
+        if (!util_json_put_null(o, "layers") || !util_json_put_null(o, "layer_names"))
+            goto done;
+    } else {
+        int ab[2];
+        ab[0] = a;
+        ab[1] = b;
+        if (!util_json_put(o, "layers", util_json_int_array(ab, 2)))
+            goto done;
+        names = cJSON_CreateArray();
+        if (!util_json_put(o, "layer_names", names))
+            goto done;
+        for (l = a; l < b; l++)
+            if (!util_json_push(names, l >= 0 && l < m->nlayers
+                                 ? cJSON_CreateString(m->layers[l].name)
+                                 : cJSON_CreateNull()))
+                goto done;
+    }
+    if (!put_opt(o, "time_per_microbatch_s", r->stage_s, j, r->pp) ||
+        !put_opt(o, "p2p_to_next_s", r->p2p_s, j,
+                 (s->pp < r->pp ? s->pp : r->pp) - 1))
+        goto done;
+    ranks = cJSON_CreateArray();
+    if (!util_json_put(o, "ranks", ranks))
+        goto done;
+    for (k = 0; k < per; k++)
+        if (!util_json_push(ranks, util_json_num(j * per + k)))
+            goto done;
+    ok = 1;
+done:
+    return util_json_finish(o, ok);
+}
+
+/* One entry of "ranks"; tracks peak and least headroom. */
+static cJSON *rank_json(const fmt_cluster *c, const fmt_strategy *s,
+                        const cost_result *r, int rank, double *peak,
+                        double *least)
+{
+    cJSON *o = cJSON_CreateObject();
+    int dev = s->ranks ? s->ranks[rank] : -1, ok = 0;
+    int node = dev >= 0 && dev < c->ndevices && c->device_node
+                   ? c->device_node[dev] : -1;
+    int has_mem = r->mem_bytes != NULL && rank < r->nranks;
+    int has_cap = r->mem_cap != NULL && rank < r->nranks;
+
+    if (o == NULL)
+        return NULL;
+    if (!util_json_put_num(o, "rank", rank) ||
+        !(dev >= 0 ? util_json_put_num(o, "device", dev) : util_json_put_null(o, "device")))
+        goto done;
+    if (node >= 0 && node < c->nnodes) {
+        if (!util_json_put_str(o, "node", c->nodes[node].name) ||
+            !util_json_put_num(o, "gpu", dev - c->nodes[node].first_device) ||
+            !util_json_put_str(o, "device_type", type_name(c, node)))
+            goto done;
+    } else if (!util_json_put_null(o, "node") || !util_json_put_null(o, "gpu") ||
+               !util_json_put_null(o, "device_type")) {
+        goto done;
+    }
+    if (!util_json_put_num(o, "stage", rank / (s->tp * s->dp)) ||
+        !util_json_put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
+        !util_json_put_num(o, "tp_index", rank % s->tp) ||
+        (s->tp_heads != NULL && s->tp_cols != NULL && /* issue 6: uneven shards */
+         (!util_json_put_num(o, "heads", s->tp_heads[rank]) ||
+          !util_json_put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
+        !(has_mem ? util_json_put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
+                  : util_json_put_null(o, "memory_gib")) ||
+        !(has_cap ? util_json_put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
+                  : util_json_put_null(o, "capacity_gib")))
+        goto done;
+    if (has_mem && has_cap) {
+        double head = r->mem_cap[rank] - r->mem_bytes[rank];
+        if (!util_json_put_num(o, "headroom_gib", gib3(head)))
+            goto done;
+        if (head < *least)
+            *least = head;
+    } else if (!util_json_put_null(o, "headroom_gib")) {
+        goto done;
+    }
+    if (has_mem && r->mem_bytes[rank] > *peak)
+        *peak = r->mem_bytes[rank];
+    ok = 1;
+done:
+    return util_json_finish(o, ok);
+}
+
+/* Simulated events of one iteration (docs/simulator.md), or NULL when
+ * there are more than PLAN_TIMELINE_MAX (the plan stays small). */
+#define PLAN_TIMELINE_MAX 20000
+static cJSON *timeline_json(const cost_timeline *t)
+{
+    cJSON *arr = cJSON_CreateArray(), *e;
+    int i;
+
+    if (arr == NULL)
+        return NULL;
+    for (i = 0; i < t->nevents; i++) {
+        const cost_event *ev = &t->events[i];
+        e = cJSON_CreateObject();
+        if (!util_json_push(arr, e) || !util_json_put_str(e, "kind", cost_event_name(ev->kind)) ||
+            !util_json_put_num(e, "stage", ev->stage) || !util_json_put_num(e, "replica", ev->replica) ||
+            !util_json_put_num(e, "micro", ev->micro) || !util_json_put_num(e, "start_s", ev->start) ||
+            !util_json_put_num(e, "end_s", ev->end)) {
+            cJSON_Delete(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static const char layer_note[] =
+    "estimated times come from FLOPs and memory traffic at the device's "
+    "peak with compute_eff/memory_eff (docs/cost-model.md)";
+
+/* Whether a strategy is predicted to run (memory fits and every stage
+ * holds parameters, docs/cost-model.md); why not in buf ("" when it
+ * runs).  The structural rule is checked on s itself, not on r. */
+static int runnable_reason(const fmt_model *m, const fmt_strategy *s,
+                           const cost_result *r, char *buf, size_t n)
+{
+    int es = cost_empty_stage(m, s), w = r->worst_rank, len = 0;
+
+    buf[0] = '\0';
+    if (es >= 0) {
+        int a = s->bounds[es], b = s->bounds[es + 1];
+        len = snprintf(buf, n, "stage %d (layers %d-%d: '%s'%s) holds no "
+                       "parameters: DeepSpeed and Megatron build one optimizer "
+                       "per stage and torch.optim refuses an empty parameter list",
+                       es, a, b - 1, a >= 0 && a < b && a < m->nlayers
+                                         ? m->layers[a].name : "none",
+                       b - a > 1 ? ", ..." : "");
+    }
+    if (!r->fits && len >= 0 && (size_t)len < n) {
+        if (r->mem_bytes != NULL && r->mem_cap != NULL && w >= 0 && w < r->nranks)
+            snprintf(buf + len, n - (size_t)len,
+                     "%sdoes not fit memory: rank %d needs %.2f GiB, its device "
+                     "has %.2f GiB", len > 0 ? "; " : "", w, gib(r->mem_bytes[w]),
+                     gib(r->mem_cap[w]));
+        else
+            snprintf(buf + len, n - (size_t)len, "%sdoes not fit memory",
+                     len > 0 ? "; " : "");
+    }
+    return r->fits && es < 0;
+}
+
+static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
+                            const fmt_model *m, const fmt_strategy *s,
+                            const cost_result *r, int idx)
+{
+    cJSON *o = cJSON_CreateObject(), *arr, *mem, *lt;
+    int nranks = s->tp * s->dp * s->pp, j, ok = 0;
+    double peak = -HUGE_VAL, least = HUGE_VAL;
+
+    if (o == NULL)
+        return NULL;
+    if (s->tp < 1 || s->dp < 1 || s->pp < 1)
+        goto done; /* invalid degrees: no plan */
+    if (!util_json_put_num(o, "rank", idx + 1) || !util_json_put_num(o, "tp", s->tp) ||
+        !util_json_put_num(o, "dp", s->dp) || !util_json_put_num(o, "pp", s->pp) ||
+        !util_json_put_num(o, "mbs", s->mbs) || !util_json_put_num(o, "micro_batches", s->gas) ||
+        !util_json_put_str(o, "schedule", sched_name(s->schedule)) ||
+        !util_json_put_str(o, "placement", s->placement) ||
+        !util_json_put_num(o, "predicted_s", r->iter_s) ||
+        !(r->iter_s > 0.0
+              ? util_json_put_num(o, "samples_per_s", meta->global_batch / r->iter_s)
+              : util_json_put_null(o, "samples_per_s")) ||
+        !util_json_put(o, "breakdown", breakdown_json(&r->bd)) ||
+        !util_json_put(o, "stage_boundaries", util_json_int_array(s->bounds, s->pp + 1)))
+        goto done;
+    arr = cJSON_CreateArray();
+    if (!util_json_put(o, "stages", arr))
+        goto done;
+    for (j = 0; j < s->pp; j++)
+        if (!util_json_push(arr, stage_json(m, s, r, j)))
+            goto done;
+    arr = cJSON_CreateArray();
+    if (!util_json_put(o, "ranks", arr))
+        goto done;
+    for (j = 0; j < nranks; j++)
+        if (!util_json_push(arr, rank_json(c, s, r, j, &peak, &least)))
+            goto done;
+    mem = cJSON_CreateObject();
+    if (!util_json_put(o, "memory", mem) || !util_json_put_bool(mem, "fits", r->fits) ||
+        !(peak > -HUGE_VAL ? util_json_put_num(mem, "peak_gib", gib3(peak))
+                           : util_json_put_null(mem, "peak_gib")) ||
+        !(least < HUGE_VAL ? util_json_put_num(mem, "min_headroom_gib", gib3(least))
+                           : util_json_put_null(mem, "min_headroom_gib")) ||
+        !util_json_put_num(mem, "worst_rank", r->worst_rank))
+        goto done;
+    { /* issue 3: verdict of memory and of the empty-stage rule */
+        char why[512];
+        int es = cost_empty_stage(m, s), run = runnable_reason(m, s, r, why, sizeof why);
+        if (!util_json_put_bool(o, "runnable", run) ||
+            !(es >= 0 ? util_json_put_num(o, "empty_stage", es) : util_json_put_null(o, "empty_stage")) ||
+            !(run ? util_json_put_null(o, "reason") : util_json_put_str(o, "reason", why)))
+            goto done;
+    }
+    lt = cJSON_CreateObject();
+    if (!util_json_put(o, "layer_times", lt) || !util_json_put_num(lt, "measured", r->measured) ||
+        !util_json_put_num(lt, "estimated", r->estimated) ||
+        (r->estimated > 0 && !util_json_put_str(lt, "note", layer_note)))
+        goto done;
+    if (idx == 0 && meta->timeline != NULL &&
+        meta->timeline->nevents <= PLAN_TIMELINE_MAX &&
+        !util_json_put(o, "timeline", timeline_json(meta->timeline)))
+        goto done;
+    ok = 1;
+done:
+    return util_json_finish(o, ok);
+}
+
+char *plan_to_json(const plan_meta *meta, const fmt_cluster *c,
+                   const fmt_model *m, const cost_params *p,
+                   const fmt_strategy *s, const cost_result *r, int n)
+{
+    cJSON *doc = NULL, *o, *arr;
+    char *text = NULL;
+    int i;
+
+    if (meta == NULL || c == NULL || m == NULL || n < 0 ||
+        (n > 0 && (s == NULL || r == NULL)))
+        return NULL;
+    doc = cJSON_CreateObject();
+    if (doc == NULL)
+        goto done;
+    if (!util_json_put_str(doc, "schema", PLAN_SCHEMA))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "planner", o) || !util_json_put_str(o, "name", "hetplan") ||
+        !util_json_put_str(o, "version", HETPLAN_VERSION))
+        goto done;
+    o = cJSON_CreateObject();
+    if (!util_json_put(doc, "inputs", o) ||
+        !util_json_put(o, "cluster",
+             input_json(meta->cluster_path, meta->cluster_digest)) ||
+        !util_json_put(o, "model", input_json(meta->model_path, meta->model_digest)) ||
+        !util_json_put(o, "profile",
+             meta->profile_path
+                 ? profile_json(meta)
+                 : cJSON_CreateNull()))
+        goto done;
+    if (!util_json_put(doc, "settings", settings_json(meta, m, p, s, n)) ||
+        !util_json_put(doc, "search", search_json(meta)) ||
+        !util_json_put(doc, "cluster", cluster_json(c)) ||
+        !util_json_put(doc, "model", model_json(m)))
+        goto done;
+    arr = cJSON_CreateArray();
+    if (!util_json_put(doc, "strategies", arr))
+        goto done;
+    for (i = 0; i < n; i++)
+        if (!util_json_push(arr, strategy_json(meta, c, m, &s[i], &r[i], i)))
+            goto done;
+    text = cJSON_Print(doc);
+done:
+    cJSON_Delete(doc);
+    return text;
+}
+
+/* ---- text table -------------------------------------------------------- */
+
+#define TCOLS 13
+#define CELL 40
+
+static const char *const tab_head[TCOLS] = {
+    "#", "time (s)", "samples/s", "tp", "dp", "pp", "mbs", "micro",
+    "placement", "bubble (s)", "dp comm (s)", "peak mem (GiB)", "fits"
+};
+/* Column 8 (placement) is left-aligned, the others right-aligned. */
+#define TCOL_LEFT 8
+
+/* Peak memory of a result in bytes, or -1 when unknown. */
+static double result_peak(const cost_result *r)
+{
+    double peak = -1.0;
+    int i;
+
+    if (r->mem_bytes == NULL)
+        return -1.0;
+    for (i = 0; i < r->nranks; i++)
+        if (r->mem_bytes[i] > peak)
+            peak = r->mem_bytes[i];
+    return peak;
+}
+
+static void fmt_row(char row[TCOLS][CELL], const fmt_model *m,
+                    const fmt_strategy *s, const cost_result *r, int idx,
+                    int global_batch)
+{
+    double peak = result_peak(r);
+
+    snprintf(row[0], CELL, "%d", idx + 1);
+    snprintf(row[1], CELL, "%.4f", r->iter_s);
+    if (r->iter_s > 0.0)
+        snprintf(row[2], CELL, "%.2f", global_batch / r->iter_s);
+    else
+        snprintf(row[2], CELL, "-");
+    snprintf(row[3], CELL, "%d", s->tp);
+    snprintf(row[4], CELL, "%d", s->dp);
+    snprintf(row[5], CELL, "%d", s->pp);
+    snprintf(row[6], CELL, "%d", s->mbs);
+    snprintf(row[7], CELL, "%d", s->gas);
+    snprintf(row[8], CELL, "%s", s->placement[0] ? s->placement : "-");
+    snprintf(row[9], CELL, "%.4f", r->bd.bubble);
+    snprintf(row[10], CELL, "%.4f", r->bd.dp_comm);
+    if (peak >= 0.0)
+        snprintf(row[11], CELL, "%.2f", gib(peak));
+    else
+        snprintf(row[11], CELL, "-");
+    /* "no*": a stage without parameters, explained below the table */
+    snprintf(row[12], CELL, "%s", cost_empty_stage(m, s) >= 0 ? "no*"
+                                  : r->fits                    ? "yes"
+                                                               : "no");
+}
+
+static void emit_row(util_buf *b, const char *const cells[TCOLS],
+                     const int w[TCOLS])
+{
+    int k;
+
+    for (k = 0; k < TCOLS; k++)
+        util_buf_printf(b, k == TCOL_LEFT ? "%s%-*s" : "%s%*s", k ? " " : "",
+                  w[k], cells[k]);
+    util_buf_printf(b, "\n");
+}
+
+/* "2xV100,2xT4": device types of one stage with their counts. */
+static void stage_types(const fmt_cluster *c, const fmt_strategy *s, int j,
+                        char *out, size_t n)
+{
+    int per = s->tp * s->dp, t, k, count;
+    size_t used = 0;
+
+    out[0] = '\0';
+    for (t = 0; t < c->ntypes; t++) {
+        count = 0;
+        for (k = 0; k < per; k++) {
+            int dev = s->ranks ? s->ranks[j * per + k] : -1;
+            if (dev >= 0 && dev < c->ndevices && c->device_node &&
+                c->nodes[c->device_node[dev]].type == t)
+                count++;
+        }
+        if (count > 0 && used < n) {
+            int w = snprintf(out + used, n - used, "%s%dx%s", used ? "," : "",
+                             count, c->types[t].name);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (out[0] == '\0')
+        snprintf(out, n, "-");
+}
+
+/* "a-b" (inclusive) of stage j, "-" when unknown. */
+static void stage_layers(const fmt_strategy *s, int j, char *out, size_t n)
+{
+    if (s->bounds)
+        snprintf(out, n, "%d-%d", s->bounds[j], s->bounds[j + 1] - 1);
+    else
+        snprintf(out, n, "-");
+}
+
+/* Second block: the stages of the best strategy. */
+static void emit_stages(util_buf *b, const fmt_cluster *c,
+                        const fmt_strategy *s, const cost_result *r)
+{
+    char types[96], layers[32];
+    int j, wl = (int)strlen("layers"), wt = (int)strlen("devices");
+
+    for (j = 0; j < s->pp; j++) {
+        stage_layers(s, j, layers, sizeof layers);
+        stage_types(c, s, j, types, sizeof types);
+        if ((int)strlen(layers) > wl)
+            wl = (int)strlen(layers);
+        if ((int)strlen(types) > wt)
+            wt = (int)strlen(types);
+    }
+    util_buf_printf(b, "\nstages of #1 (layers inclusive):\n");
+    util_buf_printf(b, "%5s  %-*s  %-*s  %15s  %14s  %14s\n", "stage", wl, "layers",
+              wt, "devices", "time/micro (ms)", "peak mem (GiB)", "headroom (GiB)");
+    for (j = 0; j < s->pp; j++) {
+        char mem[32] = "-", head[32] = "-";
+        int per = s->tp * s->dp, k;
+        double pk = -1.0, hr = HUGE_VAL;
+        stage_layers(s, j, layers, sizeof layers);
+        stage_types(c, s, j, types, sizeof types);
+        for (k = j * per; r->mem_bytes && r->mem_cap && k < (j + 1) * per &&
+                          k < r->nranks; k++) { /* issue 3: memory per stage */
+            if (r->mem_bytes[k] > pk)
+                pk = r->mem_bytes[k];
+            if (r->mem_cap[k] - r->mem_bytes[k] < hr)
+                hr = r->mem_cap[k] - r->mem_bytes[k];
+        }
+        if (pk >= 0.0) {
+            snprintf(mem, sizeof mem, "%.2f", gib(pk));
+            snprintf(head, sizeof head, "%.2f", gib(hr));
+        }
+        if (r->stage_s != NULL && j < r->pp)
+            util_buf_printf(b, "%5d  %-*s  %-*s  %15.3f  %14s  %14s\n", j, wl, layers,
+                      wt, types, r->stage_s[j] * 1e3, mem, head);
+        else
+            util_buf_printf(b, "%5d  %-*s  %-*s  %15s  %14s  %14s\n", j, wl, layers, wt,
+                      types, "-", mem, head);
+    }
+}
+
+char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_strategy *s, const cost_result *r, int n,
+                    int global_batch)
+{
+    util_buf b = {NULL, 0, 0, 0};
+    char (*cells)[TCOLS][CELL] = NULL;
+    const char *row[TCOLS];
+    int w[TCOLS], i, k, total = 0;
+    char *out = NULL;
+
+    if (c == NULL || m == NULL || n < 0 || (n > 0 && (s == NULL || r == NULL)))
+        return NULL;
+    cells = malloc((size_t)(n > 0 ? n : 1) * sizeof *cells);
+    if (cells == NULL)
+        goto done;
+    for (k = 0; k < TCOLS; k++)
+        w[k] = (int)strlen(tab_head[k]);
+    for (i = 0; i < n; i++) {
+        fmt_row(cells[i], m, &s[i], &r[i], i, global_batch);
+        for (k = 0; k < TCOLS; k++)
+            if ((int)strlen(cells[i][k]) > w[k])
+                w[k] = (int)strlen(cells[i][k]);
+    }
+    for (k = 0; k < TCOLS; k++)
+        total += w[k] + (k ? 1 : 0);
+    emit_row(&b, tab_head, w);
+    for (k = 0; k < total; k++)
+        util_buf_printf(&b, "-");
+    util_buf_printf(&b, "\n");
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < TCOLS; k++)
+            row[k] = cells[i][k];
+        emit_row(&b, row, w);
+    }
+    for (i = 0; i < n; i++) /* issue 3: why "no*" */
+        if (cost_empty_stage(m, &s[i]) >= 0) {
+            char why[512];
+            runnable_reason(m, &s[i], &r[i], why, sizeof why);
+            util_buf_printf(&b, "* #%d is not runnable: %s\n", i + 1, why);
+        }
+    if (n == 0)
+        util_buf_printf(&b, "(no strategies)\n");
+    else
+        emit_stages(&b, c, &s[0], &r[0]);
+    if (b.failed || b.p == NULL)
+        goto done;
+    out = b.p;
+    b.p = NULL;
+done:
+    free(b.p);
+    free(cells);
+    return out;
+}

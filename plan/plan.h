@@ -1,0 +1,80 @@
+/* plan/plan.h: the plan document (hetplan-plan/1, docs/plan-format.md):
+ * the JSON plan and the table written from search results, and a plan
+ * read back with its inputs checked against their digests. */
+#ifndef HETPLAN_PLAN_H
+#define HETPLAN_PLAN_H
+
+#include <stddef.h>
+
+#include "search.h"
+
+#define PLAN_SCHEMA "hetplan-plan/1"
+
+/* ---- output (docs/plan-format.md) ------------------------------------- */
+
+/* What a plan records besides the strategies. */
+typedef struct plan_meta {
+    const char *cluster_path;   /* as given on the command line */
+    const char *model_path;
+    const char *profile_path;   /* NULL when none */
+    const char *profile_amp_key; /* model key when the profile is AMP's
+                                    profiles.json, NULL for hetplan-profile/1 */
+    char cluster_digest[65];    /* SHA-256 hex of each input file's bytes */
+    char model_digest[65];
+    char profile_digest[65];    /* "" when none */
+    int global_batch;
+    const char *method;         /* "amp", "megatron", "evaluate" */
+    long evaluated;             /* candidates scored */
+    long rejected_memory;
+    double elapsed_s;           /* planning wall time */
+    const cost_timeline *timeline; /* simulated iteration of the first strategy,
+                                      written as its "timeline"; NULL = none */
+} plan_meta;
+
+
+/* Plan JSON text for n strategies with their results (best first).
+ * Returns a malloc'd string (caller frees) or NULL when out of memory. */
+char *plan_to_json(const plan_meta *meta, const fmt_cluster *c,
+                   const fmt_model *m, const cost_params *p,
+                   const fmt_strategy *s, const cost_result *r, int n);
+
+/* Compact human table of n ranked strategies (aligned columns, units in
+ * the header), one line each, for stdout.  malloc'd, caller frees; NULL
+ * when out of memory. */
+char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_strategy *s, const cost_result *r, int n,
+                    int global_batch);
+
+/* ---- plan files read back (plan/read.c) ------------------------ */
+
+/* A plan JSON (hetplan-plan/1) read back with the inputs it names.
+ * Input paths in the plan are tried as written (relative to the current
+ * directory), then relative to the plan file's directory.  Everything is
+ * owned by the struct; free with plan_doc_free. */
+typedef struct plan_doc {
+    char path[1024];            /* the plan file */
+    char cluster_path[1024];    /* resolved input paths; profile "" if none */
+    char model_path[1024];
+    char profile_path[1024];
+    int amp_profile;            /* 1: profile is AMP's profiles.json */
+    char profile_key[32];       /* its model key ("gpt2") when amp_profile */
+    int digest_mismatch;        /* 1: an input's SHA-256 differs from the plan's */
+    char method[32];            /* "amp", "megatron", "evaluate", ... */
+    int global_batch;
+    fmt_cluster cluster;
+    fmt_model model;
+    fmt_profile profile;       /* empty (nentries 0) when none */
+    int have_profile;
+    cost_params params;         /* settings.cost_params of the plan */
+    fmt_strategy *s;           /* n strategies, best first */
+    double *predicted_s;        /* n: iteration times the plan recorded */
+    int n;
+} plan_doc;
+
+/* Read a plan and re-load its inputs.  UTIL_EFIELD etc. with the plan's
+ * file and JSON path in err on bad input. */
+int plan_load_plan(const char *path, plan_doc *out, util_error *err);
+/* Free every member; NULL-safe; leaves *d zeroed. */
+void plan_doc_free(plan_doc *d);
+
+#endif

@@ -1,0 +1,415 @@
+/* plan/read.c: a plan JSON (hetplan-plan/1) read back, with the
+ * cluster, model and profile it names loaded again, for the commands
+ * that start from a plan (export, report, whatif, replan, the launcher). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cjson/cJSON.h>
+
+#include "plan.h"
+
+#define PF_PATH 160
+
+static int bad(util_error *err, const char *file, const char *path,
+               const char *what, const cJSON *got)
+{
+    return util_error_set(err, UTIL_EFIELD, file, path, "expected %s, got %s",
+                          what, util_json_type(got));
+}
+
+static const cJSON *get(const cJSON *o, const char *key)
+{
+    return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, key) : NULL;
+}
+
+static int exists(const char *p)
+{
+    struct stat st;
+
+    return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Resolve an input path written in the plan: as written, else relative
+ * to the plan file's directory. */
+static int resolve(const char *plan_path, const char *in, char *out,
+                   size_t n)
+{
+    const char *slash;
+
+    snprintf(out, n, "%s", in);
+    if (exists(out) || in[0] == '/')
+        return exists(out);
+    slash = strrchr(plan_path, '/');
+    if (slash == NULL)
+        return 0;
+    snprintf(out, n, "%.*s/%s", (int)(slash - plan_path), plan_path, in);
+    if (exists(out))
+        return 1;
+    snprintf(out, n, "%s", in);
+    return 0;
+}
+
+/* inputs.<key>: path resolved into out; digest compared when present. */
+static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
+                      int required, char *out, size_t n, util_error *err)
+{
+    const cJSON *o = get(inputs, key), *p, *sha;
+    char jp[PF_PATH], *text = NULL;
+    char hex[65];
+    int rc = UTIL_OK;
+
+    snprintf(jp, sizeof jp, "inputs.%s", key);
+    out[0] = '\0';
+    if (o == NULL || cJSON_IsNull(o)) {
+        if (required)
+            return bad(err, d->path, jp, "an object with a path", o);
+        return UTIL_OK;
+    }
+    p = get(o, "path");
+    snprintf(jp, sizeof jp, "inputs.%s.path", key);
+    if (!cJSON_IsString(p) || p->valuestring[0] == '\0')
+        return bad(err, d->path, jp, "a file name", p);
+    if (!resolve(d->path, p->valuestring, out, n))
+        return util_error_set(err, UTIL_EIO, d->path, jp,
+                              "cannot find the %s file '%s' (tried as "
+                              "written and next to the plan)",
+                              key, p->valuestring);
+    sha = get(o, "sha256");
+    if (cJSON_IsString(sha)) {
+        size_t len = 0;
+        if ((rc = util_read_file(out, &text, err)) != UTIL_OK)
+            return rc;
+        len = strlen(text);
+        util_sha256_hex(text, len, hex);
+        if (strcmp(hex, sha->valuestring) != 0)
+            d->digest_mismatch = 1;
+        free(text);
+    }
+    return UTIL_OK;
+}
+
+static int read_params(plan_doc *d, const cJSON *cp, util_error *err)
+{
+    const cJSON *v;
+    char jp[PF_PATH];
+    double x;
+    int rc;
+
+    cost_params_init(&d->params);
+    if (cp == NULL || cJSON_IsNull(cp))
+        return UTIL_OK;
+    if (!cJSON_IsObject(cp))
+        return bad(err, d->path, "settings.cost_params", "an object", cp);
+    cJSON_ArrayForEach(v, cp)
+    {
+        snprintf(jp, sizeof jp, "settings.cost_params.%s", v->string);
+        if (cJSON_IsString(v) && strcmp(v->string, "schedule") == 0) {
+            if (strcmp(v->valuestring, "gpipe") == 0)
+                x = FMT_SCHED_GPIPE;
+            else if (strcmp(v->valuestring, "1f1b") == 0)
+                x = FMT_SCHED_1F1B;
+            else
+                return util_error_set(err, UTIL_EFIELD, d->path, jp,
+                                      "expected '1f1b' or 'gpipe', got '%s'",
+                                      v->valuestring);
+        } else if (cJSON_IsBool(v)) {
+            x = cJSON_IsTrue(v) ? 1.0 : 0.0;
+        } else if (cJSON_IsNumber(v)) {
+            x = v->valuedouble;
+        } else {
+            return bad(err, d->path, jp, "a number", v);
+        }
+        rc = cost_params_set(&d->params, v->string, x, err);
+        if (rc != UTIL_OK) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%s", err->msg);
+            return util_error_set(err, rc, d->path, jp, "%s", msg);
+        }
+    }
+    return UTIL_OK;
+}
+
+/* Uneven TP shards (issue 6): "heads" and "mlp_cols" on every rank
+ * object of strategy i, or on none. */
+static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
+{
+    fmt_strategy *s = &d->s[i];
+    int n = s->tp * s->dp * s->pp, r, have = 0, rc = UTIL_OK;
+    int *h = NULL, *c = NULL;
+    char jp[PF_PATH];
+
+    if (!cJSON_IsArray(jr) || cJSON_GetArraySize(jr) != n)
+        return UTIL_OK;
+    for (r = 0; r < n; r++)
+        if (get(cJSON_GetArrayItem(jr, r), "heads") != NULL)
+            have = 1;
+    if (!have)
+        return UTIL_OK;
+    h = calloc((size_t)n, sizeof *h);
+    c = calloc((size_t)n, sizeof *c);
+    if (h == NULL || c == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    for (r = 0; r < n; r++) {
+        const cJSON *o = cJSON_GetArrayItem(jr, r);
+        const cJSON *vh = get(o, "heads"), *vc = get(o, "mlp_cols");
+        snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].heads", i, r);
+        if (!cJSON_IsNumber(vh) || vh->valuedouble < 0 ||
+            vh->valuedouble != (double)(int)vh->valuedouble) {
+            rc = bad(err, d->path, jp, "a whole number of heads", vh);
+            goto done;
+        }
+        snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].mlp_cols", i, r);
+        if (!cJSON_IsNumber(vc) || vc->valuedouble < 0 ||
+            vc->valuedouble != (double)(int)vc->valuedouble) {
+            rc = bad(err, d->path, jp, "a whole number of MLP columns", vc);
+            goto done;
+        }
+        h[r] = (int)vh->valuedouble;
+        c[r] = (int)vc->valuedouble;
+    }
+    if (fmt_strategy_set_shards(s, h, c) != UTIL_OK) {
+        rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    snprintf(jp, sizeof jp, "strategies[%d].ranks", i);
+    if ((rc = cost_shards_check(&d->model, s, err)) != UTIL_OK && err != NULL) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        rc = util_error_set(err, rc, d->path, jp, "%s", msg);
+    }
+done:
+    free(h);
+    free(c);
+    return rc;
+}
+
+/* The plan's strategies as the strategies document `planner evaluate`
+ * reads, so that one parser validates both. */
+static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
+{
+    static const char *const keys[] = {"tp", "dp", "pp", "mbs", "schedule",
+                                       "stage_boundaries"};
+    cJSON *doc = NULL, *list = NULL, *e, *ranks;
+    const cJSON *js, *jr;
+    char jp[PF_PATH], *text = NULL;
+    size_t k;
+    int rc = UTIL_OK, i = 0, n;
+
+    if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0)
+        return bad(err, d->path, "strategies", "a non-empty array", arr);
+    n = cJSON_GetArraySize(arr);
+    d->predicted_s = calloc((size_t)n, sizeof *d->predicted_s);
+    doc = cJSON_CreateObject();
+    list = cJSON_AddArrayToObject(doc, "strategies");
+    if (d->predicted_s == NULL || doc == NULL || list == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    cJSON_ArrayForEach(js, arr)
+    {
+        const cJSON *pred = get(js, "predicted_s");
+        snprintf(jp, sizeof jp, "strategies[%d]", i);
+        if (!cJSON_IsObject(js)) {
+            rc = bad(err, d->path, jp, "an object", js);
+            goto done;
+        }
+        e = cJSON_CreateObject();
+        if (e == NULL || !cJSON_AddItemToArray(list, e)) {
+            cJSON_Delete(e);
+            rc = util_error_set(err, UTIL_ENOMEM, d->path, jp, "out of memory");
+            goto done;
+        }
+        for (k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            const cJSON *v = get(js, keys[k]);
+            if (v != NULL &&
+                !cJSON_AddItemToObject(e, keys[k], cJSON_Duplicate(v, 1))) {
+                rc = util_error_set(err, UTIL_ENOMEM, d->path, jp,
+                                    "out of memory");
+                goto done;
+            }
+        }
+        /* plan ranks are objects {"rank", "device", ...}; evaluate's are
+         * plain device indices */
+        jr = get(js, "ranks");
+        if (jr != NULL) {
+            const cJSON *r;
+            int j = 0;
+            ranks = cJSON_AddArrayToObject(e, "ranks");
+            if (ranks == NULL) {
+                rc = util_error_set(err, UTIL_ENOMEM, d->path, jp,
+                                    "out of memory");
+                goto done;
+            }
+            cJSON_ArrayForEach(r, jr)
+            {
+                const cJSON *dev = cJSON_IsObject(r) ? get(r, "device") : r;
+                char rp[PF_PATH + 32];
+                snprintf(rp, sizeof rp, "%s.ranks[%d].device", jp, j);
+                if (!cJSON_IsNumber(dev)) {
+                    rc = bad(err, d->path, rp, "a device index", dev);
+                    goto done;
+                }
+                cJSON_AddItemToArray(ranks, cJSON_CreateNumber(dev->valuedouble));
+                j++;
+            }
+        }
+        d->predicted_s[i] = cJSON_IsNumber(pred) ? pred->valuedouble : -1.0;
+        i++;
+    }
+    text = cJSON_PrintUnformatted(doc);
+    if (text == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
+        goto done;
+    }
+    rc = fmt_parse_strategies(text, d->path, &d->cluster, &d->model,
+                               d->global_batch, &d->s, &d->n, err);
+    if (rc != UTIL_OK)
+        goto done;
+    /* keep the placement names the plan recorded */
+    i = 0;
+    cJSON_ArrayForEach(js, arr)
+    {
+        const cJSON *pl = get(js, "placement");
+        if (i < d->n && cJSON_IsString(pl))
+            snprintf(d->s[i].placement, sizeof d->s[i].placement, "%s",
+                     pl->valuestring);
+        if (i < d->n && (rc = read_shards(d, i, get(js, "ranks"), err)) != UTIL_OK)
+            goto done; /* issue 6 */
+        i++;
+    }
+done:
+    free(text);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+int plan_load_plan(const char *path, plan_doc *out, util_error *err)
+{
+    char *text = NULL;
+    cJSON *root = NULL;
+    const cJSON *v, *inputs, *settings, *prof;
+    int rc;
+
+    if (out == NULL || path == NULL)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "plan_load_plan needs a path and an output");
+    memset(out, 0, sizeof *out);
+    snprintf(out->path, sizeof out->path, "%s", path);
+    if ((rc = util_read_file(path, &text, err)) != UTIL_OK)
+        goto done;
+    root = cJSON_Parse(text);
+    if (root == NULL) {
+        rc = util_error_set(err, UTIL_EPARSE, path, "",
+                            "malformed JSON near byte %ld",
+                            (long)(cJSON_GetErrorPtr() - text));
+        goto done;
+    }
+    v = get(root, "schema");
+    if (!cJSON_IsString(v) || strcmp(v->valuestring, PLAN_SCHEMA) != 0) {
+        rc = cJSON_IsString(v)
+                 ? util_error_set(err, UTIL_EFIELD, path, "schema",
+                                  "expected '%s', got '%s'", PLAN_SCHEMA,
+                                  v->valuestring)
+                 : bad(err, path, "schema", "'" PLAN_SCHEMA "'", v);
+        goto done;
+    }
+    inputs = get(root, "inputs");
+    if (!cJSON_IsObject(inputs)) {
+        rc = bad(err, path, "inputs", "an object", inputs);
+        goto done;
+    }
+    settings = get(root, "settings");
+    if (!cJSON_IsObject(settings)) {
+        rc = bad(err, path, "settings", "an object", settings);
+        goto done;
+    }
+    v = get(settings, "global_batch");
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1.0 ||
+        v->valuedouble != (double)(int)v->valuedouble) {
+        rc = bad(err, path, "settings.global_batch", "a positive integer", v);
+        goto done;
+    }
+    out->global_batch = (int)v->valuedouble;
+    v = get(settings, "method");
+    snprintf(out->method, sizeof out->method, "%s",
+             cJSON_IsString(v) ? v->valuestring : "");
+    if ((rc = read_params(out, get(settings, "cost_params"), err)) != UTIL_OK)
+        goto done;
+
+    if ((rc = input_path(out, inputs, "cluster", 1, out->cluster_path,
+                         sizeof out->cluster_path, err)) != UTIL_OK ||
+        (rc = input_path(out, inputs, "model", 1, out->model_path,
+                         sizeof out->model_path, err)) != UTIL_OK ||
+        (rc = input_path(out, inputs, "profile", 0, out->profile_path,
+                         sizeof out->profile_path, err)) != UTIL_OK)
+        goto done;
+    if ((rc = fmt_load_cluster(out->cluster_path, &out->cluster, err)) !=
+            UTIL_OK ||
+        (rc = fmt_load_model(out->model_path, &out->model, err)) != UTIL_OK)
+        goto done;
+    /* settings.precision (e.g. from --precision) applies to the model as
+     * commands/main.c applies --precision: before the profile is read */
+    v = get(settings, "precision");
+    if (v != NULL && !cJSON_IsNull(v)) {
+        int prec = cJSON_IsString(v) ? fmt_precision_from_name(v->valuestring) : -1;
+        if (prec < 0) {
+            rc = cJSON_IsString(v)
+                     ? util_error_set(err, UTIL_EFIELD, path, "settings.precision",
+                                      "expected 'fp16', 'bf16' or 'fp32', got '%s'",
+                                      v->valuestring)
+                     : bad(err, path, "settings.precision",
+                           "'fp16', 'bf16' or 'fp32'", v);
+            goto done;
+        }
+        if ((rc = fmt_model_set_precision(&out->model, prec, err)) != UTIL_OK)
+            goto done;
+    }
+    prof = get(inputs, "profile");
+    if (out->profile_path[0] != '\0') {
+        const cJSON *fmt = get(prof, "format"), *key = get(prof, "key");
+        if (cJSON_IsString(fmt) && strcmp(fmt->valuestring, "amp") == 0) {
+            out->amp_profile = 1;
+            snprintf(out->profile_key, sizeof out->profile_key, "%s",
+                     cJSON_IsString(key) ? key->valuestring : "gpt2");
+            rc = fmt_profile_from_amp(out->profile_path, out->profile_key,
+                                       &out->model, &out->profile, err);
+        } else {
+            rc = fmt_load_profile(out->profile_path, &out->model,
+                                   &out->profile, err);
+        }
+        if (rc != UTIL_OK)
+            goto done;
+        out->have_profile = 1;
+    }
+    rc = read_strategies(out, get(root, "strategies"), err);
+done:
+    if (rc != UTIL_OK) {
+        char keep[sizeof out->path];
+        snprintf(keep, sizeof keep, "%s", out->path);
+        plan_doc_free(out);
+        snprintf(out->path, sizeof out->path, "%s", keep);
+    }
+    cJSON_Delete(root);
+    free(text);
+    return rc;
+}
+
+void plan_doc_free(plan_doc *d)
+{
+    int i;
+
+    if (d == NULL)
+        return;
+    for (i = 0; i < d->n; i++)
+        fmt_strategy_free(&d->s[i]);
+    free(d->s);
+    free(d->predicted_s);
+    fmt_profile_free(&d->profile);
+    fmt_model_free(&d->model);
+    fmt_cluster_free(&d->cluster);
+    memset(d, 0, sizeof *d);
+}

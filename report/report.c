@@ -1,0 +1,760 @@
+/* report/report.c: a plan drawn as a self-contained SVG (and an HTML
+ * page around it): the simulated pipeline timeline of one iteration per
+ * (stage, replica), the memory of every rank against its device's
+ * capacity, and the top-k strategies' predicted times side by side with
+ * their breakdown (docs/report.md).  No fonts, images or scripts are
+ * referenced; text uses the generic sans-serif family. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "plan.h"
+
+#define RP_WIDTH 1300.0
+#define RP_X0 270.0             /* left edge of every plot */
+#define RP_PW 980.0             /* plot width */
+#define RP_MAXROWS 64           /* timeline rows drawn at most */
+#define RP_GIB 1073741824.0
+
+/* Text with XML special characters escaped. */
+static void rb_text(util_buf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '&': util_buf_printf(b, "&amp;"); break;
+        case '<': util_buf_printf(b, "&lt;"); break;
+        case '>': util_buf_printf(b, "&gt;"); break;
+        case '"': util_buf_printf(b, "&quot;"); break;
+        case '\'': util_buf_printf(b, "&#39;"); break;
+        default: util_buf_printf(b, "%c", *s); break;
+        }
+    }
+}
+
+static void text_at(util_buf *b, double x, double y, const char *anchor, int size,
+                    const char *weight, const char *s)
+{
+    util_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s%s>",
+              x, y, anchor, size, weight ? " font-weight=\"" : "",
+              weight ? weight : "", weight ? "\"" : "");
+    rb_text(b, s);
+    util_buf_printf(b, "</text>\n");
+}
+
+static void rect(util_buf *b, double x, double y, double w, double h,
+                 const char *fill, const char *extra)
+{
+    util_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"%s%s/>\n",
+              x, y, w > 0 ? w : 0, h > 0 ? h : 0, fill, extra ? " " : "",
+              extra ? extra : "");
+}
+
+/* ---- colours and legends ----------------------------------------------- */
+
+static const char *const ev_colour[COST_EV_NKINDS] = {
+    "#4e79a7", /* forward */
+    "#59a14f", /* backward */
+    "#f28e2b", /* send activation */
+    "#e15759", /* send gradient */
+    "#b07aa1", /* dp all-reduce */
+    "#9c755f"  /* optimizer */
+};
+#define RP_IDLE "#f4e1e1"
+
+typedef struct legend_item {
+    const char *colour;
+    const char *label;
+} legend_item;
+
+/* Legend in one row starting at (x, y); returns its box. */
+static report_box legend(util_buf *b, double x, double y,
+                              const legend_item *it, int n)
+{
+    report_box box;
+    double cx = x;
+    int i;
+
+    util_buf_printf(b, "<g class=\"legend\">\n");
+    for (i = 0; i < n; i++) {
+        rect(b, cx, y, 14, 14, it[i].colour, "stroke=\"#555\" stroke-width=\"0.5\"");
+        text_at(b, cx + 19, y + 11.5, "start", 12, NULL, it[i].label);
+        cx += 19 + 7.2 * (double)strlen(it[i].label) + 22;
+    }
+    util_buf_printf(b, "</g>\n");
+    box.x = x;
+    box.y = y;
+    box.w = cx - x;
+    box.h = 14;
+    return box;
+}
+
+/* A "nice" tick step near range / target (1, 2, 5 x 10^k). */
+static double nice_step(double range, int target)
+{
+    double raw = range / target, mag, f;
+
+    if (!(raw > 0) || !isfinite(raw))
+        return 1.0;
+    mag = pow(10.0, floor(log10(raw)));
+    f = raw / mag;
+    return (f < 1.5 ? 1.0 : f < 3.5 ? 2.0 : f < 7.5 ? 5.0 : 10.0) * mag;
+}
+
+static void fmt_num(char *buf, size_t n, double v, double step)
+{
+    int dec = step >= 1.0 ? 0 : (int)ceil(-log10(step) - 1e-9);
+
+    if (dec > 6)
+        dec = 6;
+    snprintf(buf, n, "%.*f", dec, v);
+}
+
+/* Horizontal axis under a plot: line, ticks, numbers, title.  Values
+ * 0..vmax mapped onto [x, x + w]; returns the axis box. */
+static report_box x_axis(util_buf *b, double x, double y, double w,
+                              double vmax, double scale, const char *title)
+{
+    report_box box;
+    double step = nice_step(vmax * scale, 8), v;
+    char num[32];
+
+    util_buf_printf(b, "<g class=\"axis\">\n");
+    util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", x, y, x + w, y);
+    for (v = 0; v <= vmax * scale * (1 + 1e-9); v += step) {
+        double px = x + (vmax > 0 ? v / (vmax * scale) * w : 0);
+        util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                     "stroke=\"#222\" stroke-width=\"1.5\"/>\n", px, y, px, y + 6);
+        fmt_num(num, sizeof num, v, step);
+        text_at(b, px, y + 19, "middle", 11, NULL, num);
+    }
+    text_at(b, x + w / 2, y + 37, "middle", 13, "bold", title);
+    util_buf_printf(b, "</g>\n");
+    box.x = x - 15;
+    box.y = y;
+    box.w = w + 30;
+    box.h = 42;
+    return box;
+}
+
+/* ---- section 1: timeline ----------------------------------------------- */
+
+static void rank_range(const fmt_cluster *c, const fmt_strategy *s, int stage,
+                       int replica, char *buf, size_t n)
+{
+    int t, lo = INT_MAX, hi = -1;
+    const fmt_device_type *dt = fmt_device(c, fmt_rank_device(s, stage, replica, 0));
+
+    for (t = 0; t < s->tp; t++) {
+        int d = fmt_rank_device(s, stage, replica, t);
+        if (d < lo)
+            lo = d;
+        if (d > hi)
+            hi = d;
+    }
+    if (s->tp == 1)
+        snprintf(buf, n, "stage %d, dp %d: %s (dev %d)", stage, replica,
+                 dt->name, lo);
+    else
+        snprintf(buf, n, "stage %d, dp %d: %dx%s (dev %d-%d)", stage, replica,
+                 s->tp, dt->name, lo, hi);
+}
+
+/* Consecutive events of one kind on one timeline row, drawn as one. */
+typedef struct ev_run {
+    int kind, stage, replica, row, n, narrow;
+    int first_micro, last_micro;
+    double start, end;      /* s */
+    double x0, x1;          /* px */
+} ev_run;
+
+static void draw_run(util_buf *b, const ev_run *r, double y, double rh)
+{
+    double w = r->x1 - r->x0, ry = y + r->row * rh + 1, eh = rh - 2;
+    char buf[32];
+
+    if (r->kind == COST_EV_SEND_ACT || r->kind == COST_EV_SEND_GRAD) {
+        ry += eh * 0.62;
+        eh *= 0.38;
+    }
+    util_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                 "fill=\"%s\"><title>%s, stage %d, replica %d",
+              r->x0, ry, w > 0.3 ? w : 0.3, eh, ev_colour[r->kind],
+              cost_event_name(r->kind), r->stage, r->replica);
+    if (r->n > 1)
+        util_buf_printf(b, ", %d events, micro-batches %d-%d", r->n, r->first_micro,
+                  r->last_micro);
+    else if (r->first_micro >= 0)
+        util_buf_printf(b, ", micro-batch %d", r->first_micro);
+    util_buf_printf(b, ": %.3f-%.3f ms</title></rect>\n", r->start * 1e3, r->end * 1e3);
+    if ((r->kind == COST_EV_FWD || r->kind == COST_EV_BWD) && r->n == 1 && w >= 16 &&
+        rh >= 14 && r->first_micro >= 0) {
+        snprintf(buf, sizeof buf, "%d", r->first_micro);
+        util_buf_printf(b, "<text x=\"%.2f\" y=\"%.2f\" text-anchor=\"middle\" "
+                     "font-size=\"9\" fill=\"#fff\">%s</text>\n",
+                  r->x0 + w / 2, ry + eh / 2 + 3, buf);
+    }
+}
+
+/* Dense timelines (events narrower than a few pixels on average): each
+ * pixel column of a row shows its dominant activity, in two layers
+ * (compute and all-reduce above, transfers in the bottom strip), and
+ * equal neighbouring columns become one shape. */
+#define RP_COLS ((int)RP_PW)
+
+static int is_send(int kind)
+{
+    return kind == COST_EV_SEND_ACT || kind == COST_EV_SEND_GRAD;
+}
+
+static int dense_timeline(util_buf *b, const cost_timeline *tl, int shown_rows,
+                          double y, double rh)
+{
+    double *cov = calloc((size_t)shown_rows * RP_COLS * COST_EV_NKINDS, sizeof *cov);
+    double px_s = tl->iter_s / RP_PW; /* seconds per pixel column */
+    int i, row, col, k;
+
+    if (cov == NULL)
+        return -1;
+    for (i = 0; i < tl->nevents; i++) {
+        const cost_event *e = &tl->events[i];
+        double a = e->start / px_s, z = e->end / px_s;
+        row = e->stage * tl->dp + e->replica;
+        if (row < 0 || row >= shown_rows || e->kind < 0 || e->kind >= COST_EV_NKINDS)
+            continue;
+        for (col = (int)a; col <= (int)z && col < RP_COLS; col++) {
+            double lo = a > col ? a : col, hi = z < col + 1 ? z : col + 1;
+            if (col >= 0 && hi > lo)
+                cov[((size_t)row * RP_COLS + (size_t)col) * COST_EV_NKINDS + (size_t)e->kind] +=
+                    hi - lo;
+        }
+    }
+    for (row = 0; row < shown_rows; row++)
+        for (k = 0; k < 2; k++) { /* 0: compute layer, 1: transfers */
+            int run_key = -1, run_start = 0;
+            for (col = 0; col <= RP_COLS; col++) {
+                int best = -1, kind, key = -1;
+                double bestv = 0, total = 0;
+                if (col < RP_COLS)
+                    for (kind = 0; kind < COST_EV_NKINDS; kind++) {
+                        double v = cov[((size_t)row * RP_COLS + (size_t)col) *
+                                           COST_EV_NKINDS + (size_t)kind];
+                        if (is_send(kind) != (k == 1))
+                            continue;
+                        total += v;
+                        if (v > bestv) {
+                            bestv = v;
+                            best = kind;
+                        }
+                    }
+                /* main kind, and how busy the column is in quarters */
+                if (best >= 0 && total >= 0.125)
+                    key = best * 8 + (total >= 0.875 ? 4 : (int)(total * 4.0 + 0.5));
+                if (col < RP_COLS && key == run_key)
+                    continue;
+                if (run_key >= 0) {
+                    int run_kind = run_key / 8;
+                    double opacity = (run_key % 8) / 4.0;
+                    double ry = y + row * rh + 1, eh = rh - 2;
+                    if (k == 1) {
+                        ry += eh * 0.62;
+                        eh *= 0.38;
+                    }
+                    util_buf_printf(b, "<rect x=\"%.1f\" y=\"%.2f\" width=\"%d\" "
+                                 "height=\"%.2f\" fill=\"%s\" fill-opacity=\"%.2f\">"
+                                 "<title>mostly %s, stage %d, replica %d, busy %.0f%%: "
+                                 "%.1f-%.1f ms</title></rect>\n",
+                              RP_X0 + run_start, ry, col - run_start, eh,
+                              ev_colour[run_kind], opacity, cost_event_name(run_kind),
+                              row / tl->dp, row % tl->dp, opacity * 100.0,
+                              run_start * px_s * 1e3, col * px_s * 1e3);
+                }
+                run_key = key;
+                run_start = col;
+            }
+        }
+    free(cov);
+    return 0;
+}
+
+static double timeline_section(util_buf *b, const report_input *in, double y,
+                               report_layout *L)
+{
+    const cost_timeline *tl = in->timeline;
+    const fmt_strategy *s = &in->s[in->shown];
+    static const legend_item items[] = {
+        {"#4e79a7", "forward"},          {"#59a14f", "backward"},
+        {"#f28e2b", "send activation"},  {"#e15759", "send gradient"},
+        {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"},
+        {RP_IDLE, "idle (pipeline bubble)"}};
+    char buf[256];
+    int rows, shown_rows, i;
+    double rh, scale, iter;
+    const char *unit;
+    ev_run *pend;
+
+    snprintf(buf, sizeof buf, "Pipeline timeline of one iteration, strategy #%d "
+             "(tp %d, dp %d, pp %d, %d micro-batches of %d)", in->shown + 1, s->tp,
+             s->dp, s->pp, s->gas, s->mbs);
+    text_at(b, 20, y + 16, "start", 16, "bold", buf);
+    y += 30;
+    if (tl == NULL || tl->nevents == 0 || !(tl->iter_s > 0)) {
+        text_at(b, 20, y + 16, "start", 13, NULL,
+                "timeline unavailable: the schedule simulator produced no events");
+        return y + 40;
+    }
+    L->timeline_legend = legend(b, RP_X0, y, items, 7);
+    y += 28;
+    rows = tl->pp * tl->dp;
+    shown_rows = rows > RP_MAXROWS ? RP_MAXROWS : rows;
+    rh = shown_rows <= 24 ? 22.0 : floor(528.0 / shown_rows);
+    if (rh < 6)
+        rh = 6;
+    iter = tl->iter_s;
+    if (iter >= 10.0) {
+        scale = 1.0;
+        unit = "time (s)";
+    } else {
+        scale = 1e3;
+        unit = "time (ms)";
+    }
+    L->timeline.x = RP_X0;
+    L->timeline.y = y;
+    L->timeline.w = RP_PW;
+    L->timeline.h = rh * shown_rows;
+    text_at(b, RP_X0 - 10, y - 6, "end", 11, "bold", "stage, replica: devices");
+    /* rows: idle background and labels; row index = stage * dp + replica */
+    for (i = 0; i < shown_rows; i++) {
+        int stage = i / tl->dp, rep = i % tl->dp;
+        double ry = y + i * rh;
+        rect(b, RP_X0, ry + 1, RP_PW, rh - 2, RP_IDLE, NULL);
+        if (rh >= 10) {
+            rank_range(in->c, s, stage, rep, buf, sizeof buf);
+            text_at(b, RP_X0 - 10, ry + rh / 2 + 4, "end", rh >= 14 ? 11 : 8, NULL, buf);
+        }
+    }
+    L->timeline_yaxis.x = 10;
+    L->timeline_yaxis.y = y;
+    L->timeline_yaxis.w = RP_X0 - 18;
+    L->timeline_yaxis.h = rh * shown_rows;
+    /* events, one shape each; dense timelines per pixel column */
+    if (tl->nevents > shown_rows * (int)(RP_PW / 4)) {
+        if (dense_timeline(b, tl, shown_rows, y, rh) != 0) {
+            b->failed = 1;
+            return y;
+        }
+        text_at(b, RP_X0, y + rh * shown_rows + 52, "start", 11, NULL,
+                "(dense timeline: each pixel column shows its main activity, "
+                "paler when the device is busy for less of it)");
+        goto axis;
+    }
+    pend = calloc((size_t)shown_rows * COST_EV_NKINDS, sizeof *pend);
+    if (pend == NULL) {
+        b->failed = 1;
+        return y;
+    }
+    for (i = 0; i < tl->nevents; i++) {
+        const cost_event *e = &tl->events[i];
+        int row = e->stage * tl->dp + e->replica;
+        double x0, x1;
+        ev_run *pr;
+        if (row < 0 || row >= shown_rows || e->kind < 0 || e->kind >= COST_EV_NKINDS)
+            continue;
+        x0 = RP_X0 + e->start / iter * RP_PW;
+        x1 = RP_X0 + e->end / iter * RP_PW;
+        pr = &pend[row * COST_EV_NKINDS + e->kind];
+        if (pr->n > 0 && x1 - x0 < 2.0 && pr->x1 - pr->x0 < 2.0 * pr->n &&
+            pr->narrow && x0 - pr->x1 < 0.5) {
+            pr->x1 = x1 > pr->x1 ? x1 : pr->x1;
+            pr->end = e->end;
+            pr->last_micro = e->micro;
+            pr->n++;
+            continue;
+        }
+        if (pr->n > 0)
+            draw_run(b, pr, y, rh);
+        pr->kind = e->kind;
+        pr->stage = e->stage;
+        pr->replica = e->replica;
+        pr->row = row;
+        pr->first_micro = pr->last_micro = e->micro;
+        pr->start = e->start;
+        pr->end = e->end;
+        pr->x0 = x0;
+        pr->x1 = x1;
+        pr->n = 1;
+        pr->narrow = x1 - x0 < 2.0;
+    }
+    for (i = 0; i < shown_rows * COST_EV_NKINDS; i++)
+        if (pend[i].n > 0)
+            draw_run(b, &pend[i], y, rh);
+    free(pend);
+axis:
+    y += rh * shown_rows;
+    if (shown_rows < rows) {
+        snprintf(buf, sizeof buf, "(first %d of %d stage/replica rows shown)",
+                 shown_rows, rows);
+        text_at(b, RP_X0 + RP_PW, y + 52, "end", 11, NULL, buf);
+    }
+    util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, L->timeline.y, RP_X0, y);
+    L->timeline_xaxis = x_axis(b, RP_X0, y, RP_PW, iter, scale, unit);
+    snprintf(buf, sizeof buf, "simulated iteration: %.4f s", iter);
+    text_at(b, RP_X0 + RP_PW, y + 37, "end", 11, NULL, buf);
+    return y + 60;
+}
+
+/* ---- section 2: memory -------------------------------------------------- */
+
+static double memory_section(util_buf *b, const report_input *in, double y,
+                             report_layout *L)
+{
+    const fmt_strategy *s = &in->s[in->shown];
+    const cost_result *r = &in->r[in->shown];
+    static const legend_item items[] = {
+        {"#dcdcdc", "device capacity"},
+        {"#4e79a7", "predicted peak memory"},
+        {"#e15759", "over capacity"}};
+    int n = r->nranks, i, every;
+    double vmax = 0, ph = 200, slot, bw, step, v;
+    char buf[128];
+
+    text_at(b, 20, y + 16, "start", 16, "bold", "Memory per device against its capacity");
+    y += 30;
+    if (n <= 0 || r->mem_bytes == NULL || r->mem_cap == NULL) {
+        text_at(b, 20, y + 16, "start", 13, NULL, "memory unavailable");
+        return y + 40;
+    }
+    L->memory_legend = legend(b, RP_X0, y, items, 3);
+    y += 34;
+    for (i = 0; i < n; i++) {
+        if (r->mem_cap[i] > vmax)
+            vmax = r->mem_cap[i];
+        if (r->mem_bytes[i] > vmax)
+            vmax = r->mem_bytes[i];
+    }
+    vmax /= RP_GIB;
+    if (!(vmax > 0))
+        vmax = 1;
+    step = nice_step(vmax, 5);
+    vmax = ceil(vmax / step - 1e-9) * step;
+    L->memory.x = RP_X0;
+    L->memory.y = y;
+    L->memory.w = RP_PW;
+    L->memory.h = ph;
+    /* y axis with grid */
+    util_buf_printf(b, "<g class=\"axis\">\n");
+    for (v = 0; v <= vmax * (1 + 1e-9); v += step) {
+        double py = y + ph - v / vmax * ph;
+        char num[32];
+        util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                     "stroke-width=\"1\"/>\n", RP_X0 - 6, py, RP_X0 + RP_PW, py,
+                  v == 0 ? "#222" : "#e8e8e8");
+        fmt_num(num, sizeof num, v, step);
+        text_at(b, RP_X0 - 10, py + 4, "end", 11, NULL, num);
+    }
+    util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, y, RP_X0, y + ph);
+    util_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"13\" "
+                 "font-weight=\"bold\" transform=\"rotate(-90 %.1f %.1f)\">memory (GiB)"
+                 "</text>\n", RP_X0 - 55, y + ph / 2, RP_X0 - 55, y + ph / 2);
+    util_buf_printf(b, "</g>\n");
+    L->memory_yaxis.x = RP_X0 - 70;
+    L->memory_yaxis.y = y;
+    L->memory_yaxis.w = 70;
+    L->memory_yaxis.h = ph;
+    slot = RP_PW / n;
+    bw = slot * 0.7 > 40 ? 40 : slot * 0.7;
+    for (i = 0; i < n; i++) {
+        double cx = RP_X0 + slot * (i + 0.5);
+        double cap = r->mem_cap[i] / RP_GIB, used = r->mem_bytes[i] / RP_GIB;
+        double hc = cap / vmax * ph, hu = used / vmax * ph;
+        const fmt_device_type *dt = fmt_device(in->c, s->ranks[i]);
+        util_buf_printf(b, "<g><title>rank %d on device %d (%s): %.2f of %.2f GiB</title>\n", i,
+                  s->ranks[i], dt->name, used, cap);
+        rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#dcdcdc", NULL);
+        if (used <= cap) {
+            rect(b, cx - bw / 2, y + ph - hu, bw, hu, "#4e79a7", NULL);
+        } else {
+            rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#4e79a7", NULL);
+            rect(b, cx - bw / 2, y + ph - hu, bw, hu - hc, "#e15759", NULL);
+        }
+        util_buf_printf(b, "</g>\n");
+    }
+    /* x axis: rank numbers (thinned), device types where they change */
+    every = 1;
+    while (slot * every < 24)
+        every++;
+    util_buf_printf(b, "<g class=\"axis\">\n");
+    util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, y + ph, RP_X0 + RP_PW, y + ph);
+    for (i = 0; i < n; i += every) {
+        double cx = RP_X0 + slot * (i + 0.5);
+        snprintf(buf, sizeof buf, "%d", i);
+        util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\"/>\n",
+                  cx, y + ph, cx, y + ph + 5);
+        text_at(b, cx, y + ph + 17, "middle", 10, NULL, buf);
+    }
+    for (i = 0; i < n;) {
+        int j = i;
+        const char *name = fmt_device(in->c, s->ranks[i])->name;
+        while (j < n && strcmp(fmt_device(in->c, s->ranks[j])->name, name) == 0)
+            j++;
+        if (slot * (j - i) >= 7.0 * (double)strlen(name))
+            text_at(b, RP_X0 + slot * (i + j) / 2.0, y + ph + 31, "middle", 10, NULL, name);
+        if (i > 0)
+            util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                         "stroke=\"#888\" stroke-dasharray=\"3,2\"/>\n",
+                      RP_X0 + slot * i, y + ph + 20, RP_X0 + slot * i, y + ph + 34);
+        i = j;
+    }
+    text_at(b, RP_X0 + RP_PW / 2, y + ph + 50, "middle", 13, "bold", "rank (device type)");
+    util_buf_printf(b, "</g>\n");
+    L->memory_xaxis.x = RP_X0 - 15;
+    L->memory_xaxis.y = y + ph;
+    L->memory_xaxis.w = RP_PW + 30;
+    L->memory_xaxis.h = 55;
+    return y + ph + 75;
+}
+
+/* ---- section 3: strategies side by side -------------------------------- */
+
+static double topk_section(util_buf *b, const report_input *in, double y,
+                           report_layout *L)
+{
+    static const legend_item items[] = {
+        {"#4e79a7", "compute"},       {"#76b7b2", "tensor-parallel comm"},
+        {RP_IDLE, "pipeline bubble"}, {"#f28e2b", "stage transfers"},
+        {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"}};
+    static const char *const fills[6] = {"#4e79a7", "#76b7b2", RP_IDLE,
+                                         "#f28e2b", "#b07aa1", "#9c755f"};
+    double vmax = 0, rh = 26, x;
+    char buf[256];
+    int i, k;
+
+    snprintf(buf, sizeof buf, "Top %d strategies: predicted iteration time and where it goes",
+             in->n);
+    text_at(b, 20, y + 16, "start", 16, "bold", buf);
+    y += 30;
+    L->topk_legend = legend(b, RP_X0, y, items, 6);
+    y += 28;
+    for (i = 0; i < in->n; i++)
+        if (in->r[i].iter_s > vmax)
+            vmax = in->r[i].iter_s;
+    if (!(vmax > 0))
+        vmax = 1;
+    vmax *= 1.32; /* room for the value labels */
+    L->topk.x = RP_X0;
+    L->topk.y = y;
+    L->topk.w = RP_PW;
+    L->topk.h = rh * in->n;
+    for (i = 0; i < in->n; i++) {
+        const fmt_strategy *s = &in->s[i];
+        const cost_result *r = &in->r[i];
+        const double part[6] = {r->bd.compute, r->bd.tp_comm, r->bd.bubble,
+                                r->bd.p2p, r->bd.dp_comm, r->bd.optimizer};
+        double ry = y + i * rh;
+        snprintf(buf, sizeof buf, "#%d  tp %d, dp %d, pp %d, mbs %d (%s)", i + 1,
+                 s->tp, s->dp, s->pp, s->mbs, s->placement[0] ? s->placement : "?");
+        text_at(b, RP_X0 - 10, ry + rh / 2 + 4, "end", 11, i == in->shown ? "bold" : NULL,
+                buf);
+        x = RP_X0;
+        for (k = 0; k < 6; k++) {
+            double w = part[k] > 0 ? part[k] / vmax * RP_PW : 0;
+            util_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                         "fill=\"%s\"><title>%s: %.4f s</title></rect>\n",
+                      x, ry + 3, w, rh - 6, fills[k], items[k].label, part[k]);
+            x += w;
+        }
+        snprintf(buf, sizeof buf, "%.4f s, %.1f samples/s%s", r->iter_s,
+                 r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
+                 r->fits ? "" : ", does not fit");
+        text_at(b, x + 6, ry + rh / 2 + 4, "start", 11, NULL, buf);
+    }
+    y += rh * in->n;
+    util_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#222\" "
+                 "stroke-width=\"1.5\"/>\n", RP_X0, L->topk.y, RP_X0, y);
+    L->topk_xaxis = x_axis(b, RP_X0, y, RP_PW, vmax, 1.0, "predicted iteration time (s)");
+    return y + 60;
+}
+
+/* ---- whole drawing ------------------------------------------------------ */
+
+static int check_input(const report_input *in, util_error *err)
+{
+    int i;
+
+    if (in == NULL || in->c == NULL || in->m == NULL || in->s == NULL ||
+        in->r == NULL || in->n < 1)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "a report needs at least one strategy with its result");
+    if (in->shown < 0 || in->shown >= in->n)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "strategy %d to show is outside 1..%d", in->shown + 1,
+                              in->n);
+    for (i = 0; i < in->n; i++)
+        if (in->s[i].ranks == NULL ||
+            in->s[i].tp * in->s[i].dp * in->s[i].pp != in->c->ndevices ||
+            (in->r[i].nranks != 0 && in->r[i].nranks != in->c->ndevices))
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "strategy %d does not match the cluster's %d devices",
+                                  i + 1, in->c->ndevices);
+    if (in->timeline && in->timeline->nevents > 0 &&
+        (in->timeline->pp != in->s[in->shown].pp ||
+         in->timeline->dp != in->s[in->shown].dp))
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "the timeline is not of strategy %d", in->shown + 1);
+    return UTIL_OK;
+}
+
+static void svg_body(util_buf *b, const report_input *in, report_layout *L)
+{
+    util_buf body = {0};
+    double y = 0;
+    char buf[400];
+    const cost_result *r = &in->r[in->shown];
+
+    memset(L, 0, sizeof *L);
+    snprintf(buf, sizeof buf, "hetplan report%s%s", in->title ? ": " : "",
+             in->title ? in->title : "");
+    text_at(&body, 20, 30, "start", 20, "bold", buf);
+    snprintf(buf, sizeof buf, "model '%s' on cluster '%s' (%d GPUs), global batch %d; "
+             "strategy #%d predicted %.4f s per iteration, peak memory headroom %s",
+             in->m->name, in->c->name, in->c->ndevices, in->global_batch,
+             in->shown + 1, r->iter_s, r->fits ? "positive on every GPU" : "NEGATIVE");
+    text_at(&body, 20, 52, "start", 12, NULL, buf);
+    y = 75;
+    y = timeline_section(&body, in, y, L);
+    y = memory_section(&body, in, y, L);
+    y = topk_section(&body, in, y, L);
+    L->width = RP_WIDTH;
+    L->height = ceil(y);
+    util_buf_printf(b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                 "viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\">\n",
+              L->width, L->height, L->width, L->height);
+    util_buf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#ffffff\"/>\n",
+              L->width, L->height);
+    if (body.failed)
+        b->failed = 1;
+    else if (body.p)
+        util_buf_printf(b, "%s", body.p);
+    util_buf_printf(b, "</svg>\n");
+    free(body.p);
+}
+
+int report_svg(const report_input *in, char **svg,
+                    report_layout *layout, util_error *err)
+{
+    util_buf b = {0};
+    report_layout L;
+    int rc;
+
+    *svg = NULL;
+    if ((rc = check_input(in, err)) != UTIL_OK)
+        return rc;
+    util_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    svg_body(&b, in, &L);
+    if (b.failed) {
+        free(b.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
+    if (layout)
+        *layout = L;
+    *svg = b.p;
+    return UTIL_OK;
+}
+
+int report_html(const report_input *in, char **html,
+                     report_layout *layout, util_error *err)
+{
+    util_buf b = {0};
+    report_layout L;
+    const fmt_strategy *s;
+    const cost_result *r;
+    int rc, i, j, t;
+
+    *html = NULL;
+    if ((rc = check_input(in, err)) != UTIL_OK)
+        return rc;
+    util_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<title>hetplan report");
+    if (in->title) {
+        util_buf_printf(&b, ": ");
+        rb_text(&b, in->title);
+    }
+    util_buf_printf(&b, "</title>\n<style>\n"
+                  "body { font-family: sans-serif; margin: 0; background: #fff; color: #222; }\n"
+                  "table { border-collapse: collapse; margin: 8px 20px 24px 20px; font-size: 13px; }\n"
+                  "th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }\n"
+                  "th { background: #f0f0f0; }\n"
+                  "td.l, th.l { text-align: left; }\n"
+                  "h2 { font-size: 16px; margin: 16px 20px 4px 20px; }\n"
+                  "svg { display: block; }\n"
+                  "</style>\n</head>\n<body>\n");
+    svg_body(&b, in, &L);
+    util_buf_printf(&b, "<h2>Strategies</h2>\n<table>\n<tr><th>#</th><th>time (s)</th>"
+                  "<th>samples/s</th><th>tp</th><th>dp</th><th>pp</th><th>mbs</th>"
+                  "<th>micro-batches</th><th class=\"l\">placement</th><th>bubble (s)</th>"
+                  "<th>dp comm (s)</th><th>peak memory (GiB)</th><th>fits</th></tr>\n");
+    for (i = 0; i < in->n; i++) {
+        double peak = 0;
+        s = &in->s[i];
+        r = &in->r[i];
+        for (j = 0; j < r->nranks; j++)
+            if (r->mem_bytes && r->mem_bytes[j] > peak)
+                peak = r->mem_bytes[j];
+        util_buf_printf(&b, "<tr><td>%d</td><td>%.4f</td><td>%.2f</td><td>%d</td><td>%d</td>"
+                      "<td>%d</td><td>%d</td><td>%d</td><td class=\"l\">",
+                  i + 1, r->iter_s, r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
+                  s->tp, s->dp, s->pp, s->mbs, s->gas);
+        rb_text(&b, s->placement);
+        util_buf_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
+                  r->bd.bubble, r->bd.dp_comm, peak / RP_GIB, r->fits ? "yes" : "no");
+    }
+    util_buf_printf(&b, "</table>\n");
+    s = &in->s[in->shown];
+    r = &in->r[in->shown];
+    util_buf_printf(&b, "<h2>Stages of strategy #%d</h2>\n<table>\n<tr><th>stage</th>"
+                  "<th class=\"l\">layers</th><th class=\"l\">devices</th>"
+                  "<th>time per micro-batch (ms)</th><th>peak memory (GiB)</th>"
+                  "<th>capacity (GiB)</th></tr>\n", in->shown + 1);
+    for (j = 0; j < s->pp; j++) {
+        double mem = 0, cap = 0;
+        util_buf_printf(&b, "<tr><td>%d</td><td class=\"l\">%d-%d (", j, s->bounds[j],
+                  s->bounds[j + 1] - 1);
+        rb_text(&b, in->m->layers[s->bounds[j]].name);
+        util_buf_printf(&b, " .. ");
+        rb_text(&b, in->m->layers[s->bounds[j + 1] - 1].name);
+        util_buf_printf(&b, ")</td><td class=\"l\">");
+        for (t = 0; t < s->tp * s->dp; t++) {
+            int rank = j * s->tp * s->dp + t;
+            if (t)
+                util_buf_printf(&b, ", ");
+            util_buf_printf(&b, "%d:", s->ranks[rank]);
+            rb_text(&b, fmt_device(in->c, s->ranks[rank])->name);
+            if (r->mem_bytes && rank < r->nranks && r->mem_bytes[rank] > mem) {
+                mem = r->mem_bytes[rank];
+                cap = r->mem_cap[rank];
+            }
+        }
+        util_buf_printf(&b, "</td><td>");
+        if (r->stage_s && j < r->pp)
+            util_buf_printf(&b, "%.3f", r->stage_s[j] * 1e3);
+        else
+            util_buf_printf(&b, "-");
+        util_buf_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
+    }
+    util_buf_printf(&b, "</table>\n</body>\n</html>\n");
+    if (b.failed) {
+        free(b.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
+    if (layout)
+        *layout = L;
+    *html = b.p;
+    return UTIL_OK;
+}

@@ -1,0 +1,145 @@
+/* util/util.h: what every room shares: the project's error table with
+ * located error details, a growable text buffer, cJSON helpers for
+ * writing and for error paths when reading, whole-file reading and
+ * atomic writing, SHA-256, and PCG32 random numbers.  No printing. */
+#ifndef HETPLAN_UTIL_H
+#define HETPLAN_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+/* Version of hetplan, written into plans and printed by --version. */
+#define HETPLAN_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define UTIL_PRINTF_LIKE(a, b) __attribute__((format(printf, a, b)))
+#else
+#define UTIL_PRINTF_LIKE(a, b)
+#endif
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* One table for the whole project: X(symbol, value, message). */
+#define HETPLAN_ERRORS(X)                                               \
+    X(UTIL_OK, 0, "success")                                            \
+    X(UTIL_ENOMEM, 1, "out of memory")                                  \
+    X(UTIL_EIO, 2, "cannot read or write file")                         \
+    X(UTIL_EPARSE, 3, "malformed JSON")                                 \
+    X(UTIL_EFIELD, 4, "invalid field")                                  \
+    X(UTIL_EINVAL, 5, "invalid argument")                               \
+    X(UTIL_EINFEASIBLE, 6, "no feasible strategy")                      \
+    X(UTIL_ENOTFOUND, 7, "not found")                                   \
+    X(UTIL_ETIMEOUT, 8, "time limit hit")                               \
+    X(UTIL_EINTERNAL, 9, "internal error")
+
+enum util_status {
+#define UTIL_X_ENUM(sym, val, msg) sym = val,
+    HETPLAN_ERRORS(UTIL_X_ENUM)
+#undef UTIL_X_ENUM
+    UTIL_NSTATUS
+};
+
+/* Message of a status code; never NULL, static storage. */
+const char *util_strerror(int code);
+
+/* Detail of a failure, filled by the callee, owned by the caller. */
+typedef struct util_error {
+    int code;         /* one of enum util_status */
+    char file[256];   /* input file concerned, "" if none */
+    char path[160];   /* JSON path inside it, e.g. "nodes[2].gpus", "" if none */
+    char msg[320];    /* what was expected and what was found */
+} util_error;
+
+/* Fill *err (NULL-safe) and return code.  printf-style message. */
+int util_error_set(util_error *err, int code, const char *file,
+                   const char *path, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
+
+/* Format "'file': path: msg" (parts omitted when empty) into buf. */
+void util_error_format(const util_error *err, char *buf, size_t n);
+
+/* ---- growable text buffer ---------------------------------------------- */
+
+/* Zero-initialise ({0}).  p is malloc'd, owned by the caller (free(p));
+ * NULL until something is printed.  failed is set on out-of-memory or an
+ * encoding error; later prints are then ignored. */
+typedef struct util_buf {
+    char *p;          /* text, NUL-terminated; caller frees */
+    size_t len, cap;  /* bytes used (without the NUL), bytes allocated */
+    int failed;       /* 1 after an allocation/format failure */
+} util_buf;
+
+/* Append printf-formatted text. */
+void util_buf_printf(util_buf *b, const char *fmt, ...) UTIL_PRINTF_LIKE(2, 3);
+
+/* The text (caller frees), or NULL (text freed) if the buffer failed. */
+char *util_buf_take(util_buf *b);
+
+/* ---- cJSON output ------------------------------------------------------- */
+
+/* Attach item to obj under key / append to arr; item NULL -> 0; on
+ * failure item is freed.  1 = ok.  obj/arr own item afterwards. */
+int util_json_put(cJSON *obj, const char *key, cJSON *item);
+int util_json_push(cJSON *arr, cJSON *item);
+
+/* Number as the shortest of %.15g..%.17g that reads back exactly, null
+ * when not finite.  New item owned by the caller (NULL on OOM). */
+cJSON *util_json_num(double v);
+
+/* util_json_put of a number / string (NULL -> null) / boolean / null. */
+int util_json_put_num(cJSON *obj, const char *key, double v);
+int util_json_put_str(cJSON *obj, const char *key, const char *v);
+int util_json_put_bool(cJSON *obj, const char *key, int v);
+int util_json_put_null(cJSON *obj, const char *key);
+
+/* o when ok, else o freed and NULL. */
+cJSON *util_json_finish(cJSON *o, int ok);
+
+/* Array of v[0..len-1]; null when v is NULL.  Owned by the caller. */
+cJSON *util_json_int_array(const int *v, int len);
+
+/* ---- JSON reading ------------------------------------------------------- */
+
+/* "parent.key" ("key" at the top level) / "parent[i]" into buf of n >= 4
+ * bytes; truncated paths end in "...". */
+void util_json_key(char *buf, size_t n, const char *parent, const char *key);
+void util_json_index(char *buf, size_t n, const char *parent, int i);
+
+/* "a string", "a number", ... or "nothing" for NULL (static text). */
+const char *util_json_type(const cJSON *v);
+
+/* ---- files ------------------------------------------------------------ */
+
+/* Read a whole file; *text is malloc'd (caller frees), NUL-terminated. */
+int util_read_file(const char *path, char **text, util_error *err);
+/* Write text to path through a temporary file in the same directory and
+ * rename(2); on failure nothing is left behind.  path "-" = stdout is not
+ * handled here. */
+int util_write_file_atomic(const char *path, const char *text,
+                           util_error *err);
+
+/* SHA-256 of a byte string as 64 hex digits + NUL. */
+void util_sha256_hex(const void *data, size_t n, char out[65]);
+
+/* ---- PCG32 (O'Neill 2014, pcg32 "XSH RR" 64/32) ------------------------ */
+
+typedef struct util_pcg32 {
+    uint64_t state;         /* RNG state, all values possible */
+    uint64_t inc;           /* stream selector, always odd */
+} util_pcg32;
+
+/* Seed as pcg32_srandom_r(initstate, initseq) of the reference code. */
+void util_pcg32_seed(util_pcg32 *rng, uint64_t initstate, uint64_t initseq);
+/* Next 32-bit output (pcg32_random_r). */
+uint32_t util_pcg32_next(util_pcg32 *rng);
+/* Uniform integer in [0, bound) without modulo bias; bound > 0. */
+uint32_t util_pcg32_bounded(util_pcg32 *rng, uint32_t bound);
+/* Uniform double in [0, 1) with 53 random bits. */
+double util_pcg32_double(util_pcg32 *rng);
+
+#endif
