@@ -30,7 +30,7 @@ static const experiment experiments[] = {
     {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148, 0.494},
 };
 
-/* ---- calibrated scores, scored honestly (issue 3, docs/calibration.md) */
+/* ---- calibrated scores, scored honestly (docs/calibration.md) */
 
 /* Inputs of one experiment for the calibration scores. */
 typedef struct cal_set {
@@ -242,7 +242,7 @@ int main(int argc, char **argv)
         cJSON *x = run(dir, &experiments[i]);
         calibrated(dir, &experiments[i],
                    &experiments[(i + 1) % (sizeof experiments / sizeof experiments[0])],
-                   x); /* issue 3 */
+                   x);
         cJSON_AddItemToArray(arr, x);
     }
     text = cJSON_Print(doc);

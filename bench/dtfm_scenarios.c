@@ -183,7 +183,7 @@ static void print_public(const cJSON *pub, int cs)
     printf("}");
 }
 
-/* ---- small instances ----------------------------------------------------- */
+/* ---- small instances ------------------------------------------------- */
 
 /* Random regional network: devices in 2..4 regions, inside 5 ms / 2 Gbps,
  * between 10..250 ms / 0.3..1.3 Gbps, every pair +-20% noise (asymmetric). */

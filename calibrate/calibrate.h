@@ -7,8 +7,7 @@
 
 #include "costmodel.h"
 
-/* ---- calibration by least absolute deviation (issue 3) --------------- */
-/* section owned by the calibration work: add declarations here */
+/* ---- calibration by least absolute deviation ------------------------- */
 
 /* Constants calib_run may move (bit mask; the rest stay neutral). */
 enum calib_fit_flags {
@@ -55,7 +54,7 @@ int calib_run(const fmt_cluster *c, const fmt_model *m,
                      const calib_params *sp, calib_fit *out,
                      util_error *err);
 
-/* ---- ranking accuracy against measured runs (calibrate/ranking.c) ------- */
+/* ---- ranking accuracy against measured runs (calibrate/ranking.c) ---- */
 
 /* One measured trial and the model's prediction for it. */
 typedef struct calib_trial {

@@ -243,7 +243,7 @@ done:
     return rc;
 }
 
-/* ---- calibrated predictions (issue 3, docs/calibration.md) ------------ */
+/* ---- calibrated predictions (docs/calibration.md) -------------------- */
 
 int calib_predict_trials(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *cp,

@@ -10,7 +10,7 @@
 
 #include "formats.h"
 
-/* ---- parameters ------------------------------------------------------- */
+/* ---- parameters ------------------------------------------------------ */
 
 typedef struct cost_params {
     double compute_eff;     /* fraction of peak FLOP/s reached by GEMMs when estimating (0.5) */
@@ -31,7 +31,7 @@ typedef struct cost_params {
     double mem_reserve;     /* CUDA context, NCCL and cuBLAS buffers, fragmentation per GPU,
                                bytes (1 GiB) */
     int frozen_layers;      /* the first K layers are frozen: forward only, no gradients,
-                               no optimizer state (0; issue 6, costmodel/uneven.c) */
+                               no optimizer state (0; costmodel/uneven.c) */
     /* prediction fidelity (docs/simulator.md) */
     int fidelity;           /* enum cost_fidelity: iteration time of cost_evaluate (analytic) */
     int overlap_dp;         /* 1: simulated DP all-reduce of a stage overlaps the other
@@ -51,7 +51,7 @@ const char *cost_params_name(int i);
 /* Value of the field called name in *value; UTIL_ENOTFOUND when unknown. */
 int cost_params_get(const cost_params *p, const char *name, double *value);
 
-/* ---- evaluation ------------------------------------------------------- */
+/* ---- evaluation ------------------------------------------------------ */
 
 /* Where an iteration's time goes.  The fields add up to total. */
 typedef struct cost_breakdown {
@@ -137,7 +137,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_profile *prof, const cost_params *p,
                   const fmt_strategy *s, cost_result *out, util_error *err);
 
-/* ---- pipeline schedule simulator (costmodel/simulate.c) --------------- */
+/* ---- pipeline schedule simulator (costmodel/simulate.c) -------------- */
 
 /* cost_params.fidelity: what cost_evaluate's iteration time comes from. */
 enum cost_fidelity {
@@ -218,8 +218,7 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_strategy *s, int overlap_dp, cost_timeline *out,
                   util_error *err);
 
-/* ---- memory model (issue 3; costmodel/memory.c) ----------------------- */
-/* section owned by the memory-model work: add declarations here */
+/* ---- memory model (costmodel/memory.c) ------------------------------- */
 
 /* Model-state bytes per parameter after ZeRO sharding over dp: weights,
  * gradients, optimizer state (fp16: 2, 2, 16 with the loss scaler's fp32
@@ -289,7 +288,7 @@ double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                                   int tp, int mbs, int stage, int pp,
                                   int inflight, int gas);
 
-/* ---- calibration applied (docs/calibration.md) ------------------------ */
+/* ---- calibration applied (docs/calibration.md) ----------------------- */
 
 /* The calibration in force: p's, else the profile's, else NULL. */
 const fmt_calibration *cost_calibration_of(const cost_params *p,
@@ -305,8 +304,7 @@ void cost_calibration_layer(const fmt_calibration *cal,
                             int tp, int mbs, double work_fwd, double comm,
                             double *fwd, double *bwd);
 
-/* ---- uneven TP shards, stragglers, frozen layers (issue 6) ------------ */
-/* section owned by the uneven-TP / replan work: add declarations here */
+/* ---- uneven TP shards, stragglers, frozen layers --------------------- */
 
 /* Uneven shards: rank r of a TP group holds tp_heads[r] of the model's
  * attention heads and tp_cols[r] of its MLP (FFN) columns; every layer's

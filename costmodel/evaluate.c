@@ -306,7 +306,7 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
 
 /* cost_inflight and cost_stage_memory: costmodel/memory.c */
 
-/* ---- strategy evaluation ---------------------------------------------- */
+/* ---- strategy evaluation --------------------------------------------- */
 
 double cost_flow_bw(const fmt_cluster *c, const cost_params *p, int da,
                     int db, int share_a, int share_b, double *lat)
@@ -737,7 +737,7 @@ done:
     return rc;
 }
 
-/* ---- per-stage pieces for the simulator (costmodel/internal.h) -------- */
+/* ---- per-stage pieces for the simulator (costmodel/internal.h) ------- */
 
 /* eval_ctx with NIC scratch; 0 when out of memory. */
 static int ctx_open(eval_ctx *x, const fmt_cluster *c, const fmt_model *m,

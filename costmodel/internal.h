@@ -38,7 +38,7 @@ double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
                             const cost_params *p, const fmt_strategy *s,
                             int j);
 
-/* ---- fidelity (costmodel/simulate.c) ---------------------------------- */
+/* ---- fidelity (costmodel/simulate.c) --------------------------------- */
 
 /* Replace out's iteration time with the simulated one (p->overlap_dp):
  * total and iter_s change by the difference between the simulated time

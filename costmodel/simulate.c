@@ -56,7 +56,7 @@ void cost_timeline_free(cost_timeline *t)
     memset(t, 0, sizeof *t);
 }
 
-/* ---- the schedule ------------------------------------------------------ */
+/* ---- the schedule ---------------------------------------------------- */
 
 /* Micro-batch of the k-th compute operation of stage j (0 <= k < 2 gas);
  * *bwd = 1 when it is a backward.
@@ -378,7 +378,7 @@ done:
     return rc;
 }
 
-/* ---- stage times from the cost model ----------------------------------- */
+/* ---- stage times from the cost model --------------------------------- */
 
 /* First and last stage holding layers of the model's first tied group;
  * 0 when fewer than two stages hold it. */

@@ -1,5 +1,5 @@
 /* costmodel/uneven.c: uneven tensor-parallel shards, per-rank slowdowns
- * and frozen layers (issue 6).  A rank's time is the even-split time of
+ * and frozen layers.  A rank's time is the even-split time of
  * its layers with the TP-divided part scaled to its share (ZERO-resizing
  * / SEMI-migration, section II-B: the divided GEMMs shrink with the
  * columns a task holds) and its compute scaled by its slowdown; frozen

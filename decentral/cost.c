@@ -142,7 +142,7 @@ double dtfm_dp_group(const double *w_dp, int n, const int *members,
     return worst;
 }
 
-/* ---- bottleneck perfect matching (eq. 3) ------------------------------ */
+/* ---- bottleneck perfect matching (eq. 3) ----------------------------- */
 
 /* Try to match row u at threshold *t; when the alternating tree from u
  * cannot grow, raise *t to the cheapest edge leaving the tree (a lower
@@ -245,7 +245,7 @@ double dtfm_bottleneck(const double *w, int m, int *match)
     return t;
 }
 
-/* ---- open-loop TSP (eq. 4) -------------------------------------------- */
+/* ---- open-loop TSP (eq. 4) ------------------------------------------- */
 
 int dtfm_tsp_exact(const double *w, int k, int *order, double *len)
 {
@@ -459,7 +459,7 @@ int dtfm_tsp(const double *w, int k, int *order, double *len, int *exact)
     return dtfm_tsp_heuristic(w, k, order, len);
 }
 
-/* ---- whole schedule ---------------------------------------------------- */
+/* ---- whole schedule -------------------------------------------------- */
 
 void dtfm_result_free(dtfm_result *r)
 {

@@ -7,8 +7,7 @@
 
 #include "search.h"
 
-/* ---- decentralized training, DT-FM (issue 4; decentral/cost.c) -------- */
-/* section owned by the DT-FM work: add declarations here */
+/* ---- decentralized training, DT-FM (decentral/cost.c) ---------------- */
 
 /* The scheduling problem of DT-FM (Yuan et al., NeurIPS'22, section 2):
  * n = d_pp * d_dp devices with pairwise latency and bandwidth; a
@@ -104,8 +103,7 @@ int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
                        dtfm_result *out, util_error *err);
 void dtfm_result_free(dtfm_result *r);
 
-/* ---- DT-FM scheduling: GA, KL, SA, random, exact (issue 4) ------------ */
-/* section owned by the DT-FM work: add declarations here */
+/* ---- DT-FM scheduling: GA, KL, SA, random, exact --------------------- */
 
 /* Searchers for the DT-FM scheduling problem (dtfm_problem): a
  * balanced partition of the devices into d_pp groups minimising
@@ -167,8 +165,7 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
                 dtfm_search_result *out, util_error *err);
 void dtfm_search_result_free(dtfm_search_result *r);
 
-/* ---- DT-FM inputs and plan output (issue 4) --------------------------- */
-/* section owned by the DT-FM work: add declarations here */
+/* ---- DT-FM inputs and plan output ------------------------------------ */
 
 /* Where c_pp and c_dp come from (docs/decentralized.md). */
 enum dtfm_convention {

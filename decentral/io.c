@@ -77,7 +77,7 @@ void dtfm_input_free(dtfm_input *in)
     memset(in, 0, sizeof *in);
 }
 
-/* ---- JSON reading helpers ---------------------------------------------- */
+/* ---- JSON reading helpers -------------------------------------------- */
 
 static int fail(const pctx *cx, const char *path, const char *fmt, ...)
     PRINTF_LIKE(3, 4);
@@ -215,7 +215,7 @@ static int link_obj(const pctx *cx, const cJSON *o, const char *p, double *lat,
     return UTIL_OK;
 }
 
-/* ---- regions and matrices ---------------------------------------------- */
+/* ---- regions and matrices -------------------------------------------- */
 
 typedef struct raw {
     int n;
@@ -503,7 +503,7 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
     return UTIL_OK;
 }
 
-/* ---- workload ------------------------------------------------------------ */
+/* ---- workload -------------------------------------------------------- */
 
 /* Built-in GPT3-XL (the paper's model) for compute times. */
 static int gpt3xl(fmt_model *m, util_error *err)
@@ -745,7 +745,7 @@ int dtfm_load(const char *path, const dtfm_options *o,
     return rc;
 }
 
-/* ---- plan JSON ---------------------------------------------------------- */
+/* ---- plan JSON ------------------------------------------------------- */
 
 static cJSON *input_ref(const char *path, const char *digest)
 {
@@ -875,7 +875,7 @@ done:
     return text;
 }
 
-/* ---- table ------------------------------------------------------------- */
+/* ---- table ----------------------------------------------------------- */
 
 char *dtfm_to_table(const dtfm_meta *meta,
                          const dtfm_input *in,

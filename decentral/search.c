@@ -68,7 +68,7 @@ void dtfm_search_result_free(dtfm_search_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* ---- context and partition state -------------------------------------- */
+/* ---- context and partition state ------------------------------------- */
 
 typedef struct cache_slot {
     uint64_t ka, kb;         /* member-set hashes of the two groups, ka <= kb */
@@ -218,7 +218,7 @@ static void tx_free(tx *t)
     memset(t, 0, sizeof *t);
 }
 
-/* ---- budget and progress ---------------------------------------------- */
+/* ---- budget and progress --------------------------------------------- */
 
 static void report(ctx *c, int force)
 {
@@ -266,7 +266,7 @@ static void note_best(ctx *c, const state *s)
     }
 }
 
-/* ---- evaluation --------------------------------------------------------- */
+/* ---- evaluation ------------------------------------------------------ */
 
 /* Largest matching of the g * g graph w using only edges < t (Kuhn's
  * augmenting paths over bit masks; g <= 64). */
@@ -713,7 +713,7 @@ static int tx_keep_if_better(ctx *c, tx *t, state *s)
     return 0;
 }
 
-/* ---- random partitions -------------------------------------------------- */
+/* ---- random partitions ----------------------------------------------- */
 
 static void shuffle(util_pcg32 *rng, int *a, int n)
 {
@@ -770,7 +770,7 @@ static int interleaved_partition(ctx *c, int r, int *grp, int *order,
     return 1;
 }
 
-/* ---- the paper's local search (DT-FM section 3.4) ----------------------- */
+/* ---- the paper's local search (DT-FM section 3.4) -------------------- */
 
 /* Fastest link (smallest w_pp) inside group q: devices *x, *y. */
 static void fastest_link(ctx *c, const state *s, int q, int *x, int *y)
@@ -1028,7 +1028,7 @@ static void local_search_paper(ctx *c, tx *t, state *s, int *pairs,
     }
 }
 
-/* ---- Kernighan-Lin local search (Bui and Moon; DT-FM's baseline) -------- */
+/* ---- Kernighan-Lin local search (Bui and Moon; DT-FM's baseline) ----- */
 
 /* One KL pass between groups a and b with gain_KL over the affinity
  * 1 / w_dp; applies the best prefix of tentative swaps when its summed
@@ -1122,7 +1122,7 @@ static void local_search_kl(ctx *c, tx *t, state *s, int *pairs, int npairs,
     }
 }
 
-/* ---- hybrid genetic algorithm (DT-FM section 3.4) ----------------------- */
+/* ---- hybrid genetic algorithm (DT-FM section 3.4) -------------------- */
 
 typedef struct indiv {
     int *grp;
@@ -1348,7 +1348,7 @@ done:
     return rc;
 }
 
-/* ---- simulated annealing ------------------------------------------------ */
+/* ---- simulated annealing --------------------------------------------- */
 
 static void run_sa(ctx *c, work *w)
 {
@@ -1425,7 +1425,7 @@ static void run_sa(ctx *c, work *w)
     polish(c, &w->t, s);
 }
 
-/* ---- random assignment and exhaustive search ------------------------ */
+/* ---- random assignment and exhaustive search ------------------------- */
 
 static void run_random(ctx *c, work *w)
 {
@@ -1472,7 +1472,7 @@ static void exact_rec(ctx *c, work *w, int i, int opened, int *fill)
     }
 }
 
-/* ---- driver --------------------------------------------------------- */
+/* ---- driver ---------------------------------------------------------- */
 
 static void work_free(work *w)
 {

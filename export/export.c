@@ -22,7 +22,7 @@
 #define EXP_DEEPSPEED_VERSION "0.14"
 #define EXP_TORCH_VERSION "2.4"
 
-/* ---- names and options -------------------------------------------------- */
+/* ---- names and options ----------------------------------------------- */
 
 static const char *const target_names[EXPORT_NTARGETS] = {
     "megatron", "deepspeed", "torchrun", "hostfile"};
@@ -64,7 +64,7 @@ void export_free(export_result *e)
     memset(e, 0, sizeof *e);
 }
 
-/* ---- analysis of the strategy ------------------------------------------ */
+/* ---- analysis of the strategy ---------------------------------------- */
 
 /* A torchrun agent: consecutive ranks on one node. */
 typedef struct xgroup {
@@ -283,7 +283,7 @@ static void ranks_file(const xctx *x, util_buf *b)
         }
 }
 
-/* ---- Megatron-LM ------------------------------------------------------- */
+/* ---- Megatron-LM ----------------------------------------------------- */
 
 static int is_block(const fmt_layer *l)
 {
@@ -490,7 +490,7 @@ static int export_megatron(xctx *x, util_error *err)
     return UTIL_OK;
 }
 
-/* ---- torchrun ---------------------------------------------------------- */
+/* ---- torchrun -------------------------------------------------------- */
 
 static int export_torchrun(xctx *x, util_error *err)
 {
@@ -539,7 +539,7 @@ static int export_torchrun(xctx *x, util_error *err)
     return UTIL_OK;
 }
 
-/* ---- hostfile ---------------------------------------------------------- */
+/* ---- hostfile -------------------------------------------------------- */
 
 /* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
 static void hostfile_text(const xctx *x, util_buf *b, const char *what)
@@ -614,7 +614,7 @@ static int export_hostfile(xctx *x, util_error *err)
     return UTIL_OK;
 }
 
-/* ---- DeepSpeed --------------------------------------------------------- */
+/* ---- DeepSpeed ------------------------------------------------------- */
 
 static void json_string(util_buf *b, const char *s)
 {
@@ -741,7 +741,7 @@ static int export_deepspeed(xctx *x, util_error *err)
     return UTIL_OK;
 }
 
-/* ---- entry point ------------------------------------------------------- */
+/* ---- entry point ----------------------------------------------------- */
 
 int export_build(int target, const fmt_cluster *c, const fmt_model *m,
                       const cost_params *p, const fmt_strategy *s,

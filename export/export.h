@@ -5,8 +5,7 @@
 
 #include "costmodel.h"
 
-/* ---- exports and reports (issue 7) ------------------------------------ */
-/* section owned by the export / report work: add declarations here */
+/* ---- exports and reports --------------------------------------------- */
 
 /* Launchers a plan can be exported to (export/export.c, docs/export.md
  * names the launcher versions whose flags are used). */

@@ -15,7 +15,7 @@
 
 #define FMT_PROFILE_SCHEMA "hetplan-profile/1"
 
-/* ---- device types ----------------------------------------------------- */
+/* ---- device types ---------------------------------------------------- */
 
 typedef struct fmt_device_type {
     char name[32];       /* e.g. "V100", "T4", "A100-80GB" */
@@ -31,7 +31,7 @@ const fmt_device_type *fmt_catalog_find(const char *name);
 size_t fmt_catalog_count(void);
 const fmt_device_type *fmt_catalog_get(size_t i);
 
-/* ---- cluster ---------------------------------------------------------- */
+/* ---- cluster --------------------------------------------------------- */
 
 typedef struct fmt_node {
     char name[64];       /* unique node name */
@@ -77,7 +77,7 @@ void fmt_link_between(const fmt_cluster *c, int dev_a, int dev_b,
 /* Device type of a device. */
 const fmt_device_type *fmt_device(const fmt_cluster *c, int dev);
 
-/* ---- model ------------------------------------------------------------ */
+/* ---- model ----------------------------------------------------------- */
 
 enum fmt_layer_kind {
     FMT_KIND_GENERIC = 0,
@@ -144,7 +144,7 @@ int fmt_model_from_transformer(const fmt_transformer_spec *spec,
 void fmt_layer_defaults(const fmt_model *m, fmt_layer *l);
 void fmt_model_free(fmt_model *m);
 
-/* ---- profile ---------------------------------------------------------- */
+/* ---- profile --------------------------------------------------------- */
 
 /* Measured per-layer times for one (device type, tp, mbs). */
 typedef struct fmt_profile_entry {
@@ -160,12 +160,12 @@ typedef struct fmt_profile {
     int nentries;
     int nlayers;            /* length of every fwd/bwd array */
     struct fmt_calibration *calib; /* fitted calibration (planner calibrate), owned;
-                                       NULL = none (issue 3, costmodel/calibration.c) */
+                                       NULL = none (costmodel/calibration.c) */
 } fmt_profile;
 
 void fmt_profile_free(fmt_profile *p);
 
-/* ---- strategy --------------------------------------------------------- */
+/* ---- strategy -------------------------------------------------------- */
 
 enum fmt_schedule { FMT_SCHED_1F1B = 0, FMT_SCHED_GPIPE = 1 };
 
@@ -180,7 +180,7 @@ typedef struct fmt_strategy {
     int *ranks;             /* tp * dp * pp device indices, owned */
     char placement[32];     /* name of the placement rule that made ranks */
     int *tp_heads;          /* tp * dp * pp attention heads of each rank, owned;
-                               NULL = even split (issue 6, costmodel/uneven.c) */
+                               NULL = even split (costmodel/uneven.c) */
     int *tp_cols;           /* tp * dp * pp MLP columns of each rank, owned; NULL
                                with tp_heads */
     double *slow;           /* tp * dp * pp compute slowdown of each rank (1 = as
@@ -208,7 +208,7 @@ int fmt_strategy_set_slow(fmt_strategy *s, const double *slow);
 /* Rank that runs on device dev, -1 when none. */
 int fmt_rank_of_device(const fmt_strategy *s, int dev);
 
-/* ---- precision --------------------------------------------------------- */
+/* ---- precision ------------------------------------------------------- */
 
 /* Training precision (model.json training.precision, --precision). */
 enum fmt_precision {
@@ -228,7 +228,7 @@ int fmt_model_precision(const fmt_model *m);
  * their size.  UTIL_EINVAL for an unknown precision. */
 int fmt_model_set_precision(fmt_model *m, int prec, util_error *err);
 
-/* ---- calibration constants (docs/calibration.md) ---------------------- */
+/* ---- calibration constants (docs/calibration.md) --------------------- */
 
 /* A few global constants fitted to measured iteration times by `planner
  * calibrate` (calib_run, docs/calibration.md).  Every field's
@@ -274,7 +274,7 @@ int fmt_calibration_type(const fmt_calibration *cal, const char *name);
 /* Index of name, added with neutral values when absent; -1 when full. */
 int fmt_calibration_add_type(fmt_calibration *cal, const char *name);
 
-/* ---- inputs (docs/inputs.md) ------------------------------------------ */
+/* ---- inputs (docs/inputs.md) ----------------------------------------- */
 /* Each parse function takes the JSON text and the file name used in
  * error messages; each load function reads the file then parses.  On
  * success the output struct owns its memory (free with the cost_*_free
@@ -317,7 +317,7 @@ int fmt_load_strategies(const char *path, const fmt_cluster *c,
                          const fmt_model *m, int global_batch,
                          fmt_strategy **out, int *n, util_error *err);
 
-/* ---- trials files (docs/calibration.md) ------------------------------- */
+/* ---- trials files (docs/calibration.md) ------------------------------ */
 
 /* Measured runs (docs/calibration.md): the strategies of a trials file
  * with their measured iteration times. */

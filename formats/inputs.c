@@ -30,7 +30,7 @@ typedef struct ctx {
     util_error *err;
 } ctx;
 
-/* ---- helpers ----------------------------------------------------------- */
+/* ---- helpers --------------------------------------------------------- */
 
 static int fail(const ctx *cx, int code, const char *path, const char *fmt,
                 ...) PRINTF_LIKE(4, 5);
@@ -336,7 +336,7 @@ static void prefix_error(const ctx *cx, const char *prefix)
                  (int)(sizeof err->path - n - 2), old);
 }
 
-/* ---- cluster ----------------------------------------------------------- */
+/* ---- cluster --------------------------------------------------------- */
 
 typedef struct node_ref {
     const char *name;
@@ -777,7 +777,7 @@ int fmt_load_cluster(const char *path, fmt_cluster *out, util_error *err)
     return rc;
 }
 
-/* ---- model ------------------------------------------------------------- */
+/* ---- model ----------------------------------------------------------- */
 
 static void known_kinds(char *buf, size_t n)
 {
@@ -1064,7 +1064,7 @@ int fmt_load_model(const char *path, fmt_model *out, util_error *err)
     return rc;
 }
 
-/* ---- profile ----------------------------------------------------------- */
+/* ---- profile --------------------------------------------------------- */
 
 /* An array of n per-layer times: numbers >= 0 divided by div, null = -1. */
 static int parse_times(const ctx *cx, const cJSON *arr, const char *p, int n,
@@ -1480,7 +1480,7 @@ done:
     return rc;
 }
 
-/* ---- strategies -------------------------------------------------------- */
+/* ---- strategies ------------------------------------------------------ */
 
 static int parse_ranks(const ctx *cx, const cJSON *jr, const char *p,
                        const fmt_cluster *c, fmt_strategy *s)

@@ -103,7 +103,7 @@ void fmt_profile_free(fmt_profile *p)
         free(p->entries[i].bwd);
     }
     free(p->entries);
-    free(p->calib); /* issue 3 */
+    free(p->calib);
     memset(p, 0, sizeof *p);
 }
 

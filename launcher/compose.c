@@ -308,7 +308,7 @@ int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
     return UTIL_OK;
 }
 
-/* ---- the trial document ------------------------------------------------ */
+/* ---- the trial document ---------------------------------------------- */
 
 /* Shortest of %.15g..%.17g that reads back exactly; null when not finite
  * or negative (= unknown). */

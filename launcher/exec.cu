@@ -57,7 +57,7 @@ int launch_gpu_topology(int *n, int *peer, int cap, util_error *err)
     return UTIL_OK;
 }
 
-/* ---- run-time state --------------------------------------------------------- */
+/* ---- run-time state -------------------------------------------------- */
 
 typedef struct stage_rt {
     int j, dev;
@@ -259,7 +259,7 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-/* ---- set-up and tear-down ----------------------------------------------------- */
+/* ---- set-up and tear-down -------------------------------------------- */
 
 static int stage_setup(exec_rt *r, const plan_doc *d, stage_rt *s, int bf16,
                        util_error *err)

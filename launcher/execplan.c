@@ -43,7 +43,7 @@ int launch_choose_mode(const launch_work *w, int asked, int ngpu, int first_gpu,
     return LAUNCH_MODE_EXECUTED;
 }
 
-/* ---- the plan ------------------------------------------------------------ */
+/* ---- the plan -------------------------------------------------------- */
 
 void launch_exec_input_init(launch_exec_input *in)
 {
@@ -240,7 +240,7 @@ done:
     return rc;
 }
 
-/* ---- CPU replay ------------------------------------------------------------ */
+/* ---- CPU replay ------------------------------------------------------ */
 
 static const char *op_name(int kind)
 {
@@ -351,7 +351,7 @@ done:
     return rc;
 }
 
-/* ---- what the GPUs measured ------------------------------------------------ */
+/* ---- what the GPUs measured ------------------------------------------ */
 
 int launch_exec_samples_alloc(launch_exec_samples *s, int pp, int iterations,
                               int npass)

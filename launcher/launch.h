@@ -19,7 +19,7 @@ extern "C" {
 
 #define LAUNCH_TRIAL_FORMAT "hetplan-trial/1"
 
-/* ---- command line (launcher/args.c) ----------------------------------- */
+/* ---- command line (launcher/args.c) ---------------------------------- */
 
 enum launch_mode {
     LAUNCH_MODE_AUTO = 0,   /* executed when the GPUs allow it, else composed */
@@ -45,7 +45,7 @@ void launch_options_init(launch_options *o);
 int launch_parse_args(int argc, char **argv, launch_options *o,
                       util_error *err);
 
-/* ---- plan to work (launcher/work.c) ----------------------------------- */
+/* ---- plan to work (launcher/work.c) ---------------------------------- */
 
 typedef struct launch_stage {
     int first, last;        /* layers [first, last) */
@@ -86,7 +86,7 @@ void launch_work_free(launch_work *w);
 int launch_stage_order(int schedule, int stage, int pp, int gas, int *bwd,
                        int *micro);
 
-/* ---- executed or composed (launcher/execplan.c) ----------------------- */
+/* ---- executed or composed (launcher/execplan.c) ---------------------- */
 
 /* Which mode runs: LAUNCH_MODE_EXECUTED when `asked` is auto or executed,
  * no rank was asked for (w->rank < 0) and GPUs first_gpu ..
@@ -96,7 +96,7 @@ int launch_stage_order(int schedule, int stage, int pp, int gas, int *bwd,
 int launch_choose_mode(const launch_work *w, int asked, int ngpu, int first_gpu,
                        char *why, size_t n);
 
-/* ---- the execution plan (launcher/execplan.c) ------------------------- */
+/* ---- the execution plan (launcher/execplan.c) ------------------------ */
 
 enum launch_op_kind {
     LAUNCH_OP_FWD = 0,      /* forward pass of `micro`, then fwd_extra_s */
@@ -211,7 +211,7 @@ int launch_exec_replay(const launch_exec *x, const double *fwd_s,
                        const double *grad_s, const double *opt_s,
                        double *iter_s, double *busy_s, util_error *err);
 
-/* ---- composition (launcher/compose.c) --------------------------------- */
+/* ---- composition (launcher/compose.c) -------------------------------- */
 
 /* What the GPU measured for one stage (synthesised layers only). */
 typedef struct launch_measure {
@@ -277,7 +277,7 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
                         const launch_measure *meas, const launch_trial *t,
                         const prof_device_info *dev, int iterations);
 
-/* ---- executed mode: what the GPUs measured (launcher/execplan.c) ------- */
+/* ---- executed mode: what the GPUs measured (launcher/execplan.c) ----- */
 
 /* Raw GPU timings (CUDA events) of the timed iterations. */
 typedef struct launch_exec_samples {
@@ -317,7 +317,7 @@ void launch_exec_result_free(launch_exec_result *r);
 int launch_trial_set_executed(launch_trial *t, const launch_exec *x,
                               const launch_exec_result *r, util_error *err);
 
-/* ---- executed mode, GPU side (launcher/exec.cu; CUDA build only) ------ */
+/* ---- executed mode, GPU side (launcher/exec.cu; CUDA build only) ----- */
 
 /* Visible GPUs in *n and, when peer is not NULL (n * n ints, caller's,
  * at most cap entries), cudaDeviceCanAccessPeer for each pair.

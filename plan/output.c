@@ -11,7 +11,7 @@
 
 #include "plan.h"
 
-/* ---- JSON helpers ------------------------------------------------------ */
+/* ---- JSON helpers ---------------------------------------------------- */
 
 static double gib(double bytes)
 {
@@ -38,7 +38,7 @@ static int put_opt(cJSON *obj, const char *key, const double *a, int i,
     return util_json_put_num(obj, key, a[i]);
 }
 
-/* ---- JSON sections ----------------------------------------------------- */
+/* ---- JSON sections --------------------------------------------------- */
 
 static cJSON *input_json(const char *path, const char *digest)
 {
@@ -269,7 +269,7 @@ static cJSON *rank_json(const fmt_cluster *c, const fmt_strategy *s,
     if (!util_json_put_num(o, "stage", rank / (s->tp * s->dp)) ||
         !util_json_put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
         !util_json_put_num(o, "tp_index", rank % s->tp) ||
-        (s->tp_heads != NULL && s->tp_cols != NULL && /* issue 6: uneven shards */
+        (s->tp_heads != NULL && s->tp_cols != NULL && /* uneven shards */
          (!util_json_put_num(o, "heads", s->tp_heads[rank]) ||
           !util_json_put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
         !(has_mem ? util_json_put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
@@ -396,7 +396,7 @@ static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
                            : util_json_put_null(mem, "min_headroom_gib")) ||
         !util_json_put_num(mem, "worst_rank", r->worst_rank))
         goto done;
-    { /* issue 3: verdict of memory and of the empty-stage rule */
+    { /* verdict of memory and of the empty-stage rule */
         char why[512];
         int es = cost_empty_stage(m, s), run = runnable_reason(m, s, r, why, sizeof why);
         if (!util_json_put_bool(o, "runnable", run) ||
@@ -465,7 +465,7 @@ done:
     return text;
 }
 
-/* ---- text table -------------------------------------------------------- */
+/* ---- text table ------------------------------------------------------ */
 
 #define TCOLS 13
 #define CELL 40
@@ -592,7 +592,7 @@ static void emit_stages(util_buf *b, const fmt_cluster *c,
         stage_layers(s, j, layers, sizeof layers);
         stage_types(c, s, j, types, sizeof types);
         for (k = j * per; r->mem_bytes && r->mem_cap && k < (j + 1) * per &&
-                          k < r->nranks; k++) { /* issue 3: memory per stage */
+                          k < r->nranks; k++) { /* memory per stage */
             if (r->mem_bytes[k] > pk)
                 pk = r->mem_bytes[k];
             if (r->mem_cap[k] - r->mem_bytes[k] < hr)
@@ -645,7 +645,7 @@ char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
             row[k] = cells[i][k];
         emit_row(&b, row, w);
     }
-    for (i = 0; i < n; i++) /* issue 3: why "no*" */
+    for (i = 0; i < n; i++) /* why "no*" */
         if (cost_empty_stage(m, &s[i]) >= 0) {
             char why[512];
             runnable_reason(m, &s[i], &r[i], why, sizeof why);

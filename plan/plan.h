@@ -10,7 +10,7 @@
 
 #define PLAN_SCHEMA "hetplan-plan/1"
 
-/* ---- output (docs/plan-format.md) ------------------------------------- */
+/* ---- output (docs/plan-format.md) ------------------------------------ */
 
 /* What a plan records besides the strategies. */
 typedef struct plan_meta {
@@ -45,7 +45,7 @@ char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
                     const fmt_strategy *s, const cost_result *r, int n,
                     int global_batch);
 
-/* ---- plan files read back (plan/read.c) ------------------------ */
+/* ---- plan files read back (plan/read.c) ------------------------------ */
 
 /* A plan JSON (hetplan-plan/1) read back with the inputs it names.
  * Input paths in the plan are tried as written (relative to the current

@@ -131,7 +131,7 @@ static int read_params(plan_doc *d, const cJSON *cp, util_error *err)
     return UTIL_OK;
 }
 
-/* Uneven TP shards (issue 6): "heads" and "mlp_cols" on every rank
+/* Uneven TP shards: "heads" and "mlp_cols" on every rank
  * object of strategy i, or on none. */
 static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
 {
@@ -278,7 +278,7 @@ static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
             snprintf(d->s[i].placement, sizeof d->s[i].placement, "%s",
                      pl->valuestring);
         if (i < d->n && (rc = read_shards(d, i, get(js, "ranks"), err)) != UTIL_OK)
-            goto done; /* issue 6 */
+            goto done;
         i++;
     }
 done:

@@ -36,7 +36,7 @@ typedef CUpti_ActivityKernel9 kernel_record;
 #define HETPLAN_CUPTI_LIBRARY ""
 #endif
 
-/* ---- CUPTI loaded at run time ------------------------------------------ */
+/* ---- CUPTI loaded at run time ---------------------------------------- */
 
 static struct {
     pthread_mutex_t lock;
@@ -95,7 +95,7 @@ static int cupti_load(util_error *err)
     return UTIL_OK;
 }
 
-/* ---- CUPTI activity collection (process-wide, as CUPTI is) ------------ */
+/* ---- CUPTI activity collection (process-wide, as CUPTI is) ----------- */
 
 typedef struct kspan {
     uint32_t corr;          /* CUPTI correlation id of the launch */
@@ -325,7 +325,7 @@ done:
     return rc;
 }
 
-/* ---- the device -------------------------------------------------------- */
+/* ---- the device ------------------------------------------------------ */
 
 struct prof_gpu {
     int dev;
@@ -475,7 +475,7 @@ done:
     return rc;
 }
 
-/* ---- kernels ----------------------------------------------------------- */
+/* ---- kernels --------------------------------------------------------- */
 
 __device__ __forceinline__ float ld(const __half *p) { return __half2float(*p); }
 __device__ __forceinline__ float ld(const __nv_bfloat16 *p) { return __bfloat162float(*p); }
@@ -808,7 +808,7 @@ __global__ void k_adam(float *w, float *m, float *v, const T *grad, T *w16,
     }
 }
 
-/* ---- running the sub-kernels ------------------------------------------ */
+/* ---- running the sub-kernels ----------------------------------------- */
 
 static unsigned grid_for(long long n)
 {
@@ -1382,7 +1382,7 @@ done:
     return rc;
 }
 
-/* ---- building blocks of the launcher's executed mode ------------------- */
+/* ---- building blocks of the launcher's executed mode ----------------- */
 
 /* Keep one thread busy until `ns` nanoseconds of the GPU's global timer
  * have passed. */

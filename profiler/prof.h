@@ -18,7 +18,7 @@ extern "C" {
 
 #define PROF_VERSION "0.1.0"
 
-/* ---- sub-kernels of a layer (profiler/shapes.c) ----------------------- */
+/* ---- sub-kernels of a layer (profiler/shapes.c) ---------------------- */
 
 enum prof_op {
     PROF_OP_GEMM = 0,       /* cuBLAS GEMM, strided batched when batch > 1 */
@@ -90,7 +90,7 @@ int prof_shape_of(const fmt_model *m, int kind, int tp, int mbs,
 int prof_layer_work_of(const prof_shape *s, prof_layer_work *out,
                        util_error *err);
 
-/* ---- statistics (profiler/stats.c) ------------------------------------ */
+/* ---- statistics (profiler/stats.c) ----------------------------------- */
 
 typedef struct prof_stats {
     int n;                  /* samples */
@@ -104,7 +104,7 @@ typedef struct prof_stats {
  * value is not finite; UTIL_ENOMEM. */
 int prof_stats_of(const double *x, int n, prof_stats *out, util_error *err);
 
-/* ---- timings of a layer (profiler/stats.c) ---------------------------- */
+/* ---- timings of a layer (profiler/stats.c) --------------------------- */
 
 /* What the GPU reported for `repeats` runs of a layer's kernels: for run
  * r and kernel i, index r * nk + i, the GPU start and end of the first
@@ -143,7 +143,7 @@ typedef struct prof_layer_result {
 int prof_layer_summarise(const prof_layer_work *w, const prof_samples *s,
                          prof_layer_result *out, util_error *err);
 
-/* ---- command line (profiler/args.c) ----------------------------------- */
+/* ---- command line (profiler/args.c) ---------------------------------- */
 
 #define PROF_MAX_LIST 16
 
@@ -185,7 +185,7 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
  * unless --help/--version). */
 int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err);
 
-/* ---- the profile document (profiler/profile_json.c) ------------------- */
+/* ---- the profile document (profiler/profile_json.c) ------------------ */
 
 struct cJSON;
 /* Add item to obj under key, or to the array obj when key is NULL; obj
@@ -248,7 +248,7 @@ char *prof_device_info_json(const prof_device_info *d);
 char *prof_profile_json(const prof_run *r, const fmt_model *m,
                         const char *model_name);
 
-/* ---- CUPTI loaded at run time (profiler/cupti_load.c) ----------------- */
+/* ---- CUPTI loaded at run time (profiler/cupti_load.c) ---------------- */
 
 /* The CUPTI functions the profiler calls, in prof_cupti_lib.fn order. */
 enum prof_cupti_fn {
@@ -289,7 +289,7 @@ int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
                     util_error *err);
 void prof_cupti_unload(prof_cupti_lib *l);
 
-/* ---- GPU side (profiler/gpu.cu; only in the CUDA build) --------------- */
+/* ---- GPU side (profiler/gpu.cu; only in the CUDA build) -------------- */
 
 typedef struct prof_gpu prof_gpu;
 

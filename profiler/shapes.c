@@ -96,7 +96,7 @@ int prof_shape_of(const fmt_model *m, int kind, int tp, int mbs,
     return UTIL_OK;
 }
 
-/* ---- building the kernel list ------------------------------------------ */
+/* ---- building the kernel list ---------------------------------------- */
 
 typedef struct builder {
     prof_layer_work *w;

@@ -1,4 +1,4 @@
-/* replan/replan.c: elastic re-planning as layers freeze (issue 6, after
+/* replan/replan.c: elastic re-planning as layers freeze (after
  * PipeTransformer, seeds/003): with the first K layers frozen (forward
  * only, no gradients, no optimizer state) re-balance the pipeline
  * (AutoPipe's partitioning, here the exact DP of search_assign_layers),
@@ -380,7 +380,7 @@ done:
     return rc;
 }
 
-/* ---- output ----------------------------------------------------------- */
+/* ---- output ---------------------------------------------------------- */
 
 static cJSON *ints(const int *v, int n)
 {

@@ -53,7 +53,7 @@ static void rect(util_buf *b, double x, double y, double w, double h,
               extra ? extra : "");
 }
 
-/* ---- colours and legends ----------------------------------------------- */
+/* ---- colours and legends --------------------------------------------- */
 
 static const char *const ev_colour[COST_EV_NKINDS] = {
     "#4e79a7", /* forward */
@@ -141,7 +141,7 @@ static report_box x_axis(util_buf *b, double x, double y, double w,
     return box;
 }
 
-/* ---- section 1: timeline ----------------------------------------------- */
+/* ---- section 1: timeline --------------------------------------------- */
 
 static void rank_range(const fmt_cluster *c, const fmt_strategy *s, int stage,
                        int replica, char *buf, size_t n)
@@ -408,7 +408,7 @@ axis:
     return y + 60;
 }
 
-/* ---- section 2: memory -------------------------------------------------- */
+/* ---- section 2: memory ----------------------------------------------- */
 
 static double memory_section(util_buf *b, const report_input *in, double y,
                              report_layout *L)
@@ -521,7 +521,7 @@ static double memory_section(util_buf *b, const report_input *in, double y,
     return y + ph + 75;
 }
 
-/* ---- section 3: strategies side by side -------------------------------- */
+/* ---- section 3: strategies side by side ------------------------------ */
 
 static double topk_section(util_buf *b, const report_input *in, double y,
                            report_layout *L)
@@ -582,7 +582,7 @@ static double topk_section(util_buf *b, const report_input *in, double y,
     return y + 60;
 }
 
-/* ---- whole drawing ------------------------------------------------------ */
+/* ---- whole drawing --------------------------------------------------- */
 
 static int check_input(const report_input *in, util_error *err)
 {

@@ -37,7 +37,7 @@ void search_result_free(search_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Groups the layer assignment works on (issue 3): each layer without
+/* Groups the layer assignment works on: each layer without
  * parameters is glued to the layer with parameters before it (leading
  * ones to the first with parameters), so that no stage can be left
  * without parameters (cost_empty_stage).  start gets G + 1 entries
@@ -99,7 +99,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     }
     for (j = 0; j < k; j++) {
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
-        /* memory: per-layer sums plus a bound of the rest (issue 3) */
+        /* memory: per-layer sums plus a bound of the rest */
         double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
                                                  inflight, s->gas);
         cap[j] = INFINITY;
@@ -114,7 +114,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                     cost_layer_time lt;
                     cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw, lat,
                                        node->intra_bw * cp->intra_eff, &lt);
-                    cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt); /* issue 6 */
+                    cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt);
                     if (lt.fwd + lt.bwd > tt[j * L + l])
                         tt[j * L + l] = lt.fwd + lt.bwd;
                 }
@@ -209,7 +209,7 @@ static void uniform_bounds(const fmt_model *m, fmt_strategy *s)
     }
     /* fewer blocks than stages (or blocks without parameters): the groups
      * of the layer assignment split evenly, so that every stage holds
-     * parameters (issue 3); by layer count when there are too few */
+     * parameters; by layer count when there are too few */
     nb = cost_param_layers(m);
     for (j = 0; j <= k; j++)
         s->bounds[j] = nb >= k ? (j == k ? L : group_start(m, (int)(((long)nb * j) / k)))
@@ -260,7 +260,7 @@ static int largest_node(const fmt_cluster *c, int smallest)
     return v;
 }
 
-/* Remember the rejected strategy closest to fitting (issue 3): its
+/* Remember the rejected strategy closest to fitting: its
  * device with the least headroom, while nothing fits yet. */
 static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
                       const cost_result *r, search_result *res)
@@ -331,7 +331,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             arc = UTIL_OK;
         } else {
             arc = search_assign_layers(c, m, prof, cp, &s, err);
-            if (arc == UTIL_OK && sp->uneven_tp && tp > 1) { /* issue 6 */
+            if (arc == UTIL_OK && sp->uneven_tp && tp > 1) {
                 search_shard_params shp;
                 search_shard_params_init(&shp);
                 shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
@@ -355,7 +355,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
         if (rc != UTIL_OK)
             goto done;
         res->evaluated++;
-        if (r.empty_stage >= 0) { /* never kept: it cannot run (issue 3) */
+        if (r.empty_stage >= 0) { /* never kept: it cannot run */
             res->rejected_other++;
             fmt_strategy_free(&s);
             cost_result_free(&r);
@@ -400,7 +400,7 @@ static int consider(const fmt_cluster *c, const fmt_model *m,
     if (gbs % dp != 0 || (gbs / dp) % mbs != 0)
         return UTIL_OK; /* mbs must divide the per-replica batch */
     if (pp > cost_param_layers(m)) {
-        /* a stage without parameters cannot run (issue 3) */
+        /* a stage without parameters cannot run */
         out->rejected_other++;
         out->rejected_stages++;
         return UTIL_OK;
@@ -408,7 +408,7 @@ static int consider(const fmt_cluster *c, const fmt_model *m,
     return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, out, fit, err);
 }
 
-/* Progress for the caller's callback (issue 7): the first call at once,
+/* Progress for the caller's callback: the first call at once,
  * then at most every 0.2 s, and a last one when final is set. */
 typedef struct progress_state {
     double t0, last;
@@ -466,7 +466,7 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     if (N < 1 || m->nlayers < 1)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "empty cluster or model");
-    if (cost_param_layers(m) < 1) /* issue 3: nothing for an optimizer */
+    if (cost_param_layers(m) < 1) /* nothing for an optimizer */
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "model '%s' has no layer with parameters "
                               "(every 'params' is 0): nothing to train", m->name);

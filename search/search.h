@@ -9,7 +9,7 @@
 
 #include "costmodel.h"
 
-/* ---- pipeline layer assignment (AMP section 3.5) ---------------------- */
+/* ---- pipeline layer assignment (AMP section 3.5) --------------------- */
 
 /* Input of the assignment problem: L layers into k consecutive,
  * non-empty stages.  Objective (AMP eq. 5):
@@ -45,7 +45,7 @@ int search_dp_fits(const search_dp_input *in, const int *bounds);
 int search_dp_bruteforce(const search_dp_input *in, int *bounds,
                          double *objective, util_error *err);
 
-/* ---- placement -------------------------------------------------------- */
+/* ---- placement ------------------------------------------------------- */
 
 enum search_placement {
     SEARCH_PLACE_MEGATRON = 0,  /* ranks fill devices in file order: TP, then DP, then PP */
@@ -60,7 +60,7 @@ int search_placement_from_name(const char *name);
 int search_place(const fmt_cluster *c, int rule, fmt_strategy *s,
                  util_error *err);
 
-/* ---- progress of long searches ---------------------------------------- */
+/* ---- progress of long searches --------------------------------------- */
 
 /* What a search reports while it runs.  Libraries never print: the
  * caller's callback decides (the CLI draws it on stderr on a terminal). */
@@ -75,7 +75,7 @@ typedef struct search_progress {
 /* Called from the searching thread at most a few times per second. */
 typedef void (*search_progress_fn)(void *ctx, const search_progress *p);
 
-/* ---- whole search (AMP Algorithm 1) ----------------------------------- */
+/* ---- whole search (AMP Algorithm 1) ---------------------------------- */
 
 enum search_method {
     SEARCH_METHOD_AMP = 0,      /* every degree, mbs, placement; DP layer assignment */
@@ -104,7 +104,7 @@ typedef struct search_candidate {
     cost_result r;          /* owned */
 } search_candidate;
 
-/* Where a strategy that does not fit overflows (issue 3, memory model). */
+/* Where a strategy that does not fit overflows (memory model). */
 typedef struct search_memory_miss {
     int tp, dp, pp, mbs;    /* its degrees and micro-batch size */
     int stage, device;      /* stage and device (global index) with the least headroom */
@@ -137,8 +137,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                          const fmt_profile *prof, const cost_params *cp,
                          fmt_strategy *s, util_error *err);
 
-/* ---- uneven tensor-parallel shards via GLPK (issue 6) ----------------- */
-/* section owned by the uneven-TP work: add declarations here */
+/* ---- uneven tensor-parallel shards via GLPK -------------------------- */
 
 /* One rank of a TP group as the shard planner sees it: its time and
  * memory are linear in the heads h and MLP columns c it holds. */

@@ -25,7 +25,7 @@
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 
-/* ---- synthetic trials made by the model itself ------------------------ */
+/* ---- synthetic trials made by the model itself ----------------------- */
 
 typedef struct synth {
     fmt_cluster c;
@@ -251,7 +251,7 @@ START_TEST(test_too_few_trials)
 }
 END_TEST
 
-/* ---- the command line ------------------------------------------------- */
+/* ---- the command line ------------------------------------------------ */
 
 static char tmp_dir[256];
 

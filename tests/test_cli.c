@@ -41,7 +41,7 @@
 #define PATHN 4096
 #define MAXARGS 64
 
-/* ---- temporary directories --------------------------------------------- */
+/* ---- temporary directories ------------------------------------------- */
 
 static char top_dir[PATHN]; /* made by main, removed at the end */
 static char work_dir[PATHN]; /* this test's files: inputs and outputs */
@@ -147,7 +147,7 @@ static int count_entries(const char *dir, char *list, size_t n)
     return k;
 }
 
-/* ---- running the planner ----------------------------------------------- */
+/* ---- running the planner --------------------------------------------- */
 
 typedef struct run {
     int status; /* exit code; 128 + signal when killed */
@@ -319,7 +319,7 @@ static void expect_input(const run *r, const char *file, const char *path,
                   r->out);
 }
 
-/* ---- JSON helpers ------------------------------------------------------- */
+/* ---- JSON helpers ---------------------------------------------------- */
 
 static cJSON *parse_json(const char *text, const char *what)
 {
@@ -455,7 +455,7 @@ static const cJSON *check_plan(const cJSON *plan, int n)
     return strats;
 }
 
-/* ---- --help, --version --------------------------------------------------- */
+/* ---- --help, --version ----------------------------------------------- */
 
 START_TEST(help_lists_exit_codes)
 {
@@ -509,7 +509,7 @@ START_TEST(version)
 }
 END_TEST
 
-/* ---- usage errors: exit 2 ------------------------------------------------ */
+/* ---- usage errors: exit 2 -------------------------------------------- */
 
 START_TEST(usage_unknown_option)
 {
@@ -696,7 +696,7 @@ START_TEST(usage_no_global_batch)
 }
 END_TEST
 
-/* ---- input errors: exit 3 ------------------------------------------------ */
+/* ---- input errors: exit 3 -------------------------------------------- */
 
 START_TEST(input_missing_file)
 {
@@ -885,7 +885,7 @@ START_TEST(input_strategy_batch)
 }
 END_TEST
 
-/* ---- exit 4 and 5 -------------------------------------------------------- */
+/* ---- exit 4 and 5 ---------------------------------------------------- */
 
 START_TEST(no_feasible_strategy)
 {
@@ -944,7 +944,7 @@ START_TEST(output_is_directory)
 }
 END_TEST
 
-/* ---- successful runs ----------------------------------------------------- */
+/* ---- successful runs ------------------------------------------------- */
 
 START_TEST(plan_success)
 {
@@ -1427,7 +1427,7 @@ START_TEST(stdout_not_writable)
 }
 END_TEST
 
-/* ---- suite --------------------------------------------------------------- */
+/* ---- suite ----------------------------------------------------------- */
 
 static Suite *cli_suite(void)
 {

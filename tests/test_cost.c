@@ -466,7 +466,7 @@ START_TEST(test_assign_balances_speed)
 
     make_cluster(&c, 2, 1, 1);
     make_model(&m, 12, 0.0);
-    for (l = 0; l < 12; l++) /* every stage needs parameters (issue 3) */
+    for (l = 0; l < 12; l++) /* every stage needs parameters */
         m.layers[l].params = 1e6;
     memset(&prof, 0, sizeof prof);
     add_entry(&prof, 12, "fast", 1, 1e-3, 2e-3);

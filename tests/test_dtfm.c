@@ -24,7 +24,7 @@
 #include "export.h"
 #include "report.h"
 
-/* ---- brute force helpers ------------------------------------------------ */
+/* ---- brute force helpers --------------------------------------------- */
 
 /* Next permutation in lexicographic order; 0 when it was the last. */
 static int next_perm(int *a, int n)
@@ -104,7 +104,7 @@ static int is_perm(const int *p, int n)
     return 1;
 }
 
-/* ---- eq. 3 and eq. 4 ----------------------------------------------------- */
+/* ---- eq. 3 and eq. 4 ------------------------------------------------- */
 
 START_TEST(test_bottleneck_vs_bruteforce)
 {
@@ -193,7 +193,7 @@ START_TEST(test_tsp_heuristic_vs_bruteforce)
 }
 END_TEST
 
-/* ---- cost formulas on hand-worked instances ---------------------------- */
+/* ---- cost formulas on hand-worked instances -------------------------- */
 
 /* Two regions of two devices: inside 1 ms and 8 Gbit/s (1e9 B/s), between
  * 10 ms and 0.8 Gbit/s (1e8 B/s); c_pp = 1e8 B, c_dp = 2e8 B, d_pp = 2. */
@@ -356,7 +356,7 @@ START_TEST(test_compute_extension)
 }
 END_TEST
 
-/* ---- searchers ------------------------------------------------------------- */
+/* ---- searchers ------------------------------------------------------- */
 
 /* Random regional network (2..4 regions, +-20% noise per direction). */
 static void small_instance(util_pcg32 *rng, int n, int d_pp,
@@ -533,7 +533,7 @@ START_TEST(test_time_limit_is_a_status)
 }
 END_TEST
 
-/* ---- inputs ----------------------------------------------------------------- */
+/* ---- inputs ---------------------------------------------------------- */
 
 static void expect_error(const char *text, const char *path, const char *msg)
 {
@@ -652,7 +652,7 @@ START_TEST(test_examples_load)
 }
 END_TEST
 
-/* ---- the command line -------------------------------------------------- */
+/* ---- the command line ------------------------------------------------ */
 
 /* Run the planner with sh; returns the exit code, output into *out. */
 static int planner(const char *args, char **out)

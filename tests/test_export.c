@@ -171,7 +171,7 @@ START_TEST(golden_permuted)
 }
 END_TEST
 
-/* ---- flag names of the named launcher versions ------------------------ */
+/* ---- flag names of the named launcher versions ----------------------- */
 
 /* Megatron-LM core_r0.9.0 (megatron/training/arguments.py) flags we may
  * emit, and torchrun's (PyTorch 2.4, torch/distributed/run.py). */
@@ -305,7 +305,7 @@ START_TEST(ds_config_keys_are_known)
 }
 END_TEST
 
-/* ---- library: hand-made clusters --------------------------------------- */
+/* ---- library: hand-made clusters ------------------------------------- */
 
 typedef struct fixture {
     fmt_cluster c;
@@ -609,7 +609,7 @@ START_TEST(bad_strategy_is_refused)
 }
 END_TEST
 
-/* ---- CLI behaviour ------------------------------------------------------ */
+/* ---- CLI behaviour --------------------------------------------------- */
 
 START_TEST(cli_stdout_and_json)
 {

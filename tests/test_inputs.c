@@ -60,7 +60,7 @@ static void expect_err(int rc, const util_error *e, int code, const char *path,
                   phrase, e->msg);
 }
 
-/* ---- parse wrappers: check the output is empty on failure --------------- */
+/* ---- parse wrappers: check the output is empty on failure ------------ */
 
 static int cluster_rc(const char *json, util_error *e)
 {
@@ -97,7 +97,7 @@ static int model_rc(const char *json, util_error *e)
     return rc;
 }
 
-/* ---- fixtures ----------------------------------------------------------- */
+/* ---- fixtures -------------------------------------------------------- */
 
 /* 2 nodes x 2 V100 = 4 devices */
 static const char *SMALL_CLUSTER =
@@ -185,7 +185,7 @@ static void free_strats(fmt_strategy *s, int n)
     free(s);
 }
 
-/* ---- files -------------------------------------------------------------- */
+/* ---- files ----------------------------------------------------------- */
 
 static char tmpdir[64];
 
@@ -343,7 +343,7 @@ START_TEST(write_atomic_failures_leave_nothing)
 }
 END_TEST
 
-/* ---- cluster errors ----------------------------------------------------- */
+/* ---- cluster errors -------------------------------------------------- */
 
 START_TEST(cluster_malformed_json)
 {
@@ -575,7 +575,7 @@ START_TEST(cluster_bad_links)
 }
 END_TEST
 
-/* ---- cluster success ---------------------------------------------------- */
+/* ---- cluster success ------------------------------------------------- */
 
 START_TEST(cluster_conversions)
 {
@@ -684,7 +684,7 @@ START_TEST(cluster_link_overrides)
 }
 END_TEST
 
-/* ---- model -------------------------------------------------------------- */
+/* ---- model ----------------------------------------------------------- */
 
 START_TEST(model_form_errors)
 {
@@ -895,7 +895,7 @@ START_TEST(model_transformer_ok)
 }
 END_TEST
 
-/* ---- profile ------------------------------------------------------------ */
+/* ---- profile --------------------------------------------------------- */
 
 START_TEST(profile_errors)
 {
@@ -1061,7 +1061,7 @@ START_TEST(profile_from_amp)
 }
 END_TEST
 
-/* ---- strategies --------------------------------------------------------- */
+/* ---- strategies ------------------------------------------------------ */
 
 START_TEST(strategies_ok)
 {
@@ -1174,7 +1174,7 @@ START_TEST(strategies_errors)
 }
 END_TEST
 
-/* ---- examples ----------------------------------------------------------- */
+/* ---- examples -------------------------------------------------------- */
 
 START_TEST(example_clusters)
 {

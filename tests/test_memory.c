@@ -374,7 +374,7 @@ START_TEST(evaluate_fits_and_worst_rank)
 }
 END_TEST
 
-/* ---- command line ------------------------------------------------------ */
+/* ---- command line ---------------------------------------------------- */
 
 static char tmp_dir[256];
 

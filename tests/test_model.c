@@ -66,7 +66,7 @@ static double unique_params(const fmt_model *m)
     return total;
 }
 
-/* ---- catalogue ---------------------------------------------------------- */
+/* ---- catalogue ------------------------------------------------------- */
 
 START_TEST(test_catalog_known)
 {
@@ -180,7 +180,7 @@ START_TEST(test_catalog_entries)
 }
 END_TEST
 
-/* ---- kinds -------------------------------------------------------------- */
+/* ---- kinds ----------------------------------------------------------- */
 
 START_TEST(test_kind_names)
 {
@@ -205,7 +205,7 @@ START_TEST(test_kind_names)
 }
 END_TEST
 
-/* ---- transformer expansion ---------------------------------------------- */
+/* ---- transformer expansion ------------------------------------------- */
 
 START_TEST(test_gpt2_345m)
 {
@@ -398,7 +398,7 @@ START_TEST(test_invalid_specs)
 }
 END_TEST
 
-/* ---- layer defaults ----------------------------------------------------- */
+/* ---- layer defaults -------------------------------------------------- */
 
 static void unset(fmt_layer *l)
 {
@@ -493,7 +493,7 @@ START_TEST(test_layer_defaults)
 }
 END_TEST
 
-/* ---- examples ----------------------------------------------------------- */
+/* ---- examples -------------------------------------------------------- */
 
 static cJSON *load_json(const char *name)
 {

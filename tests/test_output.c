@@ -21,7 +21,7 @@
 
 #define GIB 1073741824.0
 
-/* ---- SHA-256 ----------------------------------------------------------- */
+/* ---- SHA-256 --------------------------------------------------------- */
 
 static void check_sha(const void *data, size_t n, const char *want)
 {
@@ -92,7 +92,7 @@ START_TEST(sha_padding_edges)
 }
 END_TEST
 
-/* ---- fixture: 2 nodes x 2 GPUs, 4 layers, two strategies ---------------- */
+/* ---- fixture: 2 nodes x 2 GPUs, 4 layers, two strategies ------------- */
 
 static fmt_cluster fx_c;
 static fmt_model fx_m;
@@ -257,7 +257,7 @@ static void fixture_teardown(void)
     fmt_cluster_free(&fx_c);
 }
 
-/* ---- JSON access helpers ------------------------------------------------ */
+/* ---- JSON access helpers --------------------------------------------- */
 
 static const cJSON *get(const cJSON *o, const char *key)
 {
@@ -305,7 +305,7 @@ static cJSON *fx_plan_json(int n)
     return doc;
 }
 
-/* ---- plan JSON ----------------------------------------------------------- */
+/* ---- plan JSON ------------------------------------------------------- */
 
 START_TEST(json_header)
 {
@@ -587,7 +587,7 @@ START_TEST(json_out_of_memory)
 }
 END_TEST
 
-/* ---- table ------------------------------------------------------------- */
+/* ---- table ----------------------------------------------------------- */
 
 START_TEST(table_aligned)
 {

@@ -351,7 +351,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, round_trip);
     tcase_add_test(tc, bad_plans);
-    tcase_add_test(tc, plan_precision_kept); /* issue 3 */
+    tcase_add_test(tc, plan_precision_kept);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);

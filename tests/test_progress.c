@@ -1,4 +1,4 @@
-/* tests/test_progress.c: progress of long searches (issue 7).  The
+/* tests/test_progress.c: progress of long searches.  The
  * library calls search_params.progress (first call at once, then at most
  * every 0.2 s, and a last one with the final counts); `planner plan` draws
  * it on stderr only when stderr is a terminal and --quiet is not given. */

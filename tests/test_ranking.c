@@ -134,9 +134,9 @@ START_TEST(test_beats_amp)
 }
 END_TEST
 
-/* ---- calibrated, scored honestly (issue 3, docs/calibration.md) ------ */
+/* ---- calibrated, scored honestly (docs/calibration.md) --------------- */
 
-/* Targets of issue 3 for leave-one-out, and floors just under what the
+/* Accuracy targets for leave-one-out, and floors just under what the
  * calibration reaches (leave-one-out and cross-set). */
 typedef struct cal_floor {
     double min_rho, min_tau, max_regret, max_mape;
@@ -186,7 +186,7 @@ static void cal_free(cal_inputs *x)
 static void cal_check(const char *what, const experiment *e, const calib_ranking *rk,
                       const cal_floor *f)
 {
-    if (what[0] != '(') /* "(target)": the same numbers against issue 3's targets */
+    if (what[0] != '(') /* "(target)": the same numbers against the accuracy targets */
         printf("%-12s %-13s spearman %.3f | kendall-b %.3f | top-1 regret %.3f | "
                "MAPE %.1f%%\n", e->name, what, rk->spearman, rk->kendall,
                rk->top1_regret, 100.0 * rk->mape);
@@ -315,7 +315,7 @@ int main(void)
 
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_beats_amp, 0, 2);
-    tcase_add_loop_test(tc, test_calibrated, 0, 2); /* issue 3 */
+    tcase_add_loop_test(tc, test_calibrated, 0, 2);
     tcase_add_test(tc, test_metrics_by_hand);
     tcase_add_test(tc, test_tau_b_ties);
     suite_add_tcase(s, tc);

@@ -202,7 +202,7 @@ START_TEST(freeze_errors)
 }
 END_TEST
 
-/* ---- command line ----------------------------------------------------- */
+/* ---- command line ---------------------------------------------------- */
 
 static void make_plan(void)
 {

@@ -63,7 +63,7 @@ static int count(const char *hay, const char *needle)
     return n;
 }
 
-/* ---- a hand-made report input ------------------------------------------ */
+/* ---- a hand-made report input ---------------------------------------- */
 
 static const char two_nodes[] =
     "{\"name\": \"two <&> nodes\", \"nodes\": ["
@@ -330,7 +330,7 @@ START_TEST(dense_timeline_is_downsampled)
 }
 END_TEST
 
-/* ---- the CLI ------------------------------------------------------------ */
+/* ---- the CLI --------------------------------------------------------- */
 
 static int run_planner(const char *const *args, const char *out_path,
                        const char *err_path)
@@ -403,7 +403,7 @@ START_TEST(cli_report)
 }
 END_TEST
 
-/* ---- rendering with headless Chromium ---------------------------------- */
+/* ---- rendering with headless Chromium -------------------------------- */
 
 static int find_chromium(char *out, size_t n)
 {

@@ -27,7 +27,7 @@
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define TOL 1e-9
 
-/* ---- helpers ------------------------------------------------------------ */
+/* ---- helpers --------------------------------------------------------- */
 
 /* The event (kind, stage, replica, micro), failing when absent. */
 static const cost_event *find(const cost_timeline *t, int kind, int stage,
@@ -86,7 +86,7 @@ static void run(const cost_sim_input *in, cost_timeline *t)
     ck_assert_msg(rc == UTIL_OK, "simulate: %s", err.msg);
 }
 
-/* ---- schedules worked out by hand ---------------------------------------- */
+/* ---- schedules worked out by hand ------------------------------------ */
 
 /* 2 stages, unequal (f, b) = (1, 2) and (2, 4), gas 2, 1F1B, free links.
  * Stage 0 does 1 warm-up forward: F0 F1 B0 B1; stage 1: F0 B0 F1 B1.
@@ -449,7 +449,7 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
-/* ---- agreement with AMP eq. 5 ------------------------------------------- */
+/* ---- agreement with AMP eq. 5 ---------------------------------------- */
 
 /* Where eq. 5, (gas - 1) max t_j + sum t_j + sum e_j, is exact:
  * (a) equal stage times and free links, either schedule: every stage
@@ -512,7 +512,7 @@ START_TEST(test_eq5_exact_cases)
 }
 END_TEST
 
-/* ---- properties on random inputs ----------------------------------------- */
+/* ---- properties on random inputs ------------------------------------- */
 
 typedef struct rnd_case {
     int pp, dp, gas, sched, overlap;
@@ -761,7 +761,7 @@ START_TEST(test_random_properties)
 }
 END_TEST
 
-/* ---- cost-model front end ------------------------------------------------ */
+/* ---- cost-model front end -------------------------------------------- */
 
 typedef struct world {
     fmt_cluster c;
@@ -951,7 +951,7 @@ START_TEST(test_search_reranks)
 }
 END_TEST
 
-/* ---- ranking quality of both fidelities on AMP's real runs ---------------- */
+/* ---- ranking quality of both fidelities on AMP's real runs ----------- */
 
 #define AMP_DATA HETPLAN_SOURCE_DIR "/../shared/data/amp/"
 
@@ -1016,7 +1016,7 @@ START_TEST(test_ranking_both_fidelities)
 }
 END_TEST
 
-/* ---- command line --------------------------------------------------------- */
+/* ---- command line ---------------------------------------------------- */
 
 /* Run the planner from the source directory; stdout into a malloc'd
  * string, exit status into *status. */

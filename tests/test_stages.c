@@ -28,7 +28,7 @@
 #define EX HETPLAN_SOURCE_DIR "/examples/"
 #define AMP_PROFILES HETPLAN_SOURCE_DIR "/../shared/data/amp/profiles.json"
 
-/* ---- detection on hand-made strategies -------------------------------- */
+/* ---- detection on hand-made strategies ------------------------------- */
 
 static void load_gpt2(fmt_cluster *c, fmt_model *m)
 {
@@ -110,7 +110,7 @@ START_TEST(detect_by_hand)
 }
 END_TEST
 
-/* ---- random models against brute force -------------------------------- */
+/* ---- random models against brute force ------------------------------- */
 
 #define MAXL 10
 #define MAXK 4
@@ -335,7 +335,7 @@ START_TEST(assign_vs_bruteforce)
 }
 END_TEST
 
-/* ---- the whole search ------------------------------------------------- */
+/* ---- the whole search ------------------------------------------------ */
 
 static void check_no_empty(const search_result *res, const fmt_model *m, const char *what)
 {
@@ -474,7 +474,7 @@ START_TEST(search_few_param_layers)
 }
 END_TEST
 
-/* ---- the command line -------------------------------------------------- */
+/* ---- the command line ------------------------------------------------ */
 
 START_TEST(cli_evaluate_reports)
 {

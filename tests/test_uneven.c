@@ -128,7 +128,7 @@ START_TEST(ip_even_when_equal)
 }
 END_TEST
 
-/* ---- the cost model --------------------------------------------------- */
+/* ---- the cost model -------------------------------------------------- */
 
 /* 2 A100 + 2 V100 in two nodes joined by a fast link: one TP group of 4 */
 static const char mixed_cluster[] =

@@ -230,7 +230,7 @@ START_TEST(bad_stragglers)
 }
 END_TEST
 
-/* ---- command line ----------------------------------------------------- */
+/* ---- command line ---------------------------------------------------- */
 
 static void make_plan(void)
 {

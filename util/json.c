@@ -8,7 +8,7 @@
 
 #include "util.h"
 
-/* ---- growable text buffer ---------------------------------------------- */
+/* ---- growable text buffer -------------------------------------------- */
 
 void util_buf_printf(util_buf *b, const char *fmt, ...)
 {
@@ -55,7 +55,7 @@ char *util_buf_take(util_buf *b)
     return b->p;
 }
 
-/* ---- cJSON output ------------------------------------------------------- */
+/* ---- cJSON output ---------------------------------------------------- */
 
 int util_json_put(cJSON *obj, const char *key, cJSON *item)
 {
@@ -143,7 +143,7 @@ cJSON *util_json_int_array(const int *v, int len)
     return a;
 }
 
-/* ---- JSON reading ------------------------------------------------------- */
+/* ---- JSON reading ---------------------------------------------------- */
 
 void util_json_key(char *buf, size_t n, const char *parent, const char *key)
 {

@@ -5,7 +5,7 @@
 
 #include "util.h"
 
-/* ---- SHA-256 (FIPS 180-4, section 6.2) -------------------------------- */
+/* ---- SHA-256 (FIPS 180-4, section 6.2) ------------------------------- */
 
 /* First 32 bits of the fractional parts of the cube roots of the first
  * 64 primes (FIPS 180-4, 4.2.2). */

@@ -19,7 +19,7 @@
 #define UTIL_PRINTF_LIKE(a, b)
 #endif
 
-/* ---- errors ----------------------------------------------------------- */
+/* ---- errors ---------------------------------------------------------- */
 
 /* One table for the whole project: X(symbol, value, message). */
 #define HETPLAN_ERRORS(X)                                               \
@@ -63,7 +63,7 @@ int util_error_set(util_error *err, int code, const char *file,
 /* Format "'file': path: msg" (parts omitted when empty) into buf. */
 void util_error_format(const util_error *err, char *buf, size_t n);
 
-/* ---- growable text buffer ---------------------------------------------- */
+/* ---- growable text buffer -------------------------------------------- */
 
 /* Zero-initialise ({0}).  p is malloc'd, owned by the caller (free(p));
  * NULL until something is printed.  failed is set on out-of-memory or an
@@ -80,7 +80,7 @@ void util_buf_printf(util_buf *b, const char *fmt, ...) UTIL_PRINTF_LIKE(2, 3);
 /* The text (caller frees), or NULL (text freed) if the buffer failed. */
 char *util_buf_take(util_buf *b);
 
-/* ---- cJSON output ------------------------------------------------------- */
+/* ---- cJSON output ---------------------------------------------------- */
 
 /* Attach item to obj under key / append to arr; item NULL -> 0; on
  * failure item is freed.  1 = ok.  obj/arr own item afterwards. */
@@ -103,7 +103,7 @@ cJSON *util_json_finish(cJSON *o, int ok);
 /* Array of v[0..len-1]; null when v is NULL.  Owned by the caller. */
 cJSON *util_json_int_array(const int *v, int len);
 
-/* ---- JSON reading ------------------------------------------------------- */
+/* ---- JSON reading ---------------------------------------------------- */
 
 /* "parent.key" ("key" at the top level) / "parent[i]" into buf of n >= 4
  * bytes; truncated paths end in "...". */
@@ -113,7 +113,7 @@ void util_json_index(char *buf, size_t n, const char *parent, int i);
 /* "a string", "a number", ... or "nothing" for NULL (static text). */
 const char *util_json_type(const cJSON *v);
 
-/* ---- files ------------------------------------------------------------ */
+/* ---- files ----------------------------------------------------------- */
 
 /* Read a whole file; *text is malloc'd (caller frees), NUL-terminated. */
 int util_read_file(const char *path, char **text, util_error *err);
@@ -126,7 +126,7 @@ int util_write_file_atomic(const char *path, const char *text,
 /* SHA-256 of a byte string as 64 hex digits + NUL. */
 void util_sha256_hex(const void *data, size_t n, char out[65]);
 
-/* ---- PCG32 (O'Neill 2014, pcg32 "XSH RR" 64/32) ------------------------ */
+/* ---- PCG32 (O'Neill 2014, pcg32 "XSH RR" 64/32) ---------------------- */
 
 typedef struct util_pcg32 {
     uint64_t state;         /* RNG state, all values possible */

@@ -1,4 +1,4 @@
-/* whatif/whatif.c: straggler what-if (issue 6).  Some ranks of a plan
+/* whatif/whatif.c: straggler what-if.  Some ranks of a plan
  * slow down; predict the iteration time and compare the remedies of
  * ZERO-resizing / SEMI-migration (seeds/000) as an offline planner can
  * apply them: re-planned uneven shards (lossless, like migration but
@@ -627,7 +627,7 @@ done:
     return rc;
 }
 
-/* ---- output ----------------------------------------------------------- */
+/* ---- output ---------------------------------------------------------- */
 
 static int jnum(cJSON *o, const char *k, double v)
 {

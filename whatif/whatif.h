@@ -6,8 +6,7 @@
 
 #include "search.h"
 
-/* ---- whatif and replan (issue 6) -------------------------------------- */
-/* section owned by the whatif / replan work: add declarations here */
+/* ---- whatif and replan ----------------------------------------------- */
 
 /* A straggler: rank slowed down by factor (2 = half speed). */
 typedef struct whatif_slow {
