@@ -1,5 +1,5 @@
-/* tests/tp_cli.h: running the planner binary from test_whatif and
- * test_replan in a temporary directory (static helpers, header-only). */
+/* tests/tp_cli.h: running the planner binary from test_whatif_stragglers and
+ * test_replan_freeze in a temporary directory (static helpers, header-only). */
 #ifndef HETPLAN_TP_CLI_H
 #define HETPLAN_TP_CLI_H
 

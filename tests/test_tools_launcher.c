@@ -1,4 +1,4 @@
-/* tests/test_launcher.c: the GPU-free parts of hetplan-launch: the
+/* tests/test_tools_launcher.c: the GPU-free parts of hetplan-launch: the
  * command line, plan to stage work, the 1F1B pass order, the composition
  * of measured stage times with the schedule simulator, and the trial
  * file (read back by `planner evaluate`'s parser). */

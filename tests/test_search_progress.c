@@ -1,4 +1,4 @@
-/* tests/test_progress.c: progress of long searches.  The
+/* tests/test_search_progress.c: progress of long searches.  The
  * library calls search_params.progress (first call at once, then at most
  * every 0.2 s, and a last one with the final counts); `planner plan` draws
  * it on stderr only when stderr is a terminal and --quiet is not given. */
@@ -161,7 +161,7 @@ START_TEST(cli_draws_on_a_terminal)
     ck_assert_int_ge(fd, 0);
     close(fd);
     if (system("command -v script >/dev/null 2>&1") != 0) {
-        printf("test_progress: skipping the terminal check: 'script' (util-linux) not found\n");
+        printf("test_search_progress: skipping the terminal check: 'script' (util-linux) not found\n");
         unlink(out);
         return;
     }

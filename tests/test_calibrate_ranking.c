@@ -1,4 +1,4 @@
-/* tests/test_ranking.c: ranking accuracy against AMP's real runs
+/* tests/test_calibrate_ranking.c: ranking accuracy against AMP's real runs
  * (../shared/data/amp), a regression floor on every metric. */
 #include <check.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* tests/test_pcg32.c: PCG32 against the reference pcg32-demo output,
+/* tests/test_util_pcg32.c: PCG32 against the reference pcg32-demo output,
  * range and rough uniformity of the derived draws. */
 #include <check.h>
 #include <stdint.h>

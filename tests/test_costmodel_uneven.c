@@ -1,4 +1,4 @@
-/* tests/test_uneven.c: the shard integer program on groups worked out by
+/* tests/test_costmodel_uneven.c: the shard integer program on groups worked out by
  * hand, and uneven shards, slowdowns and frozen layers in the cost model. */
 #include <check.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* tests/test_inputs.c: input files (cluster, model, profile, strategies),
+/* tests/test_formats_inputs.c: input files (cluster, model, profile, strategies),
  * their error messages, and the file helpers. */
 #include <check.h>
 #include <dirent.h>

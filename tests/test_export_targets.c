@@ -1,4 +1,4 @@
-/* tests/test_export.c: `planner export` (docs/export.md).
+/* tests/test_export_targets.c: `planner export` (docs/export.md).
  *
  * Golden tests: the plans committed in tests/golden/ (made by the planner
  * from the shipped examples; plan-permuted.json by `planner evaluate` of

@@ -1,4 +1,4 @@
-/* tests/test_planfile.c: plans read back with plan_load_plan: a round
+/* tests/test_plan_read.c: plans read back with plan_load_plan: a round
  * trip through plan_to_json, input paths resolved next to the plan, the
  * AMP profile key, digest changes, and bad plans. */
 #include <check.h>

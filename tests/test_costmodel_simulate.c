@@ -1,4 +1,4 @@
-/* tests/test_simulate.c: the pipeline schedule simulator
+/* tests/test_costmodel_simulate.c: the pipeline schedule simulator
  * (costmodel/simulate.c, docs/simulator.md): schedules worked out by hand,
  * agreement with AMP eq. 5 where eq. 5 is exact, properties on random
  * inputs, the cost-model front end, fidelity in cost_evaluate, the
@@ -956,7 +956,7 @@ END_TEST
 #define AMP_DATA HETPLAN_SOURCE_DIR "/../shared/data/amp/"
 
 /* Both fidelities (and the simulator with DP overlap) on both sets of
- * AMP runs, scored as tests/test_ranking.c does; printed for
+ * AMP runs, scored as tests/test_calibrate_ranking.c does; printed for
  * docs/simulator.md, and each must beat AMP's own predictions on every
  * metric (rho, tau-b, top-1 regret, MAPE). */
 START_TEST(test_ranking_both_fidelities)

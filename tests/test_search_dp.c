@@ -1,4 +1,4 @@
-/* tests/test_dp.c: pipeline layer assignment against exhaustive search,
+/* tests/test_search_dp.c: pipeline layer assignment against exhaustive search,
  * an independent slow DP, hand-worked cases and bad input. */
 #include <check.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* tests/test_memory.c: the memory model (costmodel/memory.c) on a small
+/* tests/test_costmodel_memory.c: the memory model (costmodel/memory.c) on a small
  * model whose every term is computed by hand, plus the CLI's --precision
  * and the "no strategy fits" message. */
 #include <check.h>
@@ -477,7 +477,7 @@ int main(void)
     int failed;
     char cmd[600];
 
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_memory.XXXXXX");
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/test_costmodel_memory.XXXXXX");
     if (mkdtemp(tmp_dir) == NULL)
         return EXIT_FAILURE;
     tcase_add_test(tc, state_bytes_precision_zero);

@@ -1,4 +1,4 @@
-/* tests/test_model.c: device catalogue, layer kinds, transformer
+/* tests/test_formats_model.c: device catalogue, layer kinds, transformer
  * expansion and per-kind layer defaults. */
 #include <check.h>
 #include <cjson/cJSON.h>

@@ -1,4 +1,4 @@
-/* tests/test_cost.c: the cost model against values worked out by hand. */
+/* tests/test_costmodel_evaluate.c: the cost model against values worked out by hand. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -356,7 +356,7 @@ START_TEST(test_dp_and_tied_sync)
 }
 END_TEST
 
-START_TEST(test_memory)
+START_TEST(test_costmodel_memory)
 {
     fmt_model m;
     cost_params p;
@@ -499,7 +499,7 @@ int main(void)
     tcase_add_test(tc, test_single_point_and_estimate);
     tcase_add_test(tc, test_nic_sharing);
     tcase_add_test(tc, test_dp_and_tied_sync);
-    tcase_add_test(tc, test_memory);
+    tcase_add_test(tc, test_costmodel_memory);
     tcase_add_test(tc, test_strategy_check);
     tcase_add_test(tc, test_params_set);
     tcase_add_test(tc, test_assign_balances_speed);

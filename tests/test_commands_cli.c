@@ -1,4 +1,4 @@
-/* tests/test_cli.c: the planner command line (docs/cli.md), run as a real
+/* tests/test_commands_cli.c: the planner command line (docs/cli.md), run as a real
  * process.  Each test gets a fresh temporary directory; the planner runs
  * with its working directory at the repository root (so the shipped
  * examples are named "examples/...") and its stdout and stderr captured
@@ -1502,7 +1502,7 @@ int main(void)
         tmp = "/tmp";
     snprintf(top_dir, sizeof top_dir, "%s/hetplan-cli.XXXXXX", tmp);
     if (mkdtemp(top_dir) == NULL) {
-        fprintf(stderr, "test_cli: mkdtemp %s: %s\n", top_dir, strerror(errno));
+        fprintf(stderr, "test_commands_cli: mkdtemp %s: %s\n", top_dir, strerror(errno));
         return EXIT_FAILURE;
     }
     sr = srunner_create(cli_suite());

@@ -1,4 +1,4 @@
-/* tests/test_manpage.c: docs/planner.1 renders without groff warnings
+/* tests/test_commands_manpage.c: docs/planner.1 renders without groff warnings
  * (skipped with a message when groff is absent) and names every
  * subcommand and every option that `planner [COMMAND] --help` lists. */
 #include <check.h>
@@ -75,7 +75,7 @@ START_TEST(renders_without_warnings)
 
     out = capture("command -v groff >/dev/null 2>&1 && echo yes", &st);
     if (strncmp(out, "yes", 3) != 0) {
-        printf("test_manpage: skipping the rendering check: groff not found "
+        printf("test_commands_manpage: skipping the rendering check: groff not found "
                "(Debian: groff-base)\n");
         free(out);
         return;

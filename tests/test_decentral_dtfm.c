@@ -1,4 +1,4 @@
-/* tests/test_dtfm.c: the DT-FM scheduler: eq. 3 matchings and eq. 4
+/* tests/test_decentral_dtfm.c: the DT-FM scheduler: eq. 3 matchings and eq. 4
  * paths against brute force, the cost formulas on hand-worked
  * instances, searchers against the exhaustive optimum, reproducibility,
  * input errors and the `planner decentralized` command. */
@@ -677,7 +677,7 @@ static int planner(const char *args, char **out)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-START_TEST(test_cli)
+START_TEST(test_commands_cli)
 {
     char *out = NULL, *out2 = NULL, tmp[] = "/tmp/dtfm-test-XXXXXX", path[64];
     cJSON *a, *b;
@@ -759,7 +759,7 @@ static Suite *dtfm_suite(void)
     tcase_add_test(tc, test_input_errors);
     tcase_add_test(tc, test_input_matrices_and_workload);
     tcase_add_test(tc, test_examples_load);
-    tcase_add_test(tc, test_cli);
+    tcase_add_test(tc, test_commands_cli);
     suite_add_tcase(s, tc);
     return s;
 }

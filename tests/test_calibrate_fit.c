@@ -1,4 +1,4 @@
-/* tests/test_calibrate.c: calibration by least absolute deviation
+/* tests/test_calibrate_fit.c: calibration by least absolute deviation
  * (calibrate/fit.c), calibrated profiles and `planner calibrate`. */
 #include <check.h>
 #include <errno.h>

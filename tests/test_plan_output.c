@@ -1,4 +1,4 @@
-/* tests/test_output.c: SHA-256 vectors, plan JSON and the text table. */
+/* tests/test_plan_output.c: SHA-256 vectors, plan JSON and the text table. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>

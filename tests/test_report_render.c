@@ -1,4 +1,4 @@
-/* tests/test_report.c: `planner report` (docs/report.md).
+/* tests/test_report_render.c: `planner report` (docs/report.md).
  *
  * The SVG and HTML are checked as text (sections, legend, axis titles, one
  * shape per timeline event, escaping, nothing external), then rendered
@@ -613,7 +613,7 @@ static double box_ink(const image *img, const report_box *b)
 START_TEST(renders_in_chromium)
 {
 #if !defined(HETPLAN_HAVE_ZLIB)
-    printf("test_report: skipping the Chromium rendering check: built without zlib "
+    printf("test_report_render: skipping the Chromium rendering check: built without zlib "
            "(install zlib1g-dev)\n");
 #else
     char chromium[PATHN], svg_path[2048], png[2048], blank_svg[2048], html_path[2048];
@@ -628,7 +628,7 @@ START_TEST(renders_in_chromium)
     int i, n;
 
     if (!find_chromium(chromium, sizeof chromium)) {
-        printf("test_report: skipping the Chromium rendering check: chromium not found "
+        printf("test_report_render: skipping the Chromium rendering check: chromium not found "
                "(scripts/install-deps.sh installs it; HETPLAN_CHROMIUM=PATH selects one)\n");
         return;
     }

@@ -1,4 +1,4 @@
-/* tests/test_profiler.c: the GPU-free parts of hetplan-profile: layer
+/* tests/test_tools_profiler.c: the GPU-free parts of hetplan-profile: layer
  * shard shapes and FLOPs, statistics, the command line and the profile
  * JSON (read back by the planner's parser). */
 #include <check.h>

@@ -1,4 +1,4 @@
-/* tests/test_whatif.c: straggler what-if on models whose times are worked
+/* tests/test_whatif_stragglers.c: straggler what-if on models whose times are worked
  * out by hand, and the `planner whatif` command line.
  *
  * The model: generic layers of 1e12 FLOPs per sample, all divided by

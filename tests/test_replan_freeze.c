@@ -1,4 +1,4 @@
-/* tests/test_replan.c: elastic re-planning as layers freeze, on a model
+/* tests/test_replan_freeze.c: elastic re-planning as layers freeze, on a model
  * worked out by hand, freeze schedules, and `planner replan`.
  *
  * 8 equal layers of 1e9 parameters and 5e11 FLOPs per sample on 8 GPUs of

@@ -1,4 +1,4 @@
-/* tests/test_stages.c: the structural rule that every pipeline stage holds
+/* tests/test_search_stages.c: the structural rule that every pipeline stage holds
  * parameters (docs/cost-model.md, "Stages without parameters"): detection
  * on hand-made strategies, the layer assignment and the whole search never
  * producing such a stage (checked against brute force), and the CLI
