@@ -12,6 +12,7 @@
 #define HETPLAN_LAUNCH_H
 
 #include "prof.h"
+#include "plan.h"
 
 #ifdef __cplusplus
 extern "C" {

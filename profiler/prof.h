@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "plan.h"
+#include "costmodel.h"
 
 #ifdef __cplusplus
 extern "C" {
