@@ -11,14 +11,7 @@
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
-#include "search.h"
-#include "plan.h"
 #include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 typedef struct experiment {
     const char *name, *data, *cluster;

@@ -11,12 +11,6 @@
 #include "costmodel.h"
 #include "search.h"
 #include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 #include "../search/search.h" /* search/, not util/util.h */
 
 #define DP_REPS 11

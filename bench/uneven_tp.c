@@ -11,13 +11,6 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 typedef struct group_case {
     const char *fast, *slow;    /* catalogue names */

@@ -7,17 +7,6 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "util.h"
-#include "formats.h"
-#include "costmodel.h"
-#include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 #define MANPAGE HETPLAN_SOURCE_DIR "/docs/planner.1"
 

@@ -9,13 +9,6 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 #define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
 

@@ -16,13 +16,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-#include "plan.h"
 #include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define TOL 1e-9

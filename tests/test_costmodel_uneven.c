@@ -10,13 +10,6 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 #define GIB 1073741824.0
 

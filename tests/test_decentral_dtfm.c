@@ -13,16 +13,8 @@
 #include <cjson/cJSON.h>
 
 #include "util.h"
-#include "formats.h"
 #include "costmodel.h"
-#include "search.h"
-#include "plan.h"
-#include "calibrate.h"
 #include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 /* ---- brute force helpers --------------------------------------------- */
 

@@ -10,15 +10,6 @@
 
 #include "util.h"
 #include "formats.h"
-#include "costmodel.h"
-#include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 #define AMP_PROFILES HETPLAN_SOURCE_DIR "/../shared/data/amp/profiles.json"

@@ -7,16 +7,7 @@
 
 #include "../search/search.h" /* search/, not util/util.h */
 #include "util.h"
-#include "formats.h"
-#include "costmodel.h"
 #include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 /* A random instance with owned arrays. */
 typedef struct inst {

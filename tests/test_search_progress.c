@@ -15,12 +15,6 @@
 #include "costmodel.h"
 #include "search.h"
 #include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 typedef struct calls {
     int n;

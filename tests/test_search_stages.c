@@ -16,13 +16,6 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 #include "tp_cli.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"

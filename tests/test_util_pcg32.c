@@ -5,16 +5,6 @@
 #include <stdlib.h>
 
 #include "util.h"
-#include "formats.h"
-#include "costmodel.h"
-#include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
-#include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 
 START_TEST(test_reference_sequence)
 {

@@ -15,14 +15,7 @@
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
-#include "search.h"
-#include "plan.h"
-#include "calibrate.h"
-#include "decentral.h"
 #include "whatif.h"
-#include "replan.h"
-#include "export.h"
-#include "report.h"
 #include "tp_cli.h"
 
 static const char cluster_json[] =
