@@ -1,7 +1,7 @@
 /* launcher/exec.cu: the executed mode of hetplan-launch: the plan's
  * pipeline run for real on one GPU per stage.  One host thread per stage
  * (pthreads) queues the ops of launch_exec_plan (launcher/execplan.c) on
- * its GPU: the synthetic passes (profiler/gpu.cu), activations and
+ * its GPU: the synthetic passes (profiler/gpu_run.cu), activations and
  * gradients copied to the neighbouring GPU (cudaMemcpyPeerAsync, or
  * through pinned host memory), dependencies as CUDA events
  * (cudaStreamWaitEvent), modelled communication as GPU delays.  Timing:

@@ -1,7 +1,7 @@
 /* profiler/cupti_load.c: CUPTI loaded at run time (dlopen), so that the
  * programs start without libcupti and say "CUPTI not available" instead
  * of a loader error.  Plain C: the GPU code casts the addresses back to
- * CUPTI's function types (profiler/gpu.cu). */
+ * CUPTI's function types (profiler/gpu_cupti.cu). */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

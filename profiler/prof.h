@@ -289,7 +289,7 @@ int prof_cupti_load(char names[][PROF_PATH_MAX], int n, prof_cupti_lib *out,
                     util_error *err);
 void prof_cupti_unload(prof_cupti_lib *l);
 
-/* ---- GPU side (profiler/gpu.cu; only in the CUDA build) -------------- */
+/* ---- GPU side (profiler/gpu_*.cu; only in the CUDA build) ------------ */
 
 typedef struct prof_gpu prof_gpu;
 
