@@ -1,9 +1,23 @@
 /* costmodel/internal.h: helpers shared between the files of costmodel/
- * (not part of the public API in cost.h).  Pure functions, no I/O. */
+ * (not part of the public API in costmodel.h).  Pure functions, no I/O. */
 #ifndef HETPLAN_COSTMODEL_INTERNAL_H
 #define HETPLAN_COSTMODEL_INTERNAL_H
 
 #include "costmodel.h"
+
+/* ---- the cut between two stages (costmodel/links.c) ------------------ */
+
+/* Count cross-node flows per node (out_flows, in_flows: c->nnodes each)
+ * for the transfers between stage j and j + 1 of every replica and TP
+ * rank (they run at the same time). */
+void cost_count_cut_flows(const fmt_cluster *c, const fmt_strategy *s,
+                          int j, int *out_flows, int *in_flows);
+/* Worst link of the cut between stage j and j + 1 for replicas [d0, d1),
+ * the NICs shared by the counted flows (NULL: no sharing). */
+void cost_cut_link_range(const fmt_cluster *c, const cost_params *p,
+                         const fmt_strategy *s, int j, int d0, int d1,
+                         const int *out_flows, const int *in_flows, double *bw,
+                         double *lat);
 
 /* ---- per-stage pieces of the analytic model (costmodel/evaluate.c) --- */
 

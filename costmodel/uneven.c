@@ -122,7 +122,7 @@ static double peak_of(const fmt_model *m, const fmt_device_type *dt)
 /* Analytic split of a layer's forward + backward compute at TP degree tp:
  * *div = part that TP divides, *gemm = part that is TP-divided matrix
  * multiplication (backward GEMMs do twice the forward FLOPs, element-wise
- * kernels move bwd_traffic times the forward bytes, as in evaluate.c). */
+ * kernels move bwd_traffic times the forward bytes, as in layer_time.c). */
 static void layer_split(const fmt_model *m, const cost_params *p,
                         const fmt_device_type *dt, int layer, int tp,
                         int mbs, double *div, double *gemm)

@@ -277,7 +277,7 @@ int fmt_calibration_add_type(fmt_calibration *cal, const char *name);
 /* ---- inputs (docs/inputs.md) ----------------------------------------- */
 /* Each parse function takes the JSON text and the file name used in
  * error messages; each load function reads the file then parses.  On
- * success the output struct owns its memory (free with the cost_*_free
+ * success the output struct owns its memory (free with the fmt_*_free
  * function); on failure it is left empty and err says file, JSON path
  * and what was expected. */
 

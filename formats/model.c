@@ -1,29 +1,24 @@
-/* formats/model.c: layer kinds, per-kind default fields and the
- * expansion of the transformer shorthand (docs/model-formulas.md). */
+/* formats/model.c: layer kinds, per-kind default fields, the expansion
+ * of the transformer shorthand (docs/model-formulas.md) and the reader
+ * of model.json (docs/inputs.md). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats.h"
+#include <cjson/cJSON.h>
+
+#include "internal.h"
 
 #define MAX_BLOCKS 1000000
 #define MAX_HIDDEN (1 << 20)
+#define MAX_LAYERS 1048576 /* layers in one model */
 
 static const char *const kind_names[] = {
     "generic", "embedding", "transformer", "head", "norm", "noop"
 };
 
 #define NKINDS ((int)(sizeof kind_names / sizeof kind_names[0]))
-
-/* ASCII case-insensitive equality. */
-static int same_name(const char *a, const char *b)
-{
-    for (; *a && *b; a++, b++)
-        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
-            return 0;
-    return *a == *b;
-}
 
 const char *fmt_kind_name(int kind)
 {
@@ -37,12 +32,12 @@ int fmt_kind_from_name(const char *name)
     if (name == NULL)
         return -1;
     for (i = 0; i < NKINDS; i++)
-        if (same_name(name, kind_names[i]))
+        if (fmt_name_eq(name, kind_names[i]))
             return i;
     /* AMP's layer-sequence names */
-    if (same_name(name, "embed2h"))
+    if (fmt_name_eq(name, "embed2h"))
         return FMT_KIND_EMBEDDING;
-    if (same_name(name, "embed2v"))
+    if (fmt_name_eq(name, "embed2v"))
         return FMT_KIND_HEAD;
     return -1;
 }
@@ -55,7 +50,7 @@ typedef struct shape {
 
 static int is_llama(const char *family)
 {
-    return family != NULL && same_name(family, "llama");
+    return family != NULL && fmt_name_eq(family, "llama");
 }
 
 /* LLaMA's FFN size: 2/3 of 4h rounded up to a multiple of 256. */
@@ -242,7 +237,7 @@ static int family_tied(const char *family)
     size_t i;
 
     for (i = 0; i < sizeof tied / sizeof tied[0]; i++)
-        if (same_name(family, tied[i]))
+        if (fmt_name_eq(family, tied[i]))
             return 1;
     return is_llama(family) ? 0 : -1;
 }
@@ -371,4 +366,304 @@ int fmt_model_from_transformer(const fmt_transformer_spec *spec,
     out.nlayers = n;
     *m = out;
     return UTIL_OK;
+}
+
+void fmt_model_free(fmt_model *m)
+{
+    if (m == NULL)
+        return;
+    free(m->layers);
+    memset(m, 0, sizeof *m);
+}
+
+/* ---- model.json ------------------------------------------------------ */
+
+static void known_kinds(char *buf, size_t n)
+{
+    size_t used = 0;
+    int k;
+
+    buf[0] = '\0';
+    for (k = 0; k < 64 && fmt_kind_name(k) != NULL; k++)
+        fmt_list_add(buf, n, &used, fmt_kind_name(k));
+    fmt_list_add(buf, n, &used, "embed2h");
+    fmt_list_add(buf, n, &used, "embed2v");
+}
+
+int fmt_kind_value(const fmt_read_ctx *cx, const char *p, const char *name,
+                   int *kind)
+{
+    char list[200];
+
+    *kind = fmt_kind_from_name(name);
+    if (*kind >= 0)
+        return UTIL_OK;
+    known_kinds(list, sizeof list);
+    return fmt_fail(cx, UTIL_EFIELD, p, "unknown layer kind '%s' (known: %s)",
+                    name, list);
+}
+
+static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
+                          fmt_model *m)
+{
+    const cJSON *tr = NULL;
+    const char *prec = NULL;
+    int rc;
+
+    m->dtype_bytes = 2;
+    m->bf16 = 0;
+    rc = fmt_sub_field(cx, root, "", "training", 0, FMT_K_OBJ, &tr);
+    if (rc != UTIL_OK || tr == NULL)
+        return rc;
+    if ((rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
+                            &m->global_batch)) != UTIL_OK ||
+        (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=
+            UTIL_OK)
+        return rc;
+    if (prec == NULL || strcmp(prec, "fp16") == 0)
+        return UTIL_OK;
+    if (strcmp(prec, "bf16") == 0) {
+        m->bf16 = 1;
+        return UTIL_OK;
+    }
+    if (strcmp(prec, "fp32") == 0) {
+        m->dtype_bytes = 4;
+        return UTIL_OK;
+    }
+    return fmt_fail(cx, UTIL_EFIELD, "training.precision",
+                    "expected 'fp16', 'bf16' or 'fp32', got '%s'", prec);
+}
+
+static int parse_transformer(const fmt_read_ctx *cx, const cJSON *tf,
+                             fmt_model *m)
+{
+    const char *P = "transformer";
+    fmt_transformer_spec spec;
+    const cJSON *tied;
+    char name[sizeof m->name];
+    int rc, gb = m->global_batch, db = m->dtype_bytes, bf = m->bf16;
+
+    memset(&spec, 0, sizeof spec);
+    if (!cJSON_IsObject(tf))
+        return fmt_fail(cx, UTIL_EFIELD, P, "expected an object, got %s",
+                        util_json_type(tf));
+    if ((rc = fmt_str_field(cx, tf, P, "family", FMT_F_NONEMPTY, "gpt2",
+                            spec.family, sizeof spec.family)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "layers", FMT_F_REQ | FMT_F_POS, 0,
+                            &spec.blocks)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "hidden", FMT_F_REQ | FMT_F_POS, 0,
+                            &spec.hidden)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "heads", FMT_F_REQ | FMT_F_POS, 0,
+                            &spec.heads)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "seq", FMT_F_REQ | FMT_F_POS, 0,
+                            &spec.seq)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "vocab", FMT_F_REQ | FMT_F_POS, 0,
+                            &spec.vocab)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tf, P, "ffn", FMT_F_NONNEG, 0, &spec.ffn)) !=
+            UTIL_OK)
+        return rc;
+    tied = fmt_field(tf, "tied_embeddings");
+    if (tied == NULL)
+        spec.tied_embeddings = -1;
+    else if (cJSON_IsBool(tied))
+        spec.tied_embeddings = cJSON_IsTrue(tied) ? 1 : 0;
+    else
+        return fmt_fail(cx, UTIL_EFIELD, "transformer.tied_embeddings",
+                        "expected a boolean (true or false), got %s",
+                        util_json_type(tied));
+    if (spec.blocks > MAX_LAYERS)
+        return fmt_fail(cx, UTIL_EFIELD, "transformer.layers",
+                        "expected at most %d layers, got %d", MAX_LAYERS,
+                        spec.blocks);
+    memcpy(name, m->name, sizeof name);
+    memcpy(spec.name, m->name, sizeof spec.name);
+    rc = fmt_model_from_transformer(&spec, m, cx->err);
+    if (rc != UTIL_OK) {
+        fmt_prefix_error(cx, P);
+        fmt_model_free(m);
+        return rc;
+    }
+    memcpy(m->name, name, sizeof m->name);
+    if (gb > 0)
+        m->global_batch = gb;
+    m->dtype_bytes = db;
+    m->bf16 = bf;
+    return UTIL_OK;
+}
+
+/* One entry of "layers"; optional fields absent are -1 for defaults. */
+static int parse_layer(const fmt_read_ctx *cx, const cJSON *e, const char *p,
+                       fmt_layer *l, int *repeat)
+{
+    const char *kind;
+    char fp[FMT_PATH_N];
+    int rc;
+
+    memset(l, 0, sizeof *l);
+    if (!cJSON_IsObject(e))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
+                        util_json_type(e));
+    if ((rc = fmt_str_field(cx, e, p, "name", FMT_F_REQ | FMT_F_NONEMPTY, "",
+                            l->name, sizeof l->name)) != UTIL_OK ||
+        (rc = fmt_str_ref(cx, e, p, "kind", FMT_F_REQ, &kind)) != UTIL_OK)
+        return rc;
+    util_json_key(fp, sizeof fp, p, "kind");
+    if ((rc = fmt_kind_value(cx, fp, kind, &l->kind)) != UTIL_OK)
+        return rc;
+    if ((rc = fmt_num_field(cx, e, p, "params", FMT_F_REQ | FMT_F_NONNEG, 0,
+                            &l->params)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "fwd_flops", FMT_F_REQ | FMT_F_NONNEG, 0,
+                            &l->fwd_flops)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "out_bytes", FMT_F_REQ | FMT_F_NONNEG, 0,
+                            &l->out_bytes)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "act_bytes", FMT_F_REQ | FMT_F_NONNEG, 0,
+                            &l->act_bytes)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "tp_flops_frac", FMT_F_FRAC, -1,
+                            &l->tp_flops_frac)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "traffic_bytes", FMT_F_NONNEG, -1,
+                            &l->traffic)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "traffic_rep_bytes", FMT_F_NONNEG, -1,
+                            &l->traffic_rep)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "act_rep_bytes", FMT_F_NONNEG, -1,
+                            &l->act_rep_bytes)) != UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "tp_comm_bytes", FMT_F_NONNEG, -1,
+                            &l->tp_comm_bytes)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "tp_collectives", FMT_F_NONNEG, -1,
+                            &l->tp_collectives)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "kernels", FMT_F_NONNEG, -1,
+                            &l->kernels)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "tied_group", FMT_F_NONNEG, -1,
+                            &l->tied_group)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "repeat", FMT_F_POS, 1, repeat)) !=
+            UTIL_OK)
+        return rc;
+    return UTIL_OK;
+}
+
+static int parse_layers(const fmt_read_ctx *cx, const cJSON *root,
+                        const cJSON *ly, fmt_model *m)
+{
+    const cJSON *sh = NULL, *e;
+    char p[FMT_PATH_N], fp[FMT_PATH_N];
+    fmt_layer l, *grown;
+    int rc, i = 0, k, repeat, cap = 0;
+
+    if ((rc = fmt_sub_field(cx, root, "", "shape", 0, FMT_K_OBJ, &sh)) !=
+        UTIL_OK)
+        return rc;
+    if (sh != NULL && ((rc = fmt_int_field(cx, sh, "shape", "hidden", FMT_F_POS,
+                                           0, &m->hidden)) != UTIL_OK ||
+                       (rc = fmt_int_field(cx, sh, "shape", "heads", FMT_F_POS,
+                                           0, &m->heads)) != UTIL_OK ||
+                       (rc = fmt_int_field(cx, sh, "shape", "seq", FMT_F_POS, 0,
+                                           &m->seq)) != UTIL_OK ||
+                       (rc = fmt_int_field(cx, sh, "shape", "vocab", FMT_F_POS,
+                                           0, &m->vocab)) != UTIL_OK ||
+                       (rc = fmt_int_field(cx, sh, "shape", "ffn", FMT_F_NONNEG,
+                                           0, &m->ffn)) != UTIL_OK))
+        return rc;
+    if ((rc = fmt_sub_field(cx, root, "", "layers", FMT_F_REQ | FMT_F_NONEMPTY,
+                            FMT_K_ARR, &ly)) != UTIL_OK)
+        return rc;
+    cJSON_ArrayForEach(e, ly)
+    {
+        util_json_index(p, sizeof p, "layers", i);
+        if ((rc = parse_layer(cx, e, p, &l, &repeat)) != UTIL_OK)
+            return rc;
+        if (repeat > MAX_LAYERS - m->nlayers) {
+            util_json_key(fp, sizeof fp, p, "repeat");
+            return fmt_fail(cx, UTIL_EFIELD, fp,
+                            "expected at most %d layers in the model, got more",
+                            MAX_LAYERS);
+        }
+        if (m->nlayers + repeat > cap) {
+            int ncap = cap ? cap : 32;
+            while (ncap < m->nlayers + repeat)
+                ncap *= 2;
+            grown = realloc(m->layers, (size_t)ncap * sizeof *grown);
+            if (grown == NULL)
+                return fmt_fail(cx, UTIL_ENOMEM, p, "out of memory");
+            m->layers = grown;
+            cap = ncap;
+        }
+        fmt_layer_defaults(m, &l);
+        for (k = 0; k < repeat; k++) {
+            fmt_layer *dst = &m->layers[m->nlayers];
+            *dst = l;
+            if (repeat > 1 &&
+                snprintf(dst->name, sizeof dst->name, "%s-%d", l.name, k) >=
+                    (int)sizeof dst->name) {
+                util_json_key(fp, sizeof fp, p, "name");
+                return fmt_fail(cx, UTIL_EFIELD, fp,
+                                "expected a name short enough for its '-%d' "
+                                "suffix (at most %zu characters in all)",
+                                k, sizeof dst->name - 1);
+            }
+            m->nlayers++;
+            if (dst->kind == FMT_KIND_TRANSFORMER)
+                m->blocks++;
+        }
+        i++;
+    }
+    return UTIL_OK;
+}
+
+int fmt_parse_model(const char *text, const char *file, fmt_model *out,
+                     util_error *err)
+{
+    fmt_read_ctx cx;
+    cJSON *root = NULL;
+    fmt_model m;
+    const cJSON *tf, *ly;
+    int rc;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    memset(&m, 0, sizeof m);
+    if (out == NULL)
+        return fmt_fail(&cx, UTIL_EINVAL, "", "no output model given");
+    memset(out, 0, sizeof *out);
+    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+        (rc = fmt_str_field(&cx, root, "", "name", FMT_F_REQ | FMT_F_NONEMPTY,
+                            "", m.name, sizeof m.name)) != UTIL_OK ||
+        (rc = parse_training(&cx, root, &m)) != UTIL_OK)
+        goto done;
+    tf = fmt_field(root, "transformer");
+    ly = fmt_field(root, "layers");
+    if (tf != NULL && ly != NULL) {
+        rc = fmt_fail(&cx, UTIL_EFIELD, "",
+                      "expected exactly one of 'transformer' and 'layers', "
+                      "found both");
+        goto done;
+    }
+    if (tf == NULL && ly == NULL) {
+        rc = fmt_fail(&cx, UTIL_EFIELD, "",
+                      "missing required field: expected exactly one of "
+                      "'transformer' and 'layers', found neither");
+        goto done;
+    }
+    rc = tf != NULL ? parse_transformer(&cx, tf, &m)
+                    : parse_layers(&cx, root, ly, &m);
+    if (rc != UTIL_OK)
+        goto done;
+    *out = m;
+    memset(&m, 0, sizeof m);
+done:
+    fmt_model_free(&m);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int fmt_load_model(const char *path, fmt_model *out, util_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, sizeof *out);
+    rc = util_read_file(path, &text, err);
+    if (rc == UTIL_OK)
+        rc = fmt_parse_model(text, path, out, err);
+    free(text);
+    return rc;
 }

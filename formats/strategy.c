@@ -1,5 +1,6 @@
-/* formats/strategy.c: strategy checks and per-rank shard and slowdown
- * arrays. */
+/* formats/strategy.c: the strategy struct (allocation, copy, rank to
+ * device lookups), its checks against a cluster and a model, and its
+ * per-rank shard and slowdown arrays. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,6 +9,67 @@
 static size_t nranks_of(const fmt_strategy *s)
 {
     return (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
+}
+
+int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp)
+{
+    memset(s, 0, sizeof *s);
+    if (tp < 1 || dp < 1 || pp < 1)
+        return UTIL_EINVAL;
+    s->bounds = calloc((size_t)pp + 1, sizeof *s->bounds);
+    s->ranks = calloc((size_t)tp * (size_t)dp * (size_t)pp, sizeof *s->ranks);
+    if (s->bounds == NULL || s->ranks == NULL) {
+        fmt_strategy_free(s);
+        return UTIL_ENOMEM;
+    }
+    s->tp = tp;
+    s->dp = dp;
+    s->pp = pp;
+    s->mbs = 1;
+    s->gas = 1;
+    s->schedule = FMT_SCHED_1F1B;
+    return UTIL_OK;
+}
+
+int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src)
+{
+    int rc = fmt_strategy_alloc(dst, src->tp, src->dp, src->pp);
+    size_t nr = (size_t)src->tp * (size_t)src->dp * (size_t)src->pp;
+
+    if (rc != UTIL_OK)
+        return rc;
+    dst->mbs = src->mbs;
+    dst->gas = src->gas;
+    dst->schedule = src->schedule;
+    memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
+    memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
+    memcpy(dst->placement, src->placement, sizeof dst->placement);
+    if (src->tp_heads && src->tp_cols &&
+        fmt_strategy_set_shards(dst, src->tp_heads, src->tp_cols) != UTIL_OK)
+        goto nomem;
+    if (src->slow && fmt_strategy_set_slow(dst, src->slow) != UTIL_OK)
+        goto nomem;
+    return UTIL_OK;
+nomem:
+    fmt_strategy_free(dst);
+    return UTIL_ENOMEM;
+}
+
+void fmt_strategy_free(fmt_strategy *s)
+{
+    if (s == NULL)
+        return;
+    free(s->bounds);
+    free(s->ranks);
+    free(s->tp_heads);
+    free(s->tp_cols);
+    free(s->slow);
+    memset(s, 0, sizeof *s);
+}
+
+int fmt_rank_device(const fmt_strategy *s, int stage, int dpi, int tpi)
+{
+    return s->ranks[tpi + s->tp * dpi + s->tp * s->dp * stage];
 }
 
 int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,

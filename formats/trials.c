@@ -1,5 +1,5 @@
-/* formats/trials.c: trials files (measured runs) and calibrated
- * profiles for `planner calibrate` (docs/calibration.md). */
+/* formats/trials.c: the reader of trials files (measured runs) for
+ * `planner calibrate` (docs/calibration.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

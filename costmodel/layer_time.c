@@ -1,0 +1,200 @@
+/* costmodel/layer_time.c: forward and backward time of one layer for
+ * one micro-batch on one device type: from the profile (interpolated
+ * over micro-batch sizes) or estimated from FLOPs and memory traffic
+ * (roofline), with its TP all-reduces (AMP eq. 3). */
+#include <string.h>
+#include <strings.h>
+
+#include "costmodel.h"
+
+static double peak_flops(const fmt_model *m, const fmt_device_type *dt)
+{
+    if (m->dtype_bytes >= 4)
+        return dt->flops_fp16 / 4.0; /* fp32: roughly a quarter of fp16 tensor peak */
+    if (m->bf16 && dt->flops_bf16 > 0.0)
+        return dt->flops_bf16;
+    return dt->flops_fp16;
+}
+
+/* Per-sample forward work of a layer at TP degree tp, from FLOPs and
+ * memory traffic at the device's peak times the efficiency factors
+ * (roofline sum: compute-bound GEMMs plus bandwidth-bound element-wise). */
+static double layer_work(const fmt_model *m, const cost_params *p,
+                         const fmt_device_type *dt, const fmt_layer *l, int tp)
+{
+    double t = (double)tp;
+    double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
+    double bytes = l->traffic / t + l->traffic_rep;
+    double w = 0.0;
+
+    if (flops > 0.0)
+        w += flops / (peak_flops(m, dt) * p->compute_eff);
+    if (bytes > 0.0)
+        w += bytes / (dt->mem_bw * p->memory_eff);
+    return w;
+}
+
+/* Backward / forward time of a layer: its GEMMs do twice the forward
+ * FLOPs (input and weight gradients), its element-wise kernels move
+ * about bwd_traffic times the forward bytes (softmax, GeLU, layer-norm and
+ * dropout backward read the saved input and the incoming gradient). */
+static double bwd_ratio(const fmt_model *m, const cost_params *p,
+                        const fmt_device_type *dt, const fmt_layer *l, int tp)
+{
+    double t = (double)tp;
+    double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
+    double bytes = l->traffic / t + l->traffic_rep;
+    double g = flops > 0.0 ? flops / (peak_flops(m, dt) * p->compute_eff) : 0.0;
+    double mu = bytes > 0.0 ? bytes / (dt->mem_bw * p->memory_eff) : 0.0;
+
+    if (g + mu <= 0.0)
+        return p->bwd_ratio;
+    return (2.0 * g + p->bwd_traffic * mu) / (g + mu);
+}
+
+/* TP all-reduces of one micro-batch's forward pass (AMP eq. 3 per
+ * collective; Megatron: two per transformer block). */
+static double tp_comm(const fmt_layer *l, int tp, int mbs, double bw, double lat)
+{
+    if (tp <= 1 || l->tp_collectives <= 0 || bw <= 0.0)
+        return 0.0;
+    return (double)l->tp_collectives *
+           cost_allreduce((double)mbs * l->tp_comm_bytes, tp, bw, lat);
+}
+
+/* Profile entries for (device, tp) covering layer, sorted by mbs. */
+static int profile_points(const fmt_profile *prof, const char *dev, int tp,
+                          int layer, const fmt_profile_entry **pts, int max)
+{
+    int i, n = 0, a, b;
+
+    if (prof == NULL)
+        return 0;
+    for (i = 0; i < prof->nentries && n < max; i++) {
+        const fmt_profile_entry *e = &prof->entries[i];
+        if (e->tp != tp || strcasecmp(e->device, dev) != 0)
+            continue;
+        if (layer >= prof->nlayers || e->fwd == NULL || e->fwd[layer] < 0.0)
+            continue;
+        pts[n++] = e;
+    }
+    for (a = 1; a < n; a++) /* insertion sort by mbs */
+        for (b = a; b > 0 && pts[b - 1]->mbs > pts[b]->mbs; b--) {
+            const fmt_profile_entry *x = pts[b];
+            pts[b] = pts[b - 1];
+            pts[b - 1] = x;
+        }
+    return n;
+}
+
+/* Piecewise-linear value over measured micro-batch sizes; beyond the
+ * range the nearest segment's slope (never negative) extends it. */
+static double interpolate(const fmt_profile_entry **pts, int n, int layer,
+                          int mbs, int bwd)
+{
+    int i = 0;
+    double x0, x1, y0, y1, slope;
+
+    while (i + 2 < n && pts[i + 1]->mbs < mbs)
+        i++;
+    x0 = (double)pts[i]->mbs;
+    x1 = (double)pts[i + 1]->mbs;
+    y0 = bwd ? pts[i]->bwd[layer] : pts[i]->fwd[layer];
+    y1 = bwd ? pts[i + 1]->bwd[layer] : pts[i + 1]->fwd[layer];
+    slope = (y1 - y0) / (x1 - x0);
+    if (slope < 0.0)
+        slope = 0.0;
+    return y0 + slope * ((double)mbs - x0);
+}
+
+static int have_bwd(const fmt_profile_entry **pts, int n, int layer)
+{
+    int i;
+
+    for (i = 0; i < n; i++)
+        if (pts[i]->bwd == NULL || pts[i]->bwd[layer] < 0.0)
+            return 0;
+    return 1;
+}
+
+void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
+                        const cost_params *p, const fmt_device_type *dt,
+                        int layer, int tp, int mbs, double link_bw,
+                        double link_lat, double home_bw, cost_layer_time *out)
+{
+    const fmt_layer *l = &m->layers[layer];
+    const fmt_profile_entry *pts[16], *base[16];
+    int n, nb;
+    double b = (double)mbs, c_act, c_home, fwd, bwd, ratio, work = 0.0;
+
+    memset(out, 0, sizeof *out);
+    ratio = bwd_ratio(m, p, dt, l, tp);
+    c_act = tp_comm(l, tp, mbs, link_bw, link_lat);
+    c_home = tp_comm(l, tp, mbs, home_bw, link_lat);
+    n = profile_points(prof, dt->name, tp, layer, pts, 16);
+    if (n == 0) {
+        /* estimate: host launch cost + work per sample + TP all-reduces */
+        work = b * layer_work(m, p, dt, l, tp);
+        fwd = (double)l->kernels * p->kernel_overhead + work + c_act;
+        out->fwd = fwd;
+        out->bwd = ratio * fwd;
+        out->comm = 2.0 * c_act;
+        out->estimated = 1;
+        cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
+                               out->comm, &out->fwd, &out->bwd);
+        return;
+    }
+    if (n >= 2) {
+        fwd = interpolate(pts, n, layer, mbs, 0);
+        work = fwd > c_home ? fwd - c_home : 0.0;
+        bwd = have_bwd(pts, n, layer) ? interpolate(pts, n, layer, mbs, 1)
+                                      : ratio * fwd;
+    } else {
+        /* One measured micro-batch size b0 with time p0.  The marginal
+         * cost of a sample, w, is the tp=1 measurement per sample scaled
+         * by the analytic TP speed-up (or the estimate when tp=1 was not
+         * measured); the rest of p0 is fixed per micro-batch (launches,
+         * host dispatch, collective latency), which is why larger
+         * micro-batches amortise better under tensor parallelism. */
+        double b0 = (double)pts[0]->mbs, p0 = pts[0]->fwd[layer];
+        double wa1 = layer_work(m, p, dt, l, 1), wat = layer_work(m, p, dt, l, tp);
+        double w = wat, c0 = tp_comm(l, tp, pts[0]->mbs, home_bw, link_lat), fixed;
+        double launch = (double)l->kernels * p->kernel_overhead;
+
+        nb = tp == 1 ? 0 : profile_points(prof, dt->name, 1, layer, base, 16);
+        if (tp == 1 || wat <= 0.0) {
+            /* at least the kernel launches are paid once per micro-batch */
+            if (launch > p0 - c0)
+                launch = p0 - c0 > 0.0 ? p0 - c0 : 0.0;
+            w = (p0 - c0 - launch) / b0;
+        } else if (nb > 0 && wa1 > 0.0) {
+            double p1 = base[0]->fwd[layer], l1 = launch < p1 ? launch : p1;
+            w = (p1 - l1) / (double)base[0]->mbs * wat / wa1;
+        }
+        if (w < 0.0)
+            w = 0.0;
+        fixed = p0 - b0 * w - c0;
+        if (fixed >= 0.0) {
+            fwd = fixed + b * w + c_home;
+            work = b * w;
+        } else {
+            /* measured faster than the estimate: keep its shape, scale it */
+            double scale = p0 / (b0 * w + c0);
+            fwd = scale * (b * w + c_home);
+            work = scale * b * w;
+        }
+        bwd = have_bwd(pts, 1, layer) ? pts[0]->bwd[layer] * fwd / (p0 > 0.0 ? p0 : 1.0)
+                                      : ratio * fwd;
+    }
+    /* the profile was taken on the node's own link; charge the difference */
+    fwd += c_act - c_home;
+    if (fwd < 0.0)
+        fwd = 0.0;
+    cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
+                           2.0 * c_act, &fwd, &bwd);
+    out->fwd = fwd;
+    out->bwd = bwd;
+    out->comm = 2.0 * c_act;
+    if (out->comm > fwd + bwd)
+        out->comm = fwd + bwd;
+}

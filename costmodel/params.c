@@ -1,0 +1,98 @@
+/* costmodel/params.c: the cost-model parameters: their defaults, and
+ * setting and reading them by name (planner --param, docs/cli.md). */
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "costmodel.h"
+
+void cost_params_init(cost_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->compute_eff = 0.5;
+    p->memory_eff = 0.7;
+    p->kernel_overhead = 10e-6;
+    p->net_eff = 0.5;
+    p->intra_eff = 1.0;
+    p->bwd_ratio = 2.0;
+    p->bwd_traffic = 1.5;
+    p->optimizer_bytes = 32.0;
+    p->schedule = FMT_SCHED_1F1B;
+    p->state_bytes = 0.0; /* from the precision (costmodel/memory.c) */
+    p->zero_stage = 0;
+    p->recompute = 0;
+    p->mem_reserve = 1073741824.0; /* docs/cost-model.md, "Memory" */
+}
+
+/* Settable fields: name, offset, is-integer, range. */
+typedef struct param_field {
+    const char *name;
+    size_t off;
+    int integer;
+    double lo, hi;
+} param_field;
+
+#define PF(n, i, lo, hi) {#n, offsetof(cost_params, n), i, lo, hi}
+static const param_field param_fields[] = {
+    PF(compute_eff, 0, 1e-6, 1.0),   PF(memory_eff, 0, 1e-6, 1.0),
+    PF(kernel_overhead, 0, 0.0, 1.0), PF(net_eff, 0, 1e-6, 1.0),
+    PF(intra_eff, 0, 1e-6, 1.0),     PF(bwd_ratio, 0, 0.0, 100.0),
+    PF(bwd_traffic, 0, 0.0, 100.0),
+    PF(optimizer_bytes, 0, 0.0, 1e4), PF(schedule, 1, 0, 1),
+    PF(state_bytes, 0, 0.0, 1e3),    PF(zero_stage, 1, 0, 3),
+    PF(recompute, 1, 0, 1),          PF(mem_reserve, 0, 0.0, 1e15),
+    PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
+    PF(frozen_layers, 1, 0, 1e9),
+};
+#undef PF
+
+const char *cost_params_name(int i)
+{
+    if (i < 0 || (size_t)i >= sizeof param_fields / sizeof param_fields[0])
+        return NULL;
+    return param_fields[i].name;
+}
+
+int cost_params_set(cost_params *p, const char *name, double value,
+                    util_error *err)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof param_fields / sizeof param_fields[0]; i++) {
+        const param_field *f = &param_fields[i];
+        char *base = (char *)p + f->off;
+        if (strcmp(f->name, name) != 0)
+            continue;
+        if (!(value >= f->lo && value <= f->hi) ||
+            (f->integer && value != floor(value)))
+            return util_error_set(err, UTIL_EINVAL, NULL, name,
+                                  "expected %s in %g..%g, got %g",
+                                  f->integer ? "an integer" : "a number", f->lo,
+                                  f->hi, value);
+        if (f->integer)
+            *(int *)(void *)base = (int)value;
+        else
+            *(double *)(void *)base = value;
+        return UTIL_OK;
+    }
+    return util_error_set(err, UTIL_EINVAL, NULL, name,
+                          "unknown cost-model parameter '%s'", name);
+}
+
+int cost_params_get(const cost_params *p, const char *name, double *value)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof param_fields / sizeof param_fields[0]; i++) {
+        const param_field *f = &param_fields[i];
+        const char *base = (const char *)p + f->off;
+        if (strcmp(f->name, name) != 0)
+            continue;
+        if (f->integer)
+            *value = (double)*(const int *)(const void *)base;
+        else
+            *value = *(const double *)(const void *)base;
+        return UTIL_OK;
+    }
+    return UTIL_ENOTFOUND;
+}

@@ -1,0 +1,78 @@
+/* formats/internal.h: the JSON-reading helpers shared by the readers of
+ * the input files in formats/ (not part of the public API in formats.h),
+ * defined in formats/json_read.c unless said otherwise.  Every getter
+ * names the file and the JSON path of what it rejects, and says what was
+ * expected. */
+#ifndef HETPLAN_FORMATS_INTERNAL_H
+#define HETPLAN_FORMATS_INTERNAL_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "formats.h"
+
+#define FMT_PATH_N 160 /* = sizeof util_error.path */
+
+/* Field flags: required, > 0, >= 0, in 0..1, non-empty. */
+enum {
+    FMT_F_REQ = 1,
+    FMT_F_POS = 2,
+    FMT_F_NONNEG = 4,
+    FMT_F_FRAC = 8,
+    FMT_F_NONEMPTY = 16
+};
+/* What fmt_sub_field expects: an object or an array. */
+enum { FMT_K_OBJ, FMT_K_ARR };
+
+/* The file being read and where its errors go. */
+typedef struct fmt_read_ctx {
+    const char *file;
+    util_error *err;
+} fmt_read_ctx;
+
+/* Set cx's error (file, JSON path, message); returns code. */
+int fmt_fail(const fmt_read_ctx *cx, int code, const char *path,
+             const char *fmt, ...) UTIL_PRINTF_LIKE(4, 5);
+/* ASCII case-insensitive equality. */
+int fmt_name_eq(const char *a, const char *b);
+/* Append name to a ", "-separated list; ends with "..." when full. */
+void fmt_list_add(char *buf, size_t n, size_t *used, const char *name);
+
+/* A number / an integer at path p that meets flags. */
+int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                  int flags, double *out);
+int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                  int flags, int *out);
+
+/* Member key of obj, NULL when absent. */
+const cJSON *fmt_field(const cJSON *obj, const char *key);
+/* Field key of obj (at JSON path parent) that meets flags; dflt when
+ * absent and not FMT_F_REQ.  Strings must fit in n bytes. */
+int fmt_num_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, double dflt, double *out);
+int fmt_int_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, int dflt, int *out);
+int fmt_str_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, const char *dflt, char *buf,
+                  size_t n);
+/* A string field without length limit; *out NULL when absent. */
+int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                const char *key, int flags, const char **out);
+/* An object (FMT_K_OBJ) or array (FMT_K_ARR) field; *out NULL when
+ * absent. */
+int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, int kind, const cJSON **out);
+
+/* Parse text; the root must be an object (free *root with cJSON_Delete,
+ * also on failure). */
+int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root);
+/* Point an error left by another module at this file under prefix. */
+void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix);
+
+/* Layer kind of a name at JSON path p (formats/model.c); the error lists
+ * the known kinds. */
+int fmt_kind_value(const fmt_read_ctx *cx, const char *p, const char *name,
+                   int *kind);
+
+#endif

@@ -1,0 +1,309 @@
+/* formats/json_read.c: what the readers of the input files share: the
+ * located error of a reader, number, integer, string and sub-object
+ * getters that check their value, the document parse and the prefixing
+ * of errors left by other modules.  Declared in formats/internal.h. */
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "internal.h"
+
+int fmt_fail(const fmt_read_ctx *cx, int code, const char *path,
+             const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return util_error_set(cx->err, code, cx->file, path, "%s", msg);
+}
+
+int fmt_name_eq(const char *a, const char *b)
+{
+    for (; *a && *b; a++, b++) {
+        int x = (unsigned char)*a, y = (unsigned char)*b;
+        if (x >= 'A' && x <= 'Z')
+            x += 'a' - 'A';
+        if (y >= 'A' && y <= 'Z')
+            y += 'a' - 'A';
+        if (x != y)
+            return 0;
+    }
+    return *a == *b;
+}
+
+void fmt_list_add(char *buf, size_t n, size_t *used, const char *name)
+{
+    size_t need;
+
+    if (*used >= n)
+        return;
+    need = (*used ? 2 : 0) + strlen(name);
+    if (*used + need + 6 >= n) {
+        snprintf(buf + *used, n - *used, "%s...", *used ? ", " : "");
+        *used = n;
+        return;
+    }
+    snprintf(buf + *used, n - *used, "%s%s", *used ? ", " : "", name);
+    *used += need;
+}
+
+static const char *num_want(int flags)
+{
+    if (flags & FMT_F_POS)
+        return "a positive number";
+    if (flags & FMT_F_FRAC)
+        return "a number between 0 and 1";
+    if (flags & FMT_F_NONNEG)
+        return "a non-negative number";
+    return "a number";
+}
+
+static const char *int_want(int flags)
+{
+    if (flags & FMT_F_POS)
+        return "a positive integer";
+    if (flags & FMT_F_NONNEG)
+        return "a non-negative integer";
+    return "an integer";
+}
+
+int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                  int flags, double *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s",
+                        num_want(flags), util_json_type(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || ((flags & FMT_F_POS) && !(d > 0)) ||
+        ((flags & (FMT_F_NONNEG | FMT_F_FRAC)) && d < 0) ||
+        ((flags & FMT_F_FRAC) && d > 1))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
+                        num_want(flags), d);
+    *out = d;
+    return UTIL_OK;
+}
+
+int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                  int flags, int *out)
+{
+    double d;
+
+    if (!cJSON_IsNumber(v))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s",
+                        int_want(flags), util_json_type(v));
+    d = v->valuedouble;
+    if (!isfinite(d) || d != floor(d))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
+                        int_want(flags), d);
+    if (d < (double)INT_MIN || d > (double)INT_MAX)
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected %s that fits in 32 bits, got %.10g",
+                        int_want(flags), d);
+    if (((flags & FMT_F_POS) && d <= 0) || ((flags & FMT_F_NONNEG) && d < 0))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
+                        int_want(flags), d);
+    *out = (int)d;
+    return UTIL_OK;
+}
+
+static int str_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                     int flags, char *buf, size_t n)
+{
+    size_t len;
+
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
+                        util_json_type(v));
+    len = strlen(v->valuestring);
+    if ((flags & FMT_F_NONEMPTY) && len == 0)
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected a non-empty string, got ''");
+    if (len >= n)
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected at most %zu characters, got %zu", n - 1, len);
+    memcpy(buf, v->valuestring, len + 1);
+    return UTIL_OK;
+}
+
+const cJSON *fmt_field(const cJSON *obj, const char *key)
+{
+    return cJSON_GetObjectItemCaseSensitive(obj, key);
+}
+
+static int missing(const fmt_read_ctx *cx, const char *p, const char *key)
+{
+    return fmt_fail(cx, UTIL_EFIELD, p, "missing required field '%s'", key);
+}
+
+int fmt_num_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, double dflt, double *out)
+{
+    char p[FMT_PATH_N];
+    const cJSON *v = fmt_field(obj, key);
+
+    util_json_key(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & FMT_F_REQ)
+            return missing(cx, p, key);
+        *out = dflt;
+        return UTIL_OK;
+    }
+    return fmt_num_value(cx, v, p, flags, out);
+}
+
+int fmt_int_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, int dflt, int *out)
+{
+    char p[FMT_PATH_N];
+    const cJSON *v = fmt_field(obj, key);
+
+    util_json_key(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & FMT_F_REQ)
+            return missing(cx, p, key);
+        *out = dflt;
+        return UTIL_OK;
+    }
+    return fmt_int_value(cx, v, p, flags, out);
+}
+
+int fmt_str_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, const char *dflt, char *buf,
+                  size_t n)
+{
+    char p[FMT_PATH_N];
+    const cJSON *v = fmt_field(obj, key);
+
+    util_json_key(p, sizeof p, parent, key);
+    if (v == NULL) {
+        if (flags & FMT_F_REQ)
+            return missing(cx, p, key);
+        snprintf(buf, n, "%s", dflt);
+        return UTIL_OK;
+    }
+    return str_value(cx, v, p, flags, buf, n);
+}
+
+int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                const char *key, int flags, const char **out)
+{
+    char p[FMT_PATH_N];
+    const cJSON *v = fmt_field(obj, key);
+
+    *out = NULL;
+    util_json_key(p, sizeof p, parent, key);
+    if (v == NULL)
+        return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
+    if (!cJSON_IsString(v) || v->valuestring == NULL)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
+                        util_json_type(v));
+    if ((flags & FMT_F_NONEMPTY) && v->valuestring[0] == '\0')
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected a non-empty string, got ''");
+    *out = v->valuestring;
+    return UTIL_OK;
+}
+
+int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                  const char *key, int flags, int kind, const cJSON **out)
+{
+    char p[FMT_PATH_N];
+    const cJSON *v = fmt_field(obj, key);
+
+    *out = NULL;
+    util_json_key(p, sizeof p, parent, key);
+    if (v == NULL)
+        return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
+    if (kind == FMT_K_OBJ && !cJSON_IsObject(v))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
+                        util_json_type(v));
+    if (kind == FMT_K_ARR && !cJSON_IsArray(v))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected an array, got %s",
+                        util_json_type(v));
+    if ((flags & FMT_F_NONEMPTY) && cJSON_GetArraySize(v) == 0)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected a non-empty %s, got %s",
+                        kind == FMT_K_OBJ ? "object" : "array",
+                        kind == FMT_K_OBJ ? "{}" : "[]");
+    *out = v;
+    return UTIL_OK;
+}
+
+int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root)
+{
+    const char *end = NULL, *q, *line_start;
+    char near[24];
+    int line = 1, k;
+    size_t off;
+
+    *root = NULL;
+    if (text == NULL)
+        return fmt_fail(cx, UTIL_EINVAL, "", "no JSON text given");
+    for (q = text; *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'; q++)
+        ;
+    if (*q == '\0')
+        return fmt_fail(cx, UTIL_EPARSE, "",
+                        "malformed JSON: expected a JSON object, got an empty "
+                        "document");
+    *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (*root == NULL) {
+        off = 0;
+        if (end != NULL && end >= text)
+            off = (size_t)(end - text);
+        if (off > strlen(text))
+            off = strlen(text);
+        line_start = text;
+        for (q = text; q < text + off; q++)
+            if (*q == '\n') {
+                line++;
+                line_start = q + 1;
+            }
+        for (k = 0; k < (int)sizeof near - 1 && text[off + (size_t)k] != '\0' &&
+                    text[off + (size_t)k] != '\n';
+             k++) {
+            char ch = text[off + (size_t)k];
+            near[k] = (ch >= 32 && ch < 127) ? ch : ' ';
+        }
+        near[k] = '\0';
+        if (k == 0)
+            return fmt_fail(cx, UTIL_EPARSE, "",
+                            "malformed JSON at line %d, column %d: unexpected "
+                            "end of input",
+                            line, (int)(text + off - line_start) + 1);
+        return fmt_fail(cx, UTIL_EPARSE, "",
+                        "malformed JSON at line %d, column %d, near '%s'", line,
+                        (int)(text + off - line_start) + 1, near);
+    }
+    if (!cJSON_IsObject(*root))
+        return fmt_fail(cx, UTIL_EFIELD, "",
+                        "expected a JSON object at the top level, got %s",
+                        util_json_type(*root));
+    return UTIL_OK;
+}
+
+void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix)
+{
+    char old[FMT_PATH_N];
+    size_t n = strlen(prefix);
+    util_error *err = cx->err;
+
+    if (err == NULL)
+        return;
+    snprintf(err->file, sizeof err->file, "%s", cx->file);
+    memcpy(old, err->path, sizeof old);
+    old[sizeof old - 1] = '\0';
+    if (old[0] == '\0')
+        snprintf(err->path, sizeof err->path, "%s", prefix);
+    else if (strncmp(old, prefix, n) != 0 ||
+             (old[n] != '\0' && old[n] != '.' && old[n] != '['))
+        snprintf(err->path, sizeof err->path, "%s.%.*s", prefix,
+                 (int)(sizeof err->path - n - 2), old);
+}

@@ -1,0 +1,209 @@
+/* formats/strategies.c: the reader of the strategies file of `planner
+ * evaluate` (docs/inputs.md), also used for trials files. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "internal.h"
+
+static int parse_ranks(const fmt_read_ctx *cx, const cJSON *jr, const char *p,
+                       const fmt_cluster *c, fmt_strategy *s)
+{
+    const cJSON *v;
+    char ep[FMT_PATH_N];
+    int *where = NULL;
+    int rc = UTIL_OK, i = 0, d, n = s->tp * s->dp * s->pp, cnt;
+
+    if (!cJSON_IsArray(jr))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected an array, got %s",
+                        util_json_type(jr));
+    cnt = cJSON_GetArraySize(jr);
+    if (cnt != n)
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected %d entries (tp * dp * pp), got %d", n, cnt);
+    where = malloc((size_t)c->ndevices * sizeof *where);
+    if (where == NULL)
+        return fmt_fail(cx, UTIL_ENOMEM, p, "out of memory");
+    for (d = 0; d < c->ndevices; d++)
+        where[d] = -1;
+    cJSON_ArrayForEach(v, jr)
+    {
+        util_json_index(ep, sizeof ep, p, i);
+        if ((rc = fmt_int_value(cx, v, ep, FMT_F_NONNEG, &d)) != UTIL_OK)
+            goto done;
+        if (d >= c->ndevices) {
+            rc = fmt_fail(cx, UTIL_EFIELD, ep,
+                          "expected a device index below %d (the cluster has "
+                          "%d GPUs), got %d",
+                          c->ndevices, c->ndevices, d);
+            goto done;
+        }
+        if (where[d] >= 0) {
+            rc = fmt_fail(cx, UTIL_EFIELD, ep,
+                          "device %d is used twice (also by rank %d)", d,
+                          where[d]);
+            goto done;
+        }
+        where[d] = i;
+        s->ranks[i++] = d;
+    }
+done:
+    free(where);
+    return rc;
+}
+
+static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
+                          const fmt_cluster *c, const fmt_model *m, int gb,
+                          fmt_strategy *s)
+{
+    const cJSON *jb = NULL, *jr, *v;
+    const char *sched = NULL;
+    char fp[FMT_PATH_N], ep[FMT_PATH_N];
+    int rc, tp, dp, pp, mbs, i, nb, sch = FMT_SCHED_1F1B;
+
+    memset(s, 0, sizeof *s);
+    if (!cJSON_IsObject(e))
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
+                        util_json_type(e));
+    if ((rc = fmt_int_field(cx, e, p, "tp", FMT_F_REQ | FMT_F_POS, 0, &tp)) !=
+            UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "dp", FMT_F_REQ | FMT_F_POS, 0, &dp)) !=
+            UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "pp", FMT_F_REQ | FMT_F_POS, 0, &pp)) !=
+            UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "mbs", FMT_F_REQ | FMT_F_POS, 0, &mbs)) !=
+            UTIL_OK ||
+        (rc = fmt_str_ref(cx, e, p, "schedule", 0, &sched)) != UTIL_OK ||
+        (rc = fmt_sub_field(cx, e, p, "stage_boundaries", FMT_F_REQ, FMT_K_ARR,
+                            &jb)) != UTIL_OK)
+        return rc;
+    if ((long long)tp * dp > c->ndevices ||
+        (long long)tp * dp * pp != c->ndevices)
+        return fmt_fail(cx, UTIL_EINVAL, p,
+                        "tp * dp * pp = %d * %d * %d = %.0f does not match the "
+                        "cluster's %d GPUs",
+                        tp, dp, pp, (double)tp * dp * pp, c->ndevices);
+    if (sched != NULL) {
+        util_json_key(fp, sizeof fp, p, "schedule");
+        if (strcmp(sched, "gpipe") == 0)
+            sch = FMT_SCHED_GPIPE;
+        else if (strcmp(sched, "1f1b") != 0)
+            return fmt_fail(cx, UTIL_EFIELD, fp,
+                            "expected '1f1b' or 'gpipe', got '%s'", sched);
+    }
+    util_json_key(fp, sizeof fp, p, "stage_boundaries");
+    nb = cJSON_GetArraySize(jb);
+    if (nb != pp + 1)
+        return fmt_fail(cx, UTIL_EINVAL, fp,
+                        "expected %d entries (pp + 1), got %d", pp + 1, nb);
+    if (fmt_strategy_alloc(s, tp, dp, pp) != UTIL_OK)
+        return fmt_fail(cx, UTIL_ENOMEM, p, "out of memory");
+    s->mbs = mbs;
+    s->schedule = sch;
+    i = 0;
+    cJSON_ArrayForEach(v, jb)
+    {
+        util_json_index(ep, sizeof ep, fp, i);
+        if ((rc = fmt_int_value(cx, v, ep, 0, &s->bounds[i])) != UTIL_OK)
+            goto done;
+        i++;
+    }
+    jr = fmt_field(e, "ranks");
+    if (jr != NULL) {
+        util_json_key(fp, sizeof fp, p, "ranks");
+        if ((rc = parse_ranks(cx, jr, fp, c, s)) != UTIL_OK)
+            goto done;
+        snprintf(s->placement, sizeof s->placement, "explicit");
+    } else {
+        for (i = 0; i < c->ndevices; i++)
+            s->ranks[i] = i;
+        snprintf(s->placement, sizeof s->placement, "megatron");
+    }
+    s->gas = (int)(gb / ((long long)dp * mbs));
+    rc = fmt_strategy_check(c, m, s, gb, cx->err);
+    if (rc != UTIL_OK)
+        fmt_prefix_error(cx, p);
+done:
+    if (rc != UTIL_OK)
+        fmt_strategy_free(s);
+    return rc;
+}
+
+int fmt_parse_strategies(const char *text, const char *file,
+                          const fmt_cluster *c, const fmt_model *m,
+                          int global_batch, fmt_strategy **out, int *n,
+                          util_error *err)
+{
+    fmt_read_ctx cx;
+    cJSON *root = NULL;
+    const cJSON *js = NULL, *e;
+    fmt_strategy *arr = NULL;
+    char p[FMT_PATH_N];
+    int rc, k = 0, cnt, i, gb = global_batch;
+
+    cx.file = file ? file : "";
+    cx.err = err;
+    if (out != NULL)
+        *out = NULL;
+    if (n != NULL)
+        *n = 0;
+    if (out == NULL || n == NULL || c == NULL || m == NULL ||
+        c->ndevices <= 0 || m->nlayers <= 0)
+        return fmt_fail(&cx, UTIL_EINVAL, "",
+                        "strategies need a cluster and a model with layers");
+    if (gb <= 0)
+        gb = m->global_batch;
+    if (gb <= 0)
+        return fmt_fail(&cx, UTIL_EINVAL, "",
+                        "no global batch size given (none on the command line "
+                        "nor in the model's training.global_batch)");
+    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+        (rc = fmt_sub_field(&cx, root, "", "strategies",
+                            FMT_F_REQ | FMT_F_NONEMPTY, FMT_K_ARR, &js)) !=
+            UTIL_OK)
+        goto done;
+    cnt = cJSON_GetArraySize(js);
+    arr = calloc((size_t)cnt, sizeof *arr);
+    if (arr == NULL) {
+        rc = fmt_fail(&cx, UTIL_ENOMEM, "strategies", "out of memory");
+        goto done;
+    }
+    cJSON_ArrayForEach(e, js)
+    {
+        util_json_index(p, sizeof p, "strategies", k);
+        if ((rc = parse_strategy(&cx, e, p, c, m, gb, &arr[k])) != UTIL_OK)
+            goto done;
+        k++;
+    }
+    *out = arr;
+    *n = k;
+    arr = NULL;
+done:
+    if (arr != NULL)
+        for (i = 0; i < k; i++)
+            fmt_strategy_free(&arr[i]);
+    free(arr);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int fmt_load_strategies(const char *path, const fmt_cluster *c,
+                         const fmt_model *m, int global_batch,
+                         fmt_strategy **out, int *n, util_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        *out = NULL;
+    if (n != NULL)
+        *n = 0;
+    rc = util_read_file(path, &text, err);
+    if (rc == UTIL_OK)
+        rc = fmt_parse_strategies(text, path, c, m, global_batch, out, n,
+                                   err);
+    free(text);
+    return rc;
+}
