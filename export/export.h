@@ -7,8 +7,8 @@
 
 /* ---- exports and reports --------------------------------------------- */
 
-/* Launchers a plan can be exported to (export/export.c, docs/export.md
- * names the launcher versions whose flags are used). */
+/* Launchers a plan can be exported to (export/internal.h and docs/export.md
+ * name the launcher versions whose flags are used). */
 enum export_target {
     EXPORT_MEGATRON = 0,   /* Megatron-LM core_r0.9.0 pretrain_gpt.py */
     EXPORT_DEEPSPEED,      /* DeepSpeed 0.14 config, hostfile, pipeline parts */

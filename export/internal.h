@@ -1,0 +1,81 @@
+/* export/internal.h: what the exporters of export/ share (not part of
+ * the API in export.h): the analysed strategy, its torchrun agents and the
+ * helpers that write common parts of the files. */
+#ifndef HETPLAN_EXPORT_INTERNAL_H
+#define HETPLAN_EXPORT_INTERNAL_H
+
+#include "export.h"
+
+/* Launcher versions whose flags are used (docs/export.md). */
+#define EXPORT_MEGATRON_VERSION "core_r0.9.0"
+#define EXPORT_DEEPSPEED_VERSION "0.14"
+#define EXPORT_TORCH_VERSION "2.4"
+
+/* A torchrun agent: consecutive ranks on one node. */
+typedef struct export_group {
+    int node;
+    int first;      /* first global rank */
+    int n;          /* ranks (= nproc-per-node) */
+} export_group;
+
+/* A strategy being exported, cut into torchrun agents. */
+typedef struct export_ctx {
+    const fmt_cluster *c;
+    const fmt_model *m;
+    const cost_params *p;
+    const fmt_strategy *s;
+    const export_options *o;
+    int global_batch;
+    int nranks;
+    export_group *g;
+    int ng;
+    int *node_groups;   /* per node: agents on it */
+    int hosts;
+    int identity_gpus;  /* every agent lists its node's GPUs 0..n-1 in order */
+    const char *master;
+    export_result *out;
+} export_ctx;
+
+/* ---- the strategy and common file parts (export/export.c) ------------ */
+
+/* Add a note (at most EXPORT_MAXNOTES). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void export_note(export_ctx *x, const char *fmt, ...);
+/* GPU index of a rank on its node; a node's host name and GPU type. */
+int export_gpu_of(const export_ctx *x, int rank);
+const char *export_host_of(const export_ctx *x, int node);
+const char *export_type_of(const export_ctx *x, int node);
+/* The agent's GPUs, comma-separated, in rank order. */
+void export_gpu_list(const export_ctx *x, const export_group *g, util_buf *b);
+/* "fp32", "bf16" or "fp16". */
+const char *export_precision(const fmt_model *m);
+/* The comment block heading a file: what it is, plan, strategy, notes. */
+void export_header(const export_ctx *x, util_buf *b, const char *what);
+
+/* ---- torchrun agents and the hostfile (export/torchrun.c) ------------ */
+
+/* Notes shared by the launch scripts about agents and hosts. */
+void export_agent_notes(export_ctx *x);
+/* The per-agent case arms of a launch script running cmd. */
+void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd);
+/* The agents as a comment table. */
+void export_agent_table(const export_ctx *x, util_buf *b);
+/* ranks.txt: every rank's place. */
+void export_ranks_file(const export_ctx *x, util_buf *b);
+/* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
+void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what);
+/* Notes when a launcher that takes a hostfile cannot realise the plan's
+ * rank order. */
+void export_order_notes(export_ctx *x, const char *launcher);
+
+/* ---- the targets ----------------------------------------------------- */
+
+/* Fill x->out with the target's files; UTIL_ENOMEM. */
+int export_megatron(export_ctx *x, util_error *err);  /* export/megatron.c */
+int export_deepspeed(export_ctx *x, util_error *err); /* export/deepspeed.c */
+int export_torchrun(export_ctx *x, util_error *err);  /* export/torchrun.c */
+int export_hostfile(export_ctx *x, util_error *err);  /* export/torchrun.c */
+
+#endif

@@ -1,0 +1,230 @@
+/* export/torchrun.c: torchrun per-node launch lines (also used by the
+ * Megatron-LM export), the rank placement file and the MPI / DeepSpeed
+ * hostfile. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+/* ---- torchrun agents ------------------------------------------------- */
+
+/* The rank range text "a-b" or "a". */
+static void range_text(char *buf, size_t n, int a, int b)
+{
+    if (a == b)
+        snprintf(buf, n, "%d", a);
+    else
+        snprintf(buf, n, "%d-%d", a, b);
+}
+
+/* Notes shared by the launch scripts about agents and hosts. */
+void export_agent_notes(export_ctx *x)
+{
+    char hosts[240] = "";
+    size_t used = 0;
+    int k, n = 0;
+
+    for (k = 0; k < x->c->nnodes; k++)
+        if (x->node_groups[k] > 1) {
+            if (used < sizeof hosts - 80)
+                used += (size_t)snprintf(hosts + used, sizeof hosts - used,
+                                         "%s'%s' (%d)", n ? ", " : "",
+                                         export_host_of(x, k), x->node_groups[k]);
+            else if (used < sizeof hosts - 5)
+                used += (size_t)snprintf(hosts + used, sizeof hosts - used, ", ...");
+            n++;
+        }
+    if (n > 0)
+        export_note(x, "the plan's ranks on %d host(s) are not consecutive, "
+                    "so one torchrun per host cannot realise its placement; "
+                    "each run of consecutive ranks gets its own torchrun "
+                    "agent (node rank and GPUs), several on one host: %s "
+                    "agents", n, hosts);
+}
+
+/* The per-agent case arms of a launch script. */
+void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd)
+{
+    int k;
+
+    util_buf_printf(b, "case \"${NODE_RANK:?set NODE_RANK to this agent's node rank, "
+                 "0..%d}\" in\n", x->ng - 1);
+    for (k = 0; k < x->ng; k++) {
+        const export_group *g = &x->g[k];
+        char rr[32];
+        range_text(rr, sizeof rr, g->first, g->first + g->n - 1);
+        util_buf_printf(b, "%d)  # host '%s': %d x %s, global ranks %s\n", k,
+                        export_host_of(x, g->node), g->n,
+                        export_type_of(x, g->node), rr);
+        util_buf_printf(b, "    export CUDA_VISIBLE_DEVICES=");
+        export_gpu_list(x, g, b);
+        util_buf_printf(b, "\n");
+        util_buf_printf(b, "    exec torchrun --nnodes %d --nproc-per-node %d "
+                     "--node-rank %d --master-addr %s --master-port %d %s ;;\n",
+                  x->ng, g->n, k, x->master, x->o->master_port, cmd);
+    }
+    util_buf_printf(b, "*)  echo \"$0: NODE_RANK must be 0..%d, got '$NODE_RANK'\" >&2\n"
+                 "    exit 2 ;;\nesac\n", x->ng - 1);
+}
+
+void export_agent_table(const export_ctx *x, util_buf *b)
+{
+    int k;
+
+    util_buf_printf(b, "# node rank  host                  nproc  device          "
+                 "CUDA_VISIBLE_DEVICES\n");
+    for (k = 0; k < x->ng; k++) {
+        const export_group *g = &x->g[k];
+        util_buf_printf(b, "# %9d  %-20s  %5d  %-14s  ", k,
+                        export_host_of(x, g->node), g->n,
+                        export_type_of(x, g->node));
+        export_gpu_list(x, g, b);
+        util_buf_printf(b, "\n");
+    }
+}
+
+/* ranks.txt: every rank's place. */
+void export_ranks_file(const export_ctx *x, util_buf *b)
+{
+    int k, i;
+
+    export_header(x, b, "hetplan rank placement: global rank -> torchrun "
+                  "agent, local rank, host and GPU");
+    util_buf_printf(b, "# rank  node_rank  local_rank  host                  gpu  "
+                 "device          stage  dp  tp\n");
+    for (k = 0; k < x->ng; k++)
+        for (i = 0; i < x->g[k].n; i++) {
+            int r = x->g[k].first + i, node = x->g[k].node;
+            int tpd = x->s->tp, dpd = x->s->dp;
+            util_buf_printf(b, "%6d  %9d  %10d  %-20s  %3d  %-14s  %5d  %2d  %2d\n",
+                            r, k, i, export_host_of(x, node), export_gpu_of(x, r),
+                            export_type_of(x, node), r / (tpd * dpd),
+                            (r / tpd) % dpd, r % tpd);
+        }
+}
+
+/* ---- torchrun -------------------------------------------------------- */
+
+int export_torchrun(export_ctx *x, util_error *err)
+{
+    util_buf b = {0}, r = {0};
+    export_result *out = x->out;
+
+    export_agent_notes(x);
+    export_header(x, &b, "torchrun (PyTorch " EXPORT_TORCH_VERSION ") launch, "
+                  "one agent per run of consecutive ranks on one host");
+    util_buf_printf(&b, "#\n# On every host, for each agent listed below for it:\n"
+                  "#   NODE_RANK=k sh torchrun.sh train.py [training arguments]\n");
+    util_buf_printf(&b, "# torchrun gives agent k the global ranks after those of agents "
+                  "0..k-1 (RANK = that\n# offset + LOCAL_RANK); local rank i uses "
+                  "the i-th GPU of CUDA_VISIBLE_DEVICES, so the\n# lists below put "
+                  "every plan rank on its planned GPU (see ranks.txt).  Build the\n"
+                  "# TP, DP and PP groups with TP innermost, then DP, then PP.\n#\n");
+    export_agent_table(x, &b);
+    util_buf_printf(&b, "\nexport CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    util_buf_printf(&b, "export HETPLAN_TP=%d HETPLAN_DP=%d HETPLAN_PP=%d "
+                  "HETPLAN_MICRO_BATCH=%d HETPLAN_MICRO_BATCHES=%d\n",
+              x->s->tp, x->s->dp, x->s->pp, x->s->mbs, x->s->gas);
+    util_buf_printf(&b, "export HETPLAN_STAGE_BOUNDARIES=");
+    {
+        int j;
+        for (j = 0; j <= x->s->pp; j++)
+            util_buf_printf(&b, "%s%d", j ? "," : "", x->s->bounds[j]);
+    }
+    util_buf_printf(&b, "\n\n");
+    export_launch_cases(x, &b, "\"$@\"");
+    export_ranks_file(x, &r);
+    if (b.failed || r.failed) {
+        free(b.p);
+        free(r.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
+    snprintf(out->files[0].name, sizeof out->files[0].name, "torchrun.sh");
+    snprintf(out->files[0].what, sizeof out->files[0].what,
+             "per-node torchrun lines and CUDA_VISIBLE_DEVICES");
+    out->files[0].executable = 1;
+    out->files[0].text = b.p;
+    snprintf(out->files[1].name, sizeof out->files[1].name, "ranks.txt");
+    snprintf(out->files[1].what, sizeof out->files[1].what,
+             "global rank -> agent, local rank, host, GPU");
+    out->files[1].text = r.p;
+    out->nfiles = 2;
+    return UTIL_OK;
+}
+
+/* ---- hostfile -------------------------------------------------------- */
+
+/* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
+void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what)
+{
+    int k, i;
+
+    export_header(x, b, what);
+    for (k = 0; k < x->ng; k++) {
+        int node = x->g[k].node, slots = 0, seen = 0;
+        for (i = 0; i < k; i++)
+            if (x->g[i].node == node)
+                seen = 1;
+        if (seen)
+            continue;
+        for (i = k; i < x->ng; i++)
+            if (x->g[i].node == node)
+                slots += x->g[i].n;
+        util_buf_printf(b, "%s slots=%d\n", export_host_of(x, node), slots);
+    }
+}
+
+void export_order_notes(export_ctx *x, const char *launcher)
+{
+    int k;
+
+    if (x->identity_gpus)
+        return;
+    for (k = 0; k < x->c->nnodes; k++)
+        if (x->node_groups[k] > 1) {
+            export_note(x, "%s gives each host one block of consecutive "
+                        "ranks, but the plan's ranks on host '%s' (and maybe "
+                        "others) are not consecutive: launch with the "
+                        "torchrun export instead", launcher,
+                        export_host_of(x, k));
+            return;
+        }
+    for (k = 0; k < x->ng; k++) {
+        int i, ident = 1;
+        for (i = 0; i < x->g[k].n; i++)
+            if (export_gpu_of(x, x->g[k].first + i) != i)
+                ident = 0;
+        if (!ident) {
+            util_buf gl = {0};
+            export_gpu_list(x, &x->g[k], &gl);
+            export_note(x, "%s gives a host's ranks its GPUs in ascending "
+                        "order, but the plan puts ranks %d-%d on GPUs %s of "
+                        "host '%s' (and maybe others): launch with the "
+                        "torchrun export instead", launcher, x->g[k].first,
+                        x->g[k].first + x->g[k].n - 1, gl.p ? gl.p : "?",
+                        export_host_of(x, x->g[k].node));
+            free(gl.p);
+            return;
+        }
+    }
+}
+
+int export_hostfile(export_ctx *x, util_error *err)
+{
+    util_buf b = {0};
+    export_result *out = x->out;
+
+    export_order_notes(x, "mpirun (--map-by slot)");
+    export_hostfile_text(x, &b, "MPI / DeepSpeed hostfile: hosts in rank "
+                         "order, one slot per GPU the plan uses");
+    if (b.failed) {
+        free(b.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
+    snprintf(out->files[0].name, sizeof out->files[0].name, "hostfile");
+    snprintf(out->files[0].what, sizeof out->files[0].what,
+             "hosts in rank order with their slots");
+    out->files[0].text = b.p;
+    out->nfiles = 1;
+    return UTIL_OK;
+}
