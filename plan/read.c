@@ -352,7 +352,7 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
         (rc = fmt_load_model(out->model_path, &out->model, err)) != UTIL_OK)
         goto done;
     /* settings.precision (e.g. from --precision) applies to the model as
-     * commands/main.c applies --precision: before the profile is read */
+     * commands/plan.c applies --precision: before the profile is read */
     v = get(settings, "precision");
     if (v != NULL && !cJSON_IsNull(v)) {
         int prec = cJSON_IsString(v) ? fmt_precision_from_name(v->valuestring) : -1;

@@ -76,7 +76,7 @@ static char *make_plan(const char *cluster_name, search_result *res,
     ck_assert_int_eq(fmt_load_cluster(path, c, &err), UTIL_OK);
     snprintf(path, sizeof path, "%s/gpt2-amp.json", dir);
     ck_assert_int_eq(fmt_load_model(path, m, &err), UTIL_OK);
-    if (plan_precision >= 0) /* as commands/main.c applies --precision */
+    if (plan_precision >= 0) /* as commands/plan.c applies --precision */
         ck_assert_int_eq(fmt_model_set_precision(m, plan_precision, &err), UTIL_OK);
     cost_params_init(cp);
     cp->net_eff = 0.6; /* a non-default value must survive the round trip */

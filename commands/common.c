@@ -1,0 +1,147 @@
+/* commands/common.c: messages, output files and progress lines shared by
+ * the commands. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commands.h"
+
+int cmd_report_error(const util_error *err)
+{
+    char buf[1024];
+
+    util_error_format(err, buf, sizeof buf);
+    fprintf(stderr, "planner: %s\n", buf);
+    switch (err->code) {
+    case UTIL_ENOMEM:
+    case UTIL_EINTERNAL:
+        return CMD_EXIT_INTERNAL;
+    case UTIL_EINFEASIBLE:
+        return CMD_EXIT_NOPLAN;
+    default:
+        return CMD_EXIT_INPUT;
+    }
+}
+
+int cmd_out_of_memory(void)
+{
+    fprintf(stderr, "planner: out of memory\n");
+    return CMD_EXIT_INTERNAL;
+}
+
+void cmd_print_version(void)
+{
+    printf("planner (hetplan) %s\n", HETPLAN_VERSION);
+}
+
+int cmd_write_file(const char *path, const char *text)
+{
+    util_error err;
+    char buf[1024];
+
+    memset(&err, 0, sizeof err);
+    if (util_write_file_atomic(path, text, &err) == UTIL_OK)
+        return CMD_EXIT_OK;
+    util_error_format(&err, buf, sizeof buf);
+    fprintf(stderr, "planner: %s\n", buf);
+    return CMD_EXIT_OUTPUT;
+}
+
+int cmd_flush_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "planner: cannot write to standard output: %s\n",
+                strerror(errno));
+        return CMD_EXIT_OUTPUT;
+    }
+    return CMD_EXIT_OK;
+}
+
+int cmd_emit_report(char *json, char *table, const cmd_output_opts *o)
+{
+    int code = CMD_EXIT_OK;
+
+    if (json == NULL || table == NULL)
+        code = cmd_out_of_memory();
+    else if (o->output != NULL)
+        code = cmd_write_file(o->output, json);
+    if (code == CMD_EXIT_OK && !o->quiet) {
+        fputs(o->json ? json : table, stdout);
+        if (o->json)
+            fputc('\n', stdout);
+        else if (o->output != NULL)
+            printf("report written to '%s'\n", o->output);
+        code = cmd_flush_stdout();
+    }
+    free(json);
+    free(table);
+    return code;
+}
+
+int cmd_digest_file(const char *path, char out[65], util_error *err)
+{
+    char *text = NULL;
+    int rc = util_read_file(path, &text, err);
+
+    if (rc == UTIL_OK)
+        util_sha256_hex(text, strlen(text), out);
+    free(text);
+    return rc;
+}
+
+double cmd_seconds(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void cmd_progress_draw(void *ctx, const search_progress *p)
+{
+    int *drawn = ctx;
+    char best[32] = "none yet";
+
+    if (p->best_s >= 0)
+        snprintf(best, sizeof best, "%.4f s", p->best_s);
+    fprintf(stderr, "\rplanner: %s %6.1f s, %ld candidates scored, best %s\033[K",
+            p->phase ? p->phase : "search", p->elapsed_s, p->evaluated, best);
+    fflush(stderr);
+    *drawn = 1;
+}
+
+void cmd_progress_clear(int *drawn)
+{
+    if (*drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+    *drawn = 0;
+}
+
+void cmd_json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch == '\t')
+            fputs("\\t", f);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+const char *cmd_basename(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}

@@ -1,0 +1,257 @@
+/* commands/export.c: planner export, which writes launcher input for one
+ * strategy of a plan; and the loading of plan files that report shares. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "export.h"
+#include "commands.h"
+
+static const char export_usage[] =
+    "usage: planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile\n"
+    "                      [--output DIR] [--strategy K] [--master-addr HOST]\n"
+    "                      [--master-port N] [--format table|json] [--quiet] [--verbose]\n"
+    "\n"
+    "Writes launcher input for one strategy of a plan (docs/export.md):\n"
+    "  megatron   megatron.sh (Megatron-LM core_r0.9.0 flags, torchrun per node), ranks.txt\n"
+    "  deepspeed  ds_config.json, hostfile, pipeline_parts.json, deepspeed.sh (DeepSpeed 0.14)\n"
+    "  torchrun   torchrun.sh (per-node torchrun, CUDA_VISIBLE_DEVICES), ranks.txt\n"
+    "  hostfile   hostfile (\"host slots=N\", hosts in rank order)\n"
+    "options:\n"
+    "  --plan FILE            plan JSON written by 'planner --output'\n"
+    "  --to TARGET            launcher to export for\n"
+    "  --output DIR           write the files into DIR (created if missing); without\n"
+    "                         it the files are printed on stdout\n"
+    "  --strategy K           strategy of the plan, 1 = best (default 1)\n"
+    "  --master-addr HOST     rendezvous host (default: host of node rank 0)\n"
+    "  --master-port N        rendezvous port (default 29500)\n"
+    "  --format table|json    stdout: files (or list of files written), or JSON\n"
+    "  --quiet                print nothing on success\n"
+    "  --verbose              also print a summary line on stderr\n"
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";
+
+/* What the command line sets. */
+typedef struct export_opts {
+    cmd_output_opts out;
+    const char *plan, *master_addr;
+    int target, strategy, master_port;
+} export_opts;
+
+/* Store --to v in the export_opts ctx; exit code. */
+static int export_option(void *ctx, int id, const char *opt, const char *v)
+{
+    export_opts *o = ctx;
+
+    (void)id;
+    (void)opt;
+    o->target = export_target_from_name(v);
+    if (o->target < 0)
+        return cmd_usage_error(NULL, "option '--to' expects megatron, deepspeed, "
+                                     "torchrun or hostfile, got '%s'", v);
+    return CMD_EXIT_OK;
+}
+
+/* Parse the command line into o; exit code. */
+static int export_args(int argc, char **argv, export_opts *o)
+{
+    const cmd_option table[] = {
+        CMD_STRING("--plan", NULL, &o->plan),
+        CMD_INT("--strategy", &o->strategy, 1, 100000),
+        CMD_CALL("--to", 0),
+        CMD_STRING("--master-addr", NULL, &o->master_addr),
+        CMD_INT("--master-port", &o->master_port, 1, 65535),
+        CMD_OUTPUT_OPTIONS(&o->out),
+        CMD_END};
+    const cmd_parser p = {.usage = export_usage, .options = table,
+                          .unknown = " for 'export'", .handle = export_option, .ctx = o};
+    int code;
+
+    memset(o, 0, sizeof *o);
+    o->target = -1;
+    o->strategy = 1;
+    o->master_port = 29500;
+    if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
+        return code;
+    if (o->plan == NULL)
+        return cmd_usage_error(NULL, "%s", "missing required option '--plan'");
+    if (o->target < 0)
+        return cmd_usage_error(NULL, "%s", "missing required option '--to'");
+    return CMD_EXIT_OK;
+}
+
+int cmd_export_load(const char *plan, int strategy, int quiet, plan_doc *d)
+{
+    util_error err;
+
+    memset(&err, 0, sizeof err);
+    if (plan_load_plan(plan, d, &err) != UTIL_OK)
+        return cmd_report_error(&err);
+    if (d->n < 1) {
+        fprintf(stderr, "planner: '%s': strategies: the plan has no strategy\n", plan);
+        return CMD_EXIT_INPUT;
+    }
+    if (strategy > d->n) {
+        fprintf(stderr, "planner: option '--strategy' asks for strategy %d, "
+                        "'%s' has %d\n", strategy, plan, d->n);
+        return CMD_EXIT_USAGE;
+    }
+    if (d->digest_mismatch && !quiet)
+        fprintf(stderr, "planner: warning: an input of '%s' changed since the "
+                        "plan was made\n", plan);
+    return CMD_EXIT_OK;
+}
+
+/* Create dir (one level) when missing. */
+static int export_mkdir(const char *dir)
+{
+    struct stat st;
+
+    if (stat(dir, &st) == 0) {
+        if (S_ISDIR(st.st_mode))
+            return 0;
+        fprintf(stderr, "planner: cannot write into '%s': not a directory\n", dir);
+        return -1;
+    }
+    if (mkdir(dir, 0777) != 0) {
+        fprintf(stderr, "planner: cannot create directory '%s': %s\n", dir,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Write the files of ex into the directory o->output; exit code. */
+static int export_write(const export_opts *o, const export_result *ex)
+{
+    char path[4096];
+    int i, code;
+
+    if (export_mkdir(o->out.output) != 0)
+        return CMD_EXIT_OUTPUT;
+    for (i = 0; i < ex->nfiles; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->out.output, ex->files[i].name);
+        if ((code = cmd_write_file(path, ex->files[i].text)) != CMD_EXIT_OK)
+            return code;
+        if (ex->files[i].executable && chmod(path, 0755) != 0) {
+            fprintf(stderr, "planner: cannot make '%s' executable: %s\n", path,
+                    strerror(errno));
+            return CMD_EXIT_OUTPUT;
+        }
+    }
+    return CMD_EXIT_OK;
+}
+
+/* --format json on stdout: the files (their paths with --output, else their
+ * text) and the notes. */
+static void export_print_json(const export_opts *o, const export_result *ex)
+{
+    char path[4096];
+    int i;
+
+    printf("{\"target\": ");
+    cmd_json_string(stdout, export_target_name(o->target));
+    printf(", \"plan\": ");
+    cmd_json_string(stdout, o->plan);
+    printf(", \"strategy\": %d, \"output\": ", o->strategy);
+    if (o->out.output)
+        cmd_json_string(stdout, o->out.output);
+    else
+        printf("null");
+    printf(", \"agents\": %d, \"hosts\": %d,\n \"files\": [", ex->agents, ex->hosts);
+    for (i = 0; i < ex->nfiles; i++) {
+        printf("%s\n  {\"name\": ", i ? "," : "");
+        cmd_json_string(stdout, ex->files[i].name);
+        printf(", \"bytes\": %zu, \"executable\": %s, \"what\": ",
+               strlen(ex->files[i].text), ex->files[i].executable ? "true" : "false");
+        cmd_json_string(stdout, ex->files[i].what);
+        printf(", \"%s\": ", o->out.output ? "path" : "content");
+        if (o->out.output) {
+            snprintf(path, sizeof path, "%s/%s", o->out.output, ex->files[i].name);
+            cmd_json_string(stdout, path);
+        } else {
+            cmd_json_string(stdout, ex->files[i].text);
+        }
+        printf("}");
+    }
+    printf("],\n \"notes\": [");
+    for (i = 0; i < ex->nnotes; i++) {
+        printf("%s\n  ", i ? "," : "");
+        cmd_json_string(stdout, ex->notes[i]);
+    }
+    printf("]}\n");
+}
+
+/* The table on stdout: the files written with --output, else their text. */
+static void export_print_table(const export_opts *o, const export_result *ex)
+{
+    int i;
+
+    if (o->out.output == NULL) {
+        for (i = 0; i < ex->nfiles; i++) {
+            if (ex->nfiles > 1)
+                printf("%s==> %s <==\n", i ? "\n" : "", ex->files[i].name);
+            fputs(ex->files[i].text, stdout);
+        }
+        return;
+    }
+    printf("%-20s %9s  %s\n", "file", "bytes", "contents");
+    for (i = 0; i < ex->nfiles; i++)
+        printf("%-20s %9zu  %s\n", ex->files[i].name, strlen(ex->files[i].text),
+               ex->files[i].what);
+    for (i = 0; i < ex->nnotes; i++)
+        printf("note: %s\n", ex->notes[i]);
+    printf("%d files written to '%s' (strategy %d for %s, %d hosts", ex->nfiles,
+           o->out.output, o->strategy, export_target_name(o->target), ex->hosts);
+    if (ex->agents != ex->hosts)
+        printf(", %d torchrun agents", ex->agents);
+    printf(")\n");
+}
+
+int cmd_export(int argc, char **argv)
+{
+    export_opts o;
+    plan_doc d;
+    export_result ex;
+    export_options eo;
+    util_error err;
+    int code;
+
+    memset(&d, 0, sizeof d);
+    memset(&ex, 0, sizeof ex);
+    memset(&err, 0, sizeof err);
+    code = export_args(argc, argv, &o);
+    if (code != CMD_EXIT_OK)
+        return code;
+    if ((code = cmd_export_load(o.plan, o.strategy, o.out.quiet, &d)) != CMD_EXIT_OK)
+        goto done;
+    export_options_init(&eo);
+    eo.master_addr = o.master_addr;
+    eo.master_port = o.master_port;
+    eo.source = cmd_basename(o.plan);
+    eo.strategy = o.strategy;
+    if (export_build(o.target, &d.cluster, &d.model, &d.params, &d.s[o.strategy - 1],
+                     d.global_batch, &eo, &ex, &err) != UTIL_OK) {
+        code = cmd_report_error(&err);
+        goto done;
+    }
+    if (o.out.output && (code = export_write(&o, &ex)) != CMD_EXIT_OK)
+        goto done;
+    if (o.out.verbose)
+        fprintf(stderr, "planner: strategy %d of '%s' exported for %s: %d files, "
+                        "%d torchrun agents on %d hosts, %d notes\n",
+                o.strategy, o.plan, export_target_name(o.target), ex.nfiles,
+                ex.agents, ex.hosts, ex.nnotes);
+    if (o.out.quiet)
+        goto done;
+    if (o.out.json)
+        export_print_json(&o, &ex);
+    else
+        export_print_table(&o, &ex);
+    code = cmd_flush_stdout();
+done:
+    export_free(&ex);
+    plan_doc_free(&d);
+    return code;
+}

@@ -1,0 +1,151 @@
+/* commands/options.c: the option parser of every command, and the parsers
+ * of option values that several commands share. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+
+int cmd_usage_error(const char *command, const char *fmt, ...)
+{
+    va_list ap;
+
+    fprintf(stderr, "planner: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    if (command)
+        fprintf(stderr, "\ntry 'planner %s --help'\n", command);
+    else
+        fprintf(stderr, "\ntry 'planner --help'\n");
+    return CMD_EXIT_USAGE;
+}
+
+/* The entry of p's table for the argument a, or NULL. */
+static const cmd_option *find_option(const cmd_parser *p, const char *a)
+{
+    const cmd_option *o;
+
+    for (o = p->options; o->name != NULL; o++)
+        if (strcmp(a, o->name) == 0 || (o->alias && strcmp(a, o->alias) == 0))
+            return o;
+    return NULL;
+}
+
+/* Report that a is not one of p's options; returns CMD_EXIT_USAGE. */
+static int unknown_option(const cmd_parser *p, const char *a)
+{
+    return cmd_usage_error(p->hint, "unknown option '%s'%s", a,
+                           p->unknown ? p->unknown : "");
+}
+
+/* s as an integer in lo..hi for option opt: 0, else -1 after the
+ * message. */
+static int parse_int(const char *opt, const char *s, int lo, int hi, int *out)
+{
+    char *end;
+    long v;
+
+    errno = 0;
+    v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi) {
+        cmd_usage_error(NULL, "option '%s' expects an integer in %d..%d, got '%s'",
+                        opt, lo, hi, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Store the value v of the option o (written as a); exit code. */
+static int store(const cmd_parser *p, const cmd_option *o, const char *a, const char *v)
+{
+    switch (o->kind) {
+    case CMD_OPT_STRING:
+        *o->str = v;
+        return CMD_EXIT_OK;
+    case CMD_OPT_INT:
+        return parse_int(a, v, o->lo, o->hi, o->num) ? CMD_EXIT_USAGE : CMD_EXIT_OK;
+    case CMD_OPT_SET:
+        *o->num = o->lo;
+        return CMD_EXIT_OK;
+    case CMD_OPT_FORMAT:
+        if (strcmp(v, "json") == 0)
+            *o->num = 1;
+        else if (strcmp(v, "table") == 0)
+            *o->num = 0;
+        else
+            return cmd_usage_error(p->hint, "option '--format' expects table or "
+                                            "json, got '%s'", v);
+        return CMD_EXIT_OK;
+    default: /* CMD_OPT_CALL */
+        return p->handle(p->ctx, o->id, a, v);
+    }
+}
+
+int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
+{
+    int i, code;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const cmd_option *o;
+
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            fputs(p->usage, stdout);
+            exit(CMD_EXIT_OK);
+        }
+        if (p->version && strcmp(a, "--version") == 0) {
+            cmd_print_version();
+            exit(CMD_EXIT_OK);
+        }
+        o = find_option(p, a);
+        if (o != NULL && o->kind == CMD_OPT_SET) {
+            v = NULL;
+        } else {
+            if (a[0] != '-')
+                return cmd_usage_error(p->hint, "unexpected argument '%s'", a);
+            if (o == NULL && !p->value_first)
+                return unknown_option(p, a);
+            if (v == NULL)
+                return cmd_usage_error(p->hint, "option '%s' needs a value", a);
+            if (o == NULL)
+                return unknown_option(p, a);
+            i++;
+        }
+        if ((code = store(p, o, a, v)) != CMD_EXIT_OK)
+            return code;
+    }
+    return CMD_EXIT_OK;
+}
+
+int cmd_require_inputs(const cmd_input_opts *in)
+{
+    if (in->cluster == NULL)
+        return cmd_usage_error(NULL, "%s", "missing required option '--cluster'");
+    if (in->model == NULL)
+        return cmd_usage_error(NULL, "%s", "missing required option '--model'");
+    return CMD_EXIT_OK;
+}
+
+int cmd_add_param(const char **params, int *n, const char *v)
+{
+    if (*n >= CMD_MAX_PARAMS)
+        return cmd_usage_error(NULL, "%s", "too many '--param' options");
+    if (strchr(v, '=') == NULL)
+        return cmd_usage_error(NULL, "option '--param' expects NAME=VALUE, got '%s'", v);
+    params[(*n)++] = v;
+    return CMD_EXIT_OK;
+}
+
+int cmd_split_param(const char *p, char *name, size_t n, double *v)
+{
+    const char *eq = strchr(p, '=');
+    char *end;
+
+    *v = strtod(eq + 1, &end);
+    snprintf(name, n, "%.*s", (int)(eq - p), p);
+    return end != eq + 1 && *end == '\0';
+}

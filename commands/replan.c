@@ -1,0 +1,135 @@
+/* commands/replan.c: planner replan, which re-plans a plan as its first
+ * layers freeze. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "replan.h"
+#include "commands.h"
+
+static const char replan_usage[] =
+    "usage: planner replan --plan FILE (--frozen K | --schedule freeze.json) [options]\n"
+    "\n"
+    "Re-plans a plan as its first layers freeze (PipeTransformer; docs/whatif-replan.md):\n"
+    "frozen layers run forward only and keep no gradients or optimizer state; the\n"
+    "layers are re-balanced, the pipeline compressed to fewer stages while they fit\n"
+    "memory, the micro-batch count searched with the cost model, and freed GPUs\n"
+    "become more data-parallel replicas.  With a freeze schedule every phase is\n"
+    "re-planned and the speed-up over keeping the first plan is predicted.\n"
+    "options:\n"
+    "  --plan FILE            plan JSON written by 'planner --output'\n"
+    "  --frozen K             the first K layers (of the model's layer list) frozen\n"
+    "  --schedule FILE        freeze schedule: {\"total_epochs\":N,\"epochs\":[{\"epoch\":0,\n"
+    "                         \"frozen\":0},{\"epoch\":3,\"frozen\":8},...]}\n"
+    "  --strategy K           strategy of the plan, 1 = best (default 1)\n"
+    "  --max-mbs N            largest micro-batch size tried\n"
+    "  --no-compress          keep the number of pipeline stages\n"
+    "  --output FILE          write the JSON report to FILE (atomically)\n"
+    "  --format table|json    what to print on stdout (default table)\n"
+    "  --quiet                print nothing on success\n"
+    "  --verbose              also print a summary line on stderr\n"
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 4 no plan fits,\n"
+    "  5 cannot write\n";
+
+/* What the command line sets. */
+typedef struct replan_opts {
+    cmd_output_opts out;
+    const char *plan, *schedule;
+    int strategy, frozen;
+    replan_params rp;
+} replan_opts;
+
+/* Parse the command line into o; exit code. */
+static int replan_args(int argc, char **argv, replan_opts *o)
+{
+    const cmd_option table[] = {
+        CMD_STRING("--plan", NULL, &o->plan),
+        CMD_INT("--strategy", &o->strategy, 1, 1000000),
+        CMD_INT("--frozen", &o->frozen, 0, INT_MAX / 2),
+        CMD_STRING("--schedule", NULL, &o->schedule),
+        CMD_INT("--max-mbs", &o->rp.max_mbs, 1, INT_MAX / 2),
+        CMD_SET("--no-compress", NULL, &o->rp.compress, 0),
+        CMD_OUTPUT_OPTIONS(&o->out),
+        CMD_END};
+    const cmd_parser p = {.usage = replan_usage, .options = table,
+                          .unknown = " for 'replan'"};
+    int code;
+
+    memset(o, 0, sizeof *o);
+    o->strategy = 1;
+    o->frozen = -1;
+    replan_params_init(&o->rp);
+    if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
+        return code;
+    if (o->plan == NULL)
+        return cmd_usage_error(NULL, "%s", "replan needs '--plan FILE'");
+    if ((o->frozen < 0) == (o->schedule == NULL))
+        return cmd_usage_error(NULL, "%s", "replan needs exactly one of '--frozen K' "
+                                           "and '--schedule FILE'");
+    return CMD_EXIT_OK;
+}
+
+/* The freeze schedule: the --schedule file, or one phase of --frozen K
+ * layers; exit code. */
+static int replan_freeze_of(const replan_opts *o, const plan_doc *d, replan_freeze *f)
+{
+    util_error err;
+
+    memset(&err, 0, sizeof err);
+    if (o->schedule != NULL) {
+        if (replan_load_freeze(o->schedule, d->model.nlayers, f, &err) != UTIL_OK)
+            return cmd_report_error(&err);
+        return CMD_EXIT_OK;
+    }
+    if (o->frozen >= d->model.nlayers) {
+        fprintf(stderr, "planner: option '--frozen' is %d but the model of '%s' "
+                        "has %d layers: expected 0..%d\n", o->frozen, o->plan,
+                d->model.nlayers, d->model.nlayers - 1);
+        return CMD_EXIT_USAGE;
+    }
+    f->phases = calloc(1, sizeof *f->phases);
+    if (f->phases == NULL)
+        return cmd_out_of_memory();
+    f->n = 1;
+    f->phases[0].frozen = o->frozen;
+    f->total_epochs = 1;
+    return CMD_EXIT_OK;
+}
+
+int cmd_replan(int argc, char **argv)
+{
+    replan_opts o;
+    replan_result r;
+    replan_freeze f;
+    plan_doc d;
+    util_error err;
+    int code;
+
+    memset(&d, 0, sizeof d);
+    memset(&r, 0, sizeof r);
+    memset(&f, 0, sizeof f);
+    memset(&err, 0, sizeof err);
+    code = replan_args(argc, argv, &o);
+    if (code != CMD_EXIT_OK)
+        return code;
+    if ((code = cmd_whatif_load(o.plan, o.strategy, o.out.quiet, &d)) != CMD_EXIT_OK ||
+        (code = replan_freeze_of(&o, &d, &f)) != CMD_EXIT_OK)
+        goto done;
+    o.rp.global_batch = d.global_batch;
+    if (replan_run(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL, &d.params,
+                   &d.s[o.strategy - 1], &f, &o.rp, &r, &err) != UTIL_OK) {
+        code = cmd_report_error(&err);
+        goto done;
+    }
+    if (o.out.verbose)
+        fprintf(stderr, "planner: replan: %d phase(s), predicted speed-up %.3f over "
+                        "keeping the first plan\n", r.n, r.speedup);
+    code = cmd_emit_report(replan_json(&r, &d.cluster, o.plan), replan_table(&r, o.plan),
+                           &o.out);
+done:
+    replan_free(&r);
+    replan_freeze_free(&f);
+    plan_doc_free(&d);
+    return code;
+}
