@@ -23,6 +23,10 @@ typedef struct fmt_device_type {
     double flops_fp16;   /* peak dense fp16 tensor throughput, FLOP/s */
     double flops_bf16;   /* peak dense bf16 throughput, FLOP/s; 0 = none */
     double mem_bw;       /* memory bandwidth, bytes/s */
+    double flops_fp32;   /* peak fp32 throughput without tensor cores, FLOP/s;
+                            0 = not given */
+    double flops_tf32;   /* peak dense tf32 tensor throughput, FLOP/s; 0 = none
+                            (or not given) */
 } fmt_device_type;
 
 /* Built-in catalogue of published GPU specs (formats/catalog.c).
@@ -220,6 +224,10 @@ enum fmt_precision {
 const char *fmt_precision_name(int prec);
 /* Precision from its name, -1 when unknown. */
 int fmt_precision_from_name(const char *name);
+/* 1 when device type dt can train in precision prec: fp16 needs
+ * flops_fp16 > 0, bf16 flops_bf16 > 0; fp32 runs on every device (a
+ * flops_fp32 of 0 means not given).  0 for NULL or an unknown precision. */
+int fmt_device_supports(const fmt_device_type *dt, int prec);
 /* Precision of a model (from dtype_bytes and bf16). */
 int fmt_model_precision(const fmt_model *m);
 /* Change a loaded model's precision: sets dtype_bytes and bf16 and
