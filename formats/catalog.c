@@ -1,14 +1,18 @@
-/* formats/catalog.c: built-in table of published NVIDIA GPU specs.
+/* formats/catalog.c: built-in table of published NVIDIA and AMD GPU
+ * specs (docs/device-catalogue.md names the datasheet of every row).
  *
- * Peak throughput is the dense (no structured sparsity) tensor-core rate
- * with FP32 accumulation where a datasheet lists both; memory is the
- * marketed size read as GiB; bandwidth is the datasheet figure in bytes/s.
+ * Peak tensor throughput is the dense (no structured sparsity) rate with
+ * FP32 accumulation where a datasheet lists both; fp32 is the rate
+ * without tensor cores (AMD: "FP32 vector"); tf32 and bf16 are 0 where
+ * the device has no such tensor cores; memory is the marketed size read
+ * as GiB; bandwidth is the datasheet figure in bytes/s.
  *
  * Lookup ignores case and every character that is not a letter or a
- * digit, and drops a leading "NVIDIA", "Tesla" or "GeForce", so that
- * "v100", "Tesla V100-SXM2-16GB" (nvidia-smi) and "V100-16GB" all find
- * "V100".  A bare "A100" means the original A100-40GB (SXM4), the part
- * of the AMP-era clusters; "H100" means the SXM part. */
+ * digit, and drops a leading "NVIDIA", "Tesla", "GeForce", "AMD" or
+ * "Instinct", so that "v100", "Tesla V100-SXM2-16GB" (nvidia-smi) and
+ * "V100-16GB" all find "V100".  A bare "A100" means the original
+ * A100-40GB (SXM4), the part of the AMP-era clusters; "H100" means the
+ * SXM part. */
 #include <ctype.h>
 #include <stddef.h>
 #include <string.h>
@@ -19,55 +23,96 @@
 #define TFLOPS 1e12
 #define GBS 1e9
 
-#define ENTRY(n, mem, f16, b16, bw) \
-    { n, (mem) * GIB, (f16) * TFLOPS, (b16) * TFLOPS, (bw) * GBS }
+/* name, memory GiB, fp16 / bf16 tensor TFLOPS, bandwidth GB/s, fp32
+ * TFLOPS, tf32 tensor TFLOPS */
+#define ENTRY(n, mem, f16, b16, bw, f32, tf32)                              \
+    {                                                                       \
+        n, (mem) * GIB, (f16) * TFLOPS, (b16) * TFLOPS, (bw) * GBS,         \
+            (f32) * TFLOPS, (tf32) * TFLOPS                                 \
+    }
 
 /* Memory is the total CUDA reports (nvidia-smi "Total"), which is what a
  * job can use before the framework's own reserve, where it is known to
  * differ from the marketed size: V100 16 GB = 16160 MiB, V100 32 GB =
- * 32510 MiB, A100 40 GB = 40536 MiB, H100 80 GB = 81559 MiB. */
+ * 32510 MiB, A100 40 GB = 40536 MiB, H100 80 GB = 81559 MiB, GH200 96 GB
+ * = 97871 MiB (Sailor's Clariden device file, ../shared/data/sailor-opt). */
 static const fmt_device_type catalog[] = {
-    /* NVIDIA Tesla P100 datasheet (SXM2): 21.2 TF fp16, 732 GB/s */
-    ENTRY("P100-16GB", 16, 21.2, 0, 732),
-    /* NVIDIA Tesla P100 datasheet (PCIe): 18.7 TF fp16, 732 GB/s */
-    ENTRY("P100-PCIe-16GB", 16, 18.7, 0, 732),
-    /* NVIDIA Tesla V100 datasheet (SXM2 16 GB): 125 TF tensor, 900 GB/s */
-    ENTRY("V100", 16160.0 / 1024.0, 125, 0, 900),
-    /* NVIDIA Tesla V100 datasheet (SXM2 32 GB): 125 TF tensor, 900 GB/s */
-    ENTRY("V100-32GB", 32510.0 / 1024.0, 125, 0, 900),
-    /* NVIDIA Tesla V100 datasheet (PCIe 16 GB): 112 TF tensor, 900 GB/s */
-    ENTRY("V100-PCIe", 16160.0 / 1024.0, 112, 0, 900),
-    /* NVIDIA T4 datasheet: 65 TF fp16 mixed precision, 320 GB/s; 16 GB of
-     * which CUDA sees 15360 MiB (ECC) */
-    ENTRY("T4", 15, 65, 0, 320),
-    /* NVIDIA A10 datasheet: 125 TF fp16/bf16 dense, 600 GB/s */
-    ENTRY("A10", 24, 125, 125, 600),
-    /* AWS G5 / NVIDIA figures for A10G (no public datasheet): 70 TF, 600 GB/s */
-    ENTRY("A10G", 24, 70, 70, 600),
-    /* NVIDIA A40 datasheet: 149.7 TF fp16/bf16 dense, 696 GB/s */
-    ENTRY("A40", 48, 149.7, 149.7, 696),
-    /* NVIDIA A100 datasheet (SXM4 40 GB): 312 TF dense, 1555 GB/s */
-    ENTRY("A100-40GB", 40536.0 / 1024.0, 312, 312, 1555),
-    /* NVIDIA A100 datasheet (SXM4 80 GB): 312 TF dense, 2039 GB/s */
-    ENTRY("A100-80GB", 80, 312, 312, 2039),
-    /* NVIDIA A100 datasheet (PCIe 40 GB): 312 TF dense, 1555 GB/s */
-    ENTRY("A100-PCIe-40GB", 40, 312, 312, 1555),
-    /* NVIDIA A100 datasheet (PCIe 80 GB): 312 TF dense, 1935 GB/s */
-    ENTRY("A100-PCIe-80GB", 80, 312, 312, 1935),
-    /* NVIDIA L4 datasheet: 121 TF fp16/bf16 dense (242 sparse), 300 GB/s */
-    ENTRY("L4", 24, 121, 121, 300),
-    /* NVIDIA L40S datasheet: 362.05 TF fp16/bf16 dense, 864 GB/s */
-    ENTRY("L40S", 48, 362.05, 362.05, 864),
-    /* NVIDIA Ampere GA102 whitepaper (RTX 3090): 71 TF fp32-accumulate, 936 GB/s */
-    ENTRY("RTX3090", 24, 71, 71, 936),
-    /* NVIDIA Ada Lovelace whitepaper (RTX 4090): 165.2 TF fp32-accumulate, 1008 GB/s */
-    ENTRY("RTX4090", 24, 165.2, 165.2, 1008),
-    /* NVIDIA H100 datasheet (SXM5): 1979 TF sparse = 989.5 dense, 3.35 TB/s */
-    ENTRY("H100-SXM", 81559.0 / 1024.0, 989.5, 989.5, 3350),
-    /* NVIDIA H100 datasheet (PCIe): 1513 TF sparse = 756.5 dense, 2 TB/s */
-    ENTRY("H100-PCIe", 81559.0 / 1024.0, 756.5, 756.5, 2000),
-    /* NVIDIA H200 datasheet (SXM): 1979 TF sparse = 989.5 dense, 4.8 TB/s */
-    ENTRY("H200", 141, 989.5, 989.5, 4800),
+    /* NVIDIA Tesla P100 datasheet (SXM2): 21.2 TF fp16, 10.6 fp32, 732 GB/s */
+    ENTRY("P100-16GB", 16, 21.2, 0, 732, 10.6, 0),
+    /* NVIDIA Tesla P100 datasheet (PCIe): 18.7 TF fp16, 9.3 fp32, 732 GB/s */
+    ENTRY("P100-PCIe-16GB", 16, 18.7, 0, 732, 9.3, 0),
+    /* NVIDIA Tesla V100 datasheet (SXM2 16 GB): 125 TF tensor, 15.7 fp32,
+     * 900 GB/s */
+    ENTRY("V100", 16160.0 / 1024.0, 125, 0, 900, 15.7, 0),
+    /* NVIDIA Tesla V100 datasheet (SXM2 32 GB): the same */
+    ENTRY("V100-32GB", 32510.0 / 1024.0, 125, 0, 900, 15.7, 0),
+    /* NVIDIA Tesla V100 datasheet (PCIe 16 GB): 112 TF tensor, 14 fp32,
+     * 900 GB/s */
+    ENTRY("V100-PCIe", 16160.0 / 1024.0, 112, 0, 900, 14, 0),
+    /* NVIDIA T4 datasheet: 65 TF fp16 mixed precision, 8.1 fp32, 320 GB/s;
+     * 16 GB of which CUDA sees 15360 MiB (ECC) */
+    ENTRY("T4", 15, 65, 0, 320, 8.1, 0),
+    /* NVIDIA A10 datasheet: 125 TF fp16/bf16, 62.5 tf32 (dense), 31.2
+     * fp32, 600 GB/s */
+    ENTRY("A10", 24, 125, 125, 600, 31.2, 62.5),
+    /* AWS G5 / NVIDIA figures for A10G (no public datasheet): 70 TF,
+     * 600 GB/s; fp32 and tf32 not published */
+    ENTRY("A10G", 24, 70, 70, 600, 0, 0),
+    /* NVIDIA A40 datasheet: 149.7 TF fp16/bf16, 74.8 tf32 (dense), 37.4
+     * fp32, 696 GB/s */
+    ENTRY("A40", 48, 149.7, 149.7, 696, 37.4, 74.8),
+    /* NVIDIA A100 datasheet (SXM4 40 GB): 312 TF fp16/bf16, 156 tf32
+     * (dense), 19.5 fp32, 1555 GB/s */
+    ENTRY("A100-40GB", 40536.0 / 1024.0, 312, 312, 1555, 19.5, 156),
+    /* NVIDIA A100 datasheet (SXM4 80 GB): the same at 2039 GB/s */
+    ENTRY("A100-80GB", 80, 312, 312, 2039, 19.5, 156),
+    /* NVIDIA A100 datasheet (PCIe 40 GB): the same at 1555 GB/s */
+    ENTRY("A100-PCIe-40GB", 40, 312, 312, 1555, 19.5, 156),
+    /* NVIDIA A100 datasheet (PCIe 80 GB): the same at 1935 GB/s */
+    ENTRY("A100-PCIe-80GB", 80, 312, 312, 1935, 19.5, 156),
+    /* NVIDIA L4 datasheet: 242 / 120 TF fp16 / tf32 sparse = 121 / 60
+     * dense, 30.3 fp32, 300 GB/s */
+    ENTRY("L4", 24, 121, 121, 300, 30.3, 60),
+    /* NVIDIA L40S datasheet: 362.05 TF fp16/bf16, 183 tf32 (dense), 91.6
+     * fp32, 864 GB/s */
+    ENTRY("L40S", 48, 362.05, 362.05, 864, 91.6, 183),
+    /* NVIDIA Turing whitepaper, appendix A (RTX 2080, reference clocks):
+     * 40.3 TF fp32-accumulate, 10.1 fp32, 448 GB/s */
+    ENTRY("RTX2080", 8, 40.3, 0, 448, 10.1, 0),
+    /* NVIDIA Turing whitepaper, appendix A (RTX 2080 Ti, reference clocks):
+     * 53.8 TF fp32-accumulate, 13.4 fp32, 616 GB/s */
+    ENTRY("RTX2080Ti", 11, 53.8, 0, 616, 13.4, 0),
+    /* NVIDIA TITAN RTX specifications: 130 tensor TF (576 tensor cores at
+     * 1770 MHz, fp32 accumulate at full rate), 16.3 fp32, 672 GB/s */
+    ENTRY("TitanRTX", 24, 130.5, 0, 672, 16.3, 0),
+    /* NVIDIA Ampere GA102 whitepaper (RTX 3090): 71 TF fp32-accumulate,
+     * 35.6 tf32 (dense), 35.6 fp32, 936 GB/s */
+    ENTRY("RTX3090", 24, 71, 71, 936, 35.6, 35.6),
+    /* NVIDIA Ada Lovelace whitepaper (RTX 4090): 165.2 TF fp32-accumulate,
+     * 82.6 tf32 (dense), 82.6 fp32, 1008 GB/s */
+    ENTRY("RTX4090", 24, 165.2, 165.2, 1008, 82.6, 82.6),
+    /* NVIDIA H100 datasheet (SXM5): 1979 / 989 TF fp16 / tf32 sparse =
+     * 989.5 / 494.5 dense, 67 fp32, 3.35 TB/s */
+    ENTRY("H100-SXM", 81559.0 / 1024.0, 989.5, 989.5, 3350, 67, 494.5),
+    /* NVIDIA H100 datasheet (PCIe): 1513 / 756 TF sparse = 756.5 / 378
+     * dense, 51 fp32, 2 TB/s */
+    ENTRY("H100-PCIe", 81559.0 / 1024.0, 756.5, 756.5, 2000, 51, 378),
+    /* NVIDIA H200 datasheet (SXM): as H100 SXM, 141 GB at 4.8 TB/s */
+    ENTRY("H200", 141, 989.5, 989.5, 4800, 67, 494.5),
+    /* NVIDIA GH200 Grace Hopper datasheet: the H100 GPU with 96 GB HBM3 at
+     * 4 TB/s; 1979 / 989 TF sparse, 67 fp32 */
+    ENTRY("GH200", 97871.0 / 1024.0, 989.5, 989.5, 4000, 67, 494.5),
+    /* NVIDIA GH200 datasheet, HBM3e version: 144 GB at 4.9 TB/s */
+    ENTRY("GH200-144GB", 144, 989.5, 989.5, 4900, 67, 494.5),
+    /* AMD Instinct MI250X datasheet (whole OAM module, two GCDs): 383 TF
+     * fp16/bf16 matrix, 47.9 fp32 vector, no tf32, 128 GB at 3.2768 TB/s */
+    ENTRY("MI250X", 128, 383, 383, 3276.8, 47.9, 0),
+    /* One GCD of an MI250X, which software sees as one GPU: half of each
+     * module figure */
+    ENTRY("MI250X-GCD", 64, 191.5, 191.5, 1638.4, 23.95, 0),
+    /* AMD Instinct MI300X datasheet: 1307.4 TF fp16/bf16 dense, 653.7 tf32
+     * dense, 163.4 fp32 vector, 192 GB at 5.3 TB/s */
+    ENTRY("MI300X", 192, 1307.4, 1307.4, 5300, 163.4, 653.7),
 };
 
 #define NCATALOG (sizeof catalog / sizeof catalog[0])
@@ -100,6 +145,9 @@ static const struct {
     {"h200141gb", "H200"},
     {"h200141gbhbm3e", "H200"},
     {"l40s48gb", "L40S"},
+    {"gh200480gb", "GH200"},
+    {"gh20096gb", "GH200"},
+    {"gh200144gbhbm3e", "GH200-144GB"},
 };
 
 #define NALIASES (sizeof aliases / sizeof aliases[0])
@@ -139,6 +187,8 @@ static int normalise(const char *s, char *out, size_t n)
     p = skip_prefix(tmp, "nvidia");
     p = skip_prefix(p, "tesla");
     p = skip_prefix(p, "geforce");
+    p = skip_prefix(p, "amd");
+    p = skip_prefix(p, "instinct");
     if (strlen(p) + 1 > n)
         return 0;
     memcpy(out, p, strlen(p) + 1);

@@ -120,7 +120,7 @@ static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
     const cJSON *jt = NULL, *e;
     fmt_device_type *v = NULL;
     char p[FMT_PATH_N];
-    double gib = 0, f16 = 0, bf16 = 0, bw = 0;
+    double gib = 0, f16 = 0, bf16 = 0, bw = 0, f32 = 0, tf32 = 0;
     int rc, k = 0, i, cnt;
 
     *out = NULL;
@@ -169,13 +169,19 @@ static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
             (rc = fmt_num_field(cx, e, p, "tflops_bf16", FMT_F_NONNEG, 0,
                                 &bf16)) != UTIL_OK ||
             (rc = fmt_num_field(cx, e, p, "mem_bw_gbs", FMT_F_REQ | FMT_F_POS,
-                                0, &bw)) != UTIL_OK)
+                                0, &bw)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, e, p, "tflops_fp32", FMT_F_NONNEG, 0,
+                                &f32)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, e, p, "tflops_tf32", FMT_F_NONNEG, 0,
+                                &tf32)) != UTIL_OK)
             goto done;
         snprintf(v[k].name, sizeof v[k].name, "%s", name);
         v[k].mem_bytes = gib * 1073741824.0;
         v[k].flops_fp16 = f16 * 1e12;
         v[k].flops_bf16 = bf16 * 1e12;
         v[k].mem_bw = bw * 1e9;
+        v[k].flops_fp32 = f32 * 1e12;
+        v[k].flops_tf32 = tf32 * 1e12;
         k++;
     }
     *out = v;

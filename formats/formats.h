@@ -23,6 +23,10 @@ typedef struct fmt_device_type {
     double flops_fp16;   /* peak dense fp16 tensor throughput, FLOP/s */
     double flops_bf16;   /* peak dense bf16 throughput, FLOP/s; 0 = none */
     double mem_bw;       /* memory bandwidth, bytes/s */
+    double flops_fp32;   /* peak fp32 throughput without tensor cores, FLOP/s;
+                            0 = not given */
+    double flops_tf32;   /* peak dense tf32 tensor throughput, FLOP/s; 0 = none
+                            (or not given) */
 } fmt_device_type;
 
 /* Built-in catalogue of published GPU specs (formats/catalog.c).
@@ -108,29 +112,67 @@ typedef struct fmt_layer {
     int tp_collectives;     /* TP all-reduces in forward (the same again in backward) */
     int kernels;            /* GPU kernels in forward (host overhead estimate) */
     int tied_group;         /* > 0: layers sharing one weight tensor (tied embeddings) */
+    double params_rep;      /* part of params that every TP rank holds whole (norms,
+                               row-parallel biases, learned positions); the rest is
+                               sharded.  0 when a layer list does not give it */
 } fmt_layer;
+
+/* Architecture choices of a transformer (docs/model-formulas.md); 0 is
+ * the family's default (gpt2's for a model without a family). */
+enum fmt_mlp { FMT_MLP_FAMILY = 0, FMT_MLP_GELU, FMT_MLP_SWIGLU };
+enum fmt_positions {
+    FMT_POS_FAMILY = 0, FMT_POS_LEARNED, FMT_POS_ROTARY, FMT_POS_ALIBI
+};
+enum fmt_norm { FMT_NORM_FAMILY = 0, FMT_NORM_LAYERNORM, FMT_NORM_RMSNORM };
+enum fmt_flag { FMT_FLAG_FAMILY = 0, FMT_FLAG_ON, FMT_FLAG_OFF };
+/* Which choice an enum value names, for fmt_arch_name and
+ * fmt_arch_from_name. */
+enum fmt_arch_axis { FMT_AXIS_MLP = 0, FMT_AXIS_POSITIONS, FMT_AXIS_NORM };
+/* "gelu", "swiglu"; "learned", "rotary", "alibi"; "layernorm", "rmsnorm".
+ * NULL for 0 (family default) or out of range. */
+const char *fmt_arch_name(int axis, int value);
+/* Value of a name on an axis (exact, lower case), -1 when unknown. */
+int fmt_arch_from_name(int axis, const char *name);
 
 typedef struct fmt_model {
     char name[64];
-    char family[32];        /* "gpt2", "gpt3", "llama", "bert", "" */
+    char family[32];        /* "gpt2", "gpt3", "bert", "opt", "gpt-neo",
+                               "gpt-neox", "llama", "" */
     fmt_layer *layers;     /* nlayers entries, owned */
     int nlayers;
     int hidden, heads, seq, vocab, ffn, blocks; /* transformer shape; 0 = unknown */
     int global_batch;       /* default global batch, 0 = not given */
     int dtype_bytes;        /* bytes per activation/weight element: 2 (fp16/bf16) or 4 */
     int bf16;               /* 1: bf16 math, 0: fp16 (or fp32 when dtype_bytes == 4) */
+    /* architecture, resolved by the shorthand's expansion; 0 = not known
+       (a layer list): the family's default */
+    int kv_heads;           /* key/value heads (grouped-query attention); 0 = heads */
+    int mlp;                /* enum fmt_mlp */
+    int positions;          /* enum fmt_positions */
+    int norm;               /* enum fmt_norm */
+    int bias;               /* enum fmt_flag: linear layers have biases */
+    int dropout;            /* enum fmt_flag: blocks apply dropout */
 } fmt_model;
 
 /* The transformer shorthand of model.json. */
 typedef struct fmt_transformer_spec {
     char name[64];
-    char family[32];        /* gpt2, gpt3, llama, bert, ... */
+    char family[32];        /* gpt2, gpt3, bert, opt, gpt-neo, gpt-neox, llama */
     int blocks;             /* transformer blocks */
     int hidden, heads, seq, vocab;
-    int ffn;                /* FFN inner size; 0 = 4 * hidden */
+    int ffn;                /* FFN inner size; 0 = 4 * hidden (gelu) or 8/3 *
+                               hidden rounded up to 256 (swiglu) */
     int tied_embeddings;    /* 1: embedding and LM head share weights, 0: not,
-                               -1: family default (tied for gpt2/gpt3/bert,
-                               untied for llama) */
+                               -1: family default (untied for gpt-neox and
+                               llama, tied otherwise) */
+    /* 0 in the fields below = the family's default */
+    int kv_heads;           /* key/value heads, dividing heads (grouped-query
+                               attention); 0 = heads */
+    int mlp;                /* enum fmt_mlp */
+    int positions;          /* enum fmt_positions */
+    int norm;               /* enum fmt_norm */
+    int bias;               /* enum fmt_flag: linear-layer biases */
+    int dropout;            /* enum fmt_flag: dropout in the blocks */
 } fmt_transformer_spec;
 
 /* Expand the shorthand into embedding, blocks, final norm and head
@@ -220,6 +262,10 @@ enum fmt_precision {
 const char *fmt_precision_name(int prec);
 /* Precision from its name, -1 when unknown. */
 int fmt_precision_from_name(const char *name);
+/* 1 when device type dt can train in precision prec: fp16 needs
+ * flops_fp16 > 0, bf16 flops_bf16 > 0; fp32 runs on every device (a
+ * flops_fp32 of 0 means not given).  0 for NULL or an unknown precision. */
+int fmt_device_supports(const fmt_device_type *dt, int prec);
 /* Precision of a model (from dtype_bytes and bf16). */
 int fmt_model_precision(const fmt_model *m);
 /* Change a loaded model's precision: sets dtype_bytes and bf16 and

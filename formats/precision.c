@@ -1,5 +1,6 @@
-/* formats/precision.c: training precision: its names, a model's
- * precision and the change of a loaded model's precision. */
+/* formats/precision.c: training precision: its names, whether a device
+ * supports it, a model's precision and the change of a loaded model's
+ * precision. */
 #include <string.h>
 
 #include "formats.h"
@@ -19,6 +20,22 @@ int fmt_precision_from_name(const char *name)
         if (strcmp(name, prec_names[i]) == 0)
             return i;
     return -1;
+}
+
+int fmt_device_supports(const fmt_device_type *dt, int prec)
+{
+    if (dt == NULL)
+        return 0;
+    switch (prec) {
+    case FMT_PREC_FP16:
+        return dt->flops_fp16 > 0.0;
+    case FMT_PREC_BF16:
+        return dt->flops_bf16 > 0.0;
+    case FMT_PREC_FP32: /* every GPU computes in fp32 */
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 int fmt_model_precision(const fmt_model *m)
