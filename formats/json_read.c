@@ -115,18 +115,38 @@ int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
     return UTIL_OK;
 }
 
-static int str_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
-                     int flags, char *buf, size_t n)
+/* A string (non-empty with FMT_F_NONEMPTY) without control characters:
+ * names reach scripts, comments, terminals and reports. */
+static int str_check(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                     int flags)
 {
-    size_t len;
+    const char *s;
 
     if (!cJSON_IsString(v) || v->valuestring == NULL)
         return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
                         util_json_type(v));
-    len = strlen(v->valuestring);
-    if ((flags & FMT_F_NONEMPTY) && len == 0)
+    if ((flags & FMT_F_NONEMPTY) && v->valuestring[0] == '\0')
         return fmt_fail(cx, UTIL_EFIELD, p,
                         "expected a non-empty string, got ''");
+    for (s = v->valuestring; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return fmt_fail(cx, UTIL_EFIELD, p,
+                            "expected a string without control characters, "
+                            "got character 0x%02x at offset %d",
+                            (unsigned)(unsigned char)*s,
+                            (int)(s - v->valuestring));
+    return UTIL_OK;
+}
+
+static int str_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                     int flags, char *buf, size_t n)
+{
+    size_t len;
+    int rc;
+
+    if ((rc = str_check(cx, v, p, flags)) != UTIL_OK)
+        return rc;
+    len = strlen(v->valuestring);
     if (len >= n)
         return fmt_fail(cx, UTIL_EFIELD, p,
                         "expected at most %zu characters, got %zu", n - 1, len);
@@ -198,17 +218,14 @@ int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 {
     char p[FMT_PATH_N];
     const cJSON *v = fmt_field(obj, key);
+    int rc;
 
     *out = NULL;
     util_json_key(p, sizeof p, parent, key);
     if (v == NULL)
         return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
-    if (!cJSON_IsString(v) || v->valuestring == NULL)
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
-                        util_json_type(v));
-    if ((flags & FMT_F_NONEMPTY) && v->valuestring[0] == '\0')
-        return fmt_fail(cx, UTIL_EFIELD, p,
-                        "expected a non-empty string, got ''");
+    if ((rc = str_check(cx, v, p, flags)) != UTIL_OK)
+        return rc;
     *out = v->valuestring;
     return UTIL_OK;
 }

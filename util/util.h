@@ -123,6 +123,13 @@ int util_read_file(const char *path, char **text, util_error *err);
 int util_write_file_atomic(const char *path, const char *text,
                            util_error *err);
 
+/* ---- names ---------------------------------------------------------- */
+
+/* 1 when s is a host name (RFC 1123): labels of letters, digits and '-'
+ * (not first or last), 1..63 characters each, joined by '.', 1..253
+ * characters in all; 0 otherwise (NULL included). */
+int util_hostname_ok(const char *s);
+
 /* SHA-256 of a byte string as 64 hex digits + NUL. */
 void util_sha256_hex(const void *data, size_t n, char out[65]);
 
