@@ -678,20 +678,8 @@ int dtfm_parse(const char *text, const char *file,
         dtfm_options_init(&dflt);
         o = &dflt;
     }
-    if (text == NULL)
-        return util_error_set(err, UTIL_EINVAL, cx.file, "", "no JSON text given");
-    root = cJSON_Parse(text);
-    if (root == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, cx.file, "",
-                            "malformed JSON near '%.20s'",
-                            cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    if ((rc = util_json_parse_object(text, cx.file, &root, err)) != UTIL_OK)
         goto done;
-    }
-    if (!cJSON_IsObject(root)) {
-        rc = fail(&cx, "", "expected a JSON object at the top level, got %s",
-                  util_json_type(root));
-        goto done;
-    }
     snprintf(out->name, sizeof out->name, "decentralized");
     if ((rc = str_field(&cx, root, "", "name", 0, out->name, sizeof out->name)) ||
         (rc = sub_field(&cx, root, "", "regions", 0, 'a', &regs)))

@@ -256,54 +256,7 @@ int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 
 int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root)
 {
-    const char *end = NULL, *q, *line_start;
-    char near[24];
-    int line = 1, k;
-    size_t off;
-
-    *root = NULL;
-    if (text == NULL)
-        return fmt_fail(cx, UTIL_EINVAL, "", "no JSON text given");
-    for (q = text; *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'; q++)
-        ;
-    if (*q == '\0')
-        return fmt_fail(cx, UTIL_EPARSE, "",
-                        "malformed JSON: expected a JSON object, got an empty "
-                        "document");
-    *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (*root == NULL) {
-        off = 0;
-        if (end != NULL && end >= text)
-            off = (size_t)(end - text);
-        if (off > strlen(text))
-            off = strlen(text);
-        line_start = text;
-        for (q = text; q < text + off; q++)
-            if (*q == '\n') {
-                line++;
-                line_start = q + 1;
-            }
-        for (k = 0; k < (int)sizeof near - 1 && text[off + (size_t)k] != '\0' &&
-                    text[off + (size_t)k] != '\n';
-             k++) {
-            char ch = text[off + (size_t)k];
-            near[k] = (ch >= 32 && ch < 127) ? ch : ' ';
-        }
-        near[k] = '\0';
-        if (k == 0)
-            return fmt_fail(cx, UTIL_EPARSE, "",
-                            "malformed JSON at line %d, column %d: unexpected "
-                            "end of input",
-                            line, (int)(text + off - line_start) + 1);
-        return fmt_fail(cx, UTIL_EPARSE, "",
-                        "malformed JSON at line %d, column %d, near '%s'", line,
-                        (int)(text + off - line_start) + 1, near);
-    }
-    if (!cJSON_IsObject(*root))
-        return fmt_fail(cx, UTIL_EFIELD, "",
-                        "expected a JSON object at the top level, got %s",
-                        util_json_type(*root));
-    return UTIL_OK;
+    return util_json_parse_object(text, cx->file, root, cx->err);
 }
 
 void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix)

@@ -301,13 +301,8 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
     snprintf(out->path, sizeof out->path, "%s", path);
     if ((rc = util_read_file(path, &text, err)) != UTIL_OK)
         goto done;
-    root = cJSON_Parse(text);
-    if (root == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, path, "",
-                            "malformed JSON near byte %ld",
-                            (long)(cJSON_GetErrorPtr() - text));
+    if ((rc = util_json_parse_object(text, path, &root, err)) != UTIL_OK)
         goto done;
-    }
     v = get(root, "schema");
     if (!cJSON_IsString(v) || strcmp(v->valuestring, PLAN_SCHEMA) != 0) {
         rc = cJSON_IsString(v)

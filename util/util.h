@@ -113,6 +113,13 @@ void util_json_index(char *buf, size_t n, const char *parent, int i);
 /* "a string", "a number", ... or "nothing" for NULL (static text). */
 const char *util_json_type(const cJSON *v);
 
+/* Parse text as the document of an input file: one JSON object with no
+ * key given twice in any of its objects.  Errors name file and, for a
+ * duplicate key, its JSON path (e.g. "nodes[2].gpus"); syntax errors give
+ * line and column.  *root (caller deletes) is NULL on failure. */
+int util_json_parse_object(const char *text, const char *file, cJSON **root,
+                           util_error *err);
+
 /* ---- files ----------------------------------------------------------- */
 
 /* Read a whole file; *text is malloc'd (caller frees), NUL-terminated. */
