@@ -184,6 +184,13 @@ const char *util_json_type(const cJSON *v)
     return "an invalid value";
 }
 
+int util_json_whole(const cJSON *v, double lo, double hi)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+           v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo &&
+           v->valuedouble <= hi;
+}
+
 /* ---- the document of an input file ----------------------------------- */
 
 static int key_cmp(const void *a, const void *b)

@@ -113,6 +113,9 @@ void util_json_index(char *buf, size_t n, const char *parent, int i);
 /* "a string", "a number", ... or "nothing" for NULL (static text). */
 const char *util_json_type(const cJSON *v);
 
+/* 1 when v is a whole number in lo..hi (checked before any cast to int). */
+int util_json_whole(const cJSON *v, double lo, double hi);
+
 /* Parse text as the document of an input file: one JSON object with no
  * key given twice in any of its objects.  Errors name file and, for a
  * duplicate key, its JSON path (e.g. "nodes[2].gpus"); syntax errors give
