@@ -101,15 +101,40 @@ static const char *want(int flags, int integer)
     return integer ? "an integer" : "a number";
 }
 
-static int num_at(const pctx *cx, const cJSON *v, const char *p, int flags,
-                  double *out)
+/* Largest value of each number field (docs/decentralized.md), so that
+ * unit conversions and the costs stay finite. */
+static const struct {
+    const char *key;
+    double max;
+    const char *unit;
+} limits[] = {
+    {"latency_ms", 1e6, " ms"},         {"bandwidth_gbps", 1e7, " Gbit/s"},
+    {"c_pp_bytes", 1e15, " bytes"},     {"c_dp_bytes", 1e15, " bytes"},
+    {"activation_bytes", 1e15, " bytes"}, {"gradient_bytes", 1e15, " bytes"},
+    {"batch_tokens", 1e12, ""},         {"hidden", 1e7, ""},
+    {"params", 1e15, ""},
+};
+
+/* Number v of field key at JSON path p. */
+static int num_at(const pctx *cx, const cJSON *v, const char *p,
+                  const char *key, int flags, double *out)
 {
-    double d;
+    double d, max = 1e15;
+    const char *unit = "";
+    size_t i;
 
     if (!cJSON_IsNumber(v))
         return fail(cx, p, "expected %s, got %s", want(flags, 0), util_json_type(v));
     d = v->valuedouble;
-    if (!isfinite(d) || ((flags & F_POS) && !(d > 0)) ||
+    for (i = 0; i < sizeof limits / sizeof limits[0]; i++)
+        if (strcmp(limits[i].key, key) == 0) {
+            max = limits[i].max;
+            unit = limits[i].unit;
+        }
+    if (!isfinite(d) || d > max || d < -max)
+        return fail(cx, p, "expected %s of at most %g%s, got %.10g",
+                    want(flags, 0), max, unit, d);
+    if (((flags & F_POS) && !(d > 0)) ||
         ((flags & F_NONNEG) && d < 0))
         return fail(cx, p, "expected %s, got %.10g", want(flags, 0), d);
     *out = d;
@@ -129,7 +154,7 @@ static int num_field(const pctx *cx, const cJSON *obj, const char *parent,
     if (v == NULL)
         return (flags & F_REQ) ? fail(cx, p, "missing required field '%s'", key)
                                : UTIL_OK;
-    return num_at(cx, v, p, flags, out);
+    return num_at(cx, v, p, key, flags, out);
 }
 
 static int int_field(const pctx *cx, const cJSON *obj, const char *parent,
@@ -453,7 +478,7 @@ static int parse_matrix(const pctx *cx, const cJSON *root, const char *key,
             util_json_index(q, PATH_N, p, j);
             if (i == j && (cJSON_IsNull(v) || cJSON_IsNumber(v)))
                 continue; /* the diagonal is ignored */
-            if ((rc = num_at(cx, v, q, positive ? F_POS : F_NONNEG, &d)))
+            if ((rc = num_at(cx, v, q, key, positive ? F_POS : F_NONNEG, &d)))
                 return rc;
             out[(size_t)i * (size_t)n + (size_t)j] = d * scale;
         }
@@ -678,20 +703,8 @@ int dtfm_parse(const char *text, const char *file,
         dtfm_options_init(&dflt);
         o = &dflt;
     }
-    if (text == NULL)
-        return util_error_set(err, UTIL_EINVAL, cx.file, "", "no JSON text given");
-    root = cJSON_Parse(text);
-    if (root == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, cx.file, "",
-                            "malformed JSON near '%.20s'",
-                            cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() : "");
+    if ((rc = util_json_parse_object(text, cx.file, &root, err)) != UTIL_OK)
         goto done;
-    }
-    if (!cJSON_IsObject(root)) {
-        rc = fail(&cx, "", "expected a JSON object at the top level, got %s",
-                  util_json_type(root));
-        goto done;
-    }
     snprintf(out->name, sizeof out->name, "decentralized");
     if ((rc = str_field(&cx, root, "", "name", 0, out->name, sizeof out->name)) ||
         (rc = sub_field(&cx, root, "", "regions", 0, 'a', &regs)))

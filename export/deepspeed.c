@@ -27,8 +27,10 @@ int export_deepspeed(export_ctx *x, util_error *err)
     const fmt_strategy *s = x->s;
     const char *prec = export_precision(x->m);
     export_result *out = x->out;
-    int j, l, zero = x->p->zero_stage;
+    int j, l, rc, zero = x->p->zero_stage;
 
+    if ((rc = export_hosts_check(x, err)) != UTIL_OK)
+        return rc;
     if (s->pp > 1 && zero >= 2) {
         export_note(x, "the plan assumes ZeRO stage %d, but DeepSpeed's "
                     "pipeline engine accepts only stage 0 or 1; "
@@ -102,10 +104,11 @@ int export_deepspeed(export_ctx *x, util_error *err)
               s->pp);
     util_buf_printf(&sh, "\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)\n");
     util_buf_printf(&sh, "SCRIPT=${1:?usage: sh deepspeed.sh train.py [arguments]}\nshift\n");
-    util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" --master_addr %s "
-                   "--master_port %d \\\n    \"$SCRIPT\" --deepspeed "
+    util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" --master_addr ");
+    export_sh_word(&sh, x->master);
+    util_buf_printf(&sh, " --master_port %d \\\n    \"$SCRIPT\" --deepspeed "
                    "--deepspeed_config \"$DIR/ds_config.json\" \"$@\"\n",
-              x->master, x->o->master_port);
+              x->o->master_port);
 
     if (cfg.failed || hf.failed || parts.failed || sh.failed) {
         free(cfg.p);

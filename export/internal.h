@@ -49,6 +49,13 @@ const char *export_host_of(const export_ctx *x, int node);
 const char *export_type_of(const export_ctx *x, int node);
 /* The agent's GPUs, comma-separated, in rank order. */
 void export_gpu_list(const export_ctx *x, const export_group *g, util_buf *b);
+/* s as one shell word: as is when it holds only letters, digits and
+ * @%+=:,./_- (and is not empty), else in single quotes with each '
+ * written '\''.  Every value put into a generated script goes through it. */
+void export_sh_word(util_buf *b, const char *s);
+/* s for a comment or a text file: control characters (a newline would end
+ * a shell comment) as '?'; copied into buf of n bytes, returned. */
+const char *export_clean(char *buf, size_t n, const char *s);
 /* "fp32", "bf16" or "fp16". */
 const char *export_precision(const fmt_model *m);
 /* The comment block heading a file: what it is, plan, strategy, notes. */
@@ -66,6 +73,9 @@ void export_agent_table(const export_ctx *x, util_buf *b);
 void export_ranks_file(const export_ctx *x, util_buf *b);
 /* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
 void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what);
+/* UTIL_EINVAL naming the first host of the plan that is not a host name
+ * (a hostfile has no quoting). */
+int export_hosts_check(const export_ctx *x, util_error *err);
 /* Notes when a launcher that takes a hostfile cannot realise the plan's
  * rank order. */
 void export_order_notes(export_ctx *x, const char *launcher);

@@ -6,6 +6,9 @@
 
 #include "internal.h"
 
+#define HOST_N 64 /* = sizeof fmt_node.name */
+#define TYPE_N 32 /* = sizeof fmt_device_type.name */
+
 /* ---- torchrun agents ------------------------------------------------- */
 
 /* The rank range text "a-b" or "a". */
@@ -51,17 +54,20 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd)
                  "0..%d}\" in\n", x->ng - 1);
     for (k = 0; k < x->ng; k++) {
         const export_group *g = &x->g[k];
-        char rr[32];
+        char rr[32], host[HOST_N], type[TYPE_N];
         range_text(rr, sizeof rr, g->first, g->first + g->n - 1);
         util_buf_printf(b, "%d)  # host '%s': %d x %s, global ranks %s\n", k,
-                        export_host_of(x, g->node), g->n,
-                        export_type_of(x, g->node), rr);
+                        export_clean(host, sizeof host, export_host_of(x, g->node)),
+                        g->n,
+                        export_clean(type, sizeof type, export_type_of(x, g->node)),
+                        rr);
         util_buf_printf(b, "    export CUDA_VISIBLE_DEVICES=");
         export_gpu_list(x, g, b);
         util_buf_printf(b, "\n");
         util_buf_printf(b, "    exec torchrun --nnodes %d --nproc-per-node %d "
-                     "--node-rank %d --master-addr %s --master-port %d %s ;;\n",
-                  x->ng, g->n, k, x->master, x->o->master_port, cmd);
+                     "--node-rank %d --master-addr ", x->ng, g->n, k);
+        export_sh_word(b, x->master);
+        util_buf_printf(b, " --master-port %d %s ;;\n", x->o->master_port, cmd);
     }
     util_buf_printf(b, "*)  echo \"$0: NODE_RANK must be 0..%d, got '$NODE_RANK'\" >&2\n"
                  "    exit 2 ;;\nesac\n", x->ng - 1);
@@ -75,9 +81,11 @@ void export_agent_table(const export_ctx *x, util_buf *b)
                  "CUDA_VISIBLE_DEVICES\n");
     for (k = 0; k < x->ng; k++) {
         const export_group *g = &x->g[k];
+        char host[HOST_N], type[TYPE_N];
         util_buf_printf(b, "# %9d  %-20s  %5d  %-14s  ", k,
-                        export_host_of(x, g->node), g->n,
-                        export_type_of(x, g->node));
+                        export_clean(host, sizeof host, export_host_of(x, g->node)),
+                        g->n,
+                        export_clean(type, sizeof type, export_type_of(x, g->node)));
         export_gpu_list(x, g, b);
         util_buf_printf(b, "\n");
     }
@@ -96,9 +104,13 @@ void export_ranks_file(const export_ctx *x, util_buf *b)
         for (i = 0; i < x->g[k].n; i++) {
             int r = x->g[k].first + i, node = x->g[k].node;
             int tpd = x->s->tp, dpd = x->s->dp;
+            char host[HOST_N], type[TYPE_N];
             util_buf_printf(b, "%6d  %9d  %10d  %-20s  %3d  %-14s  %5d  %2d  %2d\n",
-                            r, k, i, export_host_of(x, node), export_gpu_of(x, r),
-                            export_type_of(x, node), r / (tpd * dpd),
+                            r, k, i,
+                            export_clean(host, sizeof host, export_host_of(x, node)),
+                            export_gpu_of(x, r),
+                            export_clean(type, sizeof type, export_type_of(x, node)),
+                            r / (tpd * dpd),
                             (r / tpd) % dpd, r % tpd);
         }
 }
@@ -174,6 +186,22 @@ void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what)
     }
 }
 
+int export_hosts_check(const export_ctx *x, util_error *err)
+{
+    char host[HOST_N];
+    int k;
+
+    for (k = 0; k < x->ng; k++)
+        if (!util_hostname_ok(export_host_of(x, x->g[k].node)))
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "node name '%s' cannot go into a hostfile: "
+                                  "expected a host name (letters, digits, "
+                                  "'-' and '.')",
+                                  export_clean(host, sizeof host,
+                                               export_host_of(x, x->g[k].node)));
+    return UTIL_OK;
+}
+
 void export_order_notes(export_ctx *x, const char *launcher)
 {
     int k;
@@ -213,7 +241,10 @@ int export_hostfile(export_ctx *x, util_error *err)
 {
     util_buf b = {0};
     export_result *out = x->out;
+    int rc;
 
+    if ((rc = export_hosts_check(x, err)) != UTIL_OK)
+        return rc;
     export_order_notes(x, "mpirun (--map-by slot)");
     export_hostfile_text(x, &b, "MPI / DeepSpeed hostfile: hosts in rank "
                          "order, one slot per GPU the plan uses");

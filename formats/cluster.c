@@ -336,6 +336,15 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
                               k, sizeof dst->name - 1);
                 goto done;
             }
+            if (!util_hostname_ok(dst->name)) {
+                util_json_key(fp, sizeof fp, p, "name");
+                rc = fmt_fail(cx, UTIL_EFIELD, fp,
+                              "expected a host name (letters, digits and "
+                              "'-' in labels of 1..63 characters joined by "
+                              "'.', no '-' at either end of a label, at "
+                              "most 253 in all), got '%s'", dst->name);
+                goto done;
+            }
             r[c->nnodes].entry = entry;
             r[c->nnodes].node = c->nnodes;
             c->nnodes++;

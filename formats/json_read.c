@@ -54,6 +54,90 @@ void fmt_list_add(char *buf, size_t n, size_t *used, const char *name)
     *used += need;
 }
 
+/* Largest value of a number field, by key (docs/inputs.md, "Ranges"), so
+ * that unit conversions and the model's products stay finite. */
+typedef struct num_limit {
+    const char *key;
+    double max;
+    const char *unit; /* as in the file */
+} num_limit;
+
+static const num_limit limits[] = {
+    /* cluster.json */
+    {"memory_gib", 1e6, " GiB"},
+    {"tflops_fp16", 1e6, " TFLOP/s"},
+    {"tflops_bf16", 1e6, " TFLOP/s"},
+    {"mem_bw_gbs", 1e6, " GB/s"},
+    {"intra_gbps", 1e7, " Gbit/s"},
+    {"nic_gbps", 1e7, " Gbit/s"},
+    {"gbps", 1e7, " Gbit/s"},
+    {"intra_latency_us", 1e9, " us"},
+    {"nic_latency_us", 1e9, " us"},
+    {"latency_ms", 1e6, " ms"},
+    {"gpus", 65536, ""},
+    {"count", 1048576, ""},
+    {"total_gpus", 1048576, ""},
+    /* model.json */
+    {"params", 1e15, ""},
+    {"fwd_flops", 1e18, " FLOP"},
+    {"out_bytes", 1e15, " bytes"},
+    {"act_bytes", 1e15, " bytes"},
+    {"act_rep_bytes", 1e15, " bytes"},
+    {"traffic_bytes", 1e15, " bytes"},
+    {"traffic_rep_bytes", 1e15, " bytes"},
+    {"tp_comm_bytes", 1e15, " bytes"},
+    {"tp_collectives", 1e6, ""},
+    {"kernels", 1e6, ""},
+    {"tied_group", 1e6, ""},
+    {"repeat", 1e6, ""},
+    {"layers", 1e6, ""},
+    {"hidden", 1e7, ""},
+    {"heads", 1e6, ""},
+    {"seq", 1e8, ""},
+    {"vocab", 1e9, ""},
+    {"ffn", 1e8, ""},
+    {"global_batch", 1e9, ""},
+    /* profile.json */
+    {"fwd_ms", 1e9, " ms"},
+    {"bwd_ms", 1e9, " ms"},
+    {"compute_scale", 1e3, ""},
+    {"mbs_half", 1e6, ""},
+    {"msg_latency_us", 1e9, " us"},
+    {"tp_fixed_ms", 1e9, " ms"},
+    {"iter_overhead_ms", 1e9, " ms"},
+    /* strategies */
+    {"tp", 1048576, ""},
+    {"dp", 1048576, ""},
+    {"pp", 1048576, ""},
+    {"mbs", 1e9, ""},
+};
+
+/* Any other number (AMP profile times, device indices, boundaries). */
+static const num_limit other = {"", 1e15, ""};
+
+/* The limit of the field at JSON path p: its last key, indices removed
+ * ("entries[0].fwd_ms[3]" is a "fwd_ms"). */
+static const num_limit *limit_of(const char *p)
+{
+    const char *key = strrchr(p, '.');
+    size_t n, i;
+
+    key = key ? key + 1 : p;
+    n = strcspn(key, "[");
+    for (i = 0; i < sizeof limits / sizeof limits[0]; i++)
+        if (strlen(limits[i].key) == n && strncmp(limits[i].key, key, n) == 0)
+            return &limits[i];
+    return &other;
+}
+
+/* The error for d outside what flags and the field's limit allow. */
+static int out_of_range(const fmt_read_ctx *cx, const char *p, const char *want,
+                        const num_limit *lim, double d)
+{
+    return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at most %g%s, got %.10g",
+                    want, lim->max, lim->unit, d);
+}
+
 static const char *num_want(int flags)
 {
     if (flags & FMT_F_POS)
@@ -77,12 +161,16 @@ static const char *int_want(int flags)
 int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
                   int flags, double *out)
 {
+    const num_limit *lim;
     double d;
 
     if (!cJSON_IsNumber(v))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s",
                         num_want(flags), util_json_type(v));
     d = v->valuedouble;
+    lim = limit_of(p);
+    if (!(flags & FMT_F_FRAC) && (!isfinite(d) || d > lim->max || d < -lim->max))
+        return out_of_range(cx, p, num_want(flags), lim, d);
     if (!isfinite(d) || ((flags & FMT_F_POS) && !(d > 0)) ||
         ((flags & (FMT_F_NONNEG | FMT_F_FRAC)) && d < 0) ||
         ((flags & FMT_F_FRAC) && d > 1))
@@ -95,6 +183,7 @@ int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
 int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
                   int flags, int *out)
 {
+    const num_limit *lim;
     double d;
 
     if (!cJSON_IsNumber(v))
@@ -108,6 +197,9 @@ int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
         return fmt_fail(cx, UTIL_EFIELD, p,
                         "expected %s that fits in 32 bits, got %.10g",
                         int_want(flags), d);
+    lim = limit_of(p);
+    if (d > lim->max || d < -lim->max)
+        return out_of_range(cx, p, int_want(flags), lim, d);
     if (((flags & FMT_F_POS) && d <= 0) || ((flags & FMT_F_NONNEG) && d < 0))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
                         int_want(flags), d);
@@ -115,18 +207,38 @@ int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
     return UTIL_OK;
 }
 
-static int str_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
-                     int flags, char *buf, size_t n)
+/* A string (non-empty with FMT_F_NONEMPTY) without control characters:
+ * names reach scripts, comments, terminals and reports. */
+static int str_check(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                     int flags)
 {
-    size_t len;
+    const char *s;
 
     if (!cJSON_IsString(v) || v->valuestring == NULL)
         return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
                         util_json_type(v));
-    len = strlen(v->valuestring);
-    if ((flags & FMT_F_NONEMPTY) && len == 0)
+    if ((flags & FMT_F_NONEMPTY) && v->valuestring[0] == '\0')
         return fmt_fail(cx, UTIL_EFIELD, p,
                         "expected a non-empty string, got ''");
+    for (s = v->valuestring; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return fmt_fail(cx, UTIL_EFIELD, p,
+                            "expected a string without control characters, "
+                            "got character 0x%02x at offset %d",
+                            (unsigned)(unsigned char)*s,
+                            (int)(s - v->valuestring));
+    return UTIL_OK;
+}
+
+static int str_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
+                     int flags, char *buf, size_t n)
+{
+    size_t len;
+    int rc;
+
+    if ((rc = str_check(cx, v, p, flags)) != UTIL_OK)
+        return rc;
+    len = strlen(v->valuestring);
     if (len >= n)
         return fmt_fail(cx, UTIL_EFIELD, p,
                         "expected at most %zu characters, got %zu", n - 1, len);
@@ -198,17 +310,14 @@ int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 {
     char p[FMT_PATH_N];
     const cJSON *v = fmt_field(obj, key);
+    int rc;
 
     *out = NULL;
     util_json_key(p, sizeof p, parent, key);
     if (v == NULL)
         return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
-    if (!cJSON_IsString(v) || v->valuestring == NULL)
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected a string, got %s",
-                        util_json_type(v));
-    if ((flags & FMT_F_NONEMPTY) && v->valuestring[0] == '\0')
-        return fmt_fail(cx, UTIL_EFIELD, p,
-                        "expected a non-empty string, got ''");
+    if ((rc = str_check(cx, v, p, flags)) != UTIL_OK)
+        return rc;
     *out = v->valuestring;
     return UTIL_OK;
 }
@@ -239,54 +348,7 @@ int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 
 int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root)
 {
-    const char *end = NULL, *q, *line_start;
-    char near[24];
-    int line = 1, k;
-    size_t off;
-
-    *root = NULL;
-    if (text == NULL)
-        return fmt_fail(cx, UTIL_EINVAL, "", "no JSON text given");
-    for (q = text; *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'; q++)
-        ;
-    if (*q == '\0')
-        return fmt_fail(cx, UTIL_EPARSE, "",
-                        "malformed JSON: expected a JSON object, got an empty "
-                        "document");
-    *root = cJSON_ParseWithOpts(text, &end, 1);
-    if (*root == NULL) {
-        off = 0;
-        if (end != NULL && end >= text)
-            off = (size_t)(end - text);
-        if (off > strlen(text))
-            off = strlen(text);
-        line_start = text;
-        for (q = text; q < text + off; q++)
-            if (*q == '\n') {
-                line++;
-                line_start = q + 1;
-            }
-        for (k = 0; k < (int)sizeof near - 1 && text[off + (size_t)k] != '\0' &&
-                    text[off + (size_t)k] != '\n';
-             k++) {
-            char ch = text[off + (size_t)k];
-            near[k] = (ch >= 32 && ch < 127) ? ch : ' ';
-        }
-        near[k] = '\0';
-        if (k == 0)
-            return fmt_fail(cx, UTIL_EPARSE, "",
-                            "malformed JSON at line %d, column %d: unexpected "
-                            "end of input",
-                            line, (int)(text + off - line_start) + 1);
-        return fmt_fail(cx, UTIL_EPARSE, "",
-                        "malformed JSON at line %d, column %d, near '%s'", line,
-                        (int)(text + off - line_start) + 1, near);
-    }
-    if (!cJSON_IsObject(*root))
-        return fmt_fail(cx, UTIL_EFIELD, "",
-                        "expected a JSON object at the top level, got %s",
-                        util_json_type(*root));
-    return UTIL_OK;
+    return util_json_parse_object(text, cx->file, root, cx->err);
 }
 
 void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix)

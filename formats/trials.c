@@ -68,11 +68,8 @@ int fmt_load_trials(const char *path, int amp, const fmt_cluster *c,
     memset(out, 0, sizeof *out);
     if ((rc = util_read_file(path, &text, err)) != UTIL_OK)
         goto done;
-    doc = cJSON_Parse(text);
-    if (doc == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, path, NULL, "malformed JSON");
+    if ((rc = util_json_parse_object(text, path, &doc, err)) != UTIL_OK)
         goto done;
-    }
     arr = cJSON_GetObjectItemCaseSensitive(doc, key);
     gb = cJSON_GetObjectItemCaseSensitive(doc, "global_batch");
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {

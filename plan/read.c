@@ -11,12 +11,25 @@
 #include "plan.h"
 
 #define PF_PATH 160
+#define PF_MAX_BATCH 1e9 /* global batch, as in model.json */
+#define PF_MAX_SHARD 1e8 /* heads or MLP columns of one rank */
 
 static int bad(util_error *err, const char *file, const char *path,
                const char *what, const cJSON *got)
 {
     return util_error_set(err, UTIL_EFIELD, file, path, "expected %s, got %s",
                           what, util_json_type(got));
+}
+
+/* A number outside 0..max (or not whole): its value and the range. */
+static int range_bad(util_error *err, const char *file, const char *path,
+                     const char *what, const cJSON *got, double max)
+{
+    if (!cJSON_IsNumber(got))
+        return bad(err, file, path, what, got);
+    return util_error_set(err, UTIL_EFIELD, file, path,
+                          "expected %s of at most %g, got %.10g", what, max,
+                          got->valuedouble);
 }
 
 static const cJSON *get(const cJSON *o, const char *key)
@@ -157,15 +170,15 @@ static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
         const cJSON *o = cJSON_GetArrayItem(jr, r);
         const cJSON *vh = get(o, "heads"), *vc = get(o, "mlp_cols");
         snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].heads", i, r);
-        if (!cJSON_IsNumber(vh) || vh->valuedouble < 0 ||
-            vh->valuedouble != (double)(int)vh->valuedouble) {
-            rc = bad(err, d->path, jp, "a whole number of heads", vh);
+        if (!util_json_whole(vh, 0, PF_MAX_SHARD)) {
+            rc = range_bad(err, d->path, jp, "a whole number of heads", vh,
+                           PF_MAX_SHARD);
             goto done;
         }
         snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].mlp_cols", i, r);
-        if (!cJSON_IsNumber(vc) || vc->valuedouble < 0 ||
-            vc->valuedouble != (double)(int)vc->valuedouble) {
-            rc = bad(err, d->path, jp, "a whole number of MLP columns", vc);
+        if (!util_json_whole(vc, 0, PF_MAX_SHARD)) {
+            rc = range_bad(err, d->path, jp, "a whole number of MLP columns", vc,
+                           PF_MAX_SHARD);
             goto done;
         }
         h[r] = (int)vh->valuedouble;
@@ -301,13 +314,8 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
     snprintf(out->path, sizeof out->path, "%s", path);
     if ((rc = util_read_file(path, &text, err)) != UTIL_OK)
         goto done;
-    root = cJSON_Parse(text);
-    if (root == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, path, "",
-                            "malformed JSON near byte %ld",
-                            (long)(cJSON_GetErrorPtr() - text));
+    if ((rc = util_json_parse_object(text, path, &root, err)) != UTIL_OK)
         goto done;
-    }
     v = get(root, "schema");
     if (!cJSON_IsString(v) || strcmp(v->valuestring, PLAN_SCHEMA) != 0) {
         rc = cJSON_IsString(v)
@@ -328,9 +336,9 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
         goto done;
     }
     v = get(settings, "global_batch");
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1.0 ||
-        v->valuedouble != (double)(int)v->valuedouble) {
-        rc = bad(err, path, "settings.global_batch", "a positive integer", v);
+    if (!util_json_whole(v, 1, PF_MAX_BATCH)) {
+        rc = range_bad(err, path, "settings.global_batch", "a positive integer",
+                       v, PF_MAX_BATCH);
         goto done;
     }
     out->global_batch = (int)v->valuedouble;

@@ -20,10 +20,15 @@
 #define RP_MAXROWS 64           /* timeline rows drawn at most */
 #define RP_GIB 1073741824.0
 
-/* Text with XML special characters escaped. */
+/* Text with XML special characters escaped; control characters (not
+ * allowed in XML) as '?'. */
 static void rb_text(util_buf *b, const char *s)
 {
     for (; s && *s; s++) {
+        if ((unsigned char)*s < 0x20 || *s == 0x7f) {
+            util_buf_printf(b, "?");
+            continue;
+        }
         switch (*s) {
         case '&': util_buf_printf(b, "&amp;"); break;
         case '<': util_buf_printf(b, "&lt;"); break;
@@ -474,8 +479,9 @@ static double memory_section(util_buf *b, const report_input *in, double y,
         double cap = r->mem_cap[i] / RP_GIB, used = r->mem_bytes[i] / RP_GIB;
         double hc = cap / vmax * ph, hu = used / vmax * ph;
         const fmt_device_type *dt = fmt_device(in->c, s->ranks[i]);
-        util_buf_printf(b, "<g><title>rank %d on device %d (%s): %.2f of %.2f GiB</title>\n", i,
-                  s->ranks[i], dt->name, used, cap);
+        util_buf_printf(b, "<g><title>rank %d on device %d (", i, s->ranks[i]);
+        rb_text(b, dt->name);
+        util_buf_printf(b, "): %.2f of %.2f GiB</title>\n", used, cap);
         rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#dcdcdc", NULL);
         if (used <= cap) {
             rect(b, cx - bw / 2, y + ph - hu, bw, hu, "#4e79a7", NULL);

@@ -320,15 +320,15 @@ START_TEST(write_atomic_failures_leave_nothing)
     ck_assert_msg(count_entries(tmpdir, NULL) == 0,
                   "something was created in %s", tmpdir);
 
-    /* rename fails: the target is a non-empty directory */
+    /* the target is a directory: refused before anything is written */
     snprintf(sub, sizeof sub, "%s/target", tmpdir);
     ck_assert_msg(mkdir(sub, 0700) == 0, "mkdir failed");
     snprintf(p, sizeof p, "%s/x", sub);
     write_raw(p, "x", 1);
     rc = util_write_file_atomic(sub, "{}", &e);
-    EXPECT_ERR(rc, e, UTIL_EIO, "", "cannot rename");
+    EXPECT_ERR(rc, e, UTIL_EIO, "", "it is a directory, not a regular file");
     ck_assert_msg(count_entries(tmpdir, ".tmp.") == 0,
-                  "temporary file left behind after a failed rename");
+                  "temporary file left behind after a refused write");
     ck_assert_msg(count_entries(tmpdir, NULL) == 1, "unexpected files");
     rm_tree(tmpdir);
 }

@@ -131,17 +131,42 @@ static void sync_parent(const char *path)
     }
 }
 
+/* What a non-regular file is, for the error. */
+static const char *kind_of(mode_t m)
+{
+    if (S_ISLNK(m))
+        return "a symbolic link";
+    if (S_ISDIR(m))
+        return "a directory";
+    if (S_ISFIFO(m))
+        return "a FIFO";
+    if (S_ISCHR(m) || S_ISBLK(m))
+        return "a device";
+    if (S_ISSOCK(m))
+        return "a socket";
+    return "a special file";
+}
+
 int util_write_file_atomic(const char *path, const char *text,
                            util_error *err)
 {
     char *tmp = NULL;
     FILE *f = NULL;
+    struct stat st;
     size_t n, len;
-    int fd = -1, rc = UTIL_OK, made = 0, e;
+    int fd = -1, rc = UTIL_OK, made = 0, e, keep_mode = 0;
 
     if (path == NULL || text == NULL || path[0] == '\0')
         return util_error_set(err, UTIL_EINVAL, path ? path : "", "",
                               "no file name or no text given");
+    /* only a regular file is replaced, keeping its permission bits */
+    if (lstat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return util_error_set(err, UTIL_EIO, path, "",
+                                  "cannot replace '%s': it is %s, not a "
+                                  "regular file", path, kind_of(st.st_mode));
+        keep_mode = 1;
+    }
     n = strlen(path) + 32;
     tmp = malloc(n);
     if (tmp == NULL)
@@ -158,6 +183,13 @@ int util_write_file_atomic(const char *path, const char *text,
         goto done;
     }
     made = 1;
+    if (keep_mode && fchmod(fd, st.st_mode & 07777) != 0) {
+        e = errno;
+        close(fd);
+        rc = util_error_set(err, UTIL_EIO, path, "",
+                            "cannot set the mode of '%s': %s", tmp, strerror(e));
+        goto done;
+    }
     f = fdopen(fd, "wb");
     if (f == NULL) {
         e = errno;

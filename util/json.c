@@ -183,3 +183,134 @@ const char *util_json_type(const cJSON *v)
         return "an object";
     return "an invalid value";
 }
+
+int util_json_whole(const cJSON *v, double lo, double hi)
+{
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+           v->valuedouble == floor(v->valuedouble) && v->valuedouble >= lo &&
+           v->valuedouble <= hi;
+}
+
+/* ---- the document of an input file ----------------------------------- */
+
+static int key_cmp(const void *a, const void *b)
+{
+    const cJSON *x = *(const cJSON *const *)a, *y = *(const cJSON *const *)b;
+
+    return strcmp(x->string ? x->string : "", y->string ? y->string : "");
+}
+
+/* The first key given twice in one object of v (at JSON path p): its
+ * path in dup (n bytes) and *key; 1 when found, 0 when none, -1 out of
+ * memory. */
+static int dup_key(const cJSON *v, const char *p, char *dup, size_t n,
+                   const char **key)
+{
+    const cJSON *e, **keys;
+    char sub[160];
+    int k = 0, i, rc = 0;
+
+    if (cJSON_IsObject(v) && cJSON_GetArraySize(v) > 1) {
+        keys = malloc((size_t)cJSON_GetArraySize(v) * sizeof *keys);
+        if (keys == NULL)
+            return -1;
+        cJSON_ArrayForEach(e, v) keys[k++] = e;
+        qsort(keys, (size_t)k, sizeof *keys, key_cmp);
+        for (i = 1; i < k && rc == 0; i++)
+            if (key_cmp(&keys[i - 1], &keys[i]) == 0) {
+                *key = keys[i]->string ? keys[i]->string : "";
+                util_json_key(dup, n, p, *key);
+                rc = 1;
+            }
+        free(keys);
+        if (rc != 0)
+            return rc;
+    }
+    k = 0;
+    cJSON_ArrayForEach(e, v)
+    {
+        if (!cJSON_IsObject(e) && !cJSON_IsArray(e)) {
+            k++;
+            continue;
+        }
+        if (cJSON_IsObject(v))
+            util_json_key(sub, sizeof sub, p, e->string ? e->string : "");
+        else
+            util_json_index(sub, sizeof sub, p, k);
+        if ((rc = dup_key(e, sub, dup, n, key)) != 0)
+            return rc;
+        k++;
+    }
+    return 0;
+}
+
+/* Where cJSON stopped reading text: line, column and the text there. */
+static int syntax_error(const char *text, const char *end, const char *file,
+                        util_error *err)
+{
+    const char *q, *line_start = text;
+    size_t off = 0, len = strlen(text);
+    char near[24];
+    int line = 1, k;
+
+    if (end != NULL && end >= text && end <= text + len)
+        off = (size_t)(end - text);
+    for (q = text; q < text + off; q++)
+        if (*q == '\n') {
+            line++;
+            line_start = q + 1;
+        }
+    for (k = 0; k < (int)sizeof near - 1 && text[off + (size_t)k] != '\0' &&
+                text[off + (size_t)k] != '\n';
+         k++) {
+        char ch = text[off + (size_t)k];
+        near[k] = (ch >= 32 && ch < 127) ? ch : ' ';
+    }
+    near[k] = '\0';
+    if (k == 0)
+        return util_error_set(err, UTIL_EPARSE, file, "",
+                              "malformed JSON at line %d, column %d: "
+                              "unexpected end of input",
+                              line, (int)(text + off - line_start) + 1);
+    return util_error_set(err, UTIL_EPARSE, file, "",
+                          "malformed JSON at line %d, column %d, near '%s'",
+                          line, (int)(text + off - line_start) + 1, near);
+}
+
+int util_json_parse_object(const char *text, const char *file, cJSON **root,
+                           util_error *err)
+{
+    const char *q, *end = NULL, *key = "";
+    char dup[160];
+    int rc;
+
+    *root = NULL;
+    if (file == NULL)
+        file = "";
+    if (text == NULL)
+        return util_error_set(err, UTIL_EINVAL, file, "", "no JSON text given");
+    for (q = text; *q == ' ' || *q == '\t' || *q == '\n' || *q == '\r'; q++)
+        ;
+    if (*q == '\0')
+        return util_error_set(err, UTIL_EPARSE, file, "",
+                              "malformed JSON: expected a JSON object, got an "
+                              "empty document");
+    *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (*root == NULL)
+        return syntax_error(text, end, file, err);
+    if (!cJSON_IsObject(*root))
+        rc = util_error_set(err, UTIL_EFIELD, file, "",
+                            "expected a JSON object at the top level, got %s",
+                            util_json_type(*root));
+    else if ((rc = dup_key(*root, "", dup, sizeof dup, &key)) < 0)
+        rc = util_error_set(err, UTIL_ENOMEM, file, "", "out of memory");
+    else if (rc > 0)
+        rc = util_error_set(err, UTIL_EFIELD, file, dup,
+                            "duplicate key '%.60s' (an object may give a key "
+                            "only once)", key);
+    if (rc != UTIL_OK) {
+        cJSON_Delete(*root);
+        *root = NULL;
+    }
+    return rc;
+}

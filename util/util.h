@@ -113,6 +113,16 @@ void util_json_index(char *buf, size_t n, const char *parent, int i);
 /* "a string", "a number", ... or "nothing" for NULL (static text). */
 const char *util_json_type(const cJSON *v);
 
+/* 1 when v is a whole number in lo..hi (checked before any cast to int). */
+int util_json_whole(const cJSON *v, double lo, double hi);
+
+/* Parse text as the document of an input file: one JSON object with no
+ * key given twice in any of its objects.  Errors name file and, for a
+ * duplicate key, its JSON path (e.g. "nodes[2].gpus"); syntax errors give
+ * line and column.  *root (caller deletes) is NULL on failure. */
+int util_json_parse_object(const char *text, const char *file, cJSON **root,
+                           util_error *err);
+
 /* ---- files ----------------------------------------------------------- */
 
 /* Read a whole file; *text is malloc'd (caller frees), NUL-terminated. */
@@ -122,6 +132,13 @@ int util_read_file(const char *path, char **text, util_error *err);
  * handled here. */
 int util_write_file_atomic(const char *path, const char *text,
                            util_error *err);
+
+/* ---- names ---------------------------------------------------------- */
+
+/* 1 when s is a host name (RFC 1123): labels of letters, digits and '-'
+ * (not first or last), 1..63 characters each, joined by '.', 1..253
+ * characters in all; 0 otherwise (NULL included). */
+int util_hostname_ok(const char *s);
 
 /* SHA-256 of a byte string as 64 hex digits + NUL. */
 void util_sha256_hex(const void *data, size_t n, char out[65]);
