@@ -1,6 +1,7 @@
 /* plan/read.c: a plan JSON (hetplan-plan/1) read back, with the
  * cluster, model and profile it names loaded again, for the commands
  * that start from a plan (export, report, whatif, replan, the launcher). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,13 +158,13 @@ static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
         const cJSON *o = cJSON_GetArrayItem(jr, r);
         const cJSON *vh = get(o, "heads"), *vc = get(o, "mlp_cols");
         snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].heads", i, r);
-        if (!cJSON_IsNumber(vh) || vh->valuedouble < 0 ||
+        if (!cJSON_IsNumber(vh) || vh->valuedouble < 0 || vh->valuedouble > INT_MAX ||
             vh->valuedouble != (double)(int)vh->valuedouble) {
             rc = bad(err, d->path, jp, "a whole number of heads", vh);
             goto done;
         }
         snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].mlp_cols", i, r);
-        if (!cJSON_IsNumber(vc) || vc->valuedouble < 0 ||
+        if (!cJSON_IsNumber(vc) || vc->valuedouble < 0 || vc->valuedouble > INT_MAX ||
             vc->valuedouble != (double)(int)vc->valuedouble) {
             rc = bad(err, d->path, jp, "a whole number of MLP columns", vc);
             goto done;
@@ -328,7 +329,7 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
         goto done;
     }
     v = get(settings, "global_batch");
-    if (!cJSON_IsNumber(v) || v->valuedouble < 1.0 ||
+    if (!cJSON_IsNumber(v) || v->valuedouble < 1.0 || v->valuedouble > INT_MAX ||
         v->valuedouble != (double)(int)v->valuedouble) {
         rc = bad(err, path, "settings.global_batch", "a positive integer", v);
         goto done;
