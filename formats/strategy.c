@@ -96,15 +96,15 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, "tp",
                               "tp %d does not divide the model's %d attention heads",
                               s->tp, m->heads);
-    if (global_batch < 1 || global_batch % (s->dp * s->mbs) != 0)
+    if (global_batch < 1 || global_batch % ((long long)s->dp * s->mbs) != 0)
         return util_error_set(err, UTIL_EINVAL, NULL, "mbs",
                               "global batch %d is not divisible by dp*mbs = %d*%d",
                               global_batch, s->dp, s->mbs);
-    if (s->gas != global_batch / (s->dp * s->mbs))
+    if (s->gas != global_batch / ((long long)s->dp * s->mbs))
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "micro-batch count %d does not equal global batch "
-                              "/ (dp*mbs) = %d", s->gas,
-                              global_batch / (s->dp * s->mbs));
+                              "/ (dp*mbs) = %lld", s->gas,
+                              global_batch / ((long long)s->dp * s->mbs));
     if (s->bounds[0] != 0 || s->bounds[s->pp] != m->nlayers)
         return util_error_set(err, UTIL_EINVAL, NULL, "stage_boundaries",
                               "expected boundaries from 0 to %d (the model's "

@@ -1,6 +1,7 @@
 /* plan/read.c: a plan JSON (hetplan-plan/1) read back, with the
  * cluster, model and profile it names loaded again, for the commands
  * that start from a plan (export, report, whatif, replan, the launcher). */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

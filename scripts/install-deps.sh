@@ -12,4 +12,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # docs/planner.1; the tests skip with a message when these are absent.
 $SUDO apt-get install -y -qq --no-install-recommends \
     chromium fonts-dejavu-core zlib1g-dev groff-base >/dev/null
+# Fuzzing (scripts/fuzz.sh, docs/testing.md): clang with libFuzzer and the
+# sanitizer runtimes.
+$SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
 echo "hetplan dependencies installed"

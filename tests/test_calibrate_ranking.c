@@ -1,19 +1,21 @@
 /* tests/test_calibrate_ranking.c: ranking accuracy against AMP's real runs
- * (../shared/data/amp), a regression floor on every metric. */
+ * (../shared/data/amp), a regression floor on every metric; the scorer on
+ * hand-computed data.  The checks on AMP's runs are the "--data" suite
+ * (ctest: test_calibrate_ranking_data, skipped without the data). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
 #include "calibrate.h"
+#include "testutil.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
-#define DATA HETPLAN_SOURCE_DIR "/../shared/data/amp/"
+#define DATA TU_DATA "/amp/"
 
 /* AMP's own scores (../shared/data/README.md) and the floors hetplan must
  * keep: strictly better than AMP on every metric, and no worse than what
@@ -32,13 +34,6 @@ static const experiment experiments[] = {
     {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148,
      0.55, 0.44, 1.02, 0.36, 7},
 };
-
-static int have_data(void)
-{
-    struct stat st;
-
-    return stat(DATA "homogeneous.json", &st) == 0;
-}
 
 static void score(const experiment *e, calib_ranking *rk)
 {
@@ -93,11 +88,6 @@ START_TEST(test_beats_amp)
     const experiment *e = &experiments[_i];
     calib_ranking rk;
 
-    if (!have_data()) {
-        printf("skipping %s: ../shared/data/amp not found beside the project\n",
-               e->name);
-        return;
-    }
     score(e, &rk);
     ck_assert_msg(rk.spearman > e->amp_rho, "%s: rho %.3f does not beat AMP's %.3f",
                   e->name, rk.spearman, e->amp_rho);
@@ -207,11 +197,6 @@ START_TEST(test_calibrated)
     char buf[1024];
     int rc;
 
-    if (!have_data()) {
-        printf("skipping calibrated %s: ../shared/data/amp not found beside the "
-               "project\n", e->name);
-        return;
-    }
     cal_load(e, &a);
     cal_load(o, &b);
     cost_params_init(&cp);
@@ -299,22 +284,30 @@ START_TEST(test_tau_b_ties)
 }
 END_TEST
 
-int main(void)
+static Suite *plain_suite(void)
 {
     Suite *s = suite_create("ranking");
+    TCase *tc = tcase_create("scorer");
+
+    tcase_add_test(tc, test_metrics_by_hand);
+    tcase_add_test(tc, test_tau_b_ties);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("ranking on AMP's runs");
     TCase *tc = tcase_create("amp");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 300);
     tcase_add_loop_test(tc, test_beats_amp, 0, 2);
     tcase_add_loop_test(tc, test_calibrated, 0, 2);
-    tcase_add_test(tc, test_metrics_by_hand);
-    tcase_add_test(tc, test_tau_b_ties);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, plain_suite, data_suite, TU_DATA "/amp");
 }

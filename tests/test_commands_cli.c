@@ -26,7 +26,7 @@
 #define CLUSTER "examples/amp-het.json"
 #define MODEL "examples/gpt2-amp.json"
 #define STRATS "examples/strategies-amp-het.json"
-#define AMP_PROFILES "../shared/data/amp/profiles.json"
+#define AMP_PROFILES TU_DATA "/amp/profiles.json"
 #define NGPUS 16   /* GPUs of examples/amp-het.json */
 #define NLAYERS 30 /* layers of examples/gpt2-amp.json */
 #define PATHN 4096
@@ -1332,16 +1332,14 @@ START_TEST(param_override_applied)
 }
 END_TEST
 
-/* The worked example of docs/cli.md with AMP's measured profiles; skipped
- * when ../shared/data is not there. */
+/* The worked example of docs/cli.md with AMP's measured profiles (the
+ * "--data" suite). */
 START_TEST(plan_amp_profile)
 {
     cJSON *plan;
     const cJSON *prof;
     run r;
 
-    if (access(HETPLAN_SOURCE_DIR "/" AMP_PROFILES, R_OK) != 0)
-        return;
     PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--amp-profile",
             AMP_PROFILES, "--top-k", "3", "--format", "json");
     expect_exit(&r, 0);
@@ -1479,15 +1477,24 @@ static Suite *cli_suite(void)
     tcase_add_test(ts, evaluate_strategies);
     tcase_add_test(ts, param_override_applied);
     tcase_add_test(ts, evaluate_strategy_schedule);
-    tcase_add_test(ts, plan_amp_profile);
     return s;
 }
 
-int main(void)
+/* Needs AMP's profiles (../shared/data/amp). */
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("cli with AMP's profile");
+    TCase *ts = tcase_create("success");
+
+    tcase_add_test(ts, plan_amp_profile);
+    suite_add_tcase(s, ts);
+    return s;
+}
+
+int main(int argc, char **argv)
 {
     const char *tmp = getenv("TMPDIR");
-    SRunner *sr;
-    int failed;
+    int rc;
 
     if (tmp == NULL || tmp[0] != '/')
         tmp = "/tmp";
@@ -1496,10 +1503,7 @@ int main(void)
         fprintf(stderr, "test_commands_cli: mkdtemp %s: %s\n", top_dir, strerror(errno));
         return EXIT_FAILURE;
     }
-    sr = srunner_create(cli_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    rc = tu_main(argc, argv, cli_suite, data_suite, TU_DATA "/amp");
     tu_remove_tree(top_dir);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return rc;
 }

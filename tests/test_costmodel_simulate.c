@@ -16,6 +16,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
+#include "testutil.h"
 #include "calibrate.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
@@ -947,7 +948,7 @@ END_TEST
 
 /* ---- ranking quality of both fidelities on AMP's real runs ----------- */
 
-#define AMP_DATA HETPLAN_SOURCE_DIR "/../shared/data/amp/"
+#define AMP_DATA TU_DATA "/amp/"
 
 /* Both fidelities (and the simulator with DP overlap) on both sets of
  * AMP runs, scored as tests/test_calibrate_ranking.c does; printed for
@@ -963,15 +964,8 @@ START_TEST(test_ranking_both_fidelities)
          1.10, 0.476},
         {"het_cluster", "het_cluster.json", "amp-het.json", 0.394, 0.306, 1.148,
          0.494}};
-    FILE *probe = fopen(AMP_DATA "homogeneous.json", "r");
     int e, v;
 
-    if (probe == NULL) {
-        printf("skipping the ranking of both fidelities: ../shared/data/amp not "
-               "found beside the project\n");
-        return;
-    }
-    fclose(probe);
     for (e = 0; e < 2; e++)
         for (v = 0; v < 3; v++) {
             world w;
@@ -1091,13 +1085,11 @@ START_TEST(test_cli_fidelity)
 }
 END_TEST
 
-int main(void)
+static Suite *plain_suite(void)
 {
     Suite *s = suite_create("simulate");
     TCase *hand = tcase_create("hand"), *prop = tcase_create("properties");
     TCase *model = tcase_create("model");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(hand, test_two_stages_unequal);
     tcase_add_test(hand, test_three_stages_1f1b);
@@ -1116,14 +1108,26 @@ int main(void)
     tcase_add_test(model, test_model_per_replica);
     tcase_add_test(model, test_fidelity_evaluate);
     tcase_add_test(model, test_search_reranks);
-    tcase_add_test(model, test_ranking_both_fidelities);
     tcase_add_test(model, test_cli_fidelity);
     suite_add_tcase(s, hand);
     suite_add_tcase(s, prop);
     suite_add_tcase(s, model);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
+}
+
+/* Needs AMP's real runs (../shared/data/amp). */
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("simulate on AMP's runs");
+    TCase *amp = tcase_create("amp");
+
+    tcase_set_timeout(amp, 300);
+    tcase_add_test(amp, test_ranking_both_fidelities);
+    suite_add_tcase(s, amp);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, plain_suite, data_suite, TU_DATA "/amp");
 }

@@ -10,14 +10,10 @@
 
 #include "util.h"
 #include "formats.h"
+#include "testutil.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
-#define AMP_PROFILES HETPLAN_SOURCE_DIR "/../shared/data/amp/profiles.json"
-
-static int exists(const char *path)
-{
-    return access(path, R_OK) == 0;
-}
+#define AMP_PROFILES TU_DATA "/amp/profiles.json"
 
 static int all_zero(const void *p, size_t n)
 {
@@ -1007,14 +1003,6 @@ START_TEST(profile_from_amp)
     util_error e;
     int rc, i, v100 = 0, t4 = 0;
 
-    if (!exists(AMP_PROFILES)) {
-        printf("skip: %s not found\n", AMP_PROFILES);
-        return;
-    }
-    if (!exists(EX("gpt2-amp.json"))) {
-        printf("skip: %s not found\n", EX("gpt2-amp.json"));
-        return;
-    }
     rc = fmt_load_model(EX("gpt2-amp.json"), &m, &e);
     ck_assert_msg(rc == UTIL_OK, "gpt2-amp: %s: %s", e.path, e.msg);
     ck_assert_int_eq(m.nlayers, 30);
@@ -1183,10 +1171,6 @@ START_TEST(example_clusters)
     int rc;
 
     for (i = 0; i < sizeof want / sizeof want[0]; i++) {
-        if (!exists(want[i].file)) {
-            printf("skip: %s not found\n", want[i].file);
-            continue;
-        }
         rc = fmt_load_cluster(want[i].file, &c, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
@@ -1223,10 +1207,6 @@ START_TEST(example_models)
     int rc;
 
     for (i = 0; i < sizeof want / sizeof want[0]; i++) {
-        if (!exists(want[i].file)) {
-            printf("skip: %s not found\n", want[i].file);
-            continue;
-        }
         rc = fmt_load_model(want[i].file, &m, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
@@ -1249,12 +1229,6 @@ START_TEST(example_strategies)
     util_error e;
     int rc, n = 0;
 
-    if (!exists(EX("strategies-amp-het.json")) || !exists(EX("amp-het.json")) ||
-        !exists(EX("gpt2-amp.json"))) {
-        printf("skip: strategies-amp-het.json, amp-het.json or gpt2-amp.json "
-               "not found\n");
-        return;
-    }
     rc = fmt_load_cluster(EX("amp-het.json"), &c, &e);
     ck_assert_msg(rc == UTIL_OK, "amp-het: %s", e.msg);
     rc = fmt_load_model(EX("gpt2-amp.json"), &m, &e);
@@ -1421,7 +1395,6 @@ static Suite *inputs_suite(void)
 
     tcase_add_test(tp, profile_errors);
     tcase_add_test(tp, profile_ok);
-    tcase_add_test(tp, profile_from_amp);
     suite_add_tcase(s, tp);
 
     tcase_add_test(ts, strategies_ok);
@@ -1437,13 +1410,18 @@ static Suite *inputs_suite(void)
     return s;
 }
 
-int main(void)
+/* Needs AMP's profiles (../shared/data/amp). */
+static Suite *data_suite(void)
 {
-    SRunner *sr = srunner_create(inputs_suite());
-    int failed;
+    Suite *s = suite_create("inputs from the data folder");
+    TCase *tp = tcase_create("profile");
 
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    tcase_add_test(tp, profile_from_amp);
+    suite_add_tcase(s, tp);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, inputs_suite, data_suite, TU_DATA "/amp");
 }

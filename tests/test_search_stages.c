@@ -19,7 +19,7 @@
 #include "tp_cli.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
-#define AMP_PROFILES HETPLAN_SOURCE_DIR "/../shared/data/amp/profiles.json"
+#define AMP_PROFILES TU_DATA "/amp/profiles.json"
 
 /* ---- detection on hand-made strategies ------------------------------- */
 
@@ -342,7 +342,9 @@ static void check_no_empty(const search_result *res, const fmt_model *m, const c
     }
 }
 
-START_TEST(search_gpt2)
+/* The AMP and Megatron searches on GPT-2 (analytic layer times, or AMP's
+ * profile when amp_profiles is given) pick no stage without parameters. */
+static void check_search_gpt2(const char *amp_profiles)
 {
     fmt_cluster c;
     fmt_model m;
@@ -351,16 +353,13 @@ START_TEST(search_gpt2)
     search_params sp;
     search_result res;
     util_error err;
-    struct stat st;
-    int method, have_prof = stat(AMP_PROFILES, &st) == 0;
+    int method;
 
     load_gpt2(&c, &m);
     memset(&prof, 0, sizeof prof);
-    if (have_prof)
-        ck_assert_int_eq(fmt_profile_from_amp(AMP_PROFILES, "gpt2", &m, &prof, &err),
+    if (amp_profiles != NULL)
+        ck_assert_int_eq(fmt_profile_from_amp(amp_profiles, "gpt2", &m, &prof, &err),
                          UTIL_OK);
-    else
-        printf("search_gpt2: ../shared/data/amp not found, analytic layer times only\n");
     cost_params_init(&cp);
     for (method = 0; method < 2; method++) {
         search_params_init(&sp);
@@ -368,8 +367,8 @@ START_TEST(search_gpt2)
         sp.global_batch = 32;
         sp.top_k = 1000;
         sp.keep_infeasible = 1;
-        ck_assert_int_eq(search_plan(&c, &m, have_prof ? &prof : NULL, &cp, &sp, &res,
-                                     &err), UTIL_OK);
+        ck_assert_int_eq(search_plan(&c, &m, amp_profiles ? &prof : NULL, &cp, &sp,
+                                     &res, &err), UTIL_OK);
         ck_assert(res.n > 10 || method == 1);
         check_no_empty(&res, &m, method ? "megatron" : "amp");
         ck_assert_int_eq(res.rejected_stages, 0); /* 26 layers hold parameters */
@@ -378,6 +377,17 @@ START_TEST(search_gpt2)
     fmt_profile_free(&prof);
     fmt_model_free(&m);
     fmt_cluster_free(&c);
+}
+
+START_TEST(search_gpt2)
+{
+    check_search_gpt2(NULL);
+}
+END_TEST
+
+START_TEST(search_gpt2_amp_profile)
+{
+    check_search_gpt2(AMP_PROFILES);
 }
 END_TEST
 
@@ -527,16 +537,11 @@ START_TEST(cli_plan_amp_het)
     static const char *const args[] = {
         "--cluster", EX "amp-het.json", "--model", EX "gpt2-amp.json",
         "--amp-profile", AMP_PROFILES, "--top-k", "30", "--format", "json", NULL};
-    struct stat st;
     tp_run_out r;
     cJSON *doc;
     const cJSON *s;
     int n = 0;
 
-    if (stat(AMP_PROFILES, &st) != 0) {
-        printf("skipping cli_plan_amp_het: ../shared/data/amp not found\n");
-        return;
-    }
     tp_setup();
     tp_run(&r, args);
     ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
@@ -567,12 +572,10 @@ START_TEST(cli_plan_amp_het)
 }
 END_TEST
 
-int main(void)
+static Suite *plain_suite(void)
 {
     Suite *s = suite_create("stages");
     TCase *tc = tcase_create("stages");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, detect_by_hand);
@@ -580,11 +583,24 @@ int main(void)
     tcase_add_test(tc, search_gpt2);
     tcase_add_test(tc, search_few_param_layers);
     tcase_add_test(tc, cli_evaluate_reports);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+/* Needs AMP's profiles (../shared/data/amp). */
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("stages with AMP's profile");
+    TCase *tc = tcase_create("amp");
+
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, search_gpt2_amp_profile);
     tcase_add_test(tc, cli_plan_amp_het);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, plain_suite, data_suite, TU_DATA "/amp");
 }
