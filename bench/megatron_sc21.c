@@ -1,0 +1,327 @@
+/* bench/megatron_sc21.c: the analytic time model at scale, on the ten
+ * weak-scaling GPT runs of Megatron-LM SC'21, Table 1 (32 to 3072 A100
+ * 80GB GPUs, ../shared/data/megatron-sc21/runs.json).  Cluster, model and
+ * strategy of each run are built in memory; no profile.
+ * Usage: megatron-sc21 [DATA_DIR]   (default ../shared/data/megatron-sc21).
+ * Prints one JSON object on stdout and a summary line on stderr; when the
+ * data folder is absent the object says it was skipped (exit status 0). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "search.h"
+#include "plan.h"
+#include "calibrate.h"
+#include "bench_data.h"
+
+#define MAX_RUNS 64
+#define GPUS_PER_NODE 8
+#define DEVICE "A100-80GB" /* catalogue: A100 SXM4 80 GB */
+/* NVLink 3 + NVSwitch: 600 GB/s per GPU counting both directions, so
+ * 300 GB/s = 2400 Gbit/s each way, the rate a ring step sends at. */
+#define INTRA_GBPS 2400
+/* 8 x 200 Gbit/s HDR InfiniBand per node (one HCA per GPU). */
+#define NIC_GBPS (8 * 200)
+
+/* One run of runs.json. */
+typedef struct mega_run {
+    const char *name, *precision, *recompute;
+    double params_billion, measured_s;
+    int layers, hidden, heads, seq, vocab;
+    int tp, pp, dp, gpus, nodes, global_batch, micro_batch, virtual_stages;
+    const cJSON *features;
+} mega_run;
+
+static int read_run(const cJSON *x, const char *where, mega_run *r,
+                    util_error *err)
+{
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(x, "model");
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(x, "parallel");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(x, "training");
+    const cJSON *me = cJSON_GetObjectItemCaseSensitive(x, "measured");
+    const bench_field f[] = {
+        {md, "params_billion", NULL, &r->params_billion},
+        {md, "layers", &r->layers, NULL}, {md, "hidden", &r->hidden, NULL},
+        {md, "heads", &r->heads, NULL},   {md, "seq", &r->seq, NULL},
+        {md, "vocab", &r->vocab, NULL},   {pa, "tp", &r->tp, NULL},
+        {pa, "pp", &r->pp, NULL},         {pa, "dp", &r->dp, NULL},
+        {pa, "gpus", &r->gpus, NULL},     {pa, "nodes", &r->nodes, NULL},
+        {pa, "global_batch", &r->global_batch, NULL},
+        {pa, "micro_batch", &r->micro_batch, NULL},
+        {pa, "virtual_stages", &r->virtual_stages, NULL},
+        {me, "iteration_time_s", NULL, &r->measured_s},
+    };
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    r->name = bench_str(x, "name");
+    r->precision = bench_str(tr, "precision");
+    r->recompute = bench_str(tr, "recompute");
+    r->features = cJSON_GetObjectItemCaseSensitive(x, "features");
+    if (r->name == NULL || r->precision == NULL)
+        return util_error_set(err, UTIL_EFIELD, where, "name",
+                              "expected strings 'name' and 'training.precision'");
+    rc = bench_fields(f, sizeof f / sizeof f[0], where, err);
+    if (rc == UTIL_OK && (r->gpus % GPUS_PER_NODE != 0 ||
+                          r->gpus / GPUS_PER_NODE != r->nodes ||
+                          r->tp * r->pp * r->dp != r->gpus ||
+                          r->pp < 1 || r->layers % r->pp != 0))
+        rc = util_error_set(err, UTIL_EFIELD, where, "parallel",
+                            "expected gpus = tp*pp*dp = %d * nodes and layers "
+                            "divisible by pp", GPUS_PER_NODE);
+    return rc;
+}
+
+/* `nodes` DGX A100 nodes, through the cluster reader (its default
+ * latencies: the data states none). */
+static int dgx_cluster(int nodes, fmt_cluster *c, util_error *err)
+{
+    util_buf b = {0};
+    char *text;
+    int i, rc;
+
+    if (fmt_catalog_find(DEVICE) == NULL)
+        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
+                              "no '%s' in the device catalogue", DEVICE);
+    util_buf_printf(&b, "{\"name\": \"dgx-a100-x%d\", \"nodes\": [", nodes);
+    for (i = 0; i < nodes; i++)
+        util_buf_printf(&b, "%s{\"name\": \"dgx%d\", \"device\": \"%s\", "
+                        "\"gpus\": %d, \"intra_gbps\": %d, \"nic_gbps\": %d}",
+                        i ? ", " : "", i, DEVICE, GPUS_PER_NODE, INTRA_GBPS,
+                        NIC_GBPS);
+    util_buf_printf(&b, "]}");
+    text = util_buf_take(&b);
+    if (text == NULL)
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    rc = fmt_parse_cluster(text, "dgx-a100", c, err);
+    free(text);
+    return rc;
+}
+
+/* The run's GPT model, fp16 (or the run's precision). */
+static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
+{
+    fmt_transformer_spec sp;
+    int rc;
+
+    memset(&sp, 0, sizeof sp);
+    memset(m, 0, sizeof *m);
+    snprintf(sp.name, sizeof sp.name, "%s", r->name);
+    snprintf(sp.family, sizeof sp.family, "gpt3");
+    sp.blocks = r->layers;
+    sp.hidden = r->hidden;
+    sp.heads = r->heads;
+    sp.seq = r->seq;
+    sp.vocab = r->vocab;
+    sp.tied_embeddings = -1; /* the family's: tied, as Megatron GPT */
+    m->global_batch = r->global_batch;
+    rc = fmt_model_from_transformer(&sp, m, err);
+    if (rc == UTIL_OK)
+        rc = fmt_model_set_precision(m, fmt_precision_from_name(r->precision), err);
+    return rc;
+}
+
+/* Parameters of m as hetplan's plans report them (tied weights once):
+ * model.params of an empty plan document; -1 when unavailable. */
+static double plan_params(const fmt_cluster *c, const fmt_model *m,
+                          const cost_params *cp)
+{
+    plan_meta meta;
+    char *text;
+    cJSON *doc;
+    double v = -1.0;
+
+    memset(&meta, 0, sizeof meta);
+    meta.method = "evaluate";
+    meta.global_batch = m->global_batch;
+    text = plan_to_json(&meta, c, m, cp, NULL, NULL, 0);
+    doc = text != NULL ? cJSON_Parse(text) : NULL;
+    if (bench_num(cJSON_GetObjectItemCaseSensitive(doc, "model"), "params",
+                  "plan", &v, NULL) != UTIL_OK)
+        v = -1.0;
+    cJSON_Delete(doc);
+    free(text);
+    return v;
+}
+
+/* Megatron's strategy: rank = tp_index + tp * dp_index + tp * dp * stage
+ * on device rank (fmt_strategy's layout), layers / pp blocks a stage, the
+ * embedding on the first stage, final norm and head on the last, 1F1B. */
+static int mega_strategy(const fmt_cluster *c, const fmt_model *m,
+                         const mega_run *r, fmt_strategy *s, util_error *err)
+{
+    int j, rc = fmt_strategy_alloc(s, r->tp, r->dp, r->pp);
+
+    if (rc != UTIL_OK)
+        return util_error_set(err, rc, NULL, NULL, "cannot allocate the strategy");
+    s->mbs = r->micro_batch;
+    s->gas = r->global_batch / (r->dp * r->micro_batch);
+    s->schedule = FMT_SCHED_1F1B;
+    s->bounds[0] = 0;
+    for (j = 1; j < r->pp; j++)
+        s->bounds[j] = 1 + j * (r->layers / r->pp);
+    s->bounds[r->pp] = m->nlayers;
+    rc = search_place(c, SEARCH_PLACE_MEGATRON, s, err);
+    if (rc == UTIL_OK)
+        rc = fmt_strategy_check(c, m, s, r->global_batch, err);
+    return rc;
+}
+
+/* What the run used that the model leaves out (notes of the output). */
+static void not_modelled(const mega_run *r, cJSON *out)
+{
+    cJSON *arr = cJSON_AddArrayToObject(out, "not_modelled");
+    const cJSON *f;
+    int interleaved = 0;
+
+    cJSON_ArrayForEach(f, r->features) {
+        const char *name = cJSON_IsString(f) ? f->valuestring : "?";
+        if (strcmp(name, "recompute_full") == 0)
+            name = "recompute_forward_time";
+        interleaved |= strcmp(name, "interleaved_schedule") == 0;
+        cJSON_AddItemToArray(arr, cJSON_CreateString(name));
+    }
+    if (r->virtual_stages > 1 && !interleaved)
+        cJSON_AddItemToArray(arr, cJSON_CreateString("interleaved_schedule"));
+}
+
+static void put_breakdown(cJSON *out, const cost_breakdown *bd)
+{
+    cJSON *x = cJSON_AddObjectToObject(out, "breakdown_s");
+
+    cJSON_AddNumberToObject(x, "compute", bd->compute);
+    cJSON_AddNumberToObject(x, "tp_comm", bd->tp_comm);
+    cJSON_AddNumberToObject(x, "bubble", bd->bubble);
+    cJSON_AddNumberToObject(x, "p2p", bd->p2p);
+    cJSON_AddNumberToObject(x, "dp_comm", bd->dp_comm);
+    cJSON_AddNumberToObject(x, "optimizer", bd->optimizer);
+}
+
+/* Evaluate run r: out gets its object, *t its trial. */
+static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
+                    util_error *err)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy s;
+    cost_params cp;
+    cost_result res;
+    double peak = 0.0, cap = 0.0;
+    int rc;
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&s, 0, sizeof s);
+    memset(&res, 0, sizeof res);
+    cost_params_init(&cp);
+    cp.recompute = r->recompute != NULL && strcmp(r->recompute, "full") == 0;
+    rc = dgx_cluster(r->nodes, &c, err);
+    if (rc == UTIL_OK)
+        rc = gpt_model(r, &m, err);
+    if (rc == UTIL_OK)
+        rc = mega_strategy(&c, &m, r, &s, err);
+    if (rc == UTIL_OK)
+        rc = cost_evaluate(&c, &m, NULL, &cp, &s, &res, err);
+    if (rc != UTIL_OK)
+        goto done;
+    peak = bench_peak(&res, &cap);
+    t->index = index;
+    t->measured_s = r->measured_s;
+    t->predicted_s = res.iter_s;
+    t->fits = res.fits;
+    t->empty_stage = res.empty_stage >= 0;
+
+    cJSON_AddStringToObject(out, "name", r->name);
+    cJSON_AddNumberToObject(out, "params_billion", r->params_billion);
+    cJSON_AddNumberToObject(out, "params_model_billion", plan_params(&c, &m, &cp) / 1e9);
+    cJSON_AddNumberToObject(out, "gpus", r->gpus);
+    cJSON_AddNumberToObject(out, "tp", r->tp);
+    cJSON_AddNumberToObject(out, "pp", r->pp);
+    cJSON_AddNumberToObject(out, "dp", r->dp);
+    cJSON_AddNumberToObject(out, "mbs", s.mbs);
+    cJSON_AddNumberToObject(out, "gas", s.gas);
+    cJSON_AddNumberToObject(out, "measured_s", r->measured_s);
+    cJSON_AddNumberToObject(out, "predicted_s", res.iter_s);
+    cJSON_AddNumberToObject(out, "ratio", res.iter_s / r->measured_s);
+    put_breakdown(out, &res.bd);
+    cJSON_AddNumberToObject(out, "predicted_peak_gib", peak / (1024.0 * 1024.0 * 1024.0));
+    cJSON_AddNumberToObject(out, "capacity_gib", cap / (1024.0 * 1024.0 * 1024.0));
+    cJSON_AddBoolToObject(out, "fits", res.fits);
+    not_modelled(r, out);
+done:
+    cost_result_free(&res);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+    return rc;
+}
+
+static void notes(cJSON *doc)
+{
+    cJSON *x = cJSON_AddObjectToObject(doc, "not_modelled_means");
+
+    cJSON_AddStringToObject(x, "recompute_forward_time",
+                            "full recomputation: the memory model keeps only "
+                            "block inputs (cost_params.recompute = 1), but the "
+                            "time model does not add the recomputed forward pass");
+    cJSON_AddStringToObject(x, "interleaved_schedule",
+                            "evaluated as plain 1F1B with one stage per GPU");
+    cJSON_AddStringToObject(x, "scatter_gather_p2p",
+                            "every TP rank is modelled sending the whole activation");
+    cJSON_AddStringToObject(x, "ddp_overlap_backward",
+                            "the DP all-reduce is modelled after the last backward pass");
+}
+
+static int one_run(void *ctx, const cJSON *run, const char *where, int index,
+                   cJSON *out, util_error *err)
+{
+    calib_trial *t = ctx;
+    mega_run r;
+    int rc = read_run(run, where, &r, err);
+
+    return rc == UTIL_OK ? eval_run(&r, index, out, &t[index], err) : rc;
+}
+
+int main(int argc, char **argv)
+{
+    char dir[4096], path[4200];
+    calib_trial t[MAX_RUNS];
+    calib_ranking rk;
+    cJSON *root = NULL, *doc, *arr, *tot;
+    util_error err;
+    int n = 0, rc, rejects = 0, i;
+
+    if (!bench_data_dir(argc, argv, "megatron-sc21", "megatron-sc21", dir, sizeof dir))
+        return 0;
+    memset(&err, 0, sizeof err);
+    memset(t, 0, sizeof t);
+    doc = bench_doc("megatron-sc21", dir, "DGX A100 80GB nodes (NVSwitch 300 "
+                    "GB/s per direction, 8 x 200 Gbit/s HDR per node), GPT "
+                    "shorthand, Megatron placement, even split, 1F1B, recompute "
+                    "for memory, analytic (no profile); ratio = predicted / "
+                    "measured", &arr);
+    notes(doc);
+    snprintf(path, sizeof path, "%s/runs.json", dir);
+    rc = bench_read_json(path, &root, &err);
+    if (rc == UTIL_OK)
+        rc = bench_each_run(cJSON_GetObjectItemCaseSensitive(root, "runs"), path,
+                            MAX_RUNS, arr, one_run, t, &n, &err);
+    if (rc == UTIL_OK) {
+        tot = cJSON_AddObjectToObject(doc, "totals");
+        cJSON_AddNumberToObject(tot, "runs", n);
+        bench_put_scores(tot, "time", t, n, &rk);
+        for (i = 0; i < n; i++)
+            rejects += !t[i].fits;
+        cJSON_AddNumberToObject(tot, "false_rejects", rejects);
+        fprintf(stderr, "megatron-sc21: %d runs: time MAPE %.1f%%, rho %.3f "
+                "(analytic); %d predicted not to fit\n", n, 100.0 * rk.mape,
+                rk.spearman, rejects);
+    }
+    cJSON_Delete(root);
+    return bench_finish(doc, "megatron-sc21", rc, &err);
+}

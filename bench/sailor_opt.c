@@ -1,0 +1,206 @@
+/* bench/sailor_opt.c: time and peak-memory accuracy of the cost model on
+ * Sailor's 15 OPT-350 runs on GH200 nodes (../shared/data/sailor-opt).
+ * Each run's exact strategy is evaluated with cost_evaluate twice: with
+ * the shipped per-layer profile and analytically (no profile).
+ * Usage: sailor-opt [DATA_DIR]   (default ../shared/data/sailor-opt).
+ * Prints one JSON object on stdout and a summary line on stderr; when the
+ * data folder is absent the object says it was skipped (exit status 0). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "calibrate.h"
+#include "bench_data.h"
+
+#define MAX_RUNS 64
+
+/* One run of runs.json. */
+typedef struct sailor_run {
+    const char *tag, *model;
+    int gbs, tp, dp, pp, mbs;
+    double measured_s, measured_peak;
+} sailor_run;
+
+static int read_run(const cJSON *x, const char *where, sailor_run *r,
+                    util_error *err)
+{
+    const bench_field f[] = {
+        {x, "gbs", &r->gbs, NULL}, {x, "tp", &r->tp, NULL},
+        {x, "dp", &r->dp, NULL},   {x, "pp", &r->pp, NULL},
+        {x, "mbs", &r->mbs, NULL}, {x, "measured_s", NULL, &r->measured_s},
+        {x, "measured_peak_bytes", NULL, &r->measured_peak},
+    };
+
+    memset(r, 0, sizeof *r);
+    r->tag = bench_str(x, "tag");
+    r->model = bench_str(x, "model");
+    if (r->tag == NULL || r->model == NULL)
+        return util_error_set(err, UTIL_EFIELD, where, "tag",
+                              "expected strings 'tag' and 'model'");
+    return bench_fields(f, sizeof f / sizeof f[0], where, err);
+}
+
+/* Evaluate run r: out gets its object, t[0..2] its time (profile), time
+ * (analytic) and peak-memory trials. */
+static int eval_run(const char *dir, const sailor_run *r, int index,
+                    cJSON *out, calib_trial *t, util_error *err)
+{
+    char path[4200];
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    fmt_strategy *s = NULL;
+    cost_params cp;
+    cost_result rp, ra;
+    double cap = 0.0, peak;
+    int ns = 0, i, rc;
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&prof, 0, sizeof prof);
+    memset(&rp, 0, sizeof rp);
+    memset(&ra, 0, sizeof ra);
+    cost_params_init(&cp);
+    snprintf(path, sizeof path, "%s/%s_cluster.json", dir, r->tag);
+    rc = fmt_load_cluster(path, &c, err);
+    if (rc == UTIL_OK) {
+        snprintf(path, sizeof path, "%s/model_%s.json", dir, r->model);
+        rc = fmt_load_model(path, &m, err);
+    }
+    if (rc == UTIL_OK) {
+        snprintf(path, sizeof path, "%s/profile_%s.json", dir, r->model);
+        rc = fmt_load_profile(path, &m, &prof, err);
+    }
+    if (rc == UTIL_OK) {
+        snprintf(path, sizeof path, "%s/%s_strat.json", dir, r->tag);
+        rc = fmt_load_strategies(path, &c, &m, r->gbs, &s, &ns, err);
+    }
+    if (rc == UTIL_OK && (ns != 1 || s[0].tp != r->tp || s[0].dp != r->dp ||
+                          s[0].pp != r->pp || s[0].mbs != r->mbs))
+        rc = util_error_set(err, UTIL_EINVAL, path, NULL,
+                            "expected one strategy with runs.json's tp %d, "
+                            "dp %d, pp %d, mbs %d", r->tp, r->dp, r->pp, r->mbs);
+    if (rc == UTIL_OK)
+        rc = cost_evaluate(&c, &m, &prof, &cp, &s[0], &rp, err);
+    if (rc == UTIL_OK)
+        rc = cost_evaluate(&c, &m, NULL, &cp, &s[0], &ra, err);
+    if (rc != UTIL_OK)
+        goto done;
+
+    peak = bench_peak(&rp, &cap);
+    for (i = 0; i < 3; i++) {
+        t[i].index = index;
+        t[i].fits = rp.fits;
+        t[i].empty_stage = rp.empty_stage >= 0;
+        t[i].measured_s = r->measured_s;
+    }
+    t[0].predicted_s = rp.iter_s;
+    t[1].predicted_s = ra.iter_s;
+    t[2].measured_s = r->measured_peak; /* the same scores over bytes */
+    t[2].predicted_s = peak;
+
+    cJSON_AddStringToObject(out, "tag", r->tag);
+    cJSON_AddNumberToObject(out, "gbs", r->gbs);
+    cJSON_AddNumberToObject(out, "tp", r->tp);
+    cJSON_AddNumberToObject(out, "dp", r->dp);
+    cJSON_AddNumberToObject(out, "pp", r->pp);
+    cJSON_AddNumberToObject(out, "mbs", r->mbs);
+    cJSON_AddNumberToObject(out, "gas", s[0].gas);
+    cJSON_AddNumberToObject(out, "measured_s", r->measured_s);
+    cJSON_AddNumberToObject(out, "predicted_s_profile", rp.iter_s);
+    cJSON_AddNumberToObject(out, "predicted_s_analytic", ra.iter_s);
+    cJSON_AddNumberToObject(out, "ratio_profile", rp.iter_s / r->measured_s);
+    cJSON_AddNumberToObject(out, "ratio_analytic", ra.iter_s / r->measured_s);
+    cJSON_AddNumberToObject(out, "estimated_layers_profile", rp.estimated);
+    cJSON_AddNumberToObject(out, "measured_peak_bytes", r->measured_peak);
+    cJSON_AddNumberToObject(out, "predicted_peak_bytes", peak);
+    cJSON_AddNumberToObject(out, "peak_ratio", peak / r->measured_peak);
+    cJSON_AddNumberToObject(out, "capacity_bytes", cap);
+    cJSON_AddBoolToObject(out, "fits", rp.fits);
+    cJSON_AddBoolToObject(out, "runnable", rp.fits && rp.empty_stage < 0);
+done:
+    cost_result_free(&rp);
+    cost_result_free(&ra);
+    for (i = 0; i < ns; i++)
+        fmt_strategy_free(&s[i]);
+    free(s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+    return rc;
+}
+
+/* Scores of the n runs in t (n x 3) and the summary line on stderr. */
+static void totals(cJSON *doc, const calib_trial *t, int n)
+{
+    calib_trial tp[MAX_RUNS], ta[MAX_RUNS], tm[MAX_RUNS];
+    calib_ranking rp, ra, rm;
+    cJSON *x = cJSON_AddObjectToObject(doc, "totals");
+    int i, not_fit = 0;
+
+    for (i = 0; i < n; i++) {
+        tp[i] = t[3 * i];
+        ta[i] = t[3 * i + 1];
+        tm[i] = t[3 * i + 2];
+        not_fit += !t[3 * i].fits;
+    }
+    cJSON_AddNumberToObject(x, "runs", n);
+    bench_put_scores(x, "time_profile", tp, n, &rp);
+    bench_put_scores(x, "time_analytic", ta, n, &ra);
+    bench_put_scores(x, "peak_memory", tm, n, &rm);
+    cJSON_AddNumberToObject(x, "false_rejects", not_fit);
+    cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
+    fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
+            "(rho %.3f), %.1f%% analytic (rho %.3f); peak memory MAPE %.1f%%; "
+            "%d false rejects\n", n, 100.0 * rp.mape, rp.spearman,
+            100.0 * ra.mape, ra.spearman, 100.0 * rm.mape, not_fit);
+}
+
+/* What bench_each_run's callback needs. */
+typedef struct sailor_ctx {
+    const char *dir;
+    calib_trial *t;        /* 3 per run */
+} sailor_ctx;
+
+static int one_run(void *ctx, const cJSON *run, const char *where, int index,
+                   cJSON *out, util_error *err)
+{
+    sailor_ctx *x = ctx;
+    sailor_run r;
+    int rc = read_run(run, where, &r, err);
+
+    return rc == UTIL_OK ? eval_run(x->dir, &r, index, out, &x->t[3 * index], err)
+                         : rc;
+}
+
+int main(int argc, char **argv)
+{
+    char dir[4096], path[4200];
+    calib_trial t[3 * MAX_RUNS];
+    sailor_ctx ctx = {dir, t};
+    cJSON *runs = NULL, *doc, *arr;
+    util_error err;
+    int n = 0, rc;
+
+    if (!bench_data_dir(argc, argv, "sailor-opt", "sailor-opt", dir, sizeof dir))
+        return 0;
+    memset(&err, 0, sizeof err);
+    memset(t, 0, sizeof t);
+    doc = bench_doc("sailor-opt", dir, "each run's strategy evaluated by "
+                    "cost_evaluate with the shipped profile and analytically; "
+                    "peak = largest over ranks; false_rejects = runs predicted "
+                    "not to fit (all ran)", &arr);
+    snprintf(path, sizeof path, "%s/runs.json", dir);
+    rc = bench_read_json(path, &runs, &err);
+    if (rc == UTIL_OK)
+        rc = bench_each_run(runs, path, MAX_RUNS, arr, one_run, &ctx, &n, &err);
+    if (rc == UTIL_OK)
+        totals(doc, t, n);
+    cJSON_Delete(runs);
+    return bench_finish(doc, "sailor-opt", rc, &err);
+}
