@@ -26,8 +26,10 @@ typedef struct cost_params {
     /* memory model */
     double state_bytes;     /* weights + grads + optimizer state per parameter, bytes; 0 = from
                                the model's precision (fp16 20, bf16 18, fp32 16) (0) */
-    int zero_stage;         /* 0..3: shard optimizer (1), + grads (2), + weights (3) across DP */
-    int recompute;          /* 1: activation recomputation (store only layer inputs) */
+    int zero_stage;         /* 0..3 of strategies that do not state theirs: shard
+                               optimizer (1), + grads (2), + weights (3) across DP */
+    int recompute;          /* enum fmt_recompute of strategies that do not state
+                               theirs (none; 1 = full: store only block inputs) */
     double mem_reserve;     /* CUDA context, NCCL and cuBLAS buffers, fragmentation per GPU,
                                bytes (1 GiB) */
     int frozen_layers;      /* the first K layers are frozen: forward only, no gradients,
@@ -50,6 +52,10 @@ int cost_params_set(cost_params *p, const char *name, double value,
 const char *cost_params_name(int i);
 /* Value of the field called name in *value; UTIL_ENOTFOUND when unknown. */
 int cost_params_get(const cost_params *p, const char *name, double *value);
+/* A strategy's recomputation level (enum fmt_recompute) and ZeRO stage:
+ * its own when stated (>= 0), else p's default. */
+int cost_strategy_recompute(const cost_params *p, const fmt_strategy *s);
+int cost_strategy_zero(const cost_params *p, const fmt_strategy *s);
 
 /* ---- evaluation ------------------------------------------------------ */
 

@@ -221,6 +221,8 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
     ps.schedule = s->schedule;
+    ps.recompute = cost_strategy_recompute(p, s);
+    ps.zero_stage = cost_strategy_zero(p, s);
     ps.calib = cost_calibration_of(p, prof);
     p = &ps;
     x.c = c;

@@ -244,8 +244,12 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
                            const fmt_strategy *s, int rank, cost_memory *out)
 {
     cost_mem_stage st;
+    cost_params ps = *p; /* the strategy's own features */
     int j = rank / (s->tp * s->dp);
 
+    ps.recompute = cost_strategy_recompute(p, s);
+    ps.zero_stage = cost_strategy_zero(p, s);
+    p = &ps;
     memset(&st, 0, sizeof st);
     st.stage = j;
     st.pp = s->pp;

@@ -40,7 +40,7 @@ static const param_field param_fields[] = {
     PF(bwd_traffic, 0, 0.0, 100.0),
     PF(optimizer_bytes, 0, 0.0, 1e4), PF(schedule, 1, 0, 1),
     PF(state_bytes, 0, 0.0, 1e3),    PF(zero_stage, 1, 0, 3),
-    PF(recompute, 1, 0, 1),          PF(mem_reserve, 0, 0.0, 1e15),
+    PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, 0.0, 1e15),
     PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
     PF(frozen_layers, 1, 0, 1e9),
 };
@@ -95,4 +95,18 @@ int cost_params_get(const cost_params *p, const char *name, double *value)
         return UTIL_OK;
     }
     return UTIL_ENOTFOUND;
+}
+
+int cost_strategy_recompute(const cost_params *p, const fmt_strategy *s)
+{
+    if (s != NULL && s->recompute >= 0)
+        return s->recompute;
+    return p != NULL ? p->recompute : FMT_RECOMPUTE_NONE;
+}
+
+int cost_strategy_zero(const cost_params *p, const fmt_strategy *s)
+{
+    if (s != NULL && s->zero >= 0)
+        return s->zero;
+    return p != NULL ? p->zero_stage : 0;
 }

@@ -211,6 +211,23 @@ void fmt_profile_free(fmt_profile *p);
 
 enum fmt_schedule { FMT_SCHED_1F1B = 0, FMT_SCHED_GPIPE = 1 };
 
+#define FMT_MAX_VPP 64     /* most model chunks per device (vpp) */
+
+/* Activation recomputation (Korthikanti et al. 2022): none; full (only
+ * each block's input is kept, the block's forward runs again before its
+ * backward); selective (the attention core, softmax and dropout over the
+ * s x s scores, is recomputed, the rest kept).  The values of NONE and
+ * FULL match the older boolean `recompute`. */
+enum fmt_recompute {
+    FMT_RECOMPUTE_NONE = 0,
+    FMT_RECOMPUTE_FULL = 1,
+    FMT_RECOMPUTE_SELECTIVE = 2
+};
+/* "none", "full", "selective"; NULL when out of range. */
+const char *fmt_recompute_name(int r);
+/* Level from its name, -1 when unknown. */
+int fmt_recompute_from_name(const char *name);
+
 /* One parallel training strategy.  Rank r has
  * tp_index = r % tp, dp_index = (r / tp) % dp, stage = r / (tp * dp). */
 typedef struct fmt_strategy {
@@ -227,9 +244,26 @@ typedef struct fmt_strategy {
                                with tp_heads */
     double *slow;           /* tp * dp * pp compute slowdown of each rank (1 = as
                                catalogued, 2 = twice as slow), owned; NULL = none */
+    /* training features; a negative value means "not stated": the cost
+       model then takes cost_params' default (cost_strategy_recompute,
+       cost_strategy_zero) */
+    int vpp;                /* model chunks per device for the interleaved 1F1B
+                               schedule (Megatron's virtual pipeline stages); 1 =
+                               plain.  bounds still gives each device's layers;
+                               the launcher splits a device's blocks into vpp
+                               equal chunks, chunk k of device j being model chunk
+                               k * pp + j (so vpp must divide them) */
+    int sp;                 /* 1: sequence parallelism (Megatron, Korthikanti et
+                               al. 2022): norms and dropout split over the TP
+                               group, all-reduce = reduce-scatter + all-gather */
+    int recompute;          /* enum fmt_recompute, -1 = cost_params.recompute */
+    int zero;               /* 0..3: optimizer state (1, Megatron's distributed
+                               optimizer), + gradients (2), + weights (3) sharded
+                               over the DP group; -1 = cost_params.zero_stage */
 } fmt_strategy;
 
-/* Allocate bounds and ranks for the given degrees (contents zeroed). */
+/* Allocate bounds and ranks for the given degrees (contents zeroed; mbs,
+ * gas and vpp 1, sp 0, recompute and zero -1: not stated). */
 int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp);
 int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src);
 void fmt_strategy_free(fmt_strategy *s);

@@ -1,6 +1,6 @@
 /* formats/precision.c: training precision: its names, whether a device
  * supports it, a model's precision and the change of a loaded model's
- * precision. */
+ * precision; the names of the recomputation levels. */
 #include <string.h>
 
 #include "formats.h"
@@ -76,4 +76,21 @@ int fmt_model_set_precision(fmt_model *m, int prec, util_error *err)
     m->dtype_bytes = (int)new_d;
     m->bf16 = prec == FMT_PREC_BF16;
     return UTIL_OK;
+}
+
+const char *fmt_recompute_name(int r)
+{
+    static const char *const names[] = {"none", "full", "selective"};
+
+    return r >= 0 && r <= FMT_RECOMPUTE_SELECTIVE ? names[r] : NULL;
+}
+
+int fmt_recompute_from_name(const char *name)
+{
+    int r;
+
+    for (r = 0; name != NULL && r <= FMT_RECOMPUTE_SELECTIVE; r++)
+        if (strcmp(name, fmt_recompute_name(r)) == 0)
+            return r;
+    return -1;
 }

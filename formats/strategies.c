@@ -54,14 +54,34 @@ done:
     return rc;
 }
 
+/* Optional boolean field key of obj: *out 0 or 1, unchanged when absent. */
+static int parse_flag(const fmt_read_ctx *cx, const cJSON *obj,
+                      const char *parent, const char *key, int *out)
+{
+    const cJSON *v = fmt_field(obj, key);
+    char fp[FMT_PATH_N];
+
+    if (v == NULL)
+        return UTIL_OK;
+    if (!cJSON_IsBool(v)) {
+        util_json_key(fp, sizeof fp, parent, key);
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "expected a boolean (true or false), got %s",
+                        util_json_type(v));
+    }
+    *out = cJSON_IsTrue(v) ? 1 : 0;
+    return UTIL_OK;
+}
+
 static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                           const fmt_cluster *c, const fmt_model *m, int gb,
                           fmt_strategy *s)
 {
     const cJSON *jb = NULL, *jr, *v;
-    const char *sched = NULL;
+    const char *sched = NULL, *rec = NULL;
     char fp[FMT_PATH_N], ep[FMT_PATH_N];
-    int rc, tp, dp, pp, mbs, i, nb, sch = FMT_SCHED_1F1B;
+    int rc, tp, dp, pp, mbs, i, nb, sch = FMT_SCHED_1F1B, vpp, zero, sp = 0;
+    int recompute = -1;
 
     memset(s, 0, sizeof *s);
     if (!cJSON_IsObject(e))
@@ -76,6 +96,10 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_int_field(cx, e, p, "mbs", FMT_F_REQ | FMT_F_POS, 0, &mbs)) !=
             UTIL_OK ||
         (rc = fmt_str_ref(cx, e, p, "schedule", 0, &sched)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "vpp", FMT_F_POS, 1, &vpp)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, e, p, "zero", 0, -1, &zero)) != UTIL_OK ||
+        (rc = fmt_str_ref(cx, e, p, "recompute", 0, &rec)) != UTIL_OK ||
+        (rc = parse_flag(cx, e, p, "sequence_parallel", &sp)) != UTIL_OK ||
         (rc = fmt_sub_field(cx, e, p, "stage_boundaries", FMT_F_REQ, FMT_K_ARR,
                             &jb)) != UTIL_OK)
         return rc;
@@ -93,6 +117,22 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
             return fmt_fail(cx, UTIL_EFIELD, fp,
                             "expected '1f1b' or 'gpipe', got '%s'", sched);
     }
+    if (rec != NULL && (recompute = fmt_recompute_from_name(rec)) < 0) {
+        util_json_key(fp, sizeof fp, p, "recompute");
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "expected 'none', 'full' or 'selective', got '%s'", rec);
+    }
+    if (zero != -1 && (zero < 0 || zero > 3)) {
+        util_json_key(fp, sizeof fp, p, "zero");
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "expected a ZeRO stage from 0 to 3, got %d", zero);
+    }
+    if (vpp > FMT_MAX_VPP) {
+        util_json_key(fp, sizeof fp, p, "vpp");
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "expected at most %d model chunks per device, got %d",
+                        FMT_MAX_VPP, vpp);
+    }
     util_json_key(fp, sizeof fp, p, "stage_boundaries");
     nb = cJSON_GetArraySize(jb);
     if (nb != pp + 1)
@@ -102,6 +142,10 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         return fmt_fail(cx, UTIL_ENOMEM, p, "out of memory");
     s->mbs = mbs;
     s->schedule = sch;
+    s->vpp = vpp;
+    s->sp = sp;
+    s->recompute = recompute;
+    s->zero = zero;
     i = 0;
     cJSON_ArrayForEach(v, jb)
     {

@@ -28,6 +28,10 @@ int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp)
     s->mbs = 1;
     s->gas = 1;
     s->schedule = FMT_SCHED_1F1B;
+    s->vpp = 1;
+    s->sp = 0;
+    s->recompute = -1;
+    s->zero = -1;
     return UTIL_OK;
 }
 
@@ -41,6 +45,10 @@ int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src)
     dst->mbs = src->mbs;
     dst->gas = src->gas;
     dst->schedule = src->schedule;
+    dst->vpp = src->vpp;
+    dst->sp = src->sp;
+    dst->recompute = src->recompute;
+    dst->zero = src->zero;
     memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
     memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
     memcpy(dst->placement, src->placement, sizeof dst->placement);
@@ -116,6 +124,30 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
                                   "expected strictly increasing boundaries, got "
                                   "%d then %d at index %d", s->bounds[i],
                                   s->bounds[i + 1], i + 1);
+    if (s->vpp < 1 || s->vpp > FMT_MAX_VPP)
+        return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
+                              "expected between 1 and %d model chunks per "
+                              "device, got %d", FMT_MAX_VPP, s->vpp);
+    if (s->vpp > 1 && (s->pp < 2 || s->schedule != FMT_SCHED_1F1B))
+        return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
+                              "interleaved stages (vpp %d) need pp >= 2 and the "
+                              "1f1b schedule", s->vpp);
+    if (s->vpp > 1 && s->gas % s->pp != 0)
+        return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
+                              "the interleaved schedule needs a micro-batch "
+                              "count divisible by pp, got %d micro-batches and "
+                              "pp %d", s->gas, s->pp);
+    if (s->sp != 0 && s->sp != 1)
+        return util_error_set(err, UTIL_EINVAL, NULL, "sequence_parallel",
+                              "expected 0 or 1, got %d", s->sp);
+    if (s->recompute < -1 || s->recompute > FMT_RECOMPUTE_SELECTIVE)
+        return util_error_set(err, UTIL_EINVAL, NULL, "recompute",
+                              "expected none, full or selective, got %d",
+                              s->recompute);
+    if (s->zero < -1 || s->zero > 3)
+        return util_error_set(err, UTIL_EINVAL, NULL, "zero",
+                              "expected a ZeRO stage from 0 to 3, got %d",
+                              s->zero);
     seen = calloc((size_t)c->ndevices, 1);
     if (seen == NULL)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

@@ -77,7 +77,7 @@ static cJSON *params_json(const cost_params *p)
         if (strcmp(name, "schedule") == 0)
             ok = util_json_put_str(o, name, sched_name((int)v));
         else if (strcmp(name, "recompute") == 0)
-            ok = util_json_put_bool(o, name, v != 0.0);
+            ok = util_json_put_str(o, name, fmt_recompute_name((int)v));
         else
             ok = util_json_put_num(o, name, v);
     }
@@ -352,9 +352,26 @@ static int runnable_reason(const fmt_model *m, const fmt_strategy *s,
     return r->fits && es < 0;
 }
 
+/* The strategy's training features, resolved against p's defaults. */
+static int features_put(cJSON *o, const cost_params *p, const fmt_strategy *s)
+{
+    cost_params dflt;
+
+    if (p == NULL) {
+        cost_params_init(&dflt);
+        p = &dflt;
+    }
+    return util_json_put_num(o, "vpp", s->vpp > 1 ? s->vpp : 1) &&
+           util_json_put_bool(o, "sequence_parallel", s->sp != 0) &&
+           util_json_put_str(o, "recompute",
+                             fmt_recompute_name(cost_strategy_recompute(p, s))) &&
+           util_json_put_num(o, "zero", cost_strategy_zero(p, s));
+}
+
 static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
-                            const fmt_model *m, const fmt_strategy *s,
-                            const cost_result *r, int idx)
+                            const fmt_model *m, const cost_params *p,
+                            const fmt_strategy *s, const cost_result *r,
+                            int idx)
 {
     cJSON *o = cJSON_CreateObject(), *arr, *mem, *lt;
     int nranks = s->tp * s->dp * s->pp, j, ok = 0;
@@ -368,6 +385,7 @@ static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
         !util_json_put_num(o, "dp", s->dp) || !util_json_put_num(o, "pp", s->pp) ||
         !util_json_put_num(o, "mbs", s->mbs) || !util_json_put_num(o, "micro_batches", s->gas) ||
         !util_json_put_str(o, "schedule", sched_name(s->schedule)) ||
+        !features_put(o, p, s) ||
         !util_json_put_str(o, "placement", s->placement) ||
         !util_json_put_num(o, "predicted_s", r->iter_s) ||
         !(r->iter_s > 0.0
@@ -457,7 +475,7 @@ char *plan_to_json(const plan_meta *meta, const fmt_cluster *c,
     if (!util_json_put(doc, "strategies", arr))
         goto done;
     for (i = 0; i < n; i++)
-        if (!util_json_push(arr, strategy_json(meta, c, m, &s[i], &r[i], i)))
+        if (!util_json_push(arr, strategy_json(meta, c, m, p, &s[i], &r[i], i)))
             goto done;
     text = cJSON_Print(doc);
 done:

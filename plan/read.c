@@ -119,7 +119,13 @@ static int read_params(plan_doc *d, const cJSON *cp, util_error *err)
     cJSON_ArrayForEach(v, cp)
     {
         snprintf(jp, sizeof jp, "settings.cost_params.%s", v->string);
-        if (cJSON_IsString(v) && strcmp(v->string, "schedule") == 0) {
+        if (cJSON_IsString(v) && strcmp(v->string, "recompute") == 0) {
+            x = fmt_recompute_from_name(v->valuestring);
+            if (x < 0)
+                return util_error_set(err, UTIL_EFIELD, d->path, jp,
+                                      "expected 'none', 'full' or 'selective', "
+                                      "got '%s'", v->valuestring);
+        } else if (cJSON_IsString(v) && strcmp(v->string, "schedule") == 0) {
             if (strcmp(v->valuestring, "gpipe") == 0)
                 x = FMT_SCHED_GPIPE;
             else if (strcmp(v->valuestring, "1f1b") == 0)
@@ -206,7 +212,9 @@ done:
 static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
 {
     static const char *const keys[] = {"tp", "dp", "pp", "mbs", "schedule",
-                                       "stage_boundaries"};
+                                       "stage_boundaries", "vpp",
+                                       "sequence_parallel", "recompute",
+                                       "zero"};
     cJSON *doc = NULL, *list = NULL, *e, *ranks;
     const cJSON *js, *jr;
     char jp[PF_PATH], *text = NULL;

@@ -1070,6 +1070,58 @@ START_TEST(strategies_ok)
 }
 END_TEST
 
+/* The training features of a strategy: defaults when absent ("not
+ * stated" for recompute and zero), values when given, located errors. */
+START_TEST(strategies_features)
+{
+    fmt_strategy *s;
+    util_error e;
+    int n, rc;
+
+    rc = strat_rc("{\"strategies\": ["
+                  "{\"tp\": 1, \"dp\": 2, \"pp\": 2, \"mbs\": 2,"
+                  " \"stage_boundaries\": [0, 2, 4]},"
+                  "{\"tp\": 2, \"dp\": 1, \"pp\": 2, \"mbs\": 1,"
+                  " \"stage_boundaries\": [0, 2, 4], \"vpp\": 2,"
+                  " \"sequence_parallel\": true, \"recompute\": \"selective\","
+                  " \"zero\": 1}]}",
+                  &s, &n, &e);
+    ck_assert_msg(rc == UTIL_OK, "parse failed: %s: %s", e.path, e.msg);
+    ck_assert_int_eq(s[0].vpp, 1);
+    ck_assert_int_eq(s[0].sp, 0);
+    ck_assert_int_eq(s[0].recompute, -1);
+    ck_assert_int_eq(s[0].zero, -1);
+    ck_assert_int_eq(s[1].vpp, 2);
+    ck_assert_int_eq(s[1].sp, 1);
+    ck_assert_int_eq(s[1].recompute, FMT_RECOMPUTE_SELECTIVE);
+    ck_assert_int_eq(s[1].zero, 1);
+    free_strats(s, n);
+
+    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                  " \"recompute\": \"some\"}]}", &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].recompute", "'some'");
+    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                  " \"zero\": 4}]}", &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].zero", "0 to 3");
+    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                  " \"sequence_parallel\": 1}]}", &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].sequence_parallel",
+               "boolean");
+    /* interleaving needs pp >= 2 and micro-batches divisible by pp */
+    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 1,"
+                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                  " \"vpp\": 2}]}", &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].vpp", "pp >= 2");
+    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 4,"
+                  " \"mbs\": 4, \"stage_boundaries\": [0, 1, 2, 3, 4],"
+                  " \"vpp\": 2}]}", &s, &n, &e);
+    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].vpp", "divisible by pp");
+}
+END_TEST
+
 START_TEST(strategies_errors)
 {
     fmt_strategy *s;
@@ -1399,6 +1451,7 @@ static Suite *inputs_suite(void)
 
     tcase_add_test(ts, strategies_ok);
     tcase_add_test(ts, strategies_errors);
+    tcase_add_test(ts, strategies_features);
     tcase_add_test(ts, robust_truncations);
     tcase_set_timeout(ts, 120);
     suite_add_tcase(s, ts);
