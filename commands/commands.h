@@ -200,6 +200,12 @@ typedef struct cmd_plan_opts {
     int precision;          /* enum fmt_precision, -1 = the model's */
     int nparams;
     const char *params[CMD_MAX_PARAMS];
+    int objective;          /* enum search_objective (plan only) */
+    double headroom;        /* --memory-headroom as a fraction (plan only) */
+    int use_all;            /* --use-all (plan only) */
+    int seed;               /* --seed (plan only) */
+    int anneal_steps;       /* --anneal-steps, -1 = the default (plan only) */
+    int plan_only;          /* 1 when one of the five above was given */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */

@@ -34,7 +34,14 @@ const char cmd_plan_usage[] =
     "  --global-batch N       global batch size (default: the model's training.global_batch)\n"
     "  --top-k K              strategies kept in the plan (default 5)\n"
     "  --method amp|megatron  search: AMP Algorithm 1 (default) or the Megatron heuristic\n"
-    "  --placement RULE       all (default), megatron or fastest-first\n"
+    "  --placement RULE       all (default: rules, then annealing), megatron or\n"
+    "                         fastest-first (one rule, file order, no annealing)\n"
+    "  --objective time|cost  minimise the iteration time (default) or its price\n"
+    "                         (needs prices in the cluster file)\n"
+    "  --memory-headroom PCT  keep PCT per cent of every GPU's memory free\n"
+    "  --use-all              every GPU runs a rank (no idle devices)\n"
+    "  --seed N               seed of the placement annealing (default 0)\n"
+    "  --anneal-steps N       annealing moves per candidate, 0 = none (default 150)\n"
     "  --max-tp N             largest tensor-parallel degree tried\n"
     "  --max-mbs N            largest micro-batch size tried\n"
     "  --schedule 1f1b|gpipe  pipeline schedule (default 1f1b)\n"
@@ -58,7 +65,8 @@ const char cmd_plan_usage[] =
 
 /* Options that plan_option stores. */
 enum {
-    OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY
+    OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
+    OPT_OBJECTIVE, OPT_HEADROOM
 };
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
@@ -106,6 +114,23 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
             return cmd_usage_error(NULL, "option '--schedule' expects 1f1b or gpipe, "
                                          "got '%s'", v);
         break;
+    case OPT_OBJECTIVE:
+        o->plan_only = 1;
+        o->objective = search_objective_from_name(v);
+        if (o->objective < 0)
+            return cmd_usage_error(NULL, "option '--objective' expects time or cost, "
+                                         "got '%s'", v);
+        break;
+    case OPT_HEADROOM: {
+        char *end = NULL;
+        double pct = strtod(v, &end);
+        o->plan_only = 1;
+        if (end == v || *end != '\0' || !(pct >= 0.0 && pct < 100.0))
+            return cmd_usage_error(NULL, "option '--memory-headroom' expects a per "
+                                         "cent from 0 to below 100, got '%s'", v);
+        o->headroom = pct / 100.0;
+        break;
+    }
     default: /* OPT_FIDELITY */
         o->fidelity = cost_fidelity_from_name(v);
         if (o->fidelity < 0)
@@ -133,6 +158,11 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_CALL("--placement", OPT_PLACEMENT),
         CMD_CALL("--schedule", OPT_SCHEDULE),
         CMD_CALL("--fidelity", OPT_FIDELITY),
+        CMD_CALL("--objective", OPT_OBJECTIVE),
+        CMD_CALL("--memory-headroom", OPT_HEADROOM),
+        CMD_SET("--use-all", NULL, &o->use_all, 1),
+        CMD_INT("--seed", &o->seed, 0, INT_MAX),
+        CMD_INT("--anneal-steps", &o->anneal_steps, 0, 1000000),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = cmd_plan_usage, .options = table, .version = 1,
@@ -144,8 +174,16 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     o->placements = -1;
     o->fidelity = -1;
     o->precision = -1;
+    o->seed = -1;
+    o->anneal_steps = -1;
     if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
         return code;
+    if (o->use_all || o->seed >= 0 || o->anneal_steps >= 0)
+        o->plan_only = 1;
+    if (evaluate && o->plan_only)
+        return cmd_usage_error(NULL, "%s", "'--objective', '--memory-headroom', "
+                                           "'--use-all', '--seed' and '--anneal-steps' "
+                                           "belong to 'planner plan'");
     if ((code = cmd_require_inputs(&o->in)) != CMD_EXIT_OK)
         return code;
     if (o->in.profile && o->in.amp_profile)
@@ -289,6 +327,17 @@ int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
             goto done;
         }
         fputs(table, stdout);
+        free(table);
+        table = NULL;
+        if (n > 0) { /* the devices #1 leaves idle, and why */
+            table = plan_idle_text(&r->c, &s[0], r->meta.idle_reasons
+                                                    ? r->meta.idle_reasons[0] : NULL);
+            if (table == NULL) {
+                code = cmd_out_of_memory();
+                goto done;
+            }
+            fputs(table, stdout);
+        }
         if (o->output)
             printf("plan written to '%s'\n", o->output);
     }
@@ -316,6 +365,7 @@ int cmd_plan(int argc, char **argv)
     util_error err;
     fmt_strategy *ss = NULL;
     cost_result *rs = NULL;
+    const char **why = NULL;
     int i, code, rc, progress_drawn = 0;
 
     memset(&res, 0, sizeof res);
@@ -331,38 +381,53 @@ int cmd_plan(int argc, char **argv)
     sp.max_mbs = r.o.max_mbs;
     if (r.o.placements >= 0)
         sp.placements = (unsigned)r.o.placements;
+    sp.objective = r.o.objective;
+    sp.memory_headroom = r.o.headroom;
+    sp.use_all = r.o.use_all;
+    sp.seed = r.o.seed > 0 ? (uint64_t)r.o.seed : 0;
+    sp.anneal_steps = r.o.anneal_steps < 0 ? 0 : r.o.anneal_steps > 0 ? r.o.anneal_steps : -1;
     if (!r.o.out.quiet && isatty(STDERR_FILENO)) { /* progress on a terminal only */
         sp.progress = cmd_progress_draw;
         sp.progress_ctx = &progress_drawn;
     }
-    rc = search_plan(&r.c, &r.m, r.profile, &r.cp, &sp, &res, &err);
+    rc = search_plan_devices(&r.c, &r.m, r.profile, &r.cp, &sp, &res, &err);
     cmd_progress_clear(&progress_drawn);
     if (rc != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;
     }
-    ss = calloc((size_t)res.n, sizeof *ss);
-    rs = calloc((size_t)res.n, sizeof *rs);
-    if (ss == NULL || rs == NULL) {
+    ss = calloc((size_t)res.n + 1, sizeof *ss);
+    rs = calloc((size_t)res.n + 1, sizeof *rs);
+    why = calloc((size_t)res.n + 1, sizeof *why);
+    if (ss == NULL || rs == NULL || why == NULL) {
         code = cmd_out_of_memory();
         goto done;
     }
     for (i = 0; i < res.n; i++) {
         ss[i] = res.cands[i].s; /* shallow views; res keeps ownership */
         rs[i] = res.cands[i].r;
+        why[i] = res.cands[i].idle_reason;
     }
+    r.meta.idle_reasons = why;
+    r.meta.objective = search_objective_name(sp.objective);
+    r.meta.memory_headroom = sp.memory_headroom;
+    r.meta.subsets = res.subsets;
+    r.meta.anneal_moves = res.anneal_moves;
+    r.meta.seed = (unsigned long)sp.seed;
     r.meta.method = r.o.method == SEARCH_METHOD_MEGATRON ? "megatron" : "amp";
     r.meta.evaluated = res.evaluated;
     r.meta.rejected_memory = res.rejected_memory;
     r.meta.elapsed_s = cmd_seconds() - r.t0;
     if (r.o.out.verbose)
         fprintf(stderr, "planner: %ld candidates scored, %ld rejected for memory, "
-                        "%ld ruled out, %.3f s\n", res.evaluated,
-                res.rejected_memory, res.rejected_other, r.meta.elapsed_s);
+                        "%ld ruled out, %d device subsets, %ld annealing moves, "
+                        "%.3f s\n", res.evaluated, res.rejected_memory,
+                res.rejected_other, res.subsets, res.anneal_moves, r.meta.elapsed_s);
     code = cmd_plan_emit(&r, ss, rs, res.n);
 done:
     free(ss);
     free(rs);
+    free(why);
     search_result_free(&res);
     cmd_plan_run_free(&r);
     return code;

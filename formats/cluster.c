@@ -18,6 +18,7 @@ void fmt_cluster_free(fmt_cluster *c)
     free(c->nodes);
     free(c->links);
     free(c->device_node);
+    free(c->price);
     memset(c, 0, sizeof *c);
 }
 
@@ -480,6 +481,85 @@ static int parse_links(const fmt_read_ctx *cx, const cJSON *root,
     return UTIL_OK;
 }
 
+/* Index in c->types of the type a price names (as a node's "device"
+ * would), -1 when no node uses it. */
+static int price_type(const fmt_cluster *c, const char *name)
+{
+    const fmt_device_type *cat = fmt_catalog_find(name);
+    int i;
+
+    for (i = 0; i < c->ntypes; i++)
+        if (fmt_name_eq(c->types[i].name, name) ||
+            (cat != NULL && fmt_name_eq(c->types[i].name, cat->name)))
+            return i;
+    return -1;
+}
+
+/* Set the price of type t from the number at path p. */
+static int set_price(const fmt_read_ctx *cx, fmt_cluster *c, int t,
+                     const cJSON *v, const char *p)
+{
+    double x = 0.0;
+    int rc = fmt_num_value(cx, v, p, FMT_F_NONNEG, &x);
+
+    if (rc != UTIL_OK)
+        return rc;
+    if (c->price == NULL) {
+        int i;
+        c->price = malloc((size_t)c->ntypes * sizeof *c->price);
+        if (c->price == NULL)
+            return fmt_fail(cx, UTIL_ENOMEM, p, "out of memory");
+        for (i = 0; i < c->ntypes; i++)
+            c->price[i] = -1.0;
+    }
+    c->price[t] = x;
+    return UTIL_OK;
+}
+
+/* Optional prices per GPU hour: "price_per_hour" of a device_types entry
+ * and the "prices" object (type name -> price) for any type, catalogue
+ * types included; the "prices" entry wins when both give one. */
+static int parse_prices(const fmt_read_ctx *cx, const cJSON *root,
+                        fmt_cluster *c)
+{
+    const cJSON *jt = fmt_field(root, "device_types"), *jp = NULL, *e, *v;
+    char p[FMT_PATH_N], fp[FMT_PATH_N];
+    double unused;
+    int rc, t;
+
+    if (cJSON_IsObject(jt))
+        cJSON_ArrayForEach(e, jt)
+        {
+            v = fmt_field(e, "price_per_hour");
+            if (v == NULL || e->string == NULL)
+                continue;
+            util_json_key(p, sizeof p, "device_types", e->string);
+            util_json_key(fp, sizeof fp, p, "price_per_hour");
+            t = price_type(c, e->string);
+            if (t >= 0 && (rc = set_price(cx, c, t, v, fp)) != UTIL_OK)
+                return rc;
+            if (t < 0 && (rc = fmt_num_value(cx, v, fp, FMT_F_NONNEG,
+                                             &unused)) != UTIL_OK)
+                return rc;
+        }
+    rc = fmt_sub_field(cx, root, "", "prices", 0, FMT_K_OBJ, &jp);
+    if (rc != UTIL_OK || jp == NULL)
+        return rc;
+    cJSON_ArrayForEach(e, jp)
+    {
+        const char *name = e->string ? e->string : "";
+        util_json_key(p, sizeof p, "prices", name);
+        t = price_type(c, name);
+        if (t < 0)
+            return fmt_fail(cx, UTIL_EFIELD, p,
+                            "no node uses device type '%s' (expected the "
+                            "device of some node)", name);
+        if ((rc = set_price(cx, c, t, e, p)) != UTIL_OK)
+            return rc;
+    }
+    return UTIL_OK;
+}
+
 int fmt_parse_cluster(const char *text, const char *file, fmt_cluster *out,
                        util_error *err)
 {
@@ -518,7 +598,8 @@ int fmt_parse_cluster(const char *text, const char *file, fmt_cluster *out,
             goto done;
         }
     }
-    if ((rc = parse_links(&cx, root, refs, &c)) != UTIL_OK)
+    if ((rc = parse_links(&cx, root, refs, &c)) != UTIL_OK ||
+        (rc = parse_prices(&cx, root, &c)) != UTIL_OK)
         goto done;
     if (fmt_cluster_index(&c) != UTIL_OK) {
         rc = fmt_fail(&cx, UTIL_ENOMEM, "", "out of memory");

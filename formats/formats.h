@@ -67,6 +67,9 @@ typedef struct fmt_cluster {
     int nlinks;
     int ndevices;            /* sum of nodes[].gpus */
     int *device_node;        /* ndevices entries: node of each device, owned */
+    double *price;           /* ntypes entries: price of one GPU of each type per
+                                hour (any currency, >= 0), < 0 = not given;
+                                owned, NULL when the file gives no price */
 } fmt_cluster;
 
 /* Free the members of c (not c itself); NULL-safe, leaves c zeroed. */
@@ -271,7 +274,8 @@ void fmt_strategy_free(fmt_strategy *s);
 int fmt_rank_device(const fmt_strategy *s, int stage, int dpi, int tpi);
 
 /* Check a strategy against cluster and model (degrees, ranks, bounds,
- * batch divisibility); UTIL_EINVAL with a message otherwise. */
+ * batch divisibility); UTIL_EINVAL with a message otherwise.  A strategy
+ * may have fewer ranks than the cluster has GPUs: the others are idle. */
 int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
                         const fmt_strategy *s, int global_batch,
                         util_error *err);
@@ -386,8 +390,9 @@ int fmt_profile_from_amp(const char *path, const char *key,
 /* Strategies file of `planner evaluate`:
  * {"strategies":[{"tp":1,"dp":4,"pp":4,"mbs":1,
  *   "stage_boundaries":[0,7,14,20,30], "ranks":[...optional...]}]}.
- * Without "ranks" the Megatron placement (rank r on device r) is used.
- * Every strategy is checked with fmt_strategy_check.  *out is a malloc'd
+ * Without "ranks" the Megatron placement (rank r on device r) is used
+ * and tp * dp * pp must equal the GPU count; with "ranks" it may be
+ * smaller (the GPUs no rank names are idle).  Every strategy is checked with fmt_strategy_check.  *out is a malloc'd
  * array of *n strategies; free each with fmt_strategy_free, then free(). */
 int fmt_parse_strategies(const char *text, const char *file,
                           const fmt_cluster *c, const fmt_model *m,

@@ -103,8 +103,10 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_sub_field(cx, e, p, "stage_boundaries", FMT_F_REQ, FMT_K_ARR,
                             &jb)) != UTIL_OK)
         return rc;
+    /* fewer ranks than GPUs only with explicit ranks: the rest are idle */
     if ((long long)tp * dp > c->ndevices ||
-        (long long)tp * dp * pp != c->ndevices)
+        (long long)tp * dp * pp > c->ndevices ||
+        ((long long)tp * dp * pp != c->ndevices && fmt_field(e, "ranks") == NULL))
         return fmt_fail(cx, UTIL_EINVAL, p,
                         "tp * dp * pp = %d * %d * %d = %.0f does not match the "
                         "cluster's %d GPUs",

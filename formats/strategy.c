@@ -91,7 +91,7 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
     if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "degrees and micro-batch size must be positive");
-    if (nr != c->ndevices)
+    if (nr > c->ndevices) /* fewer: the devices no rank names are idle */
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "tp*dp*pp = %d*%d*%d = %d does not match the "
                               "cluster's %d GPUs", s->tp, s->dp, s->pp, nr,

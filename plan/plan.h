@@ -29,6 +29,14 @@ typedef struct plan_meta {
     double elapsed_s;           /* planning wall time */
     const cost_timeline *timeline; /* simulated iteration of the first strategy,
                                       written as its "timeline"; NULL = none */
+    const char *const *idle_reasons; /* n entries: why strategy i leaves devices
+                                        idle (search_candidate.idle_reason);
+                                        NULL = no reason recorded */
+    const char *objective;      /* "time", "cost"; NULL = not recorded */
+    double memory_headroom;     /* fraction of memory the search kept free */
+    int subsets;                /* device subsets searched, 0 = not recorded */
+    long anneal_moves;          /* placement annealing moves scored */
+    unsigned long seed;         /* --seed of the search */
 } plan_meta;
 
 
@@ -44,6 +52,12 @@ char *plan_to_json(const plan_meta *meta, const fmt_cluster *c,
 char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
                     const fmt_strategy *s, const cost_result *r, int n,
                     int global_batch);
+
+/* Lines naming the devices of c that s leaves idle, node by node, and
+ * why (reason may be NULL); "" when s uses every device.  For stdout
+ * after the table.  malloc'd, caller frees; NULL when out of memory. */
+char *plan_idle_text(const fmt_cluster *c, const fmt_strategy *s,
+                     const char *reason);
 
 /* ---- plan files read back (plan/read.c) ------------------------------ */
 

@@ -94,6 +94,16 @@ typedef struct search_params {
     int tp_granule;         /* MLP columns of uneven shards come in multiples of this (64) */
     search_progress_fn progress; /* progress callback, NULL = none (NULL) */
     void *progress_ctx;     /* passed to progress (NULL) */
+    /* search_plan_devices only (search/subset.c, search/anneal.c); zero
+       is each field's default, so search_params_init need not set them */
+    int objective;          /* enum search_objective (time) */
+    double memory_headroom; /* fraction of every device's memory kept free,
+                               0 <= h < 1 (0) */
+    int use_all;            /* 1: every device runs a rank, no subsets (0) */
+    int max_subsets;        /* device subsets searched, 0 = SEARCH_MAX_SUBSETS (0) */
+    int anneal_steps;       /* annealing moves per annealed candidate, 0 =
+                               SEARCH_ANNEAL_STEPS, < 0 = no annealing (0) */
+    uint64_t seed;          /* seed of the annealing's PCG32 (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -102,6 +112,8 @@ void search_params_init(search_params *p);
 typedef struct search_candidate {
     fmt_strategy s;        /* owned */
     cost_result r;          /* owned */
+    char idle_reason[320];  /* search_plan_devices: why the devices s leaves
+                               idle are idle; "" when it uses every device */
 } search_candidate;
 
 /* Where a strategy that does not fit overflows (memory model). */
@@ -121,6 +133,8 @@ typedef struct search_result {
                                parameters (a stage without any cannot run) */
     search_memory_miss miss; /* of the rejected candidate closest to fitting
                                 (recorded while none fits) */
+    int subsets;            /* search_plan_devices: device subsets searched */
+    long anneal_moves;      /* search_plan_devices: annealing moves scored */
 } search_result;
 
 /* Run the search.  out is overwritten; free with search_result_free.
@@ -200,5 +214,72 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                            double *objective, search_dp_stats *stats,
                            util_error *err);
 
+/* ---- device subsets, objectives and placement annealing -------------- */
+
+/* What search_plan_devices minimises. */
+enum search_objective {
+    SEARCH_OBJ_TIME = 0,    /* iteration time */
+    SEARCH_OBJ_COST,        /* price of an iteration: time x hourly price of the
+                               devices that run a rank (idle ones are not
+                               rented); needs fmt_cluster.price for them */
+    SEARCH_OBJ_N
+};
+/* "time", "cost"; NULL when out of range. */
+const char *search_objective_name(int objective);
+/* Objective from its name, -1 when unknown. */
+int search_objective_from_name(const char *name);
+
+#define SEARCH_MAX_SUBSETS 24   /* default bound on device subsets searched */
+#define SEARCH_ANNEAL_STEPS 150 /* default annealing moves per candidate */
+#define SEARCH_ANNEAL_KEEP 3    /* candidates annealed: the best, and the best
+                                   on every device */
+/* Work bound of one annealing run: moves x ranks x layers scored stays
+ * below this, so large clusters take fewer moves (deterministically). */
+#define SEARCH_ANNEAL_WORK 4e7
+
+/* Hourly price of the devices s runs on (fmt_cluster.price); -1 when
+ * one of them has none. */
+double search_price_per_hour(const fmt_cluster *c, const fmt_strategy *s);
+/* Value of the objective for a scored strategy (time: r->iter_s; cost:
+ * r->iter_s x search_price_per_hour / 3600, -1 price: INFINITY). */
+double search_objective_value(const fmt_cluster *c, int objective,
+                              const fmt_strategy *s, const cost_result *r);
+
+/* The placement order the search starts from: node indices of c sorted
+ * by device speed (fastest first), then memory, links and region, then
+ * name, so that it does not depend on the order of the cluster file.
+ * order gets c->nnodes entries. */
+void search_canonical_nodes(const fmt_cluster *c, int *order);
+
+/* Simulated annealing over the placement of a scored strategy (AMP
+ * section 3.3 searches placements; moves after Kirkpatrick et al.
+ * 1983): swap two TP groups, two stages, reverse a run of stages, swap
+ * two devices, or trade a device for an idle one (not with use_all).
+ * Every move is scored by the layer assignment and the cost model; the
+ * best state seen is kept.  steps moves at most (bounded by
+ * SEARCH_ANNEAL_WORK), PCG32 seeded with seed.  s and r are replaced by
+ * the best state when it beats them (s->placement "annealed");
+ * *moves (may be NULL) gets the moves scored. */
+int search_anneal(const fmt_cluster *c, const fmt_model *m,
+                  const fmt_profile *prof, const cost_params *cp,
+                  const search_params *sp, int steps, uint64_t seed,
+                  fmt_strategy *s, cost_result *r, long *moves,
+                  util_error *err);
+
+/* search_plan over subsets of c's devices (docs/algorithms.md, "Device
+ * subsets"): every device, then whole groups of alike nodes (device
+ * type, region, links) removed by backward elimination, then, when a
+ * set's GPU count does not factor (a prime factor above 7), its last
+ * nodes removed; at most sp->max_subsets searches.  Each set is searched
+ * in the canonical node order, the SEARCH_ANNEAL_KEEP best candidates
+ * and the SEARCH_ANNEAL_KEEP best on every device annealed (search_anneal), and all ranked by sp->objective under
+ * sp->memory_headroom.  Candidates' ranks index c's devices and may
+ * leave some idle (idle_reason says why); results are evaluated on c.
+ * sp->method megatron, or a single placement rule, keeps the file
+ * order and does not anneal. */
+int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        const search_params *sp, search_result *out,
+                        util_error *err);
 
 #endif
