@@ -281,6 +281,18 @@ START_TEST(prime_node_count_cli)
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "idle devices of #1 (8 of 104 GPUs)"));
     tp_run_free(&r);
+    /* a plan with an idle node reads back (whatif re-evaluates it) */
+    {
+        const char *wr[] = {"--cluster", "prime.json", "--model", "model.json", "-q",
+                            "-o", "plan.json", NULL};
+        const char *wi[] = {"whatif", "--plan", "plan.json", "--slow", "0:2", NULL};
+        tp_run(&r, wr);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        tp_run_free(&r);
+        tp_run(&r, wi);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        tp_run_free(&r);
+    }
     /* --use-all keeps every GPU, and so finds nothing */
     {
         const char *ua[] = {"--cluster", "prime.json", "--model", "model.json",
