@@ -100,7 +100,8 @@ typedef struct search_params {
     double memory_headroom; /* fraction of every device's memory kept free,
                                0 <= h < 1 (0) */
     int use_all;            /* 1: every device runs a rank, no subsets (0) */
-    int max_subsets;        /* device subsets searched, 0 = SEARCH_MAX_SUBSETS (0) */
+    int max_subsets;        /* device subsets searched, 0 = SEARCH_MAX_SUBSETS
+                               scaled to the cluster (0) */
     int anneal_steps;       /* annealing moves per annealed candidate, 0 =
                                SEARCH_ANNEAL_STEPS, < 0 = no annealing (0) */
     uint64_t seed;          /* seed of the annealing's PCG32 (0) */
@@ -229,13 +230,15 @@ const char *search_objective_name(int objective);
 /* Objective from its name, -1 when unknown. */
 int search_objective_from_name(const char *name);
 
-#define SEARCH_MAX_SUBSETS 24   /* default bound on device subsets searched */
+#define SEARCH_MAX_SUBSETS 24   /* default bound on device subsets searched, for
+                                   clusters up to 1024 GPUs; larger ones get
+                                   24 * 1024 / GPUs of them, at least 4 */
 #define SEARCH_ANNEAL_STEPS 150 /* default annealing moves per candidate */
 #define SEARCH_ANNEAL_KEEP 3    /* candidates annealed: the best, and the best
                                    on every device */
 /* Work bound of one annealing run: moves x ranks x layers scored stays
  * below this, so large clusters take fewer moves (deterministically). */
-#define SEARCH_ANNEAL_WORK 4e7
+#define SEARCH_ANNEAL_WORK 1e7
 
 /* Hourly price of the devices s runs on (fmt_cluster.price); -1 when
  * one of them has none. */

@@ -60,7 +60,12 @@ double search_objective_value(const fmt_cluster *c, int objective,
 
 /* ---- canonical node order ------------------------------------------- */
 
-static const fmt_cluster *sort_c; /* qsort has no context argument */
+/* A node as the canonical sort sees it (qsort has no context argument,
+ * so each entry carries its cluster). */
+typedef struct node_key {
+    const fmt_cluster *c;
+    int node;
+} node_key;
 
 static int cmp_num(double a, double b)
 {
@@ -100,9 +105,9 @@ static int natural_cmp(const char *a, const char *b)
 
 static int node_cmp(const void *pa, const void *pb)
 {
-    const fmt_node *a = &sort_c->nodes[*(const int *)pa];
-    const fmt_node *b = &sort_c->nodes[*(const int *)pb];
-    const fmt_device_type *x = &sort_c->types[a->type], *y = &sort_c->types[b->type];
+    const node_key *ka = pa, *kb = pb;
+    const fmt_node *a = &ka->c->nodes[ka->node], *b = &kb->c->nodes[kb->node];
+    const fmt_device_type *x = &ka->c->types[a->type], *y = &kb->c->types[b->type];
     int d;
 
     if ((d = cmp_num(x->flops_fp16 + x->flops_bf16, y->flops_fp16 + y->flops_bf16)) ||
@@ -118,13 +123,31 @@ static int node_cmp(const void *pa, const void *pb)
 
 void search_canonical_nodes(const fmt_cluster *c, int *order)
 {
-    int i;
+    node_key *k = malloc((size_t)(c->nnodes > 0 ? c->nnodes : 1) * sizeof *k);
+    int i, j;
 
     for (i = 0; i < c->nnodes; i++)
         order[i] = i;
-    sort_c = c;
-    qsort(order, (size_t)c->nnodes, sizeof *order, node_cmp);
-    sort_c = NULL;
+    if (k == NULL) { /* out of memory: a stable insertion sort in place */
+        for (i = 1; i < c->nnodes; i++)
+            for (j = i; j > 0; j--) {
+                node_key a = {c, order[j - 1]}, b = {c, order[j]};
+                int t = order[j];
+                if (node_cmp(&a, &b) <= 0)
+                    break;
+                order[j] = order[j - 1];
+                order[j - 1] = t;
+            }
+        return;
+    }
+    for (i = 0; i < c->nnodes; i++) {
+        k[i].c = c;
+        k[i].node = i;
+    }
+    qsort(k, (size_t)c->nnodes, sizeof *k, node_cmp);
+    for (i = 0; i < c->nnodes; i++)
+        order[i] = k[i].node;
+    free(k);
 }
 
 /* ---- sub-clusters ----------------------------------------------------- */
@@ -513,7 +536,13 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
     x.sp = sp;
     x.out = out;
     x.all_v = HUGE_VAL;
-    x.max_sets = sp->max_subsets > 0 ? sp->max_subsets : SEARCH_MAX_SUBSETS;
+    x.max_sets = sp->max_subsets;
+    if (x.max_sets <= 0) { /* fewer searches of a large cluster */
+        x.max_sets = c->ndevices > 1024
+                         ? (int)((long)SEARCH_MAX_SUBSETS * 1024 / c->ndevices) : SEARCH_MAX_SUBSETS;
+        if (x.max_sets < 4)
+            x.max_sets = 4;
+    }
     /* megatron's baseline and a single placement rule keep the file order */
     x.canonical = sp->method != SEARCH_METHOD_MEGATRON &&
                   (sp->placements & ((1u << SEARCH_PLACE_NPLACEMENTS) - 1u)) ==
