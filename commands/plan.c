@@ -329,9 +329,10 @@ int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
         fputs(table, stdout);
         free(table);
         table = NULL;
-        if (n > 0) { /* the devices #1 leaves idle, and why */
-            table = plan_idle_text(&r->c, &s[0], r->meta.idle_reasons
-                                                    ? r->meta.idle_reasons[0] : NULL);
+        if (n > 0) { /* the devices #1 leaves idle and why, its price */
+            table = plan_devices_text(&r->c, &s[0], &rs[0], r->meta.idle_reasons
+                                                              ? r->meta.idle_reasons[0]
+                                                              : NULL);
             if (table == NULL) {
                 code = cmd_out_of_memory();
                 goto done;

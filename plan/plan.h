@@ -53,11 +53,12 @@ char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
                     const fmt_strategy *s, const cost_result *r, int n,
                     int global_batch);
 
-/* Lines naming the devices of c that s leaves idle, node by node, and
- * why (reason may be NULL); "" when s uses every device.  For stdout
- * after the table.  malloc'd, caller frees; NULL when out of memory. */
-char *plan_idle_text(const fmt_cluster *c, const fmt_strategy *s,
-                     const char *reason);
+/* Lines for stdout after the table about the devices of the best
+ * strategy s (result r): those it leaves idle, node by node, and why
+ * (reason may be NULL), and its price when c gives prices; "" when
+ * neither applies.  malloc'd, caller frees; NULL when out of memory. */
+char *plan_devices_text(const fmt_cluster *c, const fmt_strategy *s,
+                        const cost_result *r, const char *reason);
 
 /* ---- plan files read back (plan/read.c) ------------------------------ */
 

@@ -354,6 +354,42 @@ START_TEST(cost_objective)
 }
 END_TEST
 
+/* The plan states the price: per hour the sum over the GPUs in use, per
+ * iteration that x predicted_s / 3600; the table says it too. */
+START_TEST(cost_in_plan_cli)
+{
+    const char *args[] = {"--cluster", "c.json", "--model", "m.json", "--format", "json",
+                          "--objective", "cost", NULL};
+    const char *targs[] = {"--cluster", "c.json", "--model", "m.json", NULL};
+    tp_run_out r;
+    cJSON *doc, *s;
+    double ph, pi, t;
+
+    /* 13 x 8 A100 at 2.5 per GPU hour; the plan uses 96 of them */
+    tp_write("c.json", "{\"prices\": {\"A100-80GB\": 2.5}, \"nodes\": [{\"name\": \"dgx\", "
+                       "\"count\": 13, \"device\": \"A100-80GB\", \"gpus\": 8, "
+                       "\"intra_gbps\": 4800, \"nic_gbps\": 1600}]}");
+    tp_write("m.json", small_model);
+    tp_run(&r, args);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    doc = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(doc);
+    s = cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "strategies"), 0);
+    ph = cJSON_GetObjectItem(s, "price_per_hour")->valuedouble;
+    pi = cJSON_GetObjectItem(s, "price_per_iteration")->valuedouble;
+    t = cJSON_GetObjectItem(s, "predicted_s")->valuedouble;
+    ck_assert_double_eq_tol(ph, 96 * 2.5, 1e-9);
+    ck_assert_double_eq_tol(pi, 240.0 * t / 3600.0, 1e-12);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "search"), "objective")
+                         ->valuestring, "cost");
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+    tp_run(&r, targs);
+    ck_assert_ptr_nonnull(strstr(r.out, "price of #1: 240 per hour"));
+    tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(cost_needs_prices)
 {
     static const int all[] = {0, 1, 2, 3, 4, 5, 6};
@@ -519,6 +555,7 @@ static Suite *suite(void)
     tcase_add_test(tc, prime_node_count_cli);
     tcase_add_test(tc, cost_objective);
     tcase_add_test(tc, cost_needs_prices);
+    tcase_add_test(tc, cost_in_plan_cli);
     tcase_add_test(tc, memory_headroom);
     tcase_add_test(tc, anneal_invariants);
     tcase_add_test(tc, canonical_order);
