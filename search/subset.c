@@ -231,6 +231,9 @@ typedef struct subset_ctx {
     pooled *pool;
     int npool, cap;
     double all_v;           /* best objective using every device */
+    int *best_nodes;        /* the set with the best objective so far */
+    int best_n;
+    double best_v;
     int all_rc;             /* search_plan's status on every device */
     util_error all_err;
     search_result *out;
@@ -343,6 +346,11 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
     }
     if (is_all)
         x->all_v = *best;
+    if (*best < x->best_v) {
+        x->best_v = *best;
+        x->best_n = n;
+        memcpy(x->best_nodes, nodes, (size_t)n * sizeof *nodes);
+    }
 done:
     search_result_free(&res);
     fmt_cluster_free(&sc);
@@ -455,6 +463,46 @@ static void idle_reason(const subset_ctx *x, search_candidate *cd, double v)
                  "no strategy runs on all %d GPUs: %.240s", N, why);
 }
 
+/* Anneal one candidate on the work cluster.  Under the simulator the
+ * moves are scored with the analytic model (as the enumeration prunes),
+ * and the result is kept only when the simulator agrees it is better. */
+static int anneal_one(subset_ctx *x, search_candidate *cd, int steps, long *moves,
+                      util_error *err)
+{
+    cost_params analytic = *x->cp;
+    fmt_strategy s;
+    cost_result r, rs;
+    int rc;
+
+    if (x->cp->fidelity != COST_FIDELITY_SIMULATE)
+        return search_anneal(&x->wc, x->m, x->prof, x->cp, x->sp, steps, x->sp->seed,
+                             &cd->s, &cd->r, moves, err);
+    analytic.fidelity = COST_FIDELITY_ANALYTIC;
+    memset(&rs, 0, sizeof rs);
+    if (fmt_strategy_copy(&s, &cd->s) != UTIL_OK)
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    rc = cost_evaluate(&x->wc, x->m, x->prof, &analytic, &s, &r, err);
+    if (rc == UTIL_OK)
+        rc = search_anneal(&x->wc, x->m, x->prof, &analytic, x->sp, steps, x->sp->seed,
+                           &s, &r, moves, err);
+    if (rc == UTIL_OK && strcmp(s.placement, cd->s.placement) != 0)
+        rc = cost_evaluate(&x->wc, x->m, x->prof, x->cp, &s, &rs, err);
+    if (rc == UTIL_OK && rs.fits && rs.empty_stage < 0 &&
+        search_objective_value(&x->wc, x->sp->objective, &s, &rs) <
+            search_objective_value(&x->wc, x->sp->objective, &cd->s, &cd->r)) {
+        fmt_strategy_free(&cd->s);
+        cost_result_free(&cd->r);
+        cd->s = s;
+        cd->r = rs;
+        memset(&s, 0, sizeof s);
+        memset(&rs, 0, sizeof rs);
+    }
+    fmt_strategy_free(&s);
+    cost_result_free(&r);
+    cost_result_free(&rs);
+    return rc;
+}
+
 /* Groups of alike nodes (device type and region), numbered in placement
  * order; alike nodes are adjacent in the canonical order, so the node
  * before is tried first. */
@@ -536,6 +584,7 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
     x.sp = sp;
     x.out = out;
     x.all_v = HUGE_VAL;
+    x.best_v = HUGE_VAL;
     x.max_sets = sp->max_subsets;
     if (x.max_sets <= 0) { /* fewer searches of a large cluster */
         x.max_sets = c->ndevices > 1024
@@ -549,7 +598,8 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
                       ((1u << SEARCH_PLACE_NPLACEMENTS) - 1u);
     x.order = malloc((size_t)c->nnodes * sizeof *x.order);
     nodes = malloc((size_t)c->nnodes * sizeof *nodes);
-    if (x.order == NULL || nodes == NULL) {
+    x.best_nodes = malloc((size_t)c->nnodes * sizeof *x.best_nodes);
+    if (x.order == NULL || nodes == NULL || x.best_nodes == NULL) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
@@ -571,6 +621,11 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
         rc = odd_scale(&x, nodes, c->nnodes, err);
         if (rc == UTIL_OK)
             rc = eliminate(&x, nodes, err);
+        if (rc == UTIL_OK && x.best_n > 0 && x.best_n < c->nnodes) {
+            /* the best set may not factor either */
+            memcpy(nodes, x.best_nodes, (size_t)x.best_n * sizeof *nodes);
+            rc = odd_scale(&x, nodes, x.best_n, err);
+        }
     }
     if (rc != UTIL_OK)
         goto done;
@@ -591,8 +646,7 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
             continue;
         n += n < keep;
         all_done += x.pool[i].all;
-        rc = search_anneal(&x.wc, m, prof, cp, sp, steps, sp->seed,
-                           &x.pool[i].cand.s, &x.pool[i].cand.r, &moves, err);
+        rc = anneal_one(&x, &x.pool[i].cand, steps, &moves, err);
         if (rc != UTIL_OK)
             goto done;
         out->anneal_moves += moves;
@@ -628,6 +682,7 @@ done:
     free(x.pool);
     free(x.order);
     free(x.group);
+    free(x.best_nodes);
     free(nodes);
     fmt_cluster_free(&x.wc);
     if (rc != UTIL_OK) {
