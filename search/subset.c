@@ -631,8 +631,14 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
         goto done;
     if (x.npool == 0) { /* nothing runs on any subset: say why for all */
         rc = x.all_rc != UTIL_OK ? x.all_rc : UTIL_EINFEASIBLE;
-        if (err != NULL)
+        if (err != NULL) {
+            size_t len = strlen(x.all_err.msg);
             *err = x.all_err;
+            if (sp->memory_headroom > 0.0 && len + 1 < sizeof err->msg)
+                snprintf(err->msg + len, sizeof err->msg - len,
+                         " (capacities less the %g%% memory headroom)",
+                         100.0 * sp->memory_headroom);
+        }
         goto done;
     }
     qsort(x.pool, (size_t)x.npool, sizeof *x.pool, pool_cmp);
