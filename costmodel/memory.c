@@ -54,22 +54,6 @@ void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
         *w /= d;
 }
 
-/* Activations a layer keeps for backward per sample, all of them
- * (Korthikanti et al. 2022, sec. 4: act_rep + (act - act_rep) / t). */
-static double full_act(const fmt_layer *l, int tp)
-{
-    return l->act_rep_bytes + (l->act_bytes - l->act_rep_bytes) / (double)tp;
-}
-
-/* Layers whose activations recomputation drops (Megatron checkpoints
- * the blocks, not the embedding, the final norm or the loss). */
-static int recomputed(const fmt_model *m, const cost_params *p, int l)
-{
-    int k = m->layers[l].kind;
-
-    return p->recompute && (k == FMT_KIND_TRANSFORMER || k == FMT_KIND_GENERIC);
-}
-
 /* Frozen layers (the first p->frozen_layers, PipeTransformer) run
  * forward only: no gradients, no optimizer state, nothing kept for a
  * backward pass that never reaches them. */
@@ -81,34 +65,56 @@ static int frozen(const cost_params *p, int l)
 double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp)
 {
+    cost_act x;
+
     if (frozen(p, l))
         return 0.0;
-    if (recomputed(m, p, l)) /* only the input, whole on every TP rank */
-        return l > 0 ? m->layers[l - 1].out_bytes : 0.0;
-    return full_act(&m->layers[l], tp);
+    cost_layer_act(m, l, p->recompute, &x);
+    return cost_act_bytes(&x, tp, p->sp);
 }
 
 double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp)
 {
     const fmt_layer *x = &m->layers[l];
-    double t = 0.0;
+    double t = tp > 1 ? (double)tp : 1.0, v = (double)m->seq * m->vocab;
+    double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0, tr = 0.0;
+    cost_act full, kept;
 
     if (frozen(p, l))
         return 0.0;
     if (x->kind == FMT_KIND_HEAD) {
-        /* Megatron's vocab-parallel cross entropy works on an fp32 clone
-         * of the fp32 logits: 4 bytes per logit beyond act_bytes */
-        if (m->seq > 0 && m->vocab > 0)
-            t = 4.0 * (double)m->seq * (double)m->vocab / (double)tp;
-        return t;
+        if (!cost_act_from_shape(m)) /* a layer list: an fp32 clone */
+            return 4.0 * v / t;
+        /* Megatron's vocabulary-parallel cross entropy: the e-byte
+         * logits, their fp32 copy (none in fp32) and the shifted copy
+         * it exponentiates in place, of which the softmax stays */
+        return (e + (e < 4.0 ? 4.0 : 0.0)) * v / t;
     }
-    if (x->kind == FMT_KIND_TRANSFORMER) /* backward's gradients of the
-                                             saved tensors, same shapes */
-        t = full_act(x, tp);
-    if (recomputed(m, p, l)) /* re-materialised for its backward */
-        t += full_act(x, tp);
-    return t;
+    if (x->kind != FMT_KIND_TRANSFORMER && x->kind != FMT_KIND_GENERIC)
+        return 0.0;
+    /* backward: the gradients of the saved tensors, their shapes; plus
+     * what recomputation re-materialises for it */
+    cost_layer_act(m, l, FMT_RECOMPUTE_NONE, &full);
+    cost_layer_act(m, l, p->recompute, &kept);
+    if (x->kind == FMT_KIND_TRANSFORMER)
+        tr = cost_act_bytes(&full, tp, p->sp);
+    if (p->recompute == FMT_RECOMPUTE_FULL) /* the whole block again */
+        tr += cost_act_bytes(&full, tp, p->sp);
+    else if (p->recompute == FMT_RECOMPUTE_SELECTIVE) /* its core */
+        tr += cost_act_bytes(&full, tp, p->sp) - cost_act_bytes(&kept, tp, p->sp);
+    return tr;
+}
+
+/* Parameters of layer l held by one rank at TP degree tp: the sharded
+ * part divided, params_rep whole (Shoeybi et al. 2019, section 3). */
+static double rank_params(const fmt_layer *x, int tp)
+{
+    double rep = x->params_rep > 0.0 && x->params_rep <= x->params
+                     ? x->params_rep
+                     : 0.0;
+
+    return (x->params - rep) / (double)(tp > 1 ? tp : 1) + rep;
 }
 
 double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
@@ -119,7 +125,7 @@ double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
     cost_state_bytes(m, p, dp, &w, &g, &o);
     if (frozen(p, l))
         g = o = 0.0;
-    return m->layers[l].params / (double)tp * (w + g + o) +
+    return rank_params(&m->layers[l], tp) * (w + g + o) +
            (double)mbs * (double)inflight * cost_layer_stored(m, p, l, tp);
 }
 
@@ -128,6 +134,22 @@ int cost_inflight(const cost_params *p, int stage, int pp, int gas)
     int k = p->schedule == FMT_SCHED_GPIPE ? gas : pp - stage;
 
     return k < gas ? k : gas;
+}
+
+double cost_inflight_interleaved(int stage, int pp, int gas, int vpp)
+{
+    double k;
+
+    if (vpp <= 1 || pp <= 1)
+        return (double)(pp - stage < gas ? pp - stage : gas);
+    /* Megatron's interleaved schedule runs 2 (pp - stage - 1) +
+     * (vpp - 1) pp warm-up forwards of model chunks before its first
+     * backward and holds one more in the steady state (Narayanan et al.
+     * SC'21, section 2.2); each chunk is 1 / vpp of the device's layers */
+    k = 2.0 * (pp - stage - 1) + (double)(vpp - 1) * pp + 1.0;
+    if (k > (double)gas * vpp)
+        k = (double)gas * vpp;
+    return k / (double)vpp;
 }
 
 /* DeepSpeed's pipeline engine: a stage keeps each in-flight micro-batch's
@@ -162,9 +184,9 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     cost_state_bytes(m, p, st->dp, &w, &g, &o);
     for (l = st->a; l < st->b; l++) {
         double tr = cost_layer_transient(m, p, l, st->tp);
-        params += m->layers[l].params / (double)st->tp;
+        params += rank_params(&m->layers[l], st->tp);
         if (!frozen(p, l))
-            trained += m->layers[l].params / (double)st->tp;
+            trained += rank_params(&m->layers[l], st->tp);
         act += cost_layer_stored(m, p, l, st->tp);
         if (tr > ws)
             ws = tr;
@@ -172,7 +194,8 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     x.weights = params * w;
     x.grads = trained * g;
     x.optimizer = trained * o;
-    x.activations = (double)st->mbs * (double)st->inflight * act;
+    x.activations = (double)st->mbs *
+                    (st->inflight_v > 0.0 ? st->inflight_v : (double)st->inflight) * act;
     x.workspace = (double)st->mbs * ws;
     if (st->pp > 1 && st->a < st->b) {
         double in = st->a > 0 ? m->layers[st->a - 1].out_bytes : 0.0;
@@ -249,6 +272,7 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
 
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.sp = s->sp > 0 && s->tp > 1;
     p = &ps;
     memset(&st, 0, sizeof st);
     st.stage = j;
@@ -260,6 +284,8 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
     st.mbs = s->mbs;
     st.gas = s->gas;
     st.inflight = cost_inflight(p, j, s->pp, s->gas);
+    if (s->vpp > 1 && p->schedule == FMT_SCHED_1F1B)
+        st.inflight_v = cost_inflight_interleaved(j, s->pp, s->gas, s->vpp);
     cost_device_memory(m, p, &st, out);
     return j;
 }
