@@ -73,6 +73,23 @@ double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
     return cost_act_bytes(&x, tp, p->sp);
 }
 
+/* Backward of a block, per sample: the gradient of its largest saved
+ * tensor and the gradient that op produces, while the saved tensors of
+ * the ops after it are already freed: 2 x the largest of the eager
+ * scores e a s^2 / t, the MLP's e s f / t (per gated half) and e s h. */
+static double block_workspace(const fmt_model *m, int tp)
+{
+    double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
+    double s = m->seq, h = m->hidden, t = tp > 1 ? (double)tp : 1.0;
+    double f = m->ffn > 0 ? (double)m->ffn : 4.0 * h, big = e * s * f / t;
+
+    if (cost_attention(m) == FMT_ATTN_EAGER && e * m->heads * s * s / t > big)
+        big = e * m->heads * s * s / t;
+    if (e * s * h > big)
+        big = e * s * h;
+    return 2.0 * big;
+}
+
 double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp)
 {
@@ -97,7 +114,9 @@ double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
      * what recomputation re-materialises for it */
     cost_layer_act(m, l, FMT_RECOMPUTE_NONE, &full);
     cost_layer_act(m, l, p->recompute, &kept);
-    if (x->kind == FMT_KIND_TRANSFORMER)
+    if (x->kind == FMT_KIND_TRANSFORMER && cost_act_from_shape(m))
+        tr = block_workspace(m, tp);
+    else if (x->kind == FMT_KIND_TRANSFORMER)
         tr = cost_act_bytes(&full, tp, p->sp);
     if (p->recompute == FMT_RECOMPUTE_FULL) /* the whole block again */
         tr += cost_act_bytes(&full, tp, p->sp);
@@ -157,13 +176,26 @@ double cost_inflight_interleaved(int stage, int pp, int gas, int vpp)
  * it sends back; and each in-flight output until its gradient arrives,
  * plus the buffer receiving that gradient.  Every TP rank holds the whole
  * tensor (no scatter/gather in Megatron v1). */
-static double pipe_buffers(double in_bytes, double out_bytes, int stage,
-                           int pp, int inflight, int gas, int mbs)
+static double pipe_buffers(const fmt_model *m, double in_bytes,
+                           double out_bytes, int stage, int pp, int inflight,
+                           int gas, int mbs)
 {
     double b = 0.0, n;
 
     if (pp <= 1)
         return 0.0;
+    if (cost_act_from_shape(m)) {
+        /* Megatron-LM's schedules: a received activation is the stage's
+         * input, already among the stored activations, and a sent output
+         * is freed once sent (deallocate_pipeline_outputs); what remains
+         * is the gradient received for the output and the one sent back
+         * for the input, one micro-batch each */
+        if (stage > 0)
+            b += (double)mbs * in_bytes;
+        if (stage < pp - 1)
+            b += (double)mbs * out_bytes;
+        return b;
+    }
     if (stage > 0) {
         n = (double)(inflight + 1 < gas ? inflight + 1 : gas);
         b += (n + 1.0) * (double)mbs * in_bytes;
@@ -199,7 +231,7 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     x.workspace = (double)st->mbs * ws;
     if (st->pp > 1 && st->a < st->b) {
         double in = st->a > 0 ? m->layers[st->a - 1].out_bytes : 0.0;
-        x.buffers = pipe_buffers(in, m->layers[st->b - 1].out_bytes, st->stage,
+        x.buffers = pipe_buffers(m, in, m->layers[st->b - 1].out_bytes, st->stage,
                                  st->pp, st->inflight, gas, st->mbs);
     }
     if (st->pp > 0 && st->dp > 1) {
@@ -260,7 +292,7 @@ double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                  (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
     /* stages are cut where a block hands its hidden state on */
     return p->mem_reserve + (double)mbs * ws +
-           pipe_buffers(hidden, hidden, stage, pp, inflight, gas, mbs);
+           pipe_buffers(m, hidden, hidden, stage, pp, inflight, gas, mbs);
 }
 
 int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
