@@ -227,6 +227,62 @@ START_TEST(replicated_params)
 }
 END_TEST
 
+/* A described model's middle pipeline stage, by hand: gpt2 shape h 64,
+ * a 8, s 32, v 100, fp16 (flash), one block [1, 2) of pp 3 at tp 1,
+ * mbs 2, 2 micro-batches in flight.  Per sample the block keeps
+ * rep 4 x 2 x 32 x 64 + 2 x 32 x 64 = 20480, shard 2esh + 2esh + 2esf
+ * = 8192 + 8192 + 32768 = 49152, flash core 4 x 8 x 32 = 1024: 70656.
+ * Workspace 2 x max(e s f = 16384, e s h = 4096) = 32768 per sample.
+ * Megatron's buffers: one input gradient and one output gradient,
+ * 2 x 2 x 4096 bytes. */
+START_TEST(described_stage_by_hand)
+{
+    fmt_model m;
+    cost_params p;
+    cost_mem_stage st;
+    cost_memory x;
+    int j;
+
+    load(&m, "\"precision\": \"fp16\"",
+         "\"family\": \"gpt2\", \"layers\": 2, \"hidden\": 64, \"heads\": 8, "
+         "\"seq\": 32, \"vocab\": 100");
+    cost_params_init(&p);
+    p.mem_reserve = 0.0;
+    memset(&st, 0, sizeof st);
+    st.a = 1;
+    st.b = 2;
+    st.tp = st.dp = 1;
+    st.mbs = 2;
+    st.inflight = 2;
+    st.gas = 4;
+    st.stage = 1;
+    st.pp = 3;
+    cost_device_memory(&m, &p, &st, &x);
+    ck_assert_double_eq(x.activations, 2.0 * 2.0 * 70656.0);
+    ck_assert_double_eq(x.workspace, 2.0 * 32768.0);
+    ck_assert_double_eq(x.buffers, 2.0 * 4096.0 + 2.0 * 4096.0);
+    ck_assert_double_eq(x.weights, m.layers[1].params * 2.0);
+    /* the layer-assignment DP's per-layer sum plus its bound covers every
+     * stage of a 3-stage cut */
+    for (j = 0; j < 3; j++) {
+        static const int bounds[4] = {0, 2, 3, 5};
+        double sum = 0.0, bound;
+        int l, inflight = cost_inflight(&p, j, 3, 4);
+        st.a = bounds[j];
+        st.b = bounds[j + 1];
+        st.stage = j;
+        st.inflight = inflight;
+        for (l = st.a; l < st.b; l++)
+            sum += cost_layer_memory(&m, &p, l, 1, 1, 2, inflight);
+        bound = cost_memory_overhead_bound(&m, &p, 1, 2, j, 3, inflight, 4);
+        ck_assert_msg(sum + bound >= cost_device_memory(&m, &p, &st, NULL),
+                      "stage %d: %g + %g < %g", j, sum, bound,
+                      cost_device_memory(&m, &p, &st, NULL));
+    }
+    fmt_model_free(&m);
+}
+END_TEST
+
 /* training.attention and attention_dropout: located errors. */
 START_TEST(attention_keys)
 {
@@ -272,6 +328,7 @@ int main(void)
     tcase_add_test(tc, interleaved_inflight);
     tcase_add_test(tc, optimizer_bytes);
     tcase_add_test(tc, replicated_params);
+    tcase_add_test(tc, described_stage_by_hand);
     tcase_add_test(tc, attention_keys);
     suite_add_tcase(s, tc);
     sr = srunner_create(s);
