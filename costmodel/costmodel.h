@@ -236,13 +236,16 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
 void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
                       double *w, double *g, double *o);
 /* Activation bytes per sample that layer l keeps for backward at TP
- * degree tp (only its input when recomputed). */
+ * degree tp under p->recompute and p->sp (docs/memory-model.md): from
+ * the model's shape for a transformer shorthand, its act_bytes for a
+ * layer list. */
 double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp);
 /* Transient bytes per sample while layer l runs: a block's backward
- * gradients (about its stored activations), its re-materialised
- * activations under recomputation, the loss's fp32 working copy of the
- * logits for the head. */
+ * gradients (2 x its largest saved tensor for a shorthand model, about
+ * its stored activations for a layer list), what recomputation
+ * re-materialises, the loss's working copies of the logits for the
+ * head. */
 double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp);
 /* Additive part of layer l's memory on one device: model state plus

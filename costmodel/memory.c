@@ -1,5 +1,6 @@
 /* costmodel/memory.c: memory of one device under a strategy
- * (docs/cost-model.md, "Memory"): model states after ZeRO sharding,
+ * (docs/memory-model.md; docs/cost-model.md, "Memory"): model states
+ * after TP and ZeRO sharding,
  * activations kept for backward, the transient of the layer being run,
  * pipeline send/receive buffers, the data-parallel all-reduce bucket and
  * a reserve for the framework.  Pure functions, no I/O. */
