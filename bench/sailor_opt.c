@@ -51,7 +51,7 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
  * (cost_params.mem_reserve: CUDA context, communication buffers,
  * allocator cache).  The reserve of a software stack is a property of
  * the stack, not of the run, so besides the default it is scored
- * leave-one-out: each run's reserve is the median of the other runs'
+ * leave-one-out: each run's reserve is the mean of the other runs'
  * measured minus predicted tensor peaks. */
 static double mem_tensor[MAX_RUNS]; /* predicted peak without the reserve */
 static double mem_cap[MAX_RUNS];
@@ -64,19 +64,19 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Median of the residuals measured - tensor peak of all runs but skip. */
+/* Mean of the residuals measured - tensor peak of all runs but skip: the
+ * least-squares constant for the other runs. */
 static double loo_reserve(const calib_trial *tm, int n, int skip)
 {
-    double r[MAX_RUNS];
+    double sum = 0.0;
     int i, k = 0;
 
     for (i = 0; i < n; i++)
-        if (i != skip)
-            r[k++] = tm[i].measured_s - mem_tensor[i];
-    if (k == 0)
-        return 0.0;
-    qsort(r, (size_t)k, sizeof r[0], cmp_double);
-    return k % 2 ? r[k / 2] : 0.5 * (r[k / 2 - 1] + r[k / 2]);
+        if (i != skip) {
+            sum += tm[i].measured_s - mem_tensor[i];
+            k++;
+        }
+    return k > 0 ? sum / k : 0.0;
 }
 
 /* Memory scores: per pipeline depth with the default reserve, and with
@@ -102,7 +102,7 @@ static void memory_scores(cJSON *x, const calib_trial *tm, int n,
     *reserve = n > 0 ? all[n / 2] : 0.0;
     bench_put_scores(x, "peak_memory_reserve_loo", loo, n, &rk);
     *mape = rk.mape;
-    cJSON_AddNumberToObject(x, "reserve_loo_median_bytes", *reserve);
+    cJSON_AddNumberToObject(x, "reserve_loo_bytes", *reserve); /* median over runs */
     cJSON_AddNumberToObject(x, "false_rejects_reserve_loo", *rejects);
     for (pp = 1; pp <= 64; pp++) { /* per pipeline depth */
         for (i = k = 0; i < n; i++)
@@ -235,7 +235,7 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
     memory_scores(x, tm, n, &loo_mape, &loo_rejects, &reserve);
     fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
             "(rho %.3f), %.1f%% analytic (rho %.3f); peak memory MAPE %.1f%% "
-            "(runtime reserve leave-one-out, median %.2f GiB; %.1f%% with the "
+            "(runtime reserve fitted leave-one-out, %.2f GiB; %.1f%% with the "
             "default); %d false rejects (%d leave-one-out)\n", n,
             100.0 * rp.mape, rp.spearman, 100.0 * ra.mape, ra.spearman,
             100.0 * loo_mape, reserve / 1073741824.0, 100.0 * rm.mape, not_fit,
