@@ -77,12 +77,14 @@ double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
 /* Backward of a block, per sample: the gradient of its largest saved
  * tensor and the gradient that op produces, while the saved tensors of
  * the ops after it are already freed: 2 x the largest of the eager
- * scores e a s^2 / t, the MLP's e s f / t (per gated half) and e s h. */
+ * scores e a s^2 / t, the MLP's e s f / t (gate and up together, 2esf / t,
+ * for a gated MLP) and e s h. */
 static double block_workspace(const fmt_model *m, int tp)
 {
     double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
     double s = m->seq, h = m->hidden, t = tp > 1 ? (double)tp : 1.0;
-    double f = m->ffn > 0 ? (double)m->ffn : 4.0 * h, big = e * s * f / t;
+    double f = m->ffn > 0 ? (double)m->ffn : 4.0 * h;
+    double big = (m->mlp == FMT_MLP_SWIGLU ? 2.0 : 1.0) * e * s * f / t;
 
     if (cost_attention(m) == FMT_ATTN_EAGER && e * m->heads * s * s / t > big)
         big = e * m->heads * s * s / t;
