@@ -118,6 +118,12 @@ START_TEST(flash_gqa_swiglu_by_hand)
     ck_assert_double_eq(block(&m, 2, 0, FMT_RECOMPUTE_NONE), 37376.0);
     /* selective drops the flash statistics: 16384 + 40960 / 2 */
     ck_assert_double_eq(block(&m, 2, 0, FMT_RECOMPUTE_SELECTIVE), 36864.0);
+    /* backward workspace: 2 x gate and up, 2 x (2 x 2 x 32 x 160) */
+    {
+        cost_params p;
+        cost_params_init(&p);
+        ck_assert_double_eq(cost_layer_transient(&m, &p, 1, 1), 40960.0);
+    }
     fmt_model_free(&m);
     /* eager: K and V expanded to 8 heads (2esh = 8192) and the softmax
      * output e a s^2 = 2 x 8 x 32 x 32 = 16384, no attention dropout */
