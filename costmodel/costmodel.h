@@ -40,6 +40,9 @@ typedef struct cost_params {
                                stages' backward passes (0) */
     const struct fmt_calibration *calib; /* calibration applied, not owned (NULL = none;
                                        cost_evaluate falls back to the profile's) */
+    int sp;                 /* 1: activations as under sequence parallelism in
+                               cost_layer_memory and cost_stage_memory (0; the
+                               strategy's own in cost_rank_stage_memory) */
 } cost_params;
 
 /* Fill defaults (values in parentheses above). */
@@ -233,13 +236,16 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
 void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
                       double *w, double *g, double *o);
 /* Activation bytes per sample that layer l keeps for backward at TP
- * degree tp (only its input when recomputed). */
+ * degree tp under p->recompute and p->sp (docs/memory-model.md): from
+ * the model's shape for a transformer shorthand, its act_bytes for a
+ * layer list. */
 double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp);
 /* Transient bytes per sample while layer l runs: a block's backward
- * gradients (about its stored activations), its re-materialised
- * activations under recomputation, the loss's fp32 working copy of the
- * logits for the head. */
+ * gradients (2 x its largest saved tensor for a shorthand model, about
+ * its stored activations for a layer list), what recomputation
+ * re-materialises, the loss's working copies of the logits for the
+ * head. */
 double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp);
 /* Additive part of layer l's memory on one device: model state plus
@@ -250,6 +256,42 @@ double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
  * 1F1B min(pp - stage, gas), GPipe gas. */
 int cost_inflight(const cost_params *p, int stage, int pp, int gas);
 
+/* Micro-batches' worth of a device's activations that stage keeps under
+ * the interleaved 1F1B schedule with vpp model chunks per device
+ * (Narayanan et al. SC'21, section 2.2; Korthikanti et al. 2022,
+ * section 4.2): (2 (pp - stage - 1) + (vpp - 1) pp + 1) chunk
+ * micro-batches, at most gas x vpp, each 1 / vpp of the device's layers;
+ * the first stage keeps pp (1 + (pp - 1) / (pp vpp)).  vpp <= 1: plain
+ * 1F1B, min(pp - stage, gas). */
+double cost_inflight_interleaved(int stage, int pp, int gas, int vpp);
+
+/* ---- activations (costmodel/activations.c) --------------------------- */
+
+/* Per-sample activation bytes one layer keeps for backward, by how
+ * tensor and sequence parallelism divide them (docs/memory-model.md). */
+typedef struct cost_act {
+    double rep;             /* replicated under TP, divided by it only under SP */
+    double shard;           /* divided by TP */
+    double core;            /* attention core (scores or flash statistics), divided by TP */
+    double logits;          /* the loss's fp32 vocabulary-parallel logits, divided by TP */
+    double input;           /* the layer's input (what full recomputation keeps) */
+} cost_act;
+
+/* Attention kernel of m's training (enum fmt_attention): its own, else
+ * flash for fp16/bf16 and eager for fp32. */
+int cost_attention(const fmt_model *m);
+/* 1 when m's activations come from its shape (a transformer shorthand),
+ * 0 when from the layer list's act_bytes. */
+int cost_act_from_shape(const fmt_model *m);
+/* A transformer block of m under recomputation level recompute (enum
+ * fmt_recompute), from the shape (Korthikanti et al. 2022 generalised). */
+void cost_block_act(const fmt_model *m, int recompute, cost_act *out);
+/* Layer l of m, from the shape or its stated act_bytes. */
+void cost_layer_act(const fmt_model *m, int l, int recompute, cost_act *out);
+/* Bytes per sample on one device at TP degree tp, sp = 1 with sequence
+ * parallelism. */
+double cost_act_bytes(const cost_act *x, int tp, int sp);
+
 /* One device's stage, as the memory model needs it. */
 typedef struct cost_mem_stage {
     int a, b;               /* layers [a, b) */
@@ -258,6 +300,9 @@ typedef struct cost_mem_stage {
     int gas;                /* micro-batches per iteration (0 = inflight) */
     int stage, pp;          /* position; pp = 0: unknown (no pipeline buffers,
                                no all-reduce bucket) */
+    double inflight_v;      /* > 0: micro-batches' worth of activations kept
+                               (interleaved schedule, cost_inflight_interleaved);
+                               0 = inflight */
 } cost_mem_stage;
 
 /* Where a device's memory goes, bytes.  total = weights + grads +

@@ -1,5 +1,6 @@
 /* costmodel/memory.c: memory of one device under a strategy
- * (docs/cost-model.md, "Memory"): model states after ZeRO sharding,
+ * (docs/memory-model.md; docs/cost-model.md, "Memory"): model states
+ * after TP and ZeRO sharding,
  * activations kept for backward, the transient of the layer being run,
  * pipeline send/receive buffers, the data-parallel all-reduce bucket and
  * a reserve for the framework.  Pure functions, no I/O. */
@@ -54,22 +55,6 @@ void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
         *w /= d;
 }
 
-/* Activations a layer keeps for backward per sample, all of them
- * (Korthikanti et al. 2022, sec. 4: act_rep + (act - act_rep) / t). */
-static double full_act(const fmt_layer *l, int tp)
-{
-    return l->act_rep_bytes + (l->act_bytes - l->act_rep_bytes) / (double)tp;
-}
-
-/* Layers whose activations recomputation drops (Megatron checkpoints
- * the blocks, not the embedding, the final norm or the loss). */
-static int recomputed(const fmt_model *m, const cost_params *p, int l)
-{
-    int k = m->layers[l].kind;
-
-    return p->recompute && (k == FMT_KIND_TRANSFORMER || k == FMT_KIND_GENERIC);
-}
-
 /* Frozen layers (the first p->frozen_layers, PipeTransformer) run
  * forward only: no gradients, no optimizer state, nothing kept for a
  * backward pass that never reaches them. */
@@ -81,34 +66,77 @@ static int frozen(const cost_params *p, int l)
 double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp)
 {
+    cost_act x;
+
     if (frozen(p, l))
         return 0.0;
-    if (recomputed(m, p, l)) /* only the input, whole on every TP rank */
-        return l > 0 ? m->layers[l - 1].out_bytes : 0.0;
-    return full_act(&m->layers[l], tp);
+    cost_layer_act(m, l, p->recompute, &x);
+    return cost_act_bytes(&x, tp, p->sp);
+}
+
+/* Backward of a block, per sample: the gradient of its largest saved
+ * tensor and the gradient that op produces, while the saved tensors of
+ * the ops after it are already freed: 2 x the largest of the eager
+ * scores e a s^2 / t, the MLP's e s f / t (gate and up together, 2esf / t,
+ * for a gated MLP) and e s h. */
+static double block_workspace(const fmt_model *m, int tp)
+{
+    double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
+    double s = m->seq, h = m->hidden, t = tp > 1 ? (double)tp : 1.0;
+    double f = m->ffn > 0 ? (double)m->ffn : 4.0 * h;
+    double big = (m->mlp == FMT_MLP_SWIGLU ? 2.0 : 1.0) * e * s * f / t;
+
+    if (cost_attention(m) == FMT_ATTN_EAGER && e * m->heads * s * s / t > big)
+        big = e * m->heads * s * s / t;
+    if (e * s * h > big)
+        big = e * s * h;
+    return 2.0 * big;
 }
 
 double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
                             int tp)
 {
     const fmt_layer *x = &m->layers[l];
-    double t = 0.0;
+    double t = tp > 1 ? (double)tp : 1.0, v = (double)m->seq * m->vocab;
+    double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0, tr = 0.0;
+    cost_act full, kept;
 
     if (frozen(p, l))
         return 0.0;
     if (x->kind == FMT_KIND_HEAD) {
-        /* Megatron's vocab-parallel cross entropy works on an fp32 clone
-         * of the fp32 logits: 4 bytes per logit beyond act_bytes */
-        if (m->seq > 0 && m->vocab > 0)
-            t = 4.0 * (double)m->seq * (double)m->vocab / (double)tp;
-        return t;
+        if (!cost_act_from_shape(m)) /* a layer list: an fp32 clone */
+            return 4.0 * v / t;
+        /* Megatron's vocabulary-parallel cross entropy: the e-byte
+         * logits, their fp32 copy (none in fp32) and the shifted copy
+         * it exponentiates in place, of which the softmax stays */
+        return (e + (e < 4.0 ? 4.0 : 0.0)) * v / t;
     }
-    if (x->kind == FMT_KIND_TRANSFORMER) /* backward's gradients of the
-                                             saved tensors, same shapes */
-        t = full_act(x, tp);
-    if (recomputed(m, p, l)) /* re-materialised for its backward */
-        t += full_act(x, tp);
-    return t;
+    if (x->kind != FMT_KIND_TRANSFORMER && x->kind != FMT_KIND_GENERIC)
+        return 0.0;
+    /* backward: the gradients of the saved tensors, their shapes; plus
+     * what recomputation re-materialises for it */
+    cost_layer_act(m, l, FMT_RECOMPUTE_NONE, &full);
+    cost_layer_act(m, l, p->recompute, &kept);
+    if (x->kind == FMT_KIND_TRANSFORMER && cost_act_from_shape(m))
+        tr = block_workspace(m, tp);
+    else if (x->kind == FMT_KIND_TRANSFORMER)
+        tr = cost_act_bytes(&full, tp, p->sp);
+    if (p->recompute == FMT_RECOMPUTE_FULL) /* the whole block again */
+        tr += cost_act_bytes(&full, tp, p->sp);
+    else if (p->recompute == FMT_RECOMPUTE_SELECTIVE) /* its core */
+        tr += cost_act_bytes(&full, tp, p->sp) - cost_act_bytes(&kept, tp, p->sp);
+    return tr;
+}
+
+/* Parameters of layer l held by one rank at TP degree tp: the sharded
+ * part divided, params_rep whole (Shoeybi et al. 2019, section 3). */
+static double rank_params(const fmt_layer *x, int tp)
+{
+    double rep = x->params_rep > 0.0 && x->params_rep <= x->params
+                     ? x->params_rep
+                     : 0.0;
+
+    return (x->params - rep) / (double)(tp > 1 ? tp : 1) + rep;
 }
 
 double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
@@ -119,7 +147,7 @@ double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
     cost_state_bytes(m, p, dp, &w, &g, &o);
     if (frozen(p, l))
         g = o = 0.0;
-    return m->layers[l].params / (double)tp * (w + g + o) +
+    return rank_params(&m->layers[l], tp) * (w + g + o) +
            (double)mbs * (double)inflight * cost_layer_stored(m, p, l, tp);
 }
 
@@ -130,18 +158,47 @@ int cost_inflight(const cost_params *p, int stage, int pp, int gas)
     return k < gas ? k : gas;
 }
 
+double cost_inflight_interleaved(int stage, int pp, int gas, int vpp)
+{
+    double k;
+
+    if (vpp <= 1 || pp <= 1)
+        return (double)(pp - stage < gas ? pp - stage : gas);
+    /* Megatron's interleaved schedule runs 2 (pp - stage - 1) +
+     * (vpp - 1) pp warm-up forwards of model chunks before its first
+     * backward and holds one more in the steady state (Narayanan et al.
+     * SC'21, section 2.2); each chunk is 1 / vpp of the device's layers */
+    k = 2.0 * (pp - stage - 1) + (double)(vpp - 1) * pp + 1.0;
+    if (k > (double)gas * vpp)
+        k = (double)gas * vpp;
+    return k / (double)vpp;
+}
+
 /* DeepSpeed's pipeline engine: a stage keeps each in-flight micro-batch's
  * received input (one more being received, at most gas) and the gradient
  * it sends back; and each in-flight output until its gradient arrives,
  * plus the buffer receiving that gradient.  Every TP rank holds the whole
  * tensor (no scatter/gather in Megatron v1). */
-static double pipe_buffers(double in_bytes, double out_bytes, int stage,
-                           int pp, int inflight, int gas, int mbs)
+static double pipe_buffers(const fmt_model *m, double in_bytes,
+                           double out_bytes, int stage, int pp, int inflight,
+                           int gas, int mbs)
 {
     double b = 0.0, n;
 
     if (pp <= 1)
         return 0.0;
+    if (cost_act_from_shape(m)) {
+        /* Megatron-LM's schedules: a received activation is the stage's
+         * input, already among the stored activations, and a sent output
+         * is freed once sent (deallocate_pipeline_outputs); what remains
+         * is the gradient received for the output and the one sent back
+         * for the input, one micro-batch each */
+        if (stage > 0)
+            b += (double)mbs * in_bytes;
+        if (stage < pp - 1)
+            b += (double)mbs * out_bytes;
+        return b;
+    }
     if (stage > 0) {
         n = (double)(inflight + 1 < gas ? inflight + 1 : gas);
         b += (n + 1.0) * (double)mbs * in_bytes;
@@ -162,9 +219,9 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     cost_state_bytes(m, p, st->dp, &w, &g, &o);
     for (l = st->a; l < st->b; l++) {
         double tr = cost_layer_transient(m, p, l, st->tp);
-        params += m->layers[l].params / (double)st->tp;
+        params += rank_params(&m->layers[l], st->tp);
         if (!frozen(p, l))
-            trained += m->layers[l].params / (double)st->tp;
+            trained += rank_params(&m->layers[l], st->tp);
         act += cost_layer_stored(m, p, l, st->tp);
         if (tr > ws)
             ws = tr;
@@ -172,11 +229,12 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     x.weights = params * w;
     x.grads = trained * g;
     x.optimizer = trained * o;
-    x.activations = (double)st->mbs * (double)st->inflight * act;
+    x.activations = (double)st->mbs *
+                    (st->inflight_v > 0.0 ? st->inflight_v : (double)st->inflight) * act;
     x.workspace = (double)st->mbs * ws;
     if (st->pp > 1 && st->a < st->b) {
         double in = st->a > 0 ? m->layers[st->a - 1].out_bytes : 0.0;
-        x.buffers = pipe_buffers(in, m->layers[st->b - 1].out_bytes, st->stage,
+        x.buffers = pipe_buffers(m, in, m->layers[st->b - 1].out_bytes, st->stage,
                                  st->pp, st->inflight, gas, st->mbs);
     }
     if (st->pp > 0 && st->dp > 1) {
@@ -237,7 +295,7 @@ double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                  (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
     /* stages are cut where a block hands its hidden state on */
     return p->mem_reserve + (double)mbs * ws +
-           pipe_buffers(hidden, hidden, stage, pp, inflight, gas, mbs);
+           pipe_buffers(m, hidden, hidden, stage, pp, inflight, gas, mbs);
 }
 
 int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
@@ -249,6 +307,7 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
 
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.sp = s->sp > 0 && s->tp > 1;
     p = &ps;
     memset(&st, 0, sizeof st);
     st.stage = j;
@@ -260,6 +319,8 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
     st.mbs = s->mbs;
     st.gas = s->gas;
     st.inflight = cost_inflight(p, j, s->pp, s->gas);
+    if (s->vpp > 1 && p->schedule == FMT_SCHED_1F1B)
+        st.inflight_v = cost_inflight_interleaved(j, s->pp, s->gas, s->vpp);
     cost_device_memory(m, p, &st, out);
     return j;
 }

@@ -155,7 +155,21 @@ typedef struct fmt_model {
     int norm;               /* enum fmt_norm */
     int bias;               /* enum fmt_flag: linear layers have biases */
     int dropout;            /* enum fmt_flag: blocks apply dropout */
+    /* how attention runs in training (model.json training.attention);
+       0 = default: flash for fp16/bf16, eager for fp32 (costmodel/activations.c) */
+    int attention;          /* enum fmt_attention */
+    int attn_dropout;       /* enum fmt_flag: dropout on the attention
+                               probabilities (eager attention stores its mask
+                               and output); 0 = off */
 } fmt_model;
+
+/* Attention kernel of a training run: flash / fused attention keeps
+ * O(s) softmax statistics per head, eager attention the s x s scores. */
+enum fmt_attention { FMT_ATTN_DEFAULT = 0, FMT_ATTN_FLASH, FMT_ATTN_EAGER };
+/* "flash", "eager"; NULL for 0 or out of range. */
+const char *fmt_attention_name(int attention);
+/* Value of a name, -1 when unknown. */
+int fmt_attention_from_name(const char *name);
 
 /* The transformer shorthand of model.json. */
 typedef struct fmt_transformer_spec {

@@ -73,6 +73,51 @@ int fmt_kind_value(const fmt_read_ctx *cx, const char *p, const char *name,
                     name, list);
 }
 
+static const char *const attention_names[] = {NULL, "flash", "eager"};
+
+const char *fmt_attention_name(int attention)
+{
+    return attention > 0 && attention <= FMT_ATTN_EAGER
+               ? attention_names[attention]
+               : NULL;
+}
+
+int fmt_attention_from_name(const char *name)
+{
+    int i;
+
+    for (i = 1; name != NULL && i <= FMT_ATTN_EAGER; i++)
+        if (strcmp(name, attention_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* training.attention ("flash" | "eager") and training.attention_dropout
+ * (boolean), both optional. */
+static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
+                           fmt_model *m)
+{
+    const cJSON *v = fmt_field(tr, "attention_dropout");
+    const char *name = NULL;
+    int rc;
+
+    if (v != NULL && !cJSON_IsBool(v))
+        return fmt_fail(cx, UTIL_EFIELD, "training.attention_dropout",
+                        "expected a boolean (true or false), got %s",
+                        util_json_type(v));
+    if (v != NULL)
+        m->attn_dropout = cJSON_IsTrue(v) ? FMT_FLAG_ON : FMT_FLAG_OFF;
+    if ((rc = fmt_str_ref(cx, tr, "training", "attention", 0, &name)) !=
+            UTIL_OK ||
+        name == NULL)
+        return rc;
+    if ((m->attention = fmt_attention_from_name(name)) > 0)
+        return UTIL_OK;
+    m->attention = 0;
+    return fmt_fail(cx, UTIL_EFIELD, "training.attention",
+                    "expected 'flash' or 'eager', got '%s'", name);
+}
+
 static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
                           fmt_model *m)
 {
@@ -87,6 +132,7 @@ static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
         return rc;
     if ((rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
                             &m->global_batch)) != UTIL_OK ||
+        (rc = parse_attention(cx, tr, m)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=
             UTIL_OK)
         return rc;

@@ -458,6 +458,8 @@ static void resolve(const fmt_transformer_spec *spec, const fmt_model *m,
     out->norm = pick(spec->norm, fam->norm);
     out->bias = pick(spec->bias, fam->bias);
     out->dropout = pick(spec->dropout, fam->dropout);
+    out->attention = m->attention;
+    out->attn_dropout = m->attn_dropout;
     if (spec->ffn > 0)
         out->ffn = spec->ffn;
     else if (out->mlp == FMT_MLP_SWIGLU)
