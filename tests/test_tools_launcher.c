@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -845,6 +849,594 @@ START_TEST(test_exec_summarise_trial)
 }
 END_TEST
 
+/* ---- multi-rank: groups, schedule, sizes, bootstrap, dry run --------- */
+
+/* Megatron-LM's own example (megatron/core/parallel_state.py,
+ * initialize_model_parallel docstring): 16 GPUs, tp 2, pp 4 (dp 2) give
+ * tensor groups [g0 g1] [g2 g3] ..., pipeline groups [g0 g4 g8 g12]
+ * [g1 g5 g9 g13] [g2 g6 g10 g14] [g3 g7 g11 g15], data groups [g0 g2]
+ * [g1 g3] [g4 g6] [g5 g7] ... */
+START_TEST(test_groups_megatron)
+{
+    fmt_strategy s;
+    int m[16], n, r, k, idx, kind;
+    static const int pipe[4][4] = {{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14},
+                                   {3, 7, 11, 15}};
+    static const int data[8][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7},
+                                   {8, 10}, {9, 11}, {12, 14}, {13, 15}};
+
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 2, 4), UTIL_OK);
+    for (r = 0; r < 16; r++)
+        s.ranks[r] = r;
+    for (r = 0; r < 16; r++) {
+        n = launch_group(&s, LAUNCH_GROUP_TP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 2);
+        ck_assert(m[0] == (r & ~1) && m[1] == (r | 1));
+        ck_assert_int_eq(idx, r / 2);
+        n = launch_group(&s, LAUNCH_GROUP_PP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 4);
+        for (k = 0; k < 4; k++)
+            ck_assert_int_eq(m[k], pipe[r % 4][k]);
+        ck_assert_int_eq(idx, r % 4);
+        n = launch_group(&s, LAUNCH_GROUP_DP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 2);
+        for (k = 0; k < 8 && !(data[k][0] == r || data[k][1] == r); k++)
+            ;
+        ck_assert(k < 8 && m[0] == data[k][0] && m[1] == data[k][1]);
+        /* embedding group: first and last stage of the pipeline */
+        n = launch_group(&s, LAUNCH_GROUP_EMBED, r, m, 16, NULL);
+        ck_assert(n == 2 && m[0] == pipe[r % 4][0] && m[1] == pipe[r % 4][3]);
+    }
+    /* brute force: every rank is in exactly one group of each kind, the
+       group's members are all the ranks agreeing on the other two
+       coordinates */
+    for (kind = LAUNCH_GROUP_TP; kind <= LAUNCH_GROUP_DP; kind++)
+        for (r = 0; r < 16; r++) {
+            int q, count = 0;
+            n = launch_group(&s, kind, r, m, 16, NULL);
+            for (q = 0; q < 16; q++) {
+                int st = q / 4, dpi = (q % 4) / 2, tpi = q % 2;
+                int rs = r / 4, rd = (r % 4) / 2, rt = r % 2, same;
+                same = kind == LAUNCH_GROUP_TP   ? st == rs && dpi == rd
+                       : kind == LAUNCH_GROUP_PP ? dpi == rd && tpi == rt
+                                                 : st == rs && tpi == rt;
+                if (same) {
+                    ck_assert_int_lt(count, n);
+                    ck_assert_int_eq(m[count], q); /* ascending order */
+                    count++;
+                }
+            }
+            ck_assert_int_eq(count, n);
+        }
+    ck_assert_int_eq(launch_group(&s, LAUNCH_NGROUPS, 0, m, 16, NULL), 0);
+    fmt_strategy_free(&s);
+}
+END_TEST
+
+START_TEST(test_plan_rank)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    util_error err;
+    launch_coord co;
+    int pr, r;
+
+    memset(&c, 0, sizeof c);
+    c.nnodes = 2;
+    c.nodes = calloc(2, sizeof *c.nodes);
+    c.nodes[0].gpus = 4;
+    c.nodes[1].gpus = 4;
+    ck_assert_int_eq(fmt_cluster_index(&c), UTIL_OK);
+    ck_assert_int_eq(c.ndevices, 8);
+    /* tp 2, dp 1, pp 3 on devices 7 6 | 1 0 | 3 2: devices 4 and 5 idle */
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 1, 3), UTIL_OK);
+    {
+        static const int dev[6] = {7, 6, 1, 0, 3, 2};
+        memcpy(s.ranks, dev, sizeof dev);
+    }
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_MEGATRON, 5, 6, &pr, &err), UTIL_OK);
+    ck_assert_int_eq(pr, 5);
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_MEGATRON, 0, 8, &pr, &err),
+                     UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "world size 8 does not match the plan's 6 ranks"));
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, 0, 6, &pr, &err), UTIL_EINVAL);
+    /* plan order: process r runs on cluster device r */
+    {
+        static const int want[8] = {3, 2, 5, 4, -1, -1, 1, 0};
+        for (r = 0; r < 8; r++) {
+            ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, r, 8, &pr, &err),
+                             UTIL_OK);
+            ck_assert_int_eq(pr, want[r]);
+        }
+    }
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, 8, 8, &pr, &err), UTIL_EINVAL);
+    /* plan rank 3: stage 1, tp index 1, device 0 on node 0; rank 0 on node 1 */
+    launch_coord_of(&c, &s, 3, &co);
+    ck_assert(co.stage == 1 && co.dpi == 0 && co.tpi == 1 && co.device == 0 && co.node == 0);
+    launch_coord_of(&c, &s, 0, &co);
+    ck_assert(co.stage == 0 && co.device == 7 && co.node == 1);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* Interleaved 1F1B, pp 2, vpp 2, 4 micro-batches, by hand from Megatron-
+ * LM's rules: warm-up (pp - 1 - stage) * 2 + (vpp - 1) * pp forwards (4
+ * on stage 0, 2 on stage 1); forward k runs chunk (k mod 4) / 2 of
+ * micro-batch (k / 4) * 2 + k mod 2, backward k the other chunk. */
+START_TEST(test_passes_interleaved)
+{
+    static const char *want[2] = {
+        "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0",
+        "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0"};
+    launch_pass ps[64];
+    util_error err;
+    char got[512];
+    int j, n, k, at;
+
+    for (j = 0; j < 2; j++) {
+        n = launch_passes(FMT_SCHED_1F1B, 2, j, 2, 4, ps, 64, &err);
+        ck_assert_int_eq(n, 16);
+        for (k = 0, at = 0; k < n; k++)
+            at += snprintf(got + at, sizeof got - (size_t)at, "%s%c%d.%d", k ? " " : "",
+                           ps[k].bwd ? 'B' : 'F', ps[k].micro, ps[k].chunk);
+        ck_assert_str_eq(got, want[j]);
+    }
+    /* vpp 1 is plain 1F1B */
+    n = launch_passes(FMT_SCHED_1F1B, 1, 0, 4, 8, ps, 64, &err);
+    ck_assert(n == 16 && !ps[3].bwd && ps[4].bwd && ps[4].micro == 0 && ps[4].chunk == 0);
+    ck_assert_int_eq(launch_passes(FMT_SCHED_1F1B, 2, 0, 2, 3, ps, 64, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a multiple of pp"));
+    ck_assert_int_eq(launch_passes(FMT_SCHED_GPIPE, 2, 0, 2, 4, ps, 64, &err), -1);
+    ck_assert_int_eq(launch_passes(FMT_SCHED_1F1B, 2, 0, 2, 4, ps, 8, &err), -1);
+}
+END_TEST
+
+/* Brute-force run of every stage's steps with NCCL's matching rule (the
+ * k-th send from a to b meets the k-th receive at b from a; a group ends
+ * when each of its operations has met its partner), forward 1 and
+ * backward 2 time units per chunk, transfers free.  Returns the
+ * makespan; fails the test on a deadlock, a mismatched pair or a pass
+ * run before its input. */
+static double simulate_steps(int schedule, int vpp, int pp, int gas, int *peak)
+{
+    enum { MAXS = 8, MAXN = 1024, MAXO = 4 };
+    launch_step *st[MAXS];
+    int n[MAXS], at[MAXS], cp[MAXS][MAXN][MAXO], j, k, o, progress = 1, nv = pp * vpp;
+    double arrive[MAXS][MAXN + 1], t[MAXS], end_f[64][32], end_b[64][32], span = 0.0;
+    double act[32];
+    util_error err;
+
+    ck_assert(pp <= MAXS && gas <= 64 && nv <= 32);
+    for (k = 0; k < nv; k++)
+        act[k] = 1000.0 + k; /* distinct per cut, to check the pairing */
+    for (j = 0; j < pp; j++) {
+        n[j] = launch_steps(schedule, vpp, j, pp, gas, act, &st[j], &err);
+        ck_assert_msg(n[j] > 0 && n[j] <= MAXN, "%s", err.msg);
+        at[j] = 0;
+        t[j] = 0.0;
+        arrive[j][0] = 0.0;
+        peak[j] = 0;
+    }
+    for (k = 0; k < gas; k++)
+        for (o = 0; o < nv; o++)
+            end_f[k][o] = end_b[k][o] = -1.0;
+    /* partners: k-th send a -> b with k-th receive at b from a */
+    for (j = 0; j < pp; j++)
+        for (k = 0; k < n[j]; k++)
+            for (o = 0; o < st[j][k].np; o++) {
+                const launch_p2p *p = &st[j][k].p2p[o];
+                int b = p->peer, seq = 0, kk, oo, found = 0;
+                ck_assert(b >= 0 && b < pp && b != j);
+                for (kk = 0; kk < k; kk++)
+                    for (oo = 0; oo < st[j][kk].np; oo++)
+                        seq += st[j][kk].p2p[oo].peer == b && st[j][kk].p2p[oo].send == p->send;
+                for (oo = 0; oo < o; oo++)
+                    seq += st[j][k].p2p[oo].peer == b && st[j][k].p2p[oo].send == p->send;
+                for (kk = 0; kk < n[b] && !found; kk++)
+                    for (oo = 0; oo < st[b][kk].np && !found; oo++) {
+                        const launch_p2p *q = &st[b][kk].p2p[oo];
+                        if (q->peer != j || q->send == p->send)
+                            continue;
+                        if (seq-- == 0) {
+                            found = 1;
+                            ck_assert(q->grad == p->grad && q->micro == p->micro &&
+                                      q->chunk == p->chunk && q->bytes == p->bytes);
+                            cp[j][k][o] = kk;
+                        }
+                    }
+                ck_assert_msg(found, "stage %d step %d: no partner", j, k);
+            }
+    while (progress) {
+        progress = 0;
+        for (j = 0; j < pp; j++) {
+            launch_step *s;
+            if (at[j] >= n[j])
+                continue;
+            s = &st[j][at[j]];
+            if (s->is_pass) {
+                int v = s->pass.chunk * pp + j, m = s->pass.micro, live = 0, q;
+                double start = t[j];
+                if (!s->pass.bwd) {
+                    if (v > 0)
+                        ck_assert(end_f[m][v - 1] >= 0 && end_f[m][v - 1] <= start);
+                    ck_assert(end_f[m][v] < 0);
+                    t[j] += 1.0;
+                    end_f[m][v] = t[j];
+                } else {
+                    if (v < nv - 1)
+                        ck_assert(end_b[m][v + 1] >= 0 && end_b[m][v + 1] <= start);
+                    ck_assert(end_f[m][v] >= 0 && end_f[m][v] <= start && end_b[m][v] < 0);
+                    t[j] += 2.0;
+                    end_b[m][v] = t[j];
+                }
+                for (q = 0; q < gas; q++)
+                    for (o = 0; o < vpp; o++)
+                        live += end_f[q][o * pp + j] >= 0 && end_b[q][o * pp + j] < 0;
+                if (live > peak[j])
+                    peak[j] = live;
+            } else {
+                double done = arrive[j][at[j]];
+                int ok = 1;
+                for (o = 0; o < s->np; o++) {
+                    int b = s->p2p[o].peer, kk = cp[j][at[j]][o];
+                    if (at[b] < kk) {
+                        ok = 0;
+                        break;
+                    }
+                    if (arrive[b][kk] > done)
+                        done = arrive[b][kk];
+                }
+                if (!ok)
+                    continue;
+                t[j] = done;
+            }
+            at[j]++;
+            arrive[j][at[j]] = t[j];
+            progress = 1;
+        }
+    }
+    for (j = 0; j < pp; j++) {
+        ck_assert_msg(at[j] == n[j], "deadlock: stage %d stuck at step %d of %d "
+                      "(schedule %d, vpp %d, pp %d, gas %d)", j, at[j], n[j], schedule,
+                      vpp, pp, gas);
+        if (t[j] > span)
+            span = t[j];
+        free(st[j]);
+    }
+    for (k = 0; k < gas; k++)
+        for (o = 0; o < nv; o++)
+            ck_assert(end_f[k][o] >= 0 && end_b[k][o] >= 0);
+    return span;
+}
+
+START_TEST(test_steps_simulated)
+{
+    int pp, gas, vpp, peak[8], j;
+    cost_params p;
+
+    cost_params_init(&p);
+    for (pp = 1; pp <= 6; pp++)
+        for (gas = 1; gas <= 12; gas++) {
+            /* 1F1B and GPipe: (gas + pp - 1)(tf + tb), the pipeline bubble
+               of Narayanan et al. SC'21, sec. 2.2.1 */
+            ck_assert_double_eq(simulate_steps(FMT_SCHED_1F1B, 1, pp, gas, peak),
+                                (gas + pp - 1) * 3.0);
+            for (j = 0; j < pp; j++) {
+                p.schedule = FMT_SCHED_1F1B;
+                ck_assert_int_eq(peak[j], cost_inflight(&p, j, pp, gas));
+            }
+            ck_assert_double_eq(simulate_steps(FMT_SCHED_GPIPE, 1, pp, gas, peak),
+                                (gas + pp - 1) * 3.0);
+            ck_assert_int_eq(peak[0], gas);
+            /* interleaved: the bubble of the idealised schedule is (pp - 1)
+               (tf + tb) / vpp (SC'21, sec. 2.2.2): per-chunk times 1 and 2
+               give a lower bound of (gas * vpp + pp - 1) * 3.  Megatron's
+               exchange after every forward-backward pair is synchronous
+               here (a send waits for its receive), which can add at most
+               one more (pp - 1)(tf + tb) / vpp of fill: the upper bound. */
+            for (vpp = 2; vpp <= 3 && pp > 1; vpp++)
+                if (gas % pp == 0) {
+                    double got = simulate_steps(FMT_SCHED_1F1B, vpp, pp, gas, peak);
+                    ck_assert_double_ge(got, (gas * vpp + pp - 1) * 3.0);
+                    ck_assert_double_le(got, (gas * vpp + 2 * (pp - 1)) * 3.0);
+                    if (gas == pp) /* warm-up and cool-down only: no lockstep */
+                        ck_assert_double_eq(got, (gas * vpp + pp - 1) * 3.0);
+                }
+        }
+}
+END_TEST
+
+/* A plan with every kind of group: GPT-2 345M, tp 2, dp 2, pp 2, mbs 2
+ * (8 micro-batches), sequence parallelism, distributed optimizer, on two
+ * nodes of 4 H100; extra JSON fields of the strategy in `more`. */
+static void make_plan8(const char *more, char *path, size_t n)
+{
+    char cl[600], sg[600], cmd[4096];
+    FILE *f;
+
+    snprintf(cl, sizeof cl, "%s/c8.json", tmpdir);
+    snprintf(sg, sizeof sg, "%s/s8.json", tmpdir);
+    snprintf(path, n, "%s/plan8.json", tmpdir);
+    f = fopen(cl, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"name\": \"two\", \"nodes\": [\n"
+          " {\"name\": \"a\", \"device\": \"H100-SXM\", \"gpus\": 4, \"intra_gbps\": 3600, "
+          "\"nic_gbps\": 400},\n"
+          " {\"name\": \"b\", \"device\": \"H100-SXM\", \"gpus\": 4, \"intra_gbps\": 3600, "
+          "\"nic_gbps\": 400}]}\n", f);
+    fclose(f);
+    f = fopen(sg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 2, \"mbs\": 2, "
+               "\"stage_boundaries\": [0, 13, 27]%s}]}\n", more);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' evaluate --cluster '%s' --model '%s' --strategies '%s' "
+                              "--output '%s' --quiet", HETPLAN_PLANNER, cl,
+             EX("gpt2-345m.json"), sg, path);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+
+static void remove_plan8(void)
+{
+    static const char *const names[] = {"c8.json", "s8.json", "plan8.json"};
+    char path[600];
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        unlink(path);
+    }
+}
+
+/* GPT-2 345M (h = s = 1024, vocab 52256, fp16, learned positions, tied
+ * embedding), stage 0 = embedding + 12 blocks, tp 2, mbs 2, by hand:
+ * - activation at the cut: mbs s h 2 bytes / tp (sequence parallel) =
+ *   2 * 1024 * 1024 * 2 / 2 = 2097152;
+ * - TP collectives: 1 (embedding) + 2 per block = 25 each way, each of
+ *   mbs s h 2 = 4194304 bytes: 104857600 per direction;
+ * - parameters per rank: embedding 52256 * 1024 / 2 + 1024 * 1024
+ *   (replicated positions) = 27803648; a block 12h^2 + 13h = 12596224
+ *   of which 6144 replicated (two norms 4h, two row-parallel biases 2h):
+ *   (12596224 - 6144) / 2 + 6144 = 6301184, 12 of them 75614208; in all
+ *   103417856;
+ * - fp16 gradients 2 bytes per parameter: 206835712 reduce-scattered,
+ *   the same in weights all-gathered (zero 1);
+ * - the tied embedding's gradient: 27803648 * 2 = 55607296. */
+START_TEST(test_sizes)
+{
+    char p8[600];
+    plan_doc d;
+    launch_sizes z;
+    util_error err;
+    int rc;
+
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    rc = plan_load_plan(p8, &d, &err);
+    ck_assert_msg(rc == UTIL_OK, "%s", err.msg);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.stage, 0);
+    ck_assert_double_eq(z.act_bytes[0], 2097152.0);
+    ck_assert_int_eq(z.tp_fwd, 25);
+    ck_assert_int_eq(z.tp_bwd, 25);
+    ck_assert_double_eq(z.tp_bytes, 4194304.0);
+    ck_assert_double_eq(z.tp_fwd_bytes, 104857600.0);
+    ck_assert_double_eq(z.params, 103417856.0);
+    ck_assert_double_eq(z.grad_bytes, 206835712.0);
+    ck_assert_double_eq(z.dp_rs, 206835712.0);
+    ck_assert_double_eq(z.dp_ag, 206835712.0);
+    ck_assert_double_eq(z.dp_allreduce, 0.0);
+    ck_assert_double_eq(z.embed_bytes, 55607296.0);
+    launch_sizes_free(&z);
+    /* stage 1 (rank 4): 12 blocks + final norm (2h = 2048 replicated) +
+     * head (52256 * 1024, tied, split): 75614208 + 2048 + 26755072 =
+     * 102371328; TP 24 + 3 (head's loss all-reduces) = 27 */
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 4, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.stage, 1);
+    ck_assert_double_eq(z.params, 102371328.0);
+    ck_assert_int_eq(z.tp_fwd, 27);
+    ck_assert_double_eq(z.embed_bytes, 26755072.0 * 2.0);
+    launch_sizes_free(&z);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 8, &z, &err), UTIL_EINVAL);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    /* no sequence parallelism, no distributed optimizer: whole activation,
+       one all-reduce of the gradients */
+    make_plan8(", \"zero\": 0", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.act_bytes[0], 4194304.0);
+    ck_assert_double_eq(z.dp_allreduce, 206835712.0);
+    ck_assert_double_eq(z.dp_rs + z.dp_ag, 0.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+START_TEST(test_dry_run)
+{
+    char p8[600], *text = NULL;
+    plan_doc d;
+    launch_work w;
+    launch_dry_input in;
+    util_error err;
+    int warn = -1;
+
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    launch_dry_input_init(&in);
+    in.local_gpus = 8;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_int_eq(warn, 0);
+    /* rank 5: stage 1 (5 / 4), dp 0 ((5 % 4) / 2), tp 1 */
+    ck_assert_msg(strstr(text, "rank 5: plan rank 5, stage 1, dp 0, tp 1; cluster device 5 "
+                               "(H100-SXM, node 'b')") != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "groups (plan ranks): tp #2 [4 5] pp #1 [1 5] "
+                                       "dp #3 [5 7] embed #1 [1 5]"));
+    /* 1F1B, stage 0 of 2, 8 micro-batches: one warm-up forward */
+    ck_assert_ptr_nonnull(strstr(text, "schedule (F/B micro-batch): F0 F1 B0 F2 B1"));
+    ck_assert_ptr_nonnull(strstr(text, "send activation 2.000 MiB to stage 1"));
+    ck_assert_ptr_nonnull(strstr(text, "reduce-scatter"));
+    free(text);
+    /* more local processes than GPUs: a warning; a world that does not fit */
+    in.local_gpus = 1;
+    in.only = 3;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_int_eq(warn, 1);
+    ck_assert_ptr_nonnull(strstr(text, "warning: 8 processes would start here but only 1 GPU"));
+    ck_assert_ptr_null(strstr(text, "rank 2:"));
+    ck_assert_ptr_nonnull(strstr(text, "rank 3:"));
+    free(text);
+    in.world = 6;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "world size 6"));
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+enum boot_case { BOOT_OK, BOOT_LOST, BOOT_ABORT, BOOT_MISSING };
+
+/* One rank of a bootstrap test, in a child process: 0 when it saw what
+ * the case expects. */
+static int boot_child(int rank, int world, int port, int what)
+{
+    launch_boot_params p;
+    launch_boot *b = NULL;
+    util_error err;
+    unsigned char blob[128];
+    char info[64];
+    const void *got;
+    size_t len;
+    int r, rc, mine = 100 + rank, all[8];
+
+    launch_boot_params_init(&p);
+    p.port = port;
+    p.rank = rank;
+    p.world = world;
+    p.timeout_s = what == BOOT_MISSING ? 1.0 : 20.0;
+    for (r = 0; r < 128; r++)
+        blob[r] = (unsigned char)(r * 7 + 3);
+    snprintf(info, sizeof info, "info of rank %d", rank);
+    rc = launch_boot_create(&p, rank == 0 ? blob : NULL, rank == 0 ? 128 : 0, info,
+                            strlen(info) + 1, &b, &err);
+    if (what == BOOT_MISSING)
+        return rc == UTIL_ETIMEOUT || (rc == UTIL_EIO && rank != 0)
+                   ? (strstr(err.msg, "rank 2") ? 0 : 11) : 12;
+    if (rc != UTIL_OK)
+        return 13;
+    got = launch_boot_blob(b, &len);
+    if (len != 128 || memcmp(got, blob, 128) != 0)
+        return 14;
+    for (r = 0; r < world; r++) {
+        snprintf(info, sizeof info, "info of rank %d", r);
+        got = launch_boot_info(b, r, &len);
+        if (!got || len != strlen(info) + 1 || strcmp(got, info) != 0)
+            return 15;
+    }
+    if (what == BOOT_LOST && rank == 2)
+        _exit(0); /* dies without a word */
+    if (what == BOOT_ABORT && rank == 1) {
+        launch_boot_abort(b, "out of memory on GPU 1");
+        launch_boot_destroy(b);
+        return 0;
+    }
+    if (what == BOOT_LOST) {
+        /* the watchdog sees it */
+        for (r = 0; r < 100; r++)
+            if ((rc = launch_boot_watch(b, 0.1, &err)) != UTIL_OK)
+                break;
+        launch_boot_destroy(b);
+        return rc == UTIL_EIO && strstr(err.msg, "rank 2 lost") ? 0 : 16;
+    }
+    rc = launch_boot_gather(b, &mine, sizeof mine, all, 20.0, &err);
+    launch_boot_destroy(b);
+    if (what == BOOT_ABORT)
+        return rc == UTIL_EIO && strstr(err.msg, "rank 1: out of memory on GPU 1") ? 0 : 17;
+    if (rc != UTIL_OK)
+        return 18;
+    if (rank == 0)
+        for (r = 0; r < world; r++)
+            if (all[r] != 100 + r)
+                return 19;
+    return 0;
+}
+
+/* world processes (all but `skip`), each must exit 0, within `limit` s. */
+static void boot_run(int world, int what, int skip, double limit)
+{
+    pid_t pid[8];
+    int r, port = free_port(), status;
+    time_t t0 = time(NULL);
+
+    for (r = 0; r < world; r++) {
+        pid[r] = -1;
+        if (r == skip)
+            continue;
+        pid[r] = fork();
+        ck_assert_int_ge(pid[r], 0);
+        if (pid[r] == 0)
+            _exit(boot_child(r, world, port, what));
+    }
+    for (r = 0; r < world; r++) {
+        if (pid[r] < 0)
+            continue;
+        ck_assert_int_eq(waitpid(pid[r], &status, 0), pid[r]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "case %d: rank %d ended with %d", what, r, WEXITSTATUS(status));
+    }
+    ck_assert_msg(difftime(time(NULL), t0) <= limit, "case %d took %.0f s", what,
+                  difftime(time(NULL), t0));
+}
+
+START_TEST(test_bootstrap)
+{
+    boot_run(4, BOOT_OK, -1, 10.0);
+    boot_run(1, BOOT_OK, -1, 5.0);
+    boot_run(4, BOOT_LOST, -1, 10.0);     /* rank 2 dies after joining */
+    boot_run(4, BOOT_ABORT, -1, 10.0);    /* rank 1 reports a failure */
+    boot_run(3, BOOT_MISSING, 2, 6.0);    /* rank 2 never starts: 1 s timeout */
+}
+END_TEST
+
+START_TEST(test_bootstrap_args)
+{
+    launch_boot_params p;
+    launch_boot *b = (launch_boot *)1;
+    util_error err;
+
+    launch_boot_params_init(&p);
+    p.rank = 2;
+    p.world = 2;
+    ck_assert_int_eq(launch_boot_create(&p, NULL, 0, NULL, 0, &b, &err), UTIL_EINVAL);
+    ck_assert_ptr_null(b);
+    p.rank = 0;
+    p.port = 70000;
+    ck_assert_int_eq(launch_boot_create(&p, NULL, 0, NULL, 0, &b, &err), UTIL_EINVAL);
+    launch_boot_destroy(NULL);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 static int run_cmd(const char *cmd, char *out, size_t cap)
 {
@@ -905,6 +1497,14 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_exec_replay_plan);
     tcase_add_test(tc, test_exec_replay_deadlock);
     tcase_add_test(tc, test_exec_summarise_trial);
+    tcase_add_test(tc, test_groups_megatron);
+    tcase_add_test(tc, test_plan_rank);
+    tcase_add_test(tc, test_passes_interleaved);
+    tcase_add_test(tc, test_steps_simulated);
+    tcase_add_test(tc, test_sizes);
+    tcase_add_test(tc, test_dry_run);
+    tcase_add_test(tc, test_bootstrap);
+    tcase_add_test(tc, test_bootstrap_args);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
 #endif
