@@ -39,6 +39,10 @@ typedef struct launch_options {
     int json;               /* --format json: print the trial on stdout */
     int mode;               /* --mode auto|executed|composed (enum launch_mode) */
     int quiet, verbose, help, version;
+    int dry_run;            /* --dry-run: print what each rank would run */
+    int spawn;              /* --spawn N: start N ranks here; 0 = none */
+    int order;              /* --rank-order megatron|plan (enum launch_order) */
+    double timeout_s;       /* --timeout S: bootstrap and failure deadline (60) */
 } launch_options;
 
 void launch_options_init(launch_options *o);
@@ -555,6 +559,126 @@ int launch_boot_watch(launch_boot *b, double timeout_s, util_error *err);
 /* Tell every rank (through rank 0) that this rank fails with `why`; the
  * others' next launch_boot_* call returns UTIL_EIO with "rank R: why". */
 void launch_boot_abort(launch_boot *b, const char *why);
+
+
+/* ---- multi-rank: environment and --spawn (launcher/spawn.c) ---------- */
+
+/* torchrun's environment. */
+typedef struct launch_env {
+    int present;            /* 1: WORLD_SIZE was set */
+    int rank, world;        /* RANK, WORLD_SIZE */
+    int local_rank;         /* LOCAL_RANK (default RANK) */
+    int local_world;        /* LOCAL_WORLD_SIZE (default WORLD_SIZE) */
+    char addr[256];         /* MASTER_ADDR (default 127.0.0.1) */
+    int port;               /* MASTER_PORT (default 29500) */
+} launch_env;
+
+/* Read the environment; UTIL_EINVAL naming the variable when one is
+ * malformed or RANK is missing while WORLD_SIZE is set. */
+int launch_env_of(launch_env *e, util_error *err);
+
+/* What --spawn saw of its children. */
+typedef struct launch_spawn_result {
+    int n;                  /* children started */
+    int *status;            /* n: exit code, or 128 + signal; owned */
+    int first_failed;       /* rank that failed first, -1 = none */
+    int killed;             /* children ended by the launcher after the grace
+                               period */
+} launch_spawn_result;
+
+/* Start n processes `exe argv...` on this machine with RANK = LOCAL_RANK
+ * = i, WORLD_SIZE = LOCAL_WORLD_SIZE = n, MASTER_ADDR 127.0.0.1 and a free
+ * MASTER_PORT; wait for all.  Once one fails, the others get grace_s to
+ * end (they hear of it through the bootstrap) before SIGTERM, then
+ * SIGKILL.  Free res with launch_spawn_result_free (NULL-safe). */
+int launch_spawn(const char *exe, char *const *argv, int n, double grace_s,
+                 launch_spawn_result *res, util_error *err);
+void launch_spawn_result_free(launch_spawn_result *res);
+
+/* ---- multi-rank: measurements (launcher/merge.c) --------------------- */
+
+/* Per-rank information exchanged at bootstrap (fixed layout: every rank
+ * runs the same build). */
+typedef struct launch_rank_info {
+    int plan_rank;          /* -1: idle */
+    int local_rank;
+    int pid;
+    int gpu_ok;             /* 1: the rank opened its GPU */
+    char host[64];
+    char gpu[64];           /* the GPU's name, "" when none */
+} launch_rank_info;
+
+/* What one rank measured, sent to rank 0 (fixed layout). */
+typedef struct launch_rank_result {
+    int rank, plan_rank, stage;
+    int passes;             /* passes per iteration (2 * gas * vpp) */
+    double iter_s;          /* median iteration, CUDA events, s */
+    double iter_min_s, iter_max_s;
+    double fwd_s, bwd_s;    /* median forward / backward pass of one chunk and
+                               micro-batch, with its TP collectives, s */
+    double tp_s;            /* TP collectives per iteration, s */
+    double p2p_s;           /* point-to-point groups per iteration, waiting
+                               included, s */
+    double dp_s;            /* DP / distributed optimizer and embedding
+                               collectives per iteration, s */
+    double opt_s;           /* optimizer step per iteration, s */
+    double mem_used;        /* peak device memory in use (cudaMemGetInfo), B */
+    double mem_base;        /* in use before the launcher allocated (context,
+                               other processes), B */
+    double mem_alloc;       /* high-water mark of the launcher's allocations
+                               (model state, activations, buffers, kernels'
+                               work buffers), B */
+    double mem_predicted;   /* the memory model's peak for the rank, B */
+    char gpu[64];
+} launch_rank_result;
+
+/* Merge the ranks' results (n entries, idle ranks have plan_rank < 0)
+ * into a trial: per stage the slowest replica's pass times (measured),
+ * the iteration the slowest rank's median; composed with the plan's
+ * prediction as launch_compose does.  reason names the mode. */
+int launch_merge_ranks(const plan_doc *d, const launch_work *w,
+                       const launch_rank_result *res, int n,
+                       launch_measure *meas, launch_trial *out,
+                       util_error *err);
+
+/* The trial document `json` (launch_trial_json) with a "ranks" array:
+ * each rank's times and measured against predicted memory.  malloc'd
+ * (caller frees); NULL when json is malformed or out of memory. */
+char *launch_ranks_json(const char *json, const launch_rank_result *res, int n);
+
+/* ---- multi-rank, GPU side (launcher/multi.cu; CUDA and NCCL only) ---- */
+
+/* Settings of one rank's run. */
+typedef struct launch_rank_run {
+    int rank, world, plan_rank, local_rank;
+    int warmup, iterations;
+    double timeout_s;       /* a collective stuck this long ends the run */
+    /* called (from the watchdog thread) when the run cannot be ended
+       cleanly; the program prints msg and exits.  NULL = none */
+    void (*on_stuck)(const char *msg);
+} launch_rank_run;
+
+/* The NCCL unique id of a new world in blob (cap bytes), its size in
+ * *len.  UTIL_ENOTFOUND when built without NCCL. */
+int launch_nccl_id(void *blob, size_t cap, size_t *len, util_error *err);
+
+/* Open GPU local_rank (fills info->gpu, gpu_ok); UTIL_ENOTFOUND naming
+ * the cause when there is none. */
+int launch_rank_gpu(int local_rank, launch_rank_info *info, util_error *err);
+
+/* Run plan rank r->plan_rank's share of the plan for real: NCCL
+ * communicators for the world and every TP, PP, DP and embedding group
+ * (ncclCommSplit), the rank's layers as cuBLAS GEMMs and kernels of the
+ * model's shapes, TP all-reduces (reduce-scatter + all-gather with
+ * sequence parallelism), point-to-point steps of launch_steps, DP all-
+ * reduce or reduce-scatter + all-gather, the tied embedding's all-
+ * reduce, the Adam step; buffers sized by the memory model.  A watchdog
+ * thread ends the run when another rank fails (launch_boot_watch).
+ * Idle ranks (plan_rank < 0) join the communicators and return.  On
+ * error err names the cause (out of memory, NCCL error, a lost rank). */
+int launch_rank_execute(const plan_doc *d, const launch_work *w,
+                        const launch_rank_run *r, launch_boot *b,
+                        launch_rank_result *out, util_error *err);
 
 #ifdef __cplusplus
 }

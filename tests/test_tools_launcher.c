@@ -1478,6 +1478,42 @@ START_TEST(test_launch_cli)
     ck_assert_int_ne(access(cmd, F_OK), 0); /* nothing half-written */
 }
 END_TEST
+
+/* Multi-rank on a machine without GPUs: the dry run works; spawned ranks
+ * meet over TCP, each finds no GPU, and all of them end, naming their
+ * rank and the cause, well within the timeout. */
+START_TEST(test_launch_cli_ranks)
+{
+    char out[16384], cmd[2048];
+    time_t t0;
+
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    /* pp 4, tp 1, dp 1: rank 3 is the last stage, layers 21-26 */
+    ck_assert_msg(strstr(out, "rank 3: plan rank 3, stage 3, dp 0, tp 0; cluster device 3 "
+                              "(H100-SXM, node 'h100'); layers 21-26") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "world: 4 processes"));
+    /* as torchrun would start it: only its own rank */
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=2 '%s' --plan '%s' --dry-run",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --spawn 3", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 3);
+    ck_assert_ptr_nonnull(strstr(out, "world size 3 does not match the plan's 4 ranks"));
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 '%s' --plan '%s'", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'RANK' is not"));
+    t0 = time(NULL);
+    snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' --plan '%s' --spawn 4 --timeout 20",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_msg(difftime(time(NULL), t0) < 15.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_msg(strstr(out, "hetplan-launch: rank 0: no CUDA GPU") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "hetplan-launch: rank 3: "));
+    ck_assert_ptr_nonnull(strstr(out, "failed first (exit code 6)"));
+}
+END_TEST
 #endif
 
 static Suite *launcher_suite(void)
@@ -1507,6 +1543,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_bootstrap_args);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
+    tcase_add_test(tc, test_launch_cli_ranks);
 #endif
     suite_add_tcase(s, tc);
     return s;
