@@ -437,8 +437,9 @@ static int boot_leaf(launch_boot *b, const launch_boot_params *p, const void *in
         memcpy(hello + 4, info, info_len);
     io = send_msg(fd, MSG_HELLO, p->rank, hello, 4 + info_len);
     free(hello);
+    /* rank 0 judges who is missing: give it time to say so */
     if (io == IO_OK)
-        io = recv_msg(fd, deadline, &type, &who, &data, &len);
+        io = recv_msg(fd, deadline + 5.0, &type, &who, &data, &len);
     if (io == IO_OK && type == MSG_WELCOME) {
         rc = take_welcome(b, data, len) == 0
                  ? UTIL_OK

@@ -1437,6 +1437,82 @@ START_TEST(test_bootstrap_args)
 }
 END_TEST
 
+/* Rank 0's merge: per stage the slowest replica, the iteration the
+ * slowest rank's median; the trial stays a strategies file with a
+ * "ranks" array beside it. */
+START_TEST(test_merge_ranks)
+{
+    plan_doc d;
+    launch_work w;
+    launch_measure meas[4];
+    launch_trial t;
+    launch_rank_result res[5];
+    util_error err;
+    fmt_strategy *s = NULL;
+    char *text, *full;
+    cJSON *doc, *ranks;
+    int n = 0, j;
+    static const double iter[4] = {0.20, 0.21, 0.22, 0.205};
+
+    load_plan(&d);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    memset(res, 0, sizeof res);
+    for (j = 0; j < 4; j++) {
+        res[j].rank = j;
+        res[j].plan_rank = j;
+        res[j].stage = j;
+        res[j].iter_s = iter[j];
+        res[j].iter_min_s = iter[j] - 0.001;
+        res[j].iter_max_s = iter[j] + 0.002;
+        res[j].fwd_s = 0.004 + 0.001 * j;
+        res[j].bwd_s = 0.009;
+        res[j].opt_s = 0.002;
+        res[j].mem_predicted = 1e9 * (j + 1);
+        res[j].mem_used = 2e9;
+        res[j].mem_base = 0.5e9;
+    }
+    res[4].rank = 4;
+    res[4].plan_rank = -1; /* an idle device */
+    ck_assert_int_eq(launch_merge_ranks(&d, &w, res, 5, meas, &t, &err), UTIL_OK);
+    ck_assert_double_eq_tol(t.measured_s, 0.22, 1e-12);
+    ck_assert_double_eq_tol(t.iter_iqr_s, 0.003, 1e-12);
+    for (j = 0; j < 4; j++) {
+        ck_assert(meas[j].measured);
+        /* tp 1: no TP collectives to take out */
+        ck_assert_double_eq_tol(meas[j].fwd_s, 0.004 + 0.001 * j, 1e-12);
+        ck_assert_double_eq_tol(meas[j].opt_s, 0.002, 1e-12);
+    }
+    ck_assert(t.executed && t.composed_s > 0.0);
+    text = launch_trial_json(&d, &w, meas, &t, NULL, 10);
+    ck_assert_ptr_nonnull(text);
+    full = launch_ranks_json(text, res, 5);
+    ck_assert_ptr_nonnull(full);
+    ck_assert_int_eq(fmt_parse_strategies(full, "trial.json", &d.cluster, &d.model,
+                                          d.global_batch, &s, &n, &err), UTIL_OK);
+    ck_assert_int_eq(n, 1);
+    fmt_strategy_free(&s[0]);
+    free(s);
+    doc = cJSON_Parse(full);
+    ranks = cJSON_GetObjectItem(doc, "ranks");
+    ck_assert_int_eq(cJSON_GetArraySize(ranks), 5);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2),
+                                                "memory_predicted_bytes")->valuedouble,
+                            3e9, 1.0);
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 4), "stage"));
+    ck_assert_ptr_null(launch_ranks_json("{not json", res, 5));
+    cJSON_Delete(doc);
+    free(text);
+    free(full);
+    launch_trial_free(&t);
+    /* a stage nobody reported */
+    res[1].plan_rank = -1;
+    ck_assert_int_eq(launch_merge_ranks(&d, &w, res, 5, meas, &t, &err), UTIL_EINTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no rank reported stage 1"));
+    launch_work_free(&w);
+    plan_doc_free(&d);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 static int run_cmd(const char *cmd, char *out, size_t cap)
 {
@@ -1522,6 +1598,8 @@ static Suite *launcher_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    /* forked ranks and spawned programs: seconds, not Check's default 4 */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_order_1f1b);
     tcase_add_test(tc, test_work_of_plan);
     tcase_add_test(tc, test_compose);
@@ -1541,6 +1619,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
+    tcase_add_test(tc, test_merge_ranks);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
     tcase_add_test(tc, test_launch_cli_ranks);
