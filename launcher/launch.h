@@ -570,7 +570,10 @@ typedef struct launch_env {
     int local_rank;         /* LOCAL_RANK (default RANK) */
     int local_world;        /* LOCAL_WORLD_SIZE (default WORLD_SIZE) */
     char addr[256];         /* MASTER_ADDR (default 127.0.0.1) */
-    int port;               /* MASTER_PORT (default 29500) */
+    int port;               /* the bootstrap's port: HETPLAN_LAUNCH_PORT, else
+                               MASTER_PORT (default 29500), + 1 under torchrun
+                               (TORCHELASTIC_RUN_ID set), whose agent holds
+                               MASTER_PORT for its own store */
 } launch_env;
 
 /* Read the environment; UTIL_EINVAL naming the variable when one is

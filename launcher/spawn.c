@@ -56,6 +56,11 @@ int launch_env_of(launch_env *e, util_error *err)
             UTIL_OK ||
         (rc = env_int("MASTER_PORT", 1, 65535, 29500, &e->port, err)) != UTIL_OK)
         return rc;
+    /* torchrun's agent serves its own store on MASTER_PORT: take the next */
+    if (getenv("TORCHELASTIC_RUN_ID") && e->port < 65535)
+        e->port++;
+    if ((rc = env_int("HETPLAN_LAUNCH_PORT", 1, 65535, e->port, &e->port, err)) != UTIL_OK)
+        return rc;
     snprintf(e->addr, sizeof e->addr, "%s", addr && *addr ? addr : "127.0.0.1");
     return UTIL_OK;
 }

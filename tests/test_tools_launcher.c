@@ -1419,6 +1419,42 @@ START_TEST(test_bootstrap)
 }
 END_TEST
 
+/* torchrun's variables, its agent's port, the explicit override. */
+START_TEST(test_env)
+{
+    launch_env e;
+    util_error err;
+
+    unsetenv("TORCHELASTIC_RUN_ID");
+    unsetenv("HETPLAN_LAUNCH_PORT");
+    unsetenv("WORLD_SIZE");
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.present, 0);
+    setenv("WORLD_SIZE", "16", 1);
+    setenv("RANK", "9", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "8", 1);
+    setenv("MASTER_ADDR", "node-a", 1);
+    setenv("MASTER_PORT", "29400", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert(e.present && e.rank == 9 && e.world == 16 && e.local_rank == 1 &&
+              e.local_world == 8 && e.port == 29400);
+    ck_assert_str_eq(e.addr, "node-a");
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.port, 29401);
+    setenv("HETPLAN_LAUNCH_PORT", "31000", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.port, 31000);
+    setenv("RANK", "16", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'RANK' expects an integer from 0 to 15"));
+    unsetenv("RANK");
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_EINVAL);
+    unsetenv("WORLD_SIZE");
+}
+END_TEST
+
 START_TEST(test_bootstrap_args)
 {
     launch_boot_params p;
@@ -1577,6 +1613,10 @@ START_TEST(test_launch_cli_ranks)
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --spawn 3", HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 3);
     ck_assert_ptr_nonnull(strstr(out, "world size 3 does not match the plan's 4 ranks"));
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=1 MASTER_PORT=70000 '%s' --plan '%s'",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'MASTER_PORT' expects an integer from 1 to 65535"));
     snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 '%s' --plan '%s'", HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "'RANK' is not"));
@@ -1619,6 +1659,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
+    tcase_add_test(tc, test_env);
     tcase_add_test(tc, test_merge_ranks);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
