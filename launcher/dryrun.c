@@ -119,6 +119,15 @@ static int describe(util_buf *o, const plan_doc *d, const fmt_strategy *s,
     if (z.embed_bytes > 0)
         util_buf_printf(o, "; tied embedding all-reduce %.3f MiB", mib(z.embed_bytes));
     util_buf_printf(o, "\n");
+    {
+        cost_memory mem;
+        cost_rank_stage_memory(&d->model, &d->params, s, r, &mem);
+        util_buf_printf(o, "  memory model: %.2f GiB peak (weights %.2f, gradients %.2f, "
+                           "optimizer %.2f, activations %.2f, pipeline buffers %.2f GiB)\n",
+                        mem.total / 1073741824.0, mem.weights / 1073741824.0,
+                        mem.grads / 1073741824.0, mem.optimizer / 1073741824.0,
+                        mem.activations / 1073741824.0, mem.buffers / 1073741824.0);
+    }
     launch_sizes_free(&z);
     ps = malloc((size_t)(2 * s->gas * vpp) * sizeof *ps);
     if (!ps)

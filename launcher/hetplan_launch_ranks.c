@@ -325,7 +325,10 @@ int launch_cli_rank(const launch_options *o, const launch_env *env)
         code = LAUNCH_EXIT_INTERNAL;
         goto done;
     }
-    if (launch_boot_gather(b, &res, sizeof res, all, o->timeout_s, &err) != UTIL_OK) {
+    /* a working rank 0 waits --timeout for the others' reports; the others
+       (and an idle rank 0) wait for the run: a lost rank still ends them */
+    if (launch_boot_gather(b, &res, sizeof res, all,
+                           rank == 0 && pr >= 0 ? o->timeout_s : 86400.0, &err) != UTIL_OK) {
         code = fail(rank, &err);
         goto done;
     }

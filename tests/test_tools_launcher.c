@@ -1279,6 +1279,14 @@ START_TEST(test_dry_run)
     ck_assert_ptr_nonnull(strstr(text, "schedule (F/B micro-batch): F0 F1 B0 F2 B1"));
     ck_assert_ptr_nonnull(strstr(text, "send activation 2.000 MiB to stage 1"));
     ck_assert_ptr_nonnull(strstr(text, "reduce-scatter"));
+    {
+        /* the memory line is the memory model's own figure for the rank */
+        cost_memory mem;
+        char want[128];
+        cost_rank_stage_memory(&d.model, &d.params, &d.s[0], 7, &mem);
+        snprintf(want, sizeof want, "memory model: %.2f GiB peak", mem.total / 1073741824.0);
+        ck_assert_ptr_nonnull(strstr(strstr(text, "rank 7:"), want));
+    }
     free(text);
     /* more local processes than GPUs: a warning; a world that does not fit */
     in.local_gpus = 1;
