@@ -1250,6 +1250,19 @@ START_TEST(test_sizes)
     ck_assert_double_eq(z.dp_rs + z.dp_ag, 0.0);
     launch_sizes_free(&z);
     plan_doc_free(&d);
+    /* interleaved, vpp 2: device 0's 13 layers split 6 + 7, device 1's 14
+       split 7 + 7; the cuts after virtual stages 0, 1, 2 follow layers 5,
+       19 and 12, all blocks: mbs s h 2 = 4194304 bytes each */
+    make_plan8(", \"vpp\": 2", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(d.s[0].vpp, 2);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.vpp, 2);
+    ck_assert_double_eq(z.act_bytes[0], 4194304.0);
+    ck_assert_double_eq(z.act_bytes[1], 4194304.0);
+    ck_assert_double_eq(z.act_bytes[2], 4194304.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
     remove_plan8();
 }
 END_TEST
