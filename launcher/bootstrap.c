@@ -154,19 +154,17 @@ static void broadcast_abort(launch_boot *b, int who, const char *why, int skip)
 /* "ranks 2, 3" of the ranks whose flag is 0. */
 static void list_missing(const int *have, int world, char *out, size_t n)
 {
-    size_t at = 0;
-    int r, count = 0;
+    size_t at;
+    int r, count = 0, first = 1;
 
-    out[0] = '\0';
     for (r = 0; r < world; r++)
-        if (!have[r])
-            count++;
-    at += (size_t)snprintf(out, n, "%s", count == 1 ? "rank" : "ranks");
+        count += !have[r];
+    at = (size_t)snprintf(out, n, "%s", count == 1 ? "rank" : "ranks");
     for (r = 0; r < world && at < n; r++)
-        if (!have[r])
-            at += (size_t)snprintf(out + at, n - at, "%s %d",
-                                   at > 5 && out[at - 1] != 'k' && out[at - 1] != 's'
-                                       ? "," : "", r);
+        if (!have[r]) {
+            at += (size_t)snprintf(out + at, n - at, "%s %d", first ? "" : ",", r);
+            first = 0;
+        }
 }
 
 static void boot_free(launch_boot *b)

@@ -1336,7 +1336,7 @@ static int free_port(void)
     return port;
 }
 
-enum boot_case { BOOT_OK, BOOT_LOST, BOOT_ABORT, BOOT_MISSING };
+enum boot_case { BOOT_OK, BOOT_LOST, BOOT_ABORT, BOOT_MISSING, BOOT_MISSING2 };
 
 /* One rank of a bootstrap test, in a child process: 0 when it saw what
  * the case expects. */
@@ -1355,12 +1355,14 @@ static int boot_child(int rank, int world, int port, int what)
     p.port = port;
     p.rank = rank;
     p.world = world;
-    p.timeout_s = what == BOOT_MISSING ? 1.0 : 20.0;
+    p.timeout_s = what >= BOOT_MISSING ? 1.0 : 20.0;
     for (r = 0; r < 128; r++)
         blob[r] = (unsigned char)(r * 7 + 3);
     snprintf(info, sizeof info, "info of rank %d", rank);
     rc = launch_boot_create(&p, rank == 0 ? blob : NULL, rank == 0 ? 128 : 0, info,
                             strlen(info) + 1, &b, &err);
+    if (what == BOOT_MISSING2)
+        return rc != UTIL_OK && strstr(err.msg, "ranks 2, 3 did not join within 1 s") ? 0 : 11;
     if (what == BOOT_MISSING)
         return rc == UTIL_ETIMEOUT || (rc == UTIL_EIO && rank != 0)
                    ? (strstr(err.msg, "rank 2") ? 0 : 11) : 12;
@@ -1403,7 +1405,8 @@ static int boot_child(int rank, int world, int port, int what)
     return 0;
 }
 
-/* world processes (all but `skip`), each must exit 0, within `limit` s. */
+/* world processes (all but those in the bit mask `skip`), each must exit
+ * 0, within `limit` s. */
 static void boot_run(int world, int what, int skip, double limit)
 {
     pid_t pid[8];
@@ -1412,7 +1415,7 @@ static void boot_run(int world, int what, int skip, double limit)
 
     for (r = 0; r < world; r++) {
         pid[r] = -1;
-        if (r == skip)
+        if (skip >= 0 && (skip >> r) & 1)
             continue;
         pid[r] = fork();
         ck_assert_int_ge(pid[r], 0);
@@ -1436,7 +1439,8 @@ START_TEST(test_bootstrap)
     boot_run(1, BOOT_OK, -1, 5.0);
     boot_run(4, BOOT_LOST, -1, 10.0);     /* rank 2 dies after joining */
     boot_run(4, BOOT_ABORT, -1, 10.0);    /* rank 1 reports a failure */
-    boot_run(3, BOOT_MISSING, 2, 6.0);    /* rank 2 never starts: 1 s timeout */
+    boot_run(3, BOOT_MISSING, 1 << 2, 6.0);          /* rank 2 never starts: 1 s */
+    boot_run(4, BOOT_MISSING2, 1 << 2 | 1 << 3, 6.0); /* nor do 2 and 3 */
 }
 END_TEST
 
