@@ -2,6 +2,7 @@
  * run (plan rank, device, groups, schedule, message sizes), after the
  * plan is checked against the world and this machine's GPUs. */
 #include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,47 @@ int launch_local_gpus(void)
             n++;
     closedir(dir);
     return n;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int launch_local_gpu_names(char names[][64], int cap)
+{
+    DIR *dir;
+    struct dirent *e;
+    char *bus[256];
+    int n = 0, i, got = 0;
+
+    if (getenv("CUDA_VISIBLE_DEVICES") || !(dir = opendir("/proc/driver/nvidia/gpus")))
+        return 0;
+    while ((e = readdir(dir)) != NULL && n < 256)
+        if (e->d_name[0] != '.' && (bus[n] = malloc(strlen(e->d_name) + 1)) != NULL)
+            strcpy(bus[n++], e->d_name);
+    closedir(dir);
+    qsort(bus, (size_t)n, sizeof *bus, by_name);
+    for (i = 0; i < n; i++) {
+        char path[512], line[256];
+        FILE *f;
+        snprintf(path, sizeof path, "/proc/driver/nvidia/gpus/%s/information", bus[i]);
+        if (got < cap && (f = fopen(path, "r")) != NULL) {
+            names[got][0] = '\0';
+            while (fgets(line, sizeof line, f))
+                if (strncmp(line, "Model:", 6) == 0) {
+                    char *v = line + 6;
+                    while (*v == ' ' || *v == '\t')
+                        v++;
+                    v[strcspn(v, "\n")] = '\0';
+                    snprintf(names[got], 64, "%.63s", v);
+                }
+            fclose(f);
+            got += names[got][0] != '\0';
+        }
+        free(bus[i]);
+    }
+    return got;
 }
 
 static double mib(double b)
@@ -218,10 +260,23 @@ int launch_dry_run(const plan_doc *d, const launch_work *w,
     }
     for (proc = in->only >= 0 ? in->only : 0; proc < (in->only >= 0 ? in->only + 1 : world);
          proc++) {
+        int lr = proc - in->local_first;
         if ((rc = launch_plan_rank(&d->cluster, s, in->order, proc, world, &r, err)) != UTIL_OK ||
             (rc = describe(&o, d, s, proc, r, err)) != UTIL_OK) {
             free(o.p);
             return rc;
+        }
+        /* the local GPU against the plan's device type */
+        if (r >= 0 && in->local_names && lr >= 0 && lr < in->local_gpus && lr < local) {
+            const fmt_device_type *dt = fmt_device(&d->cluster, s->ranks[r]);
+            char type[32];
+            prof_device_type_of(in->local_names[lr], type);
+            if (dt && strcmp(type, dt->name) != 0) {
+                util_buf_printf(&o, "warning: rank %d would run on local GPU %d '%s' (%s), "
+                                    "the plan assumed '%s'\n", proc, lr,
+                                in->local_names[lr], type, dt->name);
+                warn++;
+            }
         }
     }
     if (!(*text = util_buf_take(&o)))

@@ -73,6 +73,16 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
         in.world = env->world;
         in.local_world = env->local_world;
         in.only = env->rank;
+        in.local_first = env->rank - env->local_rank;
+    }
+    {
+        static char names[64][64];
+        static const char *ptr[64];
+        int i, n = launch_local_gpu_names(names, 64);
+        for (i = 0; i < n; i++)
+            ptr[i] = names[i];
+        if (n > 0 && n == in.local_gpus)
+            in.local_names = ptr;
     }
     if (load(o, &d, &w, env->present ? env->rank : 0, &err) != UTIL_OK ||
         launch_dry_run(&d, &w, &in, &text, &warn, &err) != UTIL_OK) {

@@ -488,6 +488,12 @@ typedef struct launch_dry_input {
     int only;               /* process rank to describe; -1 = every rank */
     int local_gpus;         /* GPUs this machine shows, -1 = unknown */
     int local_world;        /* processes started on this machine, 0 = world */
+    const char *const *local_names; /* CUDA names of this machine's GPUs
+                               (local_gpus entries), NULL = unknown: each
+                               local rank's GPU is compared with the plan's
+                               device type */
+    int local_first;        /* process rank on this machine's GPU 0 (local
+                               rank = rank - local_first) */
 } launch_dry_input;
 
 void launch_dry_input_init(launch_dry_input *in);
@@ -505,6 +511,10 @@ int launch_dry_run(const plan_doc *d, const launch_work *w,
 /* GPUs this machine shows without CUDA: CUDA_VISIBLE_DEVICES when set,
  * else the NVIDIA driver's /proc entries; -1 when unknown. */
 int launch_local_gpus(void);
+/* Their CUDA names ("NVIDIA H100 80GB HBM3") from the driver's /proc
+ * entries in PCI bus order, at most cap; 0 when unknown (no driver, or
+ * CUDA_VISIBLE_DEVICES set). */
+int launch_local_gpu_names(char names[][64], int cap);
 
 
 /* ---- multi-rank: bootstrap over TCP (launcher/bootstrap.c) ----------- */

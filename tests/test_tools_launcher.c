@@ -1310,6 +1310,23 @@ START_TEST(test_dry_run)
     ck_assert_ptr_null(strstr(text, "rank 2:"));
     ck_assert_ptr_nonnull(strstr(text, "rank 3:"));
     free(text);
+    /* this machine's GPUs against the plan's H100s: GPU 3 is an A100 */
+    {
+        static const char *const names[8] = {
+            "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+            "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+            "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"};
+        in.local_gpus = 8;
+        in.local_names = names;
+        in.only = -1;
+        ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+        ck_assert_int_eq(warn, 1);
+        ck_assert_msg(strstr(text, "warning: rank 3 would run on local GPU 3 'NVIDIA "
+                                   "A100-SXM4-80GB' (A100-80GB), the plan assumed "
+                                   "'H100-SXM'") != NULL, "%.900s", strstr(text, "rank 3:"));
+        free(text);
+        in.local_names = NULL;
+    }
     in.world = 6;
     ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "world size 6"));
