@@ -89,6 +89,7 @@ static int report(const util_error *err)
     }
 }
 
+#ifdef HETPLAN_LAUNCH_CUDA
 /* Median and IQR of the pass spans of one direction, and the median span
  * of a whole iteration. */
 static int pass_stats(const prof_samples *s, const int *bwd, launch_measure *out,
@@ -304,6 +305,8 @@ done:
     return rc;
 }
 
+#endif /* HETPLAN_LAUNCH_CUDA */
+
 int main(int argc, char **argv)
 {
     launch_options o;
@@ -373,6 +376,17 @@ int main(int argc, char **argv)
         code = report(&err);
         goto done;
     }
+#ifndef HETPLAN_LAUNCH_CUDA
+    (void)dev;
+    (void)why;
+    (void)ngpu;
+    (void)mode;
+    (void)progress;
+    fprintf(stderr, "hetplan-launch: no CUDA GPU: this hetplan-launch was built without "
+                    "CUDA (--dry-run works)\n");
+    code = LAUNCH_EXIT_NOGPU;
+    goto done;
+#else
     if ((rc = launch_gpu_topology(&ngpu, NULL, 0, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
@@ -450,6 +464,7 @@ write:
         if (o.output && !o.json)
             printf("trial written to '%s'\n", o.output);
     }
+#endif /* HETPLAN_LAUNCH_CUDA */
 done:
     free(text);
     free(meas);
@@ -458,6 +473,10 @@ done:
     launch_trial_free(&t0);
     launch_work_free(&w);
     plan_doc_free(&d);
+#ifdef HETPLAN_LAUNCH_CUDA
     prof_gpu_close(g);
+#else
+    (void)g;
+#endif
     return code;
 }

@@ -9,6 +9,44 @@
 
 #include "internal.h"
 
+#ifndef HETPLAN_LAUNCH_CUDA
+/* Built without CUDA: the GPU entry points say so (the dry run and the
+ * checks before any GPU work still run). */
+static int no_cuda(util_error *err)
+{
+    return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
+                          "no CUDA GPU: this hetplan-launch was built without CUDA "
+                          "(--dry-run works)");
+}
+
+int launch_rank_gpu(int local_rank, launch_rank_info *info, util_error *err)
+{
+    (void)local_rank;
+    info->gpu_ok = 0;
+    return no_cuda(err);
+}
+
+int launch_nccl_id(void *blob, size_t cap, size_t *len, util_error *err)
+{
+    (void)blob;
+    (void)cap;
+    *len = 0;
+    return no_cuda(err);
+}
+
+int launch_rank_execute(const plan_doc *d, const launch_work *w,
+                        const launch_rank_run *r, launch_boot *b,
+                        launch_rank_result *out, util_error *err)
+{
+    (void)d;
+    (void)w;
+    (void)r;
+    (void)b;
+    memset(out, 0, sizeof *out);
+    return no_cuda(err);
+}
+#endif
+
 static int code_of(const util_error *err)
 {
     switch (err->code) {
