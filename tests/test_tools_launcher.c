@@ -5,6 +5,7 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1591,6 +1592,59 @@ START_TEST(test_merge_ranks)
 }
 END_TEST
 
+/* --spawn's supervisor: the environment each rank gets, the first
+ * failure, and the rest ended after the grace period. */
+START_TEST(test_spawn)
+{
+    launch_spawn_result res;
+    util_error err;
+    char script[1024], path[600], line[256];
+    char *argv[4];
+    FILE *f;
+    time_t t0;
+    int r;
+
+    snprintf(path, sizeof path, "%s/env", tmpdir);
+    snprintf(script, sizeof script,
+             "echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR\" "
+             "> '%s'.$RANK; [ \"$RANK\" = 2 ] && exit 7; [ \"$RANK\" = 1 ] && exit 0; "
+             "exec sleep 30", path);
+    argv[0] = (char *)"sh";
+    argv[1] = (char *)"-c";
+    argv[2] = script;
+    argv[3] = NULL;
+    t0 = time(NULL);
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 4, 1.0, &res, &err), UTIL_OK);
+    ck_assert_msg(difftime(time(NULL), t0) < 10.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_int_eq(res.n, 4);
+    ck_assert_int_eq(res.first_failed, 2);
+    ck_assert_int_eq(res.status[2], 7);
+    ck_assert_int_eq(res.status[1], 0);
+    ck_assert_int_eq(res.status[0], 128 + SIGTERM); /* ended by the supervisor */
+    ck_assert_int_eq(res.status[3], 128 + SIGTERM);
+    ck_assert(res.killed);
+    for (r = 0; r < 4; r++) {
+        char want[128], name[700];
+        snprintf(name, sizeof name, "%s.%d", path, r);
+        f = fopen(name, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        fclose(f);
+        unlink(name);
+        snprintf(want, sizeof want, "%d %d 4 4 127.0.0.1\n", r, r);
+        ck_assert_str_eq(line, want);
+    }
+    launch_spawn_result_free(&res);
+    launch_spawn_result_free(NULL);
+    /* all succeed: nothing failed, nothing killed */
+    argv[2] = (char *)"exit 0";
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 3, 1.0, &res, &err), UTIL_OK);
+    ck_assert(res.first_failed == -1 && !res.killed);
+    launch_spawn_result_free(&res);
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 0, 1.0, &res, &err), UTIL_EINVAL);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 static int run_cmd(const char *cmd, char *out, size_t cap)
 {
@@ -1703,6 +1757,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_bootstrap_args);
     tcase_add_test(tc, test_env);
     tcase_add_test(tc, test_merge_ranks);
+    tcase_add_test(tc, test_spawn);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
     tcase_add_test(tc, test_launch_cli_ranks);
