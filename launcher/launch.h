@@ -6,8 +6,13 @@
  * transfers, event dependencies) with a CPU replay of it, and the
  * composition of measured stage times into an iteration with the
  * planner's schedule simulator, written as a trial file that `planner
- * calibrate` and `planner evaluate` read.  The GPU side (launch_gpu_*)
- * is launcher/exec.cu, built only with CUDA.  Nothing here prints. */
+ * calibrate` and `planner evaluate` read.  The multi-rank launch (one
+ * process per GPU over NCCL): each process's plan rank and groups, the
+ * pass order and point-to-point steps of its stage, its message sizes,
+ * the TCP bootstrap between the processes, --spawn, the dry run and rank
+ * 0's merge.  The GPU side (launch_gpu_*: launcher/exec.cu; launch_rank_*
+ * and launch_nccl_id: launcher/multi.cu) is built only with CUDA.
+ * Nothing here prints. */
 #ifndef HETPLAN_LAUNCH_H
 #define HETPLAN_LAUNCH_H
 
