@@ -447,6 +447,42 @@ typedef struct launch_step {
 int launch_steps(int schedule, int vpp, int stage, int pp, int gas,
                  const double *act_bytes, launch_step **out, util_error *err);
 
+/* ---- multi-rank: a rank's program (launcher/program.c) --------------- */
+
+enum launch_rop_kind {
+    LAUNCH_ROP_PASS = 0,    /* forward or backward of one chunk (pass) */
+    LAUNCH_ROP_TP,          /* one TP collective of layer `layer` after its
+                               pass (all-reduce; reduce-scatter + all-gather
+                               with sequence parallelism), TP group */
+    LAUNCH_ROP_P2P,         /* a point-to-point group (step), PP group */
+    LAUNCH_ROP_EMBED,       /* tied embedding gradient all-reduce, EMBED group */
+    LAUNCH_ROP_DP_ALLREDUCE,/* gradient all-reduce, DP group */
+    LAUNCH_ROP_DP_RS,       /* gradient reduce-scatter, DP group */
+    LAUNCH_ROP_OPT,         /* the optimizer step */
+    LAUNCH_ROP_DP_AG        /* updated weights all-gather, DP group */
+};
+
+/* One operation of a rank's iteration. */
+typedef struct launch_rop {
+    int kind;               /* enum launch_rop_kind */
+    int group;              /* enum launch_group_kind of its communicator, -1
+                               for PASS and OPT */
+    launch_step step;       /* PASS (step.pass) and P2P (step.p2p) */
+    int layer;              /* TP: the model layer */
+    double bytes;           /* TP, EMBED, DP_*: bytes per rank */
+} launch_rop;
+
+/* Everything plan rank r does in one iteration, in order: its stage's
+ * steps (launch_steps), each pass followed by the TP collectives of the
+ * chunk's layers (tp > 1: tp_collectives of mbs * tp_comm_bytes each);
+ * then the embedding all-reduce (pp > 1, first and last stage, tied
+ * weights), the DP all-reduce or reduce-scatter (dp > 1), the optimizer
+ * step and the all-gather (distributed optimizer).  The GPU code runs
+ * exactly this list.  malloc'd into *out (caller frees); returns the
+ * count, -1 on error (err). */
+int launch_rank_program(const plan_doc *d, const fmt_strategy *s, int r,
+                        launch_rop **out, util_error *err);
+
 /* ---- multi-rank: message sizes (launcher/sizes.c) -------------------- */
 
 /* What one rank sends per iteration, bytes per rank. */

@@ -70,8 +70,11 @@ int launch_sizes_of(const plan_doc *d, const fmt_strategy *s, int r,
                 out->tp_bytes = ly->tp_comm_bytes * mbs;
         }
         out->params += p;
+        /* the tied weight is the token table (embedding) and the head's
+           matrix, vocabulary-parallel; learned positions are not tied */
         if (ly->tied_group > 0 && pp > 1 && (stage == 0 || stage == pp - 1))
-            out->embed_bytes += p * gb;
+            out->embed_bytes += (ly->params - (ly->params_rep > 0.0 ? ly->params_rep : 0.0)) /
+                                (double)tp * gb;
     }
     out->grad_bytes = out->params * gb;
     out->weight_bytes = out->params * wb;

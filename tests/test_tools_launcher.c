@@ -1203,7 +1203,9 @@ static void remove_plan8(void)
  *   103417856;
  * - fp16 gradients 2 bytes per parameter: 206835712 reduce-scattered,
  *   the same in weights all-gathered (zero 1);
- * - the tied embedding's gradient: 27803648 * 2 = 55607296. */
+ * - the tied embedding's gradient: the token table only (positions are
+ *   not tied), 52256 * 1024 / 2 * 2 bytes = 53510144; the head's side
+ *   is the same matrix, so both ends all-reduce the same size. */
 START_TEST(test_sizes)
 {
     char p8[600];
@@ -1227,7 +1229,7 @@ START_TEST(test_sizes)
     ck_assert_double_eq(z.dp_rs, 206835712.0);
     ck_assert_double_eq(z.dp_ag, 206835712.0);
     ck_assert_double_eq(z.dp_allreduce, 0.0);
-    ck_assert_double_eq(z.embed_bytes, 55607296.0);
+    ck_assert_double_eq(z.embed_bytes, 53510144.0);
     launch_sizes_free(&z);
     /* stage 1 (rank 4): 12 blocks + final norm (2h = 2048 replicated) +
      * head (52256 * 1024, tied, split): 75614208 + 2048 + 26755072 =
@@ -1645,6 +1647,135 @@ START_TEST(test_spawn)
 }
 END_TEST
 
+/* Every rank's program run together with NCCL's rules: a collective on a
+ * group ends when every member has reached its collective of the same
+ * ordinal on that group (same kind and size), a point-to-point operation
+ * when its partner (k-th send a -> b, k-th receive at b) is posted.  Fails
+ * on a deadlock or a mismatch; returns the TP operations of plan rank 0. */
+static int simulate_programs(const plan_doc *d)
+{
+    enum { MAXR = 16 };
+    const fmt_strategy *s = &d->s[0];
+    int R = s->tp * s->dp * s->pp, n[MAXR], at[MAXR], r, i, progress = 1, tp0 = 0;
+    launch_rop *prog[MAXR];
+    int *ord[MAXR];
+    util_error err;
+
+    ck_assert_int_le(R, MAXR);
+    for (r = 0; r < R; r++) {
+        int count[LAUNCH_NGROUPS] = {0};
+        n[r] = launch_rank_program(d, s, r, &prog[r], &err);
+        ck_assert_msg(n[r] > 0, "%s", err.msg);
+        at[r] = 0;
+        ord[r] = calloc((size_t)n[r], sizeof(int));
+        for (i = 0; i < n[r]; i++)
+            if (prog[r][i].group >= 0 && prog[r][i].kind != LAUNCH_ROP_P2P)
+                ord[r][i] = count[prog[r][i].group]++;
+        for (i = 0; r == 0 && i < n[r]; i++)
+            tp0 += prog[r][i].kind == LAUNCH_ROP_TP;
+    }
+    while (progress) {
+        progress = 0;
+        for (r = 0; r < R; r++) {
+            const launch_rop *o;
+            int ok = 1, m[MAXR], nm, k, j;
+            if (at[r] >= n[r])
+                continue;
+            o = &prog[r][at[r]];
+            if (o->kind == LAUNCH_ROP_P2P) {
+                nm = launch_group(s, LAUNCH_GROUP_PP, r, m, MAXR, NULL);
+                for (k = 0; k < o->step.np && ok; k++) {
+                    const launch_p2p *p = &o->step.p2p[k];
+                    int peer = m[p->peer], seq = 0, found = -1, jj, kk;
+                    for (j = 0; j < at[r]; j++)
+                        for (kk = 0; prog[r][j].kind == LAUNCH_ROP_P2P && kk < prog[r][j].step.np; kk++)
+                            seq += prog[r][j].step.p2p[kk].peer == p->peer &&
+                                   prog[r][j].step.p2p[kk].send == p->send;
+                    for (kk = 0; kk < k; kk++)
+                        seq += o->step.p2p[kk].peer == p->peer && o->step.p2p[kk].send == p->send;
+                    for (jj = 0; jj < n[peer] && found < 0; jj++)
+                        for (kk = 0; prog[peer][jj].kind == LAUNCH_ROP_P2P &&
+                                     kk < prog[peer][jj].step.np && found < 0; kk++) {
+                            const launch_p2p *q = &prog[peer][jj].step.p2p[kk];
+                            if (m[q->peer] != r || q->send == p->send || seq-- != 0)
+                                continue;
+                            ck_assert(q->grad == p->grad && q->micro == p->micro &&
+                                      q->chunk == p->chunk && q->bytes == p->bytes);
+                            found = jj;
+                        }
+                    ck_assert_msg(found >= 0, "rank %d: no partner", r);
+                    ok = at[peer] >= found;
+                }
+                (void)nm;
+            } else if (o->group >= 0) {
+                nm = launch_group(s, o->group, r, m, MAXR, NULL);
+                for (k = 0; k < nm && ok; k++) {
+                    int q = m[k];
+                    for (j = 0; j < n[q] && !(prog[q][j].group == o->group &&
+                                              prog[q][j].kind != LAUNCH_ROP_P2P &&
+                                              ord[q][j] == ord[r][at[r]]); j++)
+                        ;
+                    ck_assert_msg(j < n[q], "rank %d: no collective %d on group %d", q,
+                                  ord[r][at[r]], o->group);
+                    ck_assert(prog[q][j].kind == o->kind && prog[q][j].bytes == o->bytes);
+                    ok = at[q] >= j;
+                }
+            }
+            if (ok) {
+                at[r]++;
+                progress = 1;
+            }
+        }
+    }
+    for (r = 0; r < R; r++) {
+        ck_assert_msg(at[r] == n[r], "deadlock: rank %d at op %d of %d (kind %d)", r, at[r],
+                      n[r], prog[r][at[r]].kind);
+        free(prog[r]);
+        free(ord[r]);
+    }
+    return tp0;
+}
+
+/* The whole world: TP, PP, DP and embedding groups together. */
+START_TEST(test_programs_simulated)
+{
+    char p8[600];
+    plan_doc d;
+    util_error err;
+    launch_rop *ops;
+    int n, i, kinds[8] = {0};
+
+    /* tp 2, dp 2, pp 2, sequence parallel, distributed optimizer: rank 0
+       runs 8 micro-batches x (25 forward + 25 backward) TP collectives =
+       400, then embedding all-reduce, reduce-scatter, Adam, all-gather */
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(simulate_programs(&d), 400);
+    n = launch_rank_program(&d, &d.s[0], 0, &ops, &err);
+    for (i = 0; i < n; i++)
+        kinds[ops[i].kind]++;
+    ck_assert_int_eq(kinds[LAUNCH_ROP_PASS], 16);
+    ck_assert(kinds[LAUNCH_ROP_EMBED] == 1 && kinds[LAUNCH_ROP_DP_RS] == 1 &&
+              kinds[LAUNCH_ROP_OPT] == 1 && kinds[LAUNCH_ROP_DP_AG] == 1 &&
+              kinds[LAUNCH_ROP_DP_ALLREDUCE] == 0);
+    ck_assert_int_eq(ops[n - 1].kind, LAUNCH_ROP_DP_AG);
+    free(ops);
+    plan_doc_free(&d);
+    make_plan8(", \"vpp\": 2, \"zero\": 0", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(simulate_programs(&d), 400);
+    plan_doc_free(&d);
+    make_plan8(", \"schedule\": \"gpipe\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    simulate_programs(&d);
+    plan_doc_free(&d);
+    remove_plan8();
+    load_plan(&d); /* pp 4, tp 1: no TP collectives */
+    ck_assert_int_eq(simulate_programs(&d), 0);
+    plan_doc_free(&d);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 static int run_cmd(const char *cmd, char *out, size_t cap)
 {
@@ -1758,6 +1889,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_env);
     tcase_add_test(tc, test_merge_ranks);
     tcase_add_test(tc, test_spawn);
+    tcase_add_test(tc, test_programs_simulated);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
     tcase_add_test(tc, test_launch_cli_ranks);
