@@ -1,7 +1,7 @@
 /* launcher/multi.cu: one rank of a multi-rank launch on its GPU: NCCL
  * communicators for the plan's groups, the rank's layers (profiler/
  * gpu_run.cu kernels of the model's shapes), TP collectives, pipeline
- * point-to-point steps (launch_steps), DP or distributed-optimizer
+ * point-to-point steps, DP or distributed-optimizer
  * collectives, the tied embedding's all-reduce, a fused Adam step; model
  * state and activations sized by the memory model; CUDA events for the
  * times, cudaMemGetInfo for the memory.  A watchdog thread ends the run
@@ -336,7 +336,7 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
     const fmt_strategy *s = &d->s[w->strategy];
     const fmt_model *m = &d->model;
     int rank = r->rank, pr = r->plan_rank, rc = UTIL_OK, kind, k, i, l, c;
-    int vpp = s->vpp > 1 ? s->vpp : 1, pp = s->pp, stage = -1, nsteps = 0, nl = 0;
+    int vpp = s->vpp > 1 ? s->vpp : 1, pp = s->pp, stage = -1, nops = 0, nl = 0;
     int have[FMT_KIND_NOOP + 1] = {0}, *members = NULL, wd_started = 0, zero;
     int nev = 0, it, total, npass_it = 0, nf = 0, nb = 0, dpi = 0;
     ncclUniqueId id;
@@ -345,7 +345,7 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
     ncclDataType_t half = m->bf16 ? ncclBfloat16 : ncclHalf, gtype;
     launch_sizes z;
     launch_coord co;
-    launch_step *steps = NULL;
+    launch_rop *ops = NULL;
     prof_gpu *g = NULL;
     prof_layer_work *kinds = NULL;
     const prof_layer_work **layers = NULL;
@@ -425,8 +425,10 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
     cost_rank_stage_memory(m, &d->params, s, pr, &mem);
     out->mem_predicted = mem.total;
     zero = cost_strategy_zero(&d->params, s);
-    nsteps = launch_steps(s->schedule, vpp, stage, pp, s->gas, z.act_bytes, &steps, err);
-    if (nsteps < 0) {
+    /* the iteration exactly as launch_rank_program lists it (the order the
+       CPU tests simulate for every rank together) */
+    nops = launch_rank_program(d, s, pr, &ops, err);
+    if (nops < 0) {
         rc = UTIL_EINVAL;
         goto done;
     }
@@ -509,12 +511,12 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
         goto done;
     gcount = (long long)(bf.grad_bytes / (size_t)gb) / s->dp * s->dp;
     wcount = (long long)(bf.weight_bytes / 2) / s->dp * s->dp;
-    /* events and samples */
-    nev = 3 * nsteps + 8;
+    /* events (one pair per operation) and samples */
+    nev = 2 * nops + 2;
     ev = (cudaEvent_t *)calloc((size_t)nev, sizeof *ev);
     total = r->iterations;
-    for (k = 0; k < nsteps; k++)
-        npass_it += steps[k].is_pass;
+    for (k = 0; k < nops; k++)
+        npass_it += ops[k].kind == LAUNCH_ROP_PASS;
     t_it = (double *)calloc((size_t)total, sizeof(double));
     t_tp = (double *)calloc((size_t)total, sizeof(double));
     t_p2p = (double *)calloc((size_t)total, sizeof(double));
@@ -531,48 +533,46 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
     peak = used_bytes();
     wd.progress = now_s();
     for (it = 0; it < r->warmup + r->iterations; it++) {
-        int e = 1, timed = it >= r->warmup, ti = it - r->warmup;
+        int timed = it >= r->warmup, ti = it - r->warmup, cur = -1;
+        double pass_s = 0.0;
         CUDA_TRY(cudaEventRecord(ev[0], st));
-        for (k = 0; k < nsteps; k++) {
-            const launch_step *sp = &steps[k];
-            if (sp->is_pass) {
-                int ch = sp->pass.chunk;
-                CUDA_TRY(cudaEventRecord(ev[e], st));
+        for (k = 0; k < nops; k++) {
+            const launch_rop *op = &ops[k];
+            size_t dpsh = (size_t)dpi * (size_t)(gcount / s->dp);
+            CUDA_TRY(cudaEventRecord(ev[1 + 2 * k], st));
+            switch (op->kind) {
+            case LAUNCH_ROP_PASS: {
+                int ch = op->step.pass.chunk;
                 if (chunk_n[ch] > 0 &&
                     (rc = prof_gpu_pass(g, layers + chunk_first[ch], chunk_n[ch],
-                                        sp->pass.bwd, err)) != UTIL_OK)
+                                        op->step.pass.bwd, err)) != UTIL_OK)
                     goto done;
-                CUDA_TRY(cudaEventRecord(ev[e + 1], st));
-                /* the chunk's TP collectives (Megatron: f and g operators of
-                   Shoeybi et al. 2019, fig. 3; with sequence parallelism a
-                   reduce-scatter and an all-gather, Korthikanti et al. 2022) */
-                for (l = chunk_a[ch]; l < chunk_b[ch] && s->tp > 1; l++) {
-                    size_t cnt = (size_t)((double)s->mbs * m->layers[l].tp_comm_bytes / 2.0);
-                    int q;
-                    cnt = (cnt + (size_t)s->tp - 1) / (size_t)s->tp * (size_t)s->tp;
-                    if (cnt * 2 > bf.tp_cap)
-                        cnt = bf.tp_cap / 2;
-                    for (q = 0; q < m->layers[l].tp_collectives; q++) {
-                        if (s->sp) {
-                            NCCL_TRY(ncclReduceScatter(bf.tp, bf.tp + bf.tp_cap, cnt / s->tp,
-                                                       half, ncclSum, comm[LAUNCH_GROUP_TP],
-                                                       st));
-                            NCCL_TRY(ncclAllGather(bf.tp + bf.tp_cap, bf.tp, cnt / s->tp, half,
-                                                   comm[LAUNCH_GROUP_TP], st));
-                        } else {
-                            NCCL_TRY(ncclAllReduce(bf.tp, bf.tp, cnt, half, ncclSum,
-                                                   comm[LAUNCH_GROUP_TP], st));
-                        }
-                    }
+                break;
+            }
+            case LAUNCH_ROP_TP: {
+                /* Megatron's f and g operators (Shoeybi et al. 2019, fig. 3);
+                   with sequence parallelism a reduce-scatter and an all-
+                   gather (Korthikanti et al. 2022, sec. 4.2.2) */
+                size_t cnt = (size_t)(op->bytes / 2.0);
+                cnt = (cnt + (size_t)s->tp - 1) / (size_t)s->tp * (size_t)s->tp;
+                if (cnt * 2 > bf.tp_cap)
+                    cnt = bf.tp_cap / 2;
+                if (s->sp) {
+                    NCCL_TRY(ncclReduceScatter(bf.tp, bf.tp + bf.tp_cap, cnt / s->tp, half,
+                                               ncclSum, comm[LAUNCH_GROUP_TP], st));
+                    NCCL_TRY(ncclAllGather(bf.tp + bf.tp_cap, bf.tp, cnt / s->tp, half,
+                                           comm[LAUNCH_GROUP_TP], st));
+                } else {
+                    NCCL_TRY(ncclAllReduce(bf.tp, bf.tp, cnt, half, ncclSum,
+                                           comm[LAUNCH_GROUP_TP], st));
                 }
-                CUDA_TRY(cudaEventRecord(ev[e + 2], st));
-                e += 3;
-            } else {
+                break;
+            }
+            case LAUNCH_ROP_P2P: {
                 int ns = 0, nr = 0;
-                CUDA_TRY(cudaEventRecord(ev[e], st));
                 NCCL_TRY(ncclGroupStart());
-                for (i = 0; i < sp->np; i++) {
-                    const launch_p2p *p = &sp->p2p[i];
+                for (i = 0; i < op->step.np; i++) {
+                    const launch_p2p *p = &op->step.p2p[i];
                     size_t n = (size_t)p->bytes;
                     if (n > bf.act_cap)
                         n = bf.act_cap;
@@ -584,42 +584,47 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                                           comm[LAUNCH_GROUP_PP], st));
                 }
                 NCCL_TRY(ncclGroupEnd());
-                CUDA_TRY(cudaEventRecord(ev[e + 1], st));
-                e += 3;
+                break;
             }
-        }
-        /* gradients: tied embedding, then data parallelism */
-        CUDA_TRY(cudaEventRecord(ev[e], st));
-        if (comm[LAUNCH_GROUP_EMBED] && z.embed_bytes > 0.0)
-            NCCL_TRY(ncclAllReduce(bf.grads, bf.grads, (size_t)(z.embed_bytes / gb), gtype,
-                                   ncclSum, comm[LAUNCH_GROUP_EMBED], st));
-        if (s->dp > 1 && zero >= 1)
-            NCCL_TRY(ncclReduceScatter(bf.grads, bf.grads + (size_t)dpi *
-                                                    (size_t)(gcount / s->dp) * (size_t)gb,
-                                       (size_t)(gcount / s->dp), gtype, ncclSum,
+            case LAUNCH_ROP_EMBED:
+                NCCL_TRY(ncclAllReduce(bf.grads, bf.grads, (size_t)(op->bytes / gb), gtype,
+                                       ncclSum, comm[LAUNCH_GROUP_EMBED], st));
+                break;
+            case LAUNCH_ROP_DP_ALLREDUCE:
+                NCCL_TRY(ncclAllReduce(bf.grads, bf.grads, (size_t)gcount, gtype, ncclSum,
                                        comm[LAUNCH_GROUP_DP], st));
-        else if (s->dp > 1)
-            NCCL_TRY(ncclAllReduce(bf.grads, bf.grads, (size_t)gcount, gtype, ncclSum,
-                                   comm[LAUNCH_GROUP_DP], st));
-        CUDA_TRY(cudaEventRecord(ev[e + 1], st));
-        if (bf.nopt > 0) {
-            size_t sh = zero >= 1 ? (size_t)dpi * (size_t)(gcount / s->dp) : 0;
-            long long n = bf.nopt;
-            if (n > gcount / (zero >= 1 ? s->dp : 1))
-                n = gcount / (zero >= 1 ? s->dp : 1);
-            adam_kernel<<<1024, 256, 0, st>>>(bf.opt, bf.opt + bf.nopt, bf.opt + 2 * bf.nopt,
-                                              bf.grads + sh * (size_t)gb, gb >= 4.0,
-                                              bf.weights + sh * 2, m->bf16, n, 1e-4f, 0.9f,
-                                              0.999f, 1e-8f, 0.1f, 0.001f);
-            CUDA_TRY(cudaGetLastError());
+                break;
+            case LAUNCH_ROP_DP_RS:
+                NCCL_TRY(ncclReduceScatter(bf.grads, bf.grads + dpsh * (size_t)gb,
+                                           (size_t)(gcount / s->dp), gtype, ncclSum,
+                                           comm[LAUNCH_GROUP_DP], st));
+                break;
+            case LAUNCH_ROP_OPT:
+                if (bf.nopt > 0) {
+                    size_t sh = zero >= 1 ? dpsh : 0;
+                    long long n = bf.nopt;
+                    if (n > gcount / (zero >= 1 ? s->dp : 1))
+                        n = gcount / (zero >= 1 ? s->dp : 1);
+                    adam_kernel<<<1024, 256, 0, st>>>(bf.opt, bf.opt + bf.nopt,
+                                                      bf.opt + 2 * bf.nopt,
+                                                      bf.grads + sh * (size_t)gb, gb >= 4.0,
+                                                      bf.weights + sh * 2, m->bf16, n, 1e-4f,
+                                                      0.9f, 0.999f, 1e-8f, 0.1f, 0.001f);
+                    CUDA_TRY(cudaGetLastError());
+                }
+                break;
+            case LAUNCH_ROP_DP_AG:
+                NCCL_TRY(ncclAllGather(bf.weights + (size_t)dpi * (size_t)(wcount / s->dp) * 2,
+                                       bf.weights, (size_t)(wcount / s->dp), half,
+                                       comm[LAUNCH_GROUP_DP], st));
+                break;
+            default:
+                break;
+            }
+            CUDA_TRY(cudaEventRecord(ev[2 + 2 * k], st));
         }
-        CUDA_TRY(cudaEventRecord(ev[e + 2], st));
-        if (s->dp > 1 && zero >= 1)
-            NCCL_TRY(ncclAllGather(bf.weights + (size_t)dpi * (size_t)(wcount / s->dp) * 2,
-                                   bf.weights, (size_t)(wcount / s->dp), half,
-                                   comm[LAUNCH_GROUP_DP], st));
-        CUDA_TRY(cudaEventRecord(ev[e + 3], st));
-        if ((rc = wait_event(ev[e + 3], &wd, rank, err)) != UTIL_OK)
+        CUDA_TRY(cudaEventRecord(ev[nev - 1], st));
+        if ((rc = wait_event(ev[nev - 1], &wd, rank, err)) != UTIL_OK)
             goto done;
         wd.progress = now_s();
         {
@@ -629,19 +634,38 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
         }
         if (!timed)
             continue;
-        t_it[ti] = elapsed(ev[0], ev[e + 3]);
-        t_dp[ti] = elapsed(ev[e], ev[e + 1]) + elapsed(ev[e + 2], ev[e + 3]);
-        t_opt[ti] = elapsed(ev[e + 1], ev[e + 2]);
-        for (k = 0, e = 1; k < nsteps; k++, e += 3) {
-            if (!steps[k].is_pass) {
-                t_p2p[ti] += elapsed(ev[e], ev[e + 1]);
+        t_it[ti] = elapsed(ev[0], ev[nev - 1]);
+        /* a pass's time includes the TP collectives that follow it */
+        for (k = 0; k <= nops; k++) {
+            double dur = k < nops ? elapsed(ev[1 + 2 * k], ev[2 + 2 * k]) : 0.0;
+            if (k < nops && ops[k].kind == LAUNCH_ROP_TP) {
+                t_tp[ti] += dur;
+                pass_s += dur;
                 continue;
             }
-            t_tp[ti] += elapsed(ev[e + 1], ev[e + 2]);
-            if (steps[k].pass.bwd)
-                t_b[nb++] = elapsed(ev[e], ev[e + 2]);
-            else
-                t_f[nf++] = elapsed(ev[e], ev[e + 2]);
+            if (cur >= 0) {
+                if (ops[cur].step.pass.bwd)
+                    t_b[nb++] = pass_s;
+                else
+                    t_f[nf++] = pass_s;
+                cur = -1;
+            }
+            if (k == nops)
+                break;
+            switch (ops[k].kind) {
+            case LAUNCH_ROP_PASS:
+                cur = k;
+                pass_s = dur;
+                break;
+            case LAUNCH_ROP_P2P:
+                t_p2p[ti] += dur;
+                break;
+            case LAUNCH_ROP_OPT:
+                t_opt[ti] += dur;
+                break;
+            default:
+                t_dp[ti] += dur;
+            }
         }
     }
     out->passes = npass_it;
@@ -699,7 +723,7 @@ done:
     prof_gpu_close(g);
     free(kinds);
     free(layers);
-    free(steps);
+    free(ops);
     free(members);
     free(t_it);
     free(t_tp);
