@@ -14,11 +14,11 @@ int launch_merge_ranks(const plan_doc *d, const launch_work *w,
 {
     const fmt_strategy *s = &d->s[w->strategy];
     int vpp = s->vpp > 1 ? s->vpp : 1, i, j, rc;
-    double iter = 0.0, lo = 0.0, hi = 0.0, *tp = NULL; /* tp[j]: slowest pass pair */
+    double iter = 0.0, lo = 0.0, hi = 0.0, *slow = NULL; /* slowest pass pair per stage */
 
     memset(out, 0, sizeof *out);
-    tp = calloc((size_t)w->pp, sizeof *tp);
-    if (!tp)
+    slow = calloc((size_t)w->pp, sizeof *slow);
+    if (!slow)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     for (j = 0; j < w->pp; j++) {
         memset(&meas[j], 0, sizeof meas[j]);
@@ -31,7 +31,7 @@ int launch_merge_ranks(const plan_doc *d, const launch_work *w,
         if (r->plan_rank < 0 || r->stage < 0 || r->stage >= w->pp)
             continue;
         m = &meas[r->stage];
-        if (!m->measured || r->fwd_s + r->bwd_s > tp[r->stage]) {
+        if (!m->measured || r->fwd_s + r->bwd_s > slow[r->stage]) {
             /* launch_compose adds the modelled TP collectives: take the
                measured ones out (half forward, half backward) */
             double per_micro = r->tp_s / (double)w->gas;
@@ -43,7 +43,7 @@ int launch_merge_ranks(const plan_doc *d, const launch_work *w,
             if (m->bwd_s < 0.0)
                 m->bwd_s = 0.0;
             m->opt_s = r->opt_s;
-            tp[r->stage] = r->fwd_s + r->bwd_s;
+            slow[r->stage] = r->fwd_s + r->bwd_s;
         }
         if (r->iter_s > iter) {
             iter = r->iter_s;
@@ -51,7 +51,7 @@ int launch_merge_ranks(const plan_doc *d, const launch_work *w,
             hi = r->iter_max_s;
         }
     }
-    free(tp);
+    free(slow);
     for (j = 0; j < w->pp; j++)
         if (!meas[j].measured)
             return util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
