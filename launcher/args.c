@@ -11,6 +11,8 @@ void launch_options_init(launch_options *o)
     o->strategy = 1;
     o->iterations = 10;
     o->warmup = 2;
+    o->order = LAUNCH_ORDER_MEGATRON;
+    o->timeout_s = 60.0;
 }
 
 int launch_parse_args(int argc, char **argv, launch_options *o,
@@ -18,7 +20,8 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
 {
     static const char *const valued[] = {
         "--plan", "--output", "-o", "--rank", "--strategy", "--iterations",
-        "--warmup", "--gpu", "--format", "--mode"};
+        "--warmup", "--gpu", "--format", "--mode", "--spawn", "--rank-order",
+        "--timeout"};
     int i, rc, all_local = 0;
 
     launch_options_init(o);
@@ -71,6 +74,25 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
                 return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                       "option '--mode' expects 'auto', 'executed' "
                                       "or 'composed', got '%s'", val);
+        } else if (strcmp(name, "--dry-run") == 0) {
+            o->dry_run = 1;
+        } else if (strcmp(name, "--spawn") == 0) {
+            if ((rc = prof_parse_int("--spawn", val, 1, 1024, &o->spawn, err)) != UTIL_OK)
+                return rc;
+        } else if (strcmp(name, "--rank-order") == 0) {
+            if (strcmp(val, "megatron") == 0)
+                o->order = LAUNCH_ORDER_MEGATRON;
+            else if (strcmp(val, "plan") == 0)
+                o->order = LAUNCH_ORDER_PLAN;
+            else
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                      "option '--rank-order' expects 'megatron' or "
+                                      "'plan', got '%s'", val);
+        } else if (strcmp(name, "--timeout") == 0) {
+            int t;
+            if ((rc = prof_parse_int("--timeout", val, 1, 86400, &t, err)) != UTIL_OK)
+                return rc;
+            o->timeout_s = t;
         } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
             o->quiet = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
@@ -99,6 +121,10 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--rank' and '--mode executed' exclude each "
                               "other (a rank runs one stage, composed)");
+    if (o->spawn > 0 && (o->rank >= 0 || o->mode != LAUNCH_MODE_AUTO))
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "option '--spawn' excludes '--rank' and '--mode' "
+                              "(every rank runs its own part)");
     if (o->quiet && o->verbose)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");

@@ -2,26 +2,29 @@
  * pipeline for real on one local GPU per stage (executed mode), or run
  * each distinct stage's work alone on one GPU and compose the iteration
  * with the planner's schedule simulator (composed mode); write a trial
- * file beside the plan's predictions.  The only file of the launcher
- * that prints. */
+ * file beside the plan's predictions.  Multi-rank launches (--spawn,
+ * torchrun's environment, --dry-run) are in hetplan_launch_ranks.c; the
+ * two are the only files of the launcher that print. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "launch.h"
+#include "internal.h"
 
-enum exit_code {
-    EXIT_OK = 0,
-    EXIT_INTERNAL = 1,  /* out of memory, CUDA/cuBLAS failure */
-    EXIT_USAGE = 2,     /* bad command line */
-    EXIT_INPUT = 3,     /* the plan or its inputs cannot be read */
-    EXIT_OUTPUT = 5,    /* the trial cannot be written */
-    EXIT_NOGPU = 6      /* no CUDA GPU, or CUPTI cannot be used */
-};
 
 static const char usage_text[] =
     "usage: hetplan-launch --plan FILE [--rank R | --all-local] [options]\n"
+    "       hetplan-launch --plan FILE --spawn N [options]   (N ranks on this machine)\n"
+    "       torchrun ... hetplan-launch --plan FILE [options] (one process per GPU)\n"
+    "       hetplan-launch --plan FILE --dry-run [--spawn N]  (no GPU needed)\n"
+    "\n"
+    "Multi-rank (WORLD_SIZE set, or --spawn): every process runs its plan rank's\n"
+    "share for real over NCCL: its layers, TP collectives, pipeline sends and\n"
+    "receives in the schedule's order (1F1B, interleaved, GPipe), DP or\n"
+    "distributed-optimizer collectives, the Adam step; rank 0 prints measured\n"
+    "against predicted time and memory and writes the trial.  A rank that fails\n"
+    "or is lost ends every rank, naming it, within --timeout.\n"
     "\n"
     "Runs the work of a plan's pipeline stages: synthetic layers of the model's\n"
     "shapes (tensor-parallel shard), the plan's micro-batch size and count, each\n"
@@ -52,12 +55,20 @@ static const char usage_text[] =
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              print progress on stderr\n"
+    "  --spawn N              start N ranks on this machine (GPUs 0..N-1)\n"
+    "  --rank-order O         megatron (default: process rank = plan rank) or plan\n"
+    "                         (process rank = cluster device, idle devices wait)\n"
+    "  --timeout S            seconds for the ranks to meet, and for a stuck\n"
+    "                         collective or a lost rank to end the run (60)\n"
+    "  --dry-run              check the plan against the world and this machine,\n"
+    "                         print each rank's groups, schedule and message sizes\n"
     "  --help, --version\n"
     "\n"
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid plan or input,\n"
-    "  5 cannot write the output, 6 no CUDA GPU, too few GPUs for '--mode\n"
-    "  executed', or CUPTI not available (composed mode)\n";
+    "  4 another rank failed or was lost, 5 cannot write the output, 6 no CUDA\n"
+    "  GPU, too few GPUs for '--mode executed', no NCCL (multi-rank) or CUPTI not\n"
+    "  available (composed mode)\n";
 
 static int report(const util_error *err)
 {
@@ -70,14 +81,15 @@ static int report(const util_error *err)
     case UTIL_EPARSE:
     case UTIL_EFIELD:
     case UTIL_EINVAL:
-        return EXIT_INPUT;
+        return LAUNCH_EXIT_INPUT;
     case UTIL_ENOTFOUND:
-        return EXIT_NOGPU;
+        return LAUNCH_EXIT_NOGPU;
     default:
-        return EXIT_INTERNAL;
+        return LAUNCH_EXIT_INTERNAL;
     }
 }
 
+#ifdef HETPLAN_LAUNCH_CUDA
 /* Median and IQR of the pass spans of one direction, and the median span
  * of a whole iteration. */
 static int pass_stats(const prof_samples *s, const int *bwd, launch_measure *out,
@@ -293,6 +305,8 @@ done:
     return rc;
 }
 
+#endif /* HETPLAN_LAUNCH_CUDA */
+
 int main(int argc, char **argv)
 {
     launch_options o;
@@ -305,7 +319,7 @@ int main(int argc, char **argv)
     prof_gpu *g = NULL;
     char *text = NULL, why[256];
     int *peer = NULL;
-    int rc, code = EXIT_OK, j, ngpu = 0, progress, mode;
+    int rc, code = LAUNCH_EXIT_OK, j, ngpu = 0, progress, mode;
 
     memset(&d, 0, sizeof d);
     memset(&w, 0, sizeof w);
@@ -314,15 +328,28 @@ int main(int argc, char **argv)
     memset(&err, 0, sizeof err);
     if (launch_parse_args(argc, argv, &o, &err) != UTIL_OK) {
         fprintf(stderr, "hetplan-launch: %s\ntry 'hetplan-launch --help'\n", err.msg);
-        return EXIT_USAGE;
+        return LAUNCH_EXIT_USAGE;
     }
     if (o.help) {
         fputs(usage_text, stdout);
-        return EXIT_OK;
+        return LAUNCH_EXIT_OK;
     }
     if (o.version) {
         printf("hetplan-launch %s\n", PROF_VERSION);
-        return EXIT_OK;
+        return LAUNCH_EXIT_OK;
+    }
+    {
+        launch_env env;
+        if (launch_env_of(&env, &err) != UTIL_OK) {
+            fprintf(stderr, "hetplan-launch: %s\n", err.msg);
+            return LAUNCH_EXIT_USAGE;
+        }
+        if (o.dry_run)
+            return launch_cli_dry_run(&o, &env);
+        if (o.spawn > 0)
+            return launch_cli_spawn(argc, argv, &o);
+        if (env.present)
+            return launch_cli_rank(&o, &env);
     }
     progress = !o.quiet && (o.verbose || isatty(STDERR_FILENO));
     if ((rc = plan_load_plan(o.plan, &d, &err)) != UTIL_OK) {
@@ -339,7 +366,7 @@ int main(int argc, char **argv)
     meas = calloc((size_t)w.pp, sizeof *meas);
     if (!meas) {
         fprintf(stderr, "hetplan-launch: out of memory\n");
-        code = EXIT_INTERNAL;
+        code = LAUNCH_EXIT_INTERNAL;
         goto done;
     }
     for (j = 0; j < w.pp; j++)
@@ -349,6 +376,17 @@ int main(int argc, char **argv)
         code = report(&err);
         goto done;
     }
+#ifndef HETPLAN_LAUNCH_CUDA
+    (void)dev;
+    (void)why;
+    (void)ngpu;
+    (void)mode;
+    (void)progress;
+    fprintf(stderr, "hetplan-launch: no CUDA GPU: this hetplan-launch was built without "
+                    "CUDA (--dry-run works)\n");
+    code = LAUNCH_EXIT_NOGPU;
+    goto done;
+#else
     if ((rc = launch_gpu_topology(&ngpu, NULL, 0, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;
@@ -356,7 +394,7 @@ int main(int argc, char **argv)
     peer = calloc((size_t)ngpu * (size_t)ngpu, sizeof *peer);
     if (!peer) {
         fprintf(stderr, "hetplan-launch: out of memory\n");
-        code = EXIT_INTERNAL;
+        code = LAUNCH_EXIT_INTERNAL;
         goto done;
     }
     if ((rc = launch_gpu_topology(&ngpu, peer, ngpu * ngpu, &err)) != UTIL_OK) {
@@ -367,7 +405,7 @@ int main(int argc, char **argv)
     if (mode < 0) {
         fprintf(stderr, "hetplan-launch: '--mode executed' is not possible: %s\n",
                 why + strlen("composed: "));
-        code = EXIT_NOGPU;
+        code = LAUNCH_EXIT_NOGPU;
         goto done;
     }
     /* device information (and, composed, the GPU that runs every stage) */
@@ -410,12 +448,12 @@ write:
     text = launch_trial_json(&d, &w, meas, &t, &dev, o.iterations);
     if (!text) {
         fprintf(stderr, "hetplan-launch: out of memory\n");
-        code = EXIT_INTERNAL;
+        code = LAUNCH_EXIT_INTERNAL;
         goto done;
     }
     if (o.output && (rc = util_write_file_atomic(o.output, text, &err)) != UTIL_OK) {
         report(&err);
-        code = EXIT_OUTPUT;
+        code = LAUNCH_EXIT_OUTPUT;
         goto done;
     }
     if (!o.quiet) {
@@ -426,6 +464,7 @@ write:
         if (o.output && !o.json)
             printf("trial written to '%s'\n", o.output);
     }
+#endif /* HETPLAN_LAUNCH_CUDA */
 done:
     free(text);
     free(meas);
@@ -434,6 +473,10 @@ done:
     launch_trial_free(&t0);
     launch_work_free(&w);
     plan_doc_free(&d);
+#ifdef HETPLAN_LAUNCH_CUDA
     prof_gpu_close(g);
+#else
+    (void)g;
+#endif
     return code;
 }

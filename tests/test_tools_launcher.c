@@ -5,11 +5,16 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "launch.h"
@@ -845,6 +850,932 @@ START_TEST(test_exec_summarise_trial)
 }
 END_TEST
 
+/* ---- multi-rank: groups, schedule, sizes, bootstrap, dry run --------- */
+
+/* Megatron-LM's own example (megatron/core/parallel_state.py,
+ * initialize_model_parallel docstring): 16 GPUs, tp 2, pp 4 (dp 2) give
+ * tensor groups [g0 g1] [g2 g3] ..., pipeline groups [g0 g4 g8 g12]
+ * [g1 g5 g9 g13] [g2 g6 g10 g14] [g3 g7 g11 g15], data groups [g0 g2]
+ * [g1 g3] [g4 g6] [g5 g7] ... */
+START_TEST(test_groups_megatron)
+{
+    fmt_strategy s;
+    int m[16], n, r, k, idx, kind;
+    static const int pipe[4][4] = {{0, 4, 8, 12}, {1, 5, 9, 13}, {2, 6, 10, 14},
+                                   {3, 7, 11, 15}};
+    static const int data[8][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7},
+                                   {8, 10}, {9, 11}, {12, 14}, {13, 15}};
+
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 2, 4), UTIL_OK);
+    for (r = 0; r < 16; r++)
+        s.ranks[r] = r;
+    for (r = 0; r < 16; r++) {
+        n = launch_group(&s, LAUNCH_GROUP_TP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 2);
+        ck_assert(m[0] == (r & ~1) && m[1] == (r | 1));
+        ck_assert_int_eq(idx, r / 2);
+        n = launch_group(&s, LAUNCH_GROUP_PP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 4);
+        for (k = 0; k < 4; k++)
+            ck_assert_int_eq(m[k], pipe[r % 4][k]);
+        ck_assert_int_eq(idx, r % 4);
+        n = launch_group(&s, LAUNCH_GROUP_DP, r, m, 16, &idx);
+        ck_assert_int_eq(n, 2);
+        for (k = 0; k < 8 && !(data[k][0] == r || data[k][1] == r); k++)
+            ;
+        ck_assert(k < 8 && m[0] == data[k][0] && m[1] == data[k][1]);
+        /* embedding group: first and last stage of the pipeline */
+        n = launch_group(&s, LAUNCH_GROUP_EMBED, r, m, 16, NULL);
+        ck_assert(n == 2 && m[0] == pipe[r % 4][0] && m[1] == pipe[r % 4][3]);
+    }
+    /* brute force: every rank is in exactly one group of each kind, the
+       group's members are all the ranks agreeing on the other two
+       coordinates */
+    for (kind = LAUNCH_GROUP_TP; kind <= LAUNCH_GROUP_DP; kind++)
+        for (r = 0; r < 16; r++) {
+            int q, count = 0;
+            n = launch_group(&s, kind, r, m, 16, NULL);
+            for (q = 0; q < 16; q++) {
+                int st = q / 4, dpi = (q % 4) / 2, tpi = q % 2;
+                int rs = r / 4, rd = (r % 4) / 2, rt = r % 2, same;
+                same = kind == LAUNCH_GROUP_TP   ? st == rs && dpi == rd
+                       : kind == LAUNCH_GROUP_PP ? dpi == rd && tpi == rt
+                                                 : st == rs && tpi == rt;
+                if (same) {
+                    ck_assert_int_lt(count, n);
+                    ck_assert_int_eq(m[count], q); /* ascending order */
+                    count++;
+                }
+            }
+            ck_assert_int_eq(count, n);
+        }
+    ck_assert_int_eq(launch_group(&s, LAUNCH_NGROUPS, 0, m, 16, NULL), 0);
+    fmt_strategy_free(&s);
+}
+END_TEST
+
+START_TEST(test_plan_rank)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    util_error err;
+    launch_coord co;
+    int pr, r;
+
+    memset(&c, 0, sizeof c);
+    c.nnodes = 2;
+    c.nodes = calloc(2, sizeof *c.nodes);
+    c.nodes[0].gpus = 4;
+    c.nodes[1].gpus = 4;
+    ck_assert_int_eq(fmt_cluster_index(&c), UTIL_OK);
+    ck_assert_int_eq(c.ndevices, 8);
+    /* tp 2, dp 1, pp 3 on devices 7 6 | 1 0 | 3 2: devices 4 and 5 idle */
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 1, 3), UTIL_OK);
+    {
+        static const int dev[6] = {7, 6, 1, 0, 3, 2};
+        memcpy(s.ranks, dev, sizeof dev);
+    }
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_MEGATRON, 5, 6, &pr, &err), UTIL_OK);
+    ck_assert_int_eq(pr, 5);
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_MEGATRON, 0, 8, &pr, &err),
+                     UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "world size 8 does not match the plan's 6 ranks"));
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, 0, 6, &pr, &err), UTIL_EINVAL);
+    /* plan order: process r runs on cluster device r */
+    {
+        static const int want[8] = {3, 2, 5, 4, -1, -1, 1, 0};
+        for (r = 0; r < 8; r++) {
+            ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, r, 8, &pr, &err),
+                             UTIL_OK);
+            ck_assert_int_eq(pr, want[r]);
+        }
+    }
+    ck_assert_int_eq(launch_plan_rank(&c, &s, LAUNCH_ORDER_PLAN, 8, 8, &pr, &err), UTIL_EINVAL);
+    /* plan rank 3: stage 1, tp index 1, device 0 on node 0; rank 0 on node 1 */
+    launch_coord_of(&c, &s, 3, &co);
+    ck_assert(co.stage == 1 && co.dpi == 0 && co.tpi == 1 && co.device == 0 && co.node == 0);
+    launch_coord_of(&c, &s, 0, &co);
+    ck_assert(co.stage == 0 && co.device == 7 && co.node == 1);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* Interleaved 1F1B, pp 2, vpp 2, 4 micro-batches, by hand from Megatron-
+ * LM's rules: warm-up (pp - 1 - stage) * 2 + (vpp - 1) * pp forwards (4
+ * on stage 0, 2 on stage 1); forward k runs chunk (k mod 4) / 2 of
+ * micro-batch (k / 4) * 2 + k mod 2, backward k the other chunk. */
+START_TEST(test_passes_interleaved)
+{
+    static const char *want[2] = {
+        "F0.0 F1.0 F0.1 F1.1 F2.0 B0.1 F3.0 B1.1 F2.1 B0.0 F3.1 B1.0 B2.1 B3.1 B2.0 B3.0",
+        "F0.0 F1.0 F0.1 B0.1 F1.1 B1.1 F2.0 B0.0 F3.0 B1.0 F2.1 B2.1 F3.1 B3.1 B2.0 B3.0"};
+    launch_pass ps[64];
+    util_error err;
+    char got[512];
+    int j, n, k, at;
+
+    for (j = 0; j < 2; j++) {
+        n = launch_passes(FMT_SCHED_1F1B, 2, j, 2, 4, ps, 64, &err);
+        ck_assert_int_eq(n, 16);
+        for (k = 0, at = 0; k < n; k++)
+            at += snprintf(got + at, sizeof got - (size_t)at, "%s%c%d.%d", k ? " " : "",
+                           ps[k].bwd ? 'B' : 'F', ps[k].micro, ps[k].chunk);
+        ck_assert_str_eq(got, want[j]);
+    }
+    /* vpp 1 is plain 1F1B */
+    n = launch_passes(FMT_SCHED_1F1B, 1, 0, 4, 8, ps, 64, &err);
+    ck_assert(n == 16 && !ps[3].bwd && ps[4].bwd && ps[4].micro == 0 && ps[4].chunk == 0);
+    ck_assert_int_eq(launch_passes(FMT_SCHED_1F1B, 2, 0, 2, 3, ps, 64, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "a multiple of pp"));
+    ck_assert_int_eq(launch_passes(FMT_SCHED_GPIPE, 2, 0, 2, 4, ps, 64, &err), -1);
+    ck_assert_int_eq(launch_passes(FMT_SCHED_1F1B, 2, 0, 2, 4, ps, 8, &err), -1);
+}
+END_TEST
+
+/* Brute-force run of every stage's steps with NCCL's matching rule (the
+ * k-th send from a to b meets the k-th receive at b from a; a group ends
+ * when each of its operations has met its partner), forward 1 and
+ * backward 2 time units per chunk, transfers free.  Returns the
+ * makespan; fails the test on a deadlock, a mismatched pair or a pass
+ * run before its input. */
+static double simulate_steps(int schedule, int vpp, int pp, int gas, int *peak)
+{
+    enum { MAXS = 8, MAXN = 1024, MAXO = 4 };
+    launch_step *st[MAXS];
+    int n[MAXS], at[MAXS], cp[MAXS][MAXN][MAXO], j, k, o, progress = 1, nv = pp * vpp;
+    double arrive[MAXS][MAXN + 1], t[MAXS], end_f[64][32], end_b[64][32], span = 0.0;
+    double act[32];
+    util_error err;
+
+    ck_assert(pp <= MAXS && gas <= 64 && nv <= 32);
+    for (k = 0; k < nv; k++)
+        act[k] = 1000.0 + k; /* distinct per cut, to check the pairing */
+    for (j = 0; j < pp; j++) {
+        n[j] = launch_steps(schedule, vpp, j, pp, gas, act, &st[j], &err);
+        ck_assert_msg(n[j] > 0 && n[j] <= MAXN, "%s", err.msg);
+        at[j] = 0;
+        t[j] = 0.0;
+        arrive[j][0] = 0.0;
+        peak[j] = 0;
+    }
+    for (k = 0; k < gas; k++)
+        for (o = 0; o < nv; o++)
+            end_f[k][o] = end_b[k][o] = -1.0;
+    /* partners: k-th send a -> b with k-th receive at b from a */
+    for (j = 0; j < pp; j++)
+        for (k = 0; k < n[j]; k++)
+            for (o = 0; o < st[j][k].np; o++) {
+                const launch_p2p *p = &st[j][k].p2p[o];
+                int b = p->peer, seq = 0, kk, oo, found = 0;
+                ck_assert(b >= 0 && b < pp && b != j);
+                for (kk = 0; kk < k; kk++)
+                    for (oo = 0; oo < st[j][kk].np; oo++)
+                        seq += st[j][kk].p2p[oo].peer == b && st[j][kk].p2p[oo].send == p->send;
+                for (oo = 0; oo < o; oo++)
+                    seq += st[j][k].p2p[oo].peer == b && st[j][k].p2p[oo].send == p->send;
+                for (kk = 0; kk < n[b] && !found; kk++)
+                    for (oo = 0; oo < st[b][kk].np && !found; oo++) {
+                        const launch_p2p *q = &st[b][kk].p2p[oo];
+                        if (q->peer != j || q->send == p->send)
+                            continue;
+                        if (seq-- == 0) {
+                            found = 1;
+                            ck_assert(q->grad == p->grad && q->micro == p->micro &&
+                                      q->chunk == p->chunk && q->bytes == p->bytes);
+                            cp[j][k][o] = kk;
+                        }
+                    }
+                ck_assert_msg(found, "stage %d step %d: no partner", j, k);
+            }
+    while (progress) {
+        progress = 0;
+        for (j = 0; j < pp; j++) {
+            launch_step *s;
+            if (at[j] >= n[j])
+                continue;
+            s = &st[j][at[j]];
+            if (s->is_pass) {
+                int v = s->pass.chunk * pp + j, m = s->pass.micro, live = 0, q;
+                double start = t[j];
+                if (!s->pass.bwd) {
+                    if (v > 0)
+                        ck_assert(end_f[m][v - 1] >= 0 && end_f[m][v - 1] <= start);
+                    ck_assert(end_f[m][v] < 0);
+                    t[j] += 1.0;
+                    end_f[m][v] = t[j];
+                } else {
+                    if (v < nv - 1)
+                        ck_assert(end_b[m][v + 1] >= 0 && end_b[m][v + 1] <= start);
+                    ck_assert(end_f[m][v] >= 0 && end_f[m][v] <= start && end_b[m][v] < 0);
+                    t[j] += 2.0;
+                    end_b[m][v] = t[j];
+                }
+                for (q = 0; q < gas; q++)
+                    for (o = 0; o < vpp; o++)
+                        live += end_f[q][o * pp + j] >= 0 && end_b[q][o * pp + j] < 0;
+                if (live > peak[j])
+                    peak[j] = live;
+            } else {
+                double done = arrive[j][at[j]];
+                int ok = 1;
+                for (o = 0; o < s->np; o++) {
+                    int b = s->p2p[o].peer, kk = cp[j][at[j]][o];
+                    if (at[b] < kk) {
+                        ok = 0;
+                        break;
+                    }
+                    if (arrive[b][kk] > done)
+                        done = arrive[b][kk];
+                }
+                if (!ok)
+                    continue;
+                t[j] = done;
+            }
+            at[j]++;
+            arrive[j][at[j]] = t[j];
+            progress = 1;
+        }
+    }
+    for (j = 0; j < pp; j++) {
+        ck_assert_msg(at[j] == n[j], "deadlock: stage %d stuck at step %d of %d "
+                      "(schedule %d, vpp %d, pp %d, gas %d)", j, at[j], n[j], schedule,
+                      vpp, pp, gas);
+        if (t[j] > span)
+            span = t[j];
+        free(st[j]);
+    }
+    for (k = 0; k < gas; k++)
+        for (o = 0; o < nv; o++)
+            ck_assert(end_f[k][o] >= 0 && end_b[k][o] >= 0);
+    return span;
+}
+
+START_TEST(test_steps_simulated)
+{
+    int pp, gas, vpp, peak[8], j;
+    cost_params p;
+
+    cost_params_init(&p);
+    for (pp = 1; pp <= 6; pp++)
+        for (gas = 1; gas <= 12; gas++) {
+            /* 1F1B and GPipe: (gas + pp - 1)(tf + tb), the pipeline bubble
+               of Narayanan et al. SC'21, sec. 2.2.1 */
+            ck_assert_double_eq(simulate_steps(FMT_SCHED_1F1B, 1, pp, gas, peak),
+                                (gas + pp - 1) * 3.0);
+            for (j = 0; j < pp; j++) {
+                p.schedule = FMT_SCHED_1F1B;
+                ck_assert_int_eq(peak[j], cost_inflight(&p, j, pp, gas));
+            }
+            ck_assert_double_eq(simulate_steps(FMT_SCHED_GPIPE, 1, pp, gas, peak),
+                                (gas + pp - 1) * 3.0);
+            ck_assert_int_eq(peak[0], gas);
+            /* interleaved: the bubble of the idealised schedule is (pp - 1)
+               (tf + tb) / vpp (SC'21, sec. 2.2.2): per-chunk times 1 and 2
+               give a lower bound of (gas * vpp + pp - 1) * 3.  Megatron's
+               exchange after every forward-backward pair is synchronous
+               here (a send waits for its receive), which can add at most
+               one more (pp - 1)(tf + tb) / vpp of fill: the upper bound. */
+            for (vpp = 2; vpp <= 3 && pp > 1; vpp++)
+                if (gas % pp == 0) {
+                    double got = simulate_steps(FMT_SCHED_1F1B, vpp, pp, gas, peak);
+                    ck_assert_double_ge(got, (gas * vpp + pp - 1) * 3.0);
+                    ck_assert_double_le(got, (gas * vpp + 2 * (pp - 1)) * 3.0);
+                    if (gas == pp) /* warm-up and cool-down only: no lockstep */
+                        ck_assert_double_eq(got, (gas * vpp + pp - 1) * 3.0);
+                }
+        }
+}
+END_TEST
+
+/* A plan with every kind of group: GPT-2 345M, tp 2, dp 2, pp 2, mbs 2
+ * (8 micro-batches), sequence parallelism, distributed optimizer, on two
+ * nodes of 4 H100; extra JSON fields of the strategy in `more`. */
+static void make_plan8(const char *more, char *path, size_t n)
+{
+    char cl[600], sg[600], cmd[4096];
+    FILE *f;
+
+    snprintf(cl, sizeof cl, "%s/c8.json", tmpdir);
+    snprintf(sg, sizeof sg, "%s/s8.json", tmpdir);
+    snprintf(path, n, "%s/plan8.json", tmpdir);
+    f = fopen(cl, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"name\": \"two\", \"nodes\": [\n"
+          " {\"name\": \"a\", \"device\": \"H100-SXM\", \"gpus\": 4, \"intra_gbps\": 3600, "
+          "\"nic_gbps\": 400},\n"
+          " {\"name\": \"b\", \"device\": \"H100-SXM\", \"gpus\": 4, \"intra_gbps\": 3600, "
+          "\"nic_gbps\": 400}]}\n", f);
+    fclose(f);
+    f = fopen(sg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 2, \"mbs\": 2, "
+               "\"stage_boundaries\": [0, 13, 27]%s}]}\n", more);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "'%s' evaluate --cluster '%s' --model '%s' --strategies '%s' "
+                              "--output '%s' --quiet", HETPLAN_PLANNER, cl,
+             EX("gpt2-345m.json"), sg, path);
+    ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+
+static void remove_plan8(void)
+{
+    static const char *const names[] = {"c8.json", "s8.json", "plan8.json"};
+    char path[600];
+    size_t i;
+
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", tmpdir, names[i]);
+        unlink(path);
+    }
+}
+
+/* GPT-2 345M (h = s = 1024, vocab 52256, fp16, learned positions, tied
+ * embedding), stage 0 = embedding + 12 blocks, tp 2, mbs 2, by hand:
+ * - activation at the cut: mbs s h 2 bytes / tp (sequence parallel) =
+ *   2 * 1024 * 1024 * 2 / 2 = 2097152;
+ * - TP collectives: 1 (embedding) + 2 per block = 25 each way, each of
+ *   mbs s h 2 = 4194304 bytes: 104857600 per direction;
+ * - parameters per rank: embedding 52256 * 1024 / 2 + 1024 * 1024
+ *   (replicated positions) = 27803648; a block 12h^2 + 13h = 12596224
+ *   of which 6144 replicated (two norms 4h, two row-parallel biases 2h):
+ *   (12596224 - 6144) / 2 + 6144 = 6301184, 12 of them 75614208; in all
+ *   103417856;
+ * - fp16 gradients 2 bytes per parameter: 206835712 reduce-scattered,
+ *   the same in weights all-gathered (zero 1);
+ * - the tied embedding's gradient: the token table only (positions are
+ *   not tied), 52256 * 1024 / 2 * 2 bytes = 53510144; the head's side
+ *   is the same matrix, so both ends all-reduce the same size. */
+START_TEST(test_sizes)
+{
+    char p8[600];
+    plan_doc d;
+    launch_sizes z;
+    util_error err;
+    int rc;
+
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    rc = plan_load_plan(p8, &d, &err);
+    ck_assert_msg(rc == UTIL_OK, "%s", err.msg);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.stage, 0);
+    ck_assert_double_eq(z.act_bytes[0], 2097152.0);
+    ck_assert_int_eq(z.tp_fwd, 25);
+    ck_assert_int_eq(z.tp_bwd, 25);
+    ck_assert_double_eq(z.tp_bytes, 4194304.0);
+    ck_assert_double_eq(z.tp_fwd_bytes, 104857600.0);
+    ck_assert_double_eq(z.params, 103417856.0);
+    ck_assert_double_eq(z.grad_bytes, 206835712.0);
+    ck_assert_double_eq(z.dp_rs, 206835712.0);
+    ck_assert_double_eq(z.dp_ag, 206835712.0);
+    ck_assert_double_eq(z.dp_allreduce, 0.0);
+    ck_assert_double_eq(z.embed_bytes, 53510144.0);
+    launch_sizes_free(&z);
+    /* stage 1 (rank 4): 12 blocks + final norm (2h = 2048 replicated) +
+     * head (52256 * 1024, tied, split): 75614208 + 2048 + 26755072 =
+     * 102371328; TP 24 + 3 (head's loss all-reduces) = 27 */
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 4, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.stage, 1);
+    ck_assert_double_eq(z.params, 102371328.0);
+    ck_assert_int_eq(z.tp_fwd, 27);
+    ck_assert_double_eq(z.embed_bytes, 26755072.0 * 2.0);
+    launch_sizes_free(&z);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 8, &z, &err), UTIL_EINVAL);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    /* no sequence parallelism, no distributed optimizer: whole activation,
+       one all-reduce of the gradients */
+    make_plan8(", \"zero\": 0", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.act_bytes[0], 4194304.0);
+    ck_assert_double_eq(z.dp_allreduce, 206835712.0);
+    ck_assert_double_eq(z.dp_rs + z.dp_ag, 0.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    /* interleaved, vpp 2: device 0's 13 layers split 6 + 7, device 1's 14
+       split 7 + 7; the cuts after virtual stages 0, 1, 2 follow layers 5,
+       19 and 12, all blocks: mbs s h 2 = 4194304 bytes each */
+    make_plan8(", \"vpp\": 2", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(d.s[0].vpp, 2);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_int_eq(z.vpp, 2);
+    ck_assert_double_eq(z.act_bytes[0], 4194304.0);
+    ck_assert_double_eq(z.act_bytes[1], 4194304.0);
+    ck_assert_double_eq(z.act_bytes[2], 4194304.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+START_TEST(test_dry_run)
+{
+    char p8[600], *text = NULL;
+    plan_doc d;
+    launch_work w;
+    launch_dry_input in;
+    util_error err;
+    int warn = -1;
+
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    launch_dry_input_init(&in);
+    in.local_gpus = 8;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_int_eq(warn, 0);
+    /* rank 5: stage 1 (5 / 4), dp 0 ((5 % 4) / 2), tp 1 */
+    ck_assert_msg(strstr(text, "rank 5: plan rank 5, stage 1, dp 0, tp 1; cluster device 5 "
+                               "(H100-SXM, node 'b')") != NULL, "%s", text);
+    ck_assert_ptr_nonnull(strstr(text, "groups (plan ranks): tp #2 [4 5] pp #1 [1 5] "
+                                       "dp #3 [5 7] embed #1 [1 5]"));
+    /* 1F1B, stage 0 of 2, 8 micro-batches: one warm-up forward */
+    ck_assert_ptr_nonnull(strstr(text, "schedule (F/B micro-batch): F0 F1 B0 F2 B1"));
+    ck_assert_ptr_nonnull(strstr(text, "send activation 2.000 MiB to stage 1"));
+    ck_assert_ptr_nonnull(strstr(text, "reduce-scatter"));
+    {
+        /* the memory line is the memory model's own figure for the rank */
+        cost_memory mem;
+        char want[128];
+        cost_rank_stage_memory(&d.model, &d.params, &d.s[0], 7, &mem);
+        snprintf(want, sizeof want, "memory model: %.2f GiB peak", mem.total / 1073741824.0);
+        ck_assert_ptr_nonnull(strstr(strstr(text, "rank 7:"), want));
+    }
+    free(text);
+    /* more local processes than GPUs: a warning; a world that does not fit */
+    in.local_gpus = 1;
+    in.only = 3;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_int_eq(warn, 1);
+    ck_assert_ptr_nonnull(strstr(text, "warning: 8 processes would start here but only 1 GPU"));
+    ck_assert_ptr_null(strstr(text, "rank 2:"));
+    ck_assert_ptr_nonnull(strstr(text, "rank 3:"));
+    free(text);
+    /* this machine's GPUs against the plan's H100s: GPU 3 is an A100 */
+    {
+        static const char *const names[8] = {
+            "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+            "NVIDIA A100-SXM4-80GB", "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3",
+            "NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"};
+        in.local_gpus = 8;
+        in.local_names = names;
+        in.only = -1;
+        ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+        ck_assert_int_eq(warn, 1);
+        ck_assert_msg(strstr(text, "warning: rank 3 would run on local GPU 3 'NVIDIA "
+                                   "A100-SXM4-80GB' (A100-80GB), the plan assumed "
+                                   "'H100-SXM'") != NULL, "%.900s", strstr(text, "rank 3:"));
+        free(text);
+        in.local_names = NULL;
+    }
+    in.world = 6;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "world size 6"));
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+static int free_port(void)
+{
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+
+    ck_assert_int_ge(fd, 0);
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    port = ntohs(sa.sin_port);
+    close(fd);
+    return port;
+}
+
+enum boot_case { BOOT_OK, BOOT_LOST, BOOT_ABORT, BOOT_MISSING, BOOT_MISSING2 };
+
+/* One rank of a bootstrap test, in a child process: 0 when it saw what
+ * the case expects. */
+static int boot_child(int rank, int world, int port, int what)
+{
+    launch_boot_params p;
+    launch_boot *b = NULL;
+    util_error err;
+    unsigned char blob[128];
+    char info[64];
+    const void *got;
+    size_t len;
+    int r, rc, mine = 100 + rank, all[8];
+
+    launch_boot_params_init(&p);
+    p.port = port;
+    p.rank = rank;
+    p.world = world;
+    p.timeout_s = what >= BOOT_MISSING ? 1.0 : 20.0;
+    for (r = 0; r < 128; r++)
+        blob[r] = (unsigned char)(r * 7 + 3);
+    snprintf(info, sizeof info, "info of rank %d", rank);
+    rc = launch_boot_create(&p, rank == 0 ? blob : NULL, rank == 0 ? 128 : 0, info,
+                            strlen(info) + 1, &b, &err);
+    if (what == BOOT_MISSING2)
+        return rc != UTIL_OK && strstr(err.msg, "ranks 2, 3 did not join within 1 s") ? 0 : 11;
+    if (what == BOOT_MISSING)
+        return rc == UTIL_ETIMEOUT || (rc == UTIL_EIO && rank != 0)
+                   ? (strstr(err.msg, "rank 2") ? 0 : 11) : 12;
+    if (rc != UTIL_OK)
+        return 13;
+    got = launch_boot_blob(b, &len);
+    if (len != 128 || memcmp(got, blob, 128) != 0)
+        return 14;
+    for (r = 0; r < world; r++) {
+        snprintf(info, sizeof info, "info of rank %d", r);
+        got = launch_boot_info(b, r, &len);
+        if (!got || len != strlen(info) + 1 || strcmp(got, info) != 0)
+            return 15;
+    }
+    if (what == BOOT_LOST && rank == 2)
+        _exit(0); /* dies without a word */
+    if (what == BOOT_ABORT && rank == 1) {
+        launch_boot_abort(b, "out of memory on GPU 1");
+        launch_boot_destroy(b);
+        return 0;
+    }
+    if (what == BOOT_LOST) {
+        /* the watchdog sees it */
+        for (r = 0; r < 100; r++)
+            if ((rc = launch_boot_watch(b, 0.1, &err)) != UTIL_OK)
+                break;
+        launch_boot_destroy(b);
+        return rc == UTIL_EIO && strstr(err.msg, "rank 2 lost") ? 0 : 16;
+    }
+    rc = launch_boot_gather(b, &mine, sizeof mine, all, 20.0, &err);
+    launch_boot_destroy(b);
+    if (what == BOOT_ABORT)
+        return rc == UTIL_EIO && strstr(err.msg, "rank 1: out of memory on GPU 1") ? 0 : 17;
+    if (rc != UTIL_OK)
+        return 18;
+    if (rank == 0)
+        for (r = 0; r < world; r++)
+            if (all[r] != 100 + r)
+                return 19;
+    return 0;
+}
+
+/* world processes (all but those in the bit mask `skip`), each must exit
+ * 0, within `limit` s. */
+static void boot_run(int world, int what, int skip, double limit)
+{
+    pid_t pid[8];
+    int r, port = free_port(), status;
+    time_t t0 = time(NULL);
+
+    for (r = 0; r < world; r++) {
+        pid[r] = -1;
+        if (skip >= 0 && (skip >> r) & 1)
+            continue;
+        pid[r] = fork();
+        ck_assert_int_ge(pid[r], 0);
+        if (pid[r] == 0)
+            _exit(boot_child(r, world, port, what));
+    }
+    for (r = 0; r < world; r++) {
+        if (pid[r] < 0)
+            continue;
+        ck_assert_int_eq(waitpid(pid[r], &status, 0), pid[r]);
+        ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                      "case %d: rank %d ended with %d", what, r, WEXITSTATUS(status));
+    }
+    ck_assert_msg(difftime(time(NULL), t0) <= limit, "case %d took %.0f s", what,
+                  difftime(time(NULL), t0));
+}
+
+START_TEST(test_bootstrap)
+{
+    boot_run(4, BOOT_OK, -1, 10.0);
+    boot_run(1, BOOT_OK, -1, 5.0);
+    boot_run(4, BOOT_LOST, -1, 10.0);     /* rank 2 dies after joining */
+    boot_run(4, BOOT_ABORT, -1, 10.0);    /* rank 1 reports a failure */
+    boot_run(3, BOOT_MISSING, 1 << 2, 6.0);          /* rank 2 never starts: 1 s */
+    boot_run(4, BOOT_MISSING2, 1 << 2 | 1 << 3, 6.0); /* nor do 2 and 3 */
+}
+END_TEST
+
+/* torchrun's variables, its agent's port, the explicit override. */
+START_TEST(test_env)
+{
+    launch_env e;
+    util_error err;
+
+    unsetenv("TORCHELASTIC_RUN_ID");
+    unsetenv("HETPLAN_LAUNCH_PORT");
+    unsetenv("WORLD_SIZE");
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.present, 0);
+    setenv("WORLD_SIZE", "16", 1);
+    setenv("RANK", "9", 1);
+    setenv("LOCAL_RANK", "1", 1);
+    setenv("LOCAL_WORLD_SIZE", "8", 1);
+    setenv("MASTER_ADDR", "node-a", 1);
+    setenv("MASTER_PORT", "29400", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert(e.present && e.rank == 9 && e.world == 16 && e.local_rank == 1 &&
+              e.local_world == 8 && e.port == 29400);
+    ck_assert_str_eq(e.addr, "node-a");
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.port, 29401);
+    setenv("HETPLAN_LAUNCH_PORT", "31000", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_OK);
+    ck_assert_int_eq(e.port, 31000);
+    setenv("RANK", "16", 1);
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "'RANK' expects an integer from 0 to 15"));
+    unsetenv("RANK");
+    ck_assert_int_eq(launch_env_of(&e, &err), UTIL_EINVAL);
+    unsetenv("WORLD_SIZE");
+}
+END_TEST
+
+START_TEST(test_bootstrap_args)
+{
+    launch_boot_params p;
+    launch_boot *b = (launch_boot *)1;
+    util_error err;
+
+    launch_boot_params_init(&p);
+    p.rank = 2;
+    p.world = 2;
+    ck_assert_int_eq(launch_boot_create(&p, NULL, 0, NULL, 0, &b, &err), UTIL_EINVAL);
+    ck_assert_ptr_null(b);
+    p.rank = 0;
+    p.port = 70000;
+    ck_assert_int_eq(launch_boot_create(&p, NULL, 0, NULL, 0, &b, &err), UTIL_EINVAL);
+    launch_boot_destroy(NULL);
+}
+END_TEST
+
+/* Rank 0's merge: per stage the slowest replica, the iteration the
+ * slowest rank's median; the trial stays a strategies file with a
+ * "ranks" array beside it. */
+START_TEST(test_merge_ranks)
+{
+    plan_doc d;
+    launch_work w;
+    launch_measure meas[4];
+    launch_trial t;
+    launch_rank_result res[5];
+    util_error err;
+    fmt_strategy *s = NULL;
+    char *text, *full;
+    cJSON *doc, *ranks;
+    int n = 0, j;
+    static const double iter[4] = {0.20, 0.21, 0.22, 0.205};
+
+    load_plan(&d);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    memset(res, 0, sizeof res);
+    for (j = 0; j < 4; j++) {
+        res[j].rank = j;
+        res[j].plan_rank = j;
+        res[j].stage = j;
+        res[j].iter_s = iter[j];
+        res[j].iter_min_s = iter[j] - 0.001;
+        res[j].iter_max_s = iter[j] + 0.002;
+        res[j].fwd_s = 0.004 + 0.001 * j;
+        res[j].bwd_s = 0.009;
+        res[j].opt_s = 0.002;
+        res[j].mem_predicted = 1e9 * (j + 1);
+        res[j].mem_used = 2e9;
+        res[j].mem_base = 0.5e9;
+    }
+    res[4].rank = 4;
+    res[4].plan_rank = -1; /* an idle device */
+    ck_assert_int_eq(launch_merge_ranks(&d, &w, res, 5, meas, &t, &err), UTIL_OK);
+    ck_assert_double_eq_tol(t.measured_s, 0.22, 1e-12);
+    ck_assert_double_eq_tol(t.iter_iqr_s, 0.003, 1e-12);
+    for (j = 0; j < 4; j++) {
+        ck_assert(meas[j].measured);
+        /* tp 1: no TP collectives to take out */
+        ck_assert_double_eq_tol(meas[j].fwd_s, 0.004 + 0.001 * j, 1e-12);
+        ck_assert_double_eq_tol(meas[j].opt_s, 0.002, 1e-12);
+    }
+    ck_assert(t.executed && t.composed_s > 0.0);
+    text = launch_trial_json(&d, &w, meas, &t, NULL, 10);
+    ck_assert_ptr_nonnull(text);
+    full = launch_ranks_json(text, res, 5);
+    ck_assert_ptr_nonnull(full);
+    ck_assert_int_eq(fmt_parse_strategies(full, "trial.json", &d.cluster, &d.model,
+                                          d.global_batch, &s, &n, &err), UTIL_OK);
+    ck_assert_int_eq(n, 1);
+    fmt_strategy_free(&s[0]);
+    free(s);
+    doc = cJSON_Parse(full);
+    ranks = cJSON_GetObjectItem(doc, "ranks");
+    ck_assert_int_eq(cJSON_GetArraySize(ranks), 5);
+    ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2),
+                                                "memory_predicted_bytes")->valuedouble,
+                            3e9, 1.0);
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 4), "stage"));
+    ck_assert_ptr_null(launch_ranks_json("{not json", res, 5));
+    cJSON_Delete(doc);
+    free(text);
+    free(full);
+    launch_trial_free(&t);
+    /* a stage nobody reported */
+    res[1].plan_rank = -1;
+    ck_assert_int_eq(launch_merge_ranks(&d, &w, res, 5, meas, &t, &err), UTIL_EINTERNAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "no rank reported stage 1"));
+    launch_work_free(&w);
+    plan_doc_free(&d);
+}
+END_TEST
+
+/* --spawn's supervisor: the environment each rank gets, the first
+ * failure, and the rest ended after the grace period. */
+START_TEST(test_spawn)
+{
+    launch_spawn_result res;
+    util_error err;
+    char script[1024], path[600], line[256];
+    char *argv[4];
+    FILE *f;
+    time_t t0;
+    int r;
+
+    snprintf(path, sizeof path, "%s/env", tmpdir);
+    snprintf(script, sizeof script,
+             "echo \"$RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR\" "
+             "> '%s'.$RANK; [ \"$RANK\" = 2 ] && exit 7; [ \"$RANK\" = 1 ] && exit 0; "
+             "exec sleep 30", path);
+    argv[0] = (char *)"sh";
+    argv[1] = (char *)"-c";
+    argv[2] = script;
+    argv[3] = NULL;
+    t0 = time(NULL);
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 4, 1.0, &res, &err), UTIL_OK);
+    ck_assert_msg(difftime(time(NULL), t0) < 10.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_int_eq(res.n, 4);
+    ck_assert_int_eq(res.first_failed, 2);
+    ck_assert_int_eq(res.status[2], 7);
+    ck_assert_int_eq(res.status[1], 0);
+    ck_assert_int_eq(res.status[0], 128 + SIGTERM); /* ended by the supervisor */
+    ck_assert_int_eq(res.status[3], 128 + SIGTERM);
+    ck_assert(res.killed);
+    for (r = 0; r < 4; r++) {
+        char want[128], name[700];
+        snprintf(name, sizeof name, "%s.%d", path, r);
+        f = fopen(name, "r");
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(line, sizeof line, f));
+        fclose(f);
+        unlink(name);
+        snprintf(want, sizeof want, "%d %d 4 4 127.0.0.1\n", r, r);
+        ck_assert_str_eq(line, want);
+    }
+    launch_spawn_result_free(&res);
+    launch_spawn_result_free(NULL);
+    /* all succeed: nothing failed, nothing killed */
+    argv[2] = (char *)"exit 0";
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 3, 1.0, &res, &err), UTIL_OK);
+    ck_assert(res.first_failed == -1 && !res.killed);
+    launch_spawn_result_free(&res);
+    ck_assert_int_eq(launch_spawn("/bin/sh", argv, 0, 1.0, &res, &err), UTIL_EINVAL);
+}
+END_TEST
+
+/* Every rank's program run together with NCCL's rules: a collective on a
+ * group ends when every member has reached its collective of the same
+ * ordinal on that group (same kind and size), a point-to-point operation
+ * when its partner (k-th send a -> b, k-th receive at b) is posted.  Fails
+ * on a deadlock or a mismatch; returns the TP operations of plan rank 0. */
+static int simulate_programs(const plan_doc *d)
+{
+    enum { MAXR = 16 };
+    const fmt_strategy *s = &d->s[0];
+    int R = s->tp * s->dp * s->pp, n[MAXR], at[MAXR], r, i, progress = 1, tp0 = 0;
+    launch_rop *prog[MAXR];
+    int *ord[MAXR];
+    util_error err;
+
+    ck_assert_int_le(R, MAXR);
+    for (r = 0; r < R; r++) {
+        int count[LAUNCH_NGROUPS] = {0};
+        n[r] = launch_rank_program(d, s, r, &prog[r], &err);
+        ck_assert_msg(n[r] > 0, "%s", err.msg);
+        at[r] = 0;
+        ord[r] = calloc((size_t)n[r], sizeof(int));
+        for (i = 0; i < n[r]; i++)
+            if (prog[r][i].group >= 0 && prog[r][i].kind != LAUNCH_ROP_P2P)
+                ord[r][i] = count[prog[r][i].group]++;
+        for (i = 0; r == 0 && i < n[r]; i++)
+            tp0 += prog[r][i].kind == LAUNCH_ROP_TP;
+    }
+    while (progress) {
+        progress = 0;
+        for (r = 0; r < R; r++) {
+            const launch_rop *o;
+            int ok = 1, m[MAXR], nm, k, j;
+            if (at[r] >= n[r])
+                continue;
+            o = &prog[r][at[r]];
+            if (o->kind == LAUNCH_ROP_P2P) {
+                nm = launch_group(s, LAUNCH_GROUP_PP, r, m, MAXR, NULL);
+                for (k = 0; k < o->step.np && ok; k++) {
+                    const launch_p2p *p = &o->step.p2p[k];
+                    int peer = m[p->peer], seq = 0, found = -1, jj, kk;
+                    for (j = 0; j < at[r]; j++)
+                        for (kk = 0; prog[r][j].kind == LAUNCH_ROP_P2P && kk < prog[r][j].step.np; kk++)
+                            seq += prog[r][j].step.p2p[kk].peer == p->peer &&
+                                   prog[r][j].step.p2p[kk].send == p->send;
+                    for (kk = 0; kk < k; kk++)
+                        seq += o->step.p2p[kk].peer == p->peer && o->step.p2p[kk].send == p->send;
+                    for (jj = 0; jj < n[peer] && found < 0; jj++)
+                        for (kk = 0; prog[peer][jj].kind == LAUNCH_ROP_P2P &&
+                                     kk < prog[peer][jj].step.np && found < 0; kk++) {
+                            const launch_p2p *q = &prog[peer][jj].step.p2p[kk];
+                            if (m[q->peer] != r || q->send == p->send || seq-- != 0)
+                                continue;
+                            ck_assert(q->grad == p->grad && q->micro == p->micro &&
+                                      q->chunk == p->chunk && q->bytes == p->bytes);
+                            found = jj;
+                        }
+                    ck_assert_msg(found >= 0, "rank %d: no partner", r);
+                    ok = at[peer] >= found;
+                }
+                (void)nm;
+            } else if (o->group >= 0) {
+                nm = launch_group(s, o->group, r, m, MAXR, NULL);
+                for (k = 0; k < nm && ok; k++) {
+                    int q = m[k];
+                    for (j = 0; j < n[q] && !(prog[q][j].group == o->group &&
+                                              prog[q][j].kind != LAUNCH_ROP_P2P &&
+                                              ord[q][j] == ord[r][at[r]]); j++)
+                        ;
+                    ck_assert_msg(j < n[q], "rank %d: no collective %d on group %d", q,
+                                  ord[r][at[r]], o->group);
+                    ck_assert(prog[q][j].kind == o->kind && prog[q][j].bytes == o->bytes);
+                    ok = at[q] >= j;
+                }
+            }
+            if (ok) {
+                at[r]++;
+                progress = 1;
+            }
+        }
+    }
+    for (r = 0; r < R; r++) {
+        ck_assert_msg(at[r] == n[r], "deadlock: rank %d at op %d of %d (kind %d)", r, at[r],
+                      n[r], prog[r][at[r]].kind);
+        free(prog[r]);
+        free(ord[r]);
+    }
+    return tp0;
+}
+
+/* The whole world: TP, PP, DP and embedding groups together. */
+START_TEST(test_programs_simulated)
+{
+    char p8[600];
+    plan_doc d;
+    util_error err;
+    launch_rop *ops;
+    int n, i, kinds[8] = {0};
+
+    /* tp 2, dp 2, pp 2, sequence parallel, distributed optimizer: rank 0
+       runs 8 micro-batches x (25 forward + 25 backward) TP collectives =
+       400, then embedding all-reduce, reduce-scatter, Adam, all-gather */
+    make_plan8(", \"sequence_parallel\": true, \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(simulate_programs(&d), 400);
+    n = launch_rank_program(&d, &d.s[0], 0, &ops, &err);
+    for (i = 0; i < n; i++)
+        kinds[ops[i].kind]++;
+    ck_assert_int_eq(kinds[LAUNCH_ROP_PASS], 16);
+    ck_assert(kinds[LAUNCH_ROP_EMBED] == 1 && kinds[LAUNCH_ROP_DP_RS] == 1 &&
+              kinds[LAUNCH_ROP_OPT] == 1 && kinds[LAUNCH_ROP_DP_AG] == 1 &&
+              kinds[LAUNCH_ROP_DP_ALLREDUCE] == 0);
+    ck_assert_int_eq(ops[n - 1].kind, LAUNCH_ROP_DP_AG);
+    free(ops);
+    plan_doc_free(&d);
+    make_plan8(", \"vpp\": 2, \"zero\": 0", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(simulate_programs(&d), 400);
+    plan_doc_free(&d);
+    make_plan8(", \"schedule\": \"gpipe\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    simulate_programs(&d);
+    plan_doc_free(&d);
+    remove_plan8();
+    load_plan(&d); /* pp 4, tp 1: no TP collectives */
+    ck_assert_int_eq(simulate_programs(&d), 0);
+    plan_doc_free(&d);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 static int run_cmd(const char *cmd, char *out, size_t cap)
 {
@@ -886,6 +1817,46 @@ START_TEST(test_launch_cli)
     ck_assert_int_ne(access(cmd, F_OK), 0); /* nothing half-written */
 }
 END_TEST
+
+/* Multi-rank on a machine without GPUs: the dry run works; spawned ranks
+ * meet over TCP, each finds no GPU, and all of them end, naming their
+ * rank and the cause, well within the timeout. */
+START_TEST(test_launch_cli_ranks)
+{
+    char out[16384], cmd[2048];
+    time_t t0;
+
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    /* pp 4, tp 1, dp 1: rank 3 is the last stage, layers 21-26 */
+    ck_assert_msg(strstr(out, "rank 3: plan rank 3, stage 3, dp 0, tp 0; cluster device 3 "
+                              "(H100-SXM, node 'h100'); layers 21-26") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "world: 4 processes"));
+    /* as torchrun would start it: only its own rank */
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=2 '%s' --plan '%s' --dry-run",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --spawn 3", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 3);
+    ck_assert_ptr_nonnull(strstr(out, "world size 3 does not match the plan's 4 ranks"));
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=1 MASTER_PORT=70000 '%s' --plan '%s'",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'MASTER_PORT' expects an integer from 1 to 65535"));
+    snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 '%s' --plan '%s'", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'RANK' is not"));
+    t0 = time(NULL);
+    snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' --plan '%s' --spawn 4 --timeout 20",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_msg(difftime(time(NULL), t0) < 15.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_msg(strstr(out, "hetplan-launch: rank 0: no CUDA GPU") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "hetplan-launch: rank 3: "));
+    ck_assert_ptr_nonnull(strstr(out, "failed first (exit code 6)"));
+}
+END_TEST
 #endif
 
 static Suite *launcher_suite(void)
@@ -894,6 +1865,8 @@ static Suite *launcher_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_add_checked_fixture(tc, setup, teardown);
+    /* forked ranks and spawned programs: seconds, not Check's default 4 */
+    tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_order_1f1b);
     tcase_add_test(tc, test_work_of_plan);
     tcase_add_test(tc, test_compose);
@@ -905,8 +1878,21 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_exec_replay_plan);
     tcase_add_test(tc, test_exec_replay_deadlock);
     tcase_add_test(tc, test_exec_summarise_trial);
+    tcase_add_test(tc, test_groups_megatron);
+    tcase_add_test(tc, test_plan_rank);
+    tcase_add_test(tc, test_passes_interleaved);
+    tcase_add_test(tc, test_steps_simulated);
+    tcase_add_test(tc, test_sizes);
+    tcase_add_test(tc, test_dry_run);
+    tcase_add_test(tc, test_bootstrap);
+    tcase_add_test(tc, test_bootstrap_args);
+    tcase_add_test(tc, test_env);
+    tcase_add_test(tc, test_merge_ranks);
+    tcase_add_test(tc, test_spawn);
+    tcase_add_test(tc, test_programs_simulated);
 #ifdef HETPLAN_LAUNCH_EXE
     tcase_add_test(tc, test_launch_cli);
+    tcase_add_test(tc, test_launch_cli_ranks);
 #endif
     suite_add_tcase(s, tc);
     return s;
