@@ -658,9 +658,14 @@ END_TEST
 START_TEST(cli_plan_from_another_directory)
 {
     char so[PATHN], se[PATHN], plan[PATHN], html[PATHN], work[1100];
-    const char *mk[] = {"--cluster", HETPLAN_SOURCE_DIR "/examples/amp-homogeneous.json",
-                        "--model", "model.json", "--output", "plan.json", "--quiet", NULL};
-    const char *ex[] = {"export", "--plan", plan, "--to", "torchrun", "--quiet", NULL};
+    /* --name=value forms of the shared option parser */
+    const char *mk[] = {"--cluster=" HETPLAN_SOURCE_DIR "/examples/amp-homogeneous.json",
+                        "--model=model.json", "--top-k=2", "--output", "plan.json",
+                        "--quiet", NULL};
+    const char *ex[] = {"export", "--plan", plan, "--to", "torchrun", "--strategy=2",
+                        "--quiet", NULL};
+    const char *ex3[] = {"export", "--plan", plan, "--to", "torchrun", "--strategy=3",
+                         NULL};
     const char *rp[] = {"report", "--plan", plan, "--output", html, "--quiet", NULL};
     char *text;
     struct stat st;
@@ -683,6 +688,7 @@ START_TEST(cli_plan_from_another_directory)
     snprintf(plan, sizeof plan, "%s/plan.json", work);
     snprintf(html, sizeof html, "%s/report.html", tmp_dir);
     ck_assert_int_eq(run_planner("/", ex, so, se), 0);
+    ck_assert_int_eq(run_planner("/", ex3, so, se), 2); /* --top-k=2 kept two */
     ck_assert_int_eq(run_planner("/", rp, so, se), 0);
     ck_assert_int_eq(stat(html, &st), 0);
     /* moved away: the error names the file and the absolute path tried */
