@@ -132,8 +132,14 @@ static void export_print_notes(const export_opts *o, const export_result *ex,
         else if (!o->out.quiet && !refused)
             fprintf(stderr, "planner: note: %s\n", ex->notes[i]);
     }
-    if (ex->napprox > ex->nnotes)
-        fprintf(stderr, "planner: ... and %d more\n", ex->napprox - ex->nnotes);
+    {
+        int kept = 0;
+        for (i = 0; i < ex->nnotes; i++)
+            kept += ex->approx[i];
+        if (ex->napprox > kept)
+            fprintf(stderr, "planner: ... and %d more approximation(s)\n",
+                    ex->napprox - kept);
+    }
 }
 
 /* Create dir (one level) when missing. */

@@ -326,6 +326,69 @@ START_TEST(megatron_features)
 }
 END_TEST
 
+/* Uneven TP shards: the torchrun export writes every rank's heads and
+ * MLP columns; Megatron-LM and DeepSpeed shard evenly and refuse.  The
+ * features DeepSpeed lacks (virtual stages, sequence parallelism,
+ * selective recomputation) are refused there and stated to torchrun. */
+START_TEST(shards_and_features_per_target)
+{
+    fixture f;
+    export_result e;
+    util_error err;
+    const int blocks[] = {8, 8};
+    /* tp 2 x dp 2 x pp 2: 16 heads and 4096 MLP columns split 10/6 and
+     * 2560/1536 on the fast/slow rank of each TP pair */
+    const int heads[] = {10, 6, 10, 6, 10, 6, 10, 6};
+    const int cols[] = {2560, 1536, 2560, 1536, 2560, 1536, 2560, 1536};
+    int r;
+    char *sh;
+
+    fixture_make(&f, two_nodes, gpt16, 2, 2, 2);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.gas = 32;
+    set_blocks(&f, blocks);
+    ck_assert_int_eq(fmt_strategy_set_shards(&f.s, heads, cols), UTIL_OK);
+    ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_OK);
+    ck_assert_int_eq(e.nfiles, 3);
+    ck_assert_str_eq(e.files[2].name, "shards.txt");
+    /* rank 1: stage 0, dp 0, tp 1 with 6 heads and 1536 columns */
+    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\n     1      0   0   1      6         1536\n"));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "HETPLAN_TP_SHARDS="));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    ck_assert(has_note(&e, "unevenly over the TP group"));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    export_free(&e);
+    ck_assert_int_eq(fmt_strategy_set_shards(&f.s, NULL, NULL), UTIL_OK);
+    f.s.vpp = 2;
+    f.s.sp = 1;
+    f.s.recompute = FMT_RECOMPUTE_SELECTIVE;
+    f.s.zero = 1;
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    ck_assert_int_eq(e.napprox, 3); /* virtual stages, sp, selective */
+    ck_assert(has_note(&e, "no interleaved schedule"));
+    ck_assert(has_note(&e, "sequence parallelism"));
+    ck_assert(has_note(&e, "selective"));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_OK);
+    sh = e.files[0].text;
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_VIRTUAL_STAGES=2 HETPLAN_SEQUENCE_PARALLEL=1 "
+                                     "HETPLAN_RECOMPUTE=selective HETPLAN_ZERO=1\n"));
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_STAGE_BOUNDARIES=0,9,19\n"));
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_PRECISION=fp16 "));
+    ck_assert_int_eq(e.napprox, 0);
+    export_free(&e);
+    fixture_free(&f);
+}
+END_TEST
+
 /* bf16 on a V100 (no bf16 units) is refused by every target, also with
  * --approximate. */
 START_TEST(precision_checked_per_device)
@@ -716,6 +779,7 @@ static Suite *export_suite(void)
     tcase_add_test(l, megatron_uneven_stages);
     tcase_add_test(l, megatron_features);
     tcase_add_test(l, precision_checked_per_device);
+    tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);
     tcase_add_test(l, torchrun_realises_random_placements);
     tcase_add_test(l, bad_strategy_is_refused);
