@@ -5,8 +5,8 @@
  * flags of PyTorch 1.13.1 and 2.x).
  *
  * Each cluster of examples/ is planned with each model of examples/
- * (those that fit), and the best strategies are exported for every
- * target and version.  An export either exits 0 and then:
+ * (those that fit), the shipped strategies files are evaluated, and the
+ * strategies are exported for every target and version.  An export either exits 0 and then:
  *   - every Megatron-LM flag is in the version's list, a store_true flag
  *     has no value, a valued flag has one and a choice is one of the
  *     listed choices;
@@ -582,6 +582,35 @@ START_TEST(every_example_every_target)
             plan_doc_free(&d);
         }
     ck_assert_int_ge(plans, 8);
+    /* the shipped strategies files, evaluated on their cluster and model */
+    {
+        static const char *const ev[][3] = {
+            {"amp-het.json", "gpt2-amp.json", "strategies-amp-het.json"},
+            {"h100-node4.json", "gpt2-345m.json", "strategies-gpt2-pp4.json"}};
+        size_t i;
+        for (i = 0; i < sizeof ev / sizeof ev[0]; i++) {
+            char plan[PATHN], so[PATHN], se[PATHN], cl[PATHN], mo[PATHN], st[PATHN];
+            const char *args[] = {"evaluate", "--cluster", cl, "--model", mo,
+                                  "--strategies", st, "--output", plan, "--quiet", NULL};
+            plan_doc d;
+            util_error err;
+            int k, t, v;
+            snprintf(cl, sizeof cl, "%s/examples/%s", HETPLAN_SOURCE_DIR, ev[i][0]);
+            snprintf(mo, sizeof mo, "%s/examples/%s", HETPLAN_SOURCE_DIR, ev[i][1]);
+            snprintf(st, sizeof st, "%s/examples/%s", HETPLAN_SOURCE_DIR, ev[i][2]);
+            snprintf(plan, sizeof plan, "%s/evaluated-%zu.json", tmp_dir, i);
+            snprintf(so, sizeof so, "%s/p.out", tmp_dir);
+            snprintf(se, sizeof se, "%s/p.err", tmp_dir);
+            ck_assert_msg(run_planner(args, so, se) == 0, "evaluate %s", ev[i][2]);
+            memset(&d, 0, sizeof d);
+            ck_assert_msg(plan_load_plan(plan, &d, &err) == UTIL_OK, "%s", err.msg);
+            for (k = 1; k <= d.n; k++)
+                for (t = 0; t < 4; t++)
+                    for (v = 0; v < (t == 3 ? 1 : 2); v++)
+                        one_export(plan, &d, k, targets[t], t, versions[t][v], v);
+            plan_doc_free(&d);
+        }
+    }
     for (c = 0; c < 4; c++) {
         printf("%-9s %4d written, %4d refused\n", targets[c], passed[c], refused[c]);
         ck_assert_msg(passed[c] > 0, "no %s export passed", targets[c]);
