@@ -255,6 +255,17 @@ static void megatron_stages(const megargs *a, int *n, const char *file)
     }
 }
 
+/* The integer after "flag " in text, -1 when absent. */
+static int flag_value(const char *text, const char *flag)
+{
+    char pat[128];
+    const char *p;
+
+    snprintf(pat, sizeof pat, "%s ", flag);
+    p = strstr(text, pat);
+    return p ? atoi(p + strlen(pat)) : -1;
+}
+
 /* torchrun flags of every "exec torchrun" line: accepted by 1.13 and 2.x. */
 static void check_torchrun_lines(const char *text, const char *file)
 {
@@ -459,6 +470,10 @@ static void one_export(const char *plan, const plan_doc *d, int k,
             blocks += d->model.layers[l].kind == FMT_KIND_TRANSFORMER;
         ck_assert_int_eq(sum, blocks);
         ck_assert_int_eq(a.num_layers, blocks);
+        /* Megatron-LM derives the micro-batch count global / (micro x dp)
+         * and asserts it is whole: it must be the plan's */
+        ck_assert_int_eq(flag_value(t, "--global-batch-size"),
+                         flag_value(t, "--micro-batch-size") * s->gas * s->dp);
         free(t);
     } else if (ti == 1) {
         char *c = file_in(dir, "ds_config.json"), *py = file_in(dir, "hetplan_pipe.py");
@@ -468,6 +483,13 @@ static void one_export(const char *plan, const plan_doc *d, int k,
         ck_assert_msg(j != NULL, "%s: ds_config.json is not JSON", label);
         check_ds_keys(j, "", &ds[vi], label, &keys);
         ck_assert_int_ge(keys, 8);
+        /* DeepSpeed's batch identity: train_batch_size =
+         * micro-batch x gradient accumulation x data-parallel size */
+        ck_assert_int_eq(cJSON_GetObjectItem(j, "train_batch_size")->valueint,
+                         cJSON_GetObjectItem(j, "train_micro_batch_size_per_gpu")->valueint *
+                             cJSON_GetObjectItem(j, "gradient_accumulation_steps")->valueint *
+                             s->dp);
+        ck_assert_int_eq(cJSON_GetObjectItem(j, "train_batch_size")->valueint, d->global_batch);
         cJSON_Delete(j);
         check_pipe(py, s, label);
         check_deepspeed_sh(sh, label);
