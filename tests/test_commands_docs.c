@@ -12,7 +12,8 @@
  * order.  The command must exit 0, or N when the text right after the
  * block starts "(exit status N)".  A line "..." (indented or not) stands for
  * lines left out.  Sessions that read ../shared/data run
- * in the _data suite. */
+ * in the _data suite.  scripts/update-docs.py rewrites both kinds of
+ * block from the current binary (review its diff). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
