@@ -16,7 +16,9 @@
  *   - every torchrun flag is accepted by both 1.13 and 2.x;
  *   - every ds_config.json key (dotted) is in the version's key list and
  *     hetplan_pipe.py's padded uniform partition (DeepSpeed's
- *     partition_uniform, re-done here) gives the plan's stages;
+ *     partition_uniform, re-done here) gives the plan's stages, and, when
+ *     python3 is installed, the file imports and builds those stages
+ *     against stand-ins of torch.nn and deepspeed.pipe;
  *   - the hostfile's slots add up to the cluster's GPUs;
  * or exits 3 or 6 with its reason on stderr. */
 #include <check.h>
@@ -368,6 +370,91 @@ static void check_pipe(const char *py, const fmt_strategy *s, const char *file)
     ck_assert_ptr_null(strstr(py, "_partition_layers"));
 }
 
+/* Stand-ins for torch.nn and deepspeed.pipe, enough to import and run
+ * hetplan_pipe.py: PipelineModule keeps its layers and partitions them
+ * with partition_uniform as DeepSpeed 0.14.4 / 0.19.5 do. */
+static const char stub_torch[] = "class Module:\n    pass\n";
+static const char stub_pipe[] =
+    "class LayerSpec:\n"
+    "    def __init__(self, typename, *a, **k):\n"
+    "        self.typename = typename\n"
+    "class PipeModelDataParallelTopology:\n"
+    "    def __init__(self, num_pp, num_mp, num_dp):\n"
+    "        self.num_pp = num_pp\n"
+    "def partition_uniform(num_items, num_parts):\n"
+    "    parts = [0] * (num_parts + 1)\n"
+    "    if num_items <= num_parts:\n"
+    "        return [min(p, num_items) for p in range(num_parts + 1)]\n"
+    "    chunk = num_items // num_parts\n"
+    "    residual = num_items - chunk * num_parts\n"
+    "    parts = [p * chunk for p in range(num_parts + 1)]\n"
+    "    for i in range(residual):\n"
+    "        for p in range(i + 1, num_parts + 1):\n"
+    "            parts[p] += 1\n"
+    "    return parts\n"
+    "class PipelineModule:\n"
+    "    def __init__(self, layers, topology, partition_method, **kw):\n"
+    "        assert partition_method == 'uniform'\n"
+    "        self.layers = layers\n"
+    "        self.parts = partition_uniform(len(layers), topology.num_pp)\n";
+
+/* When python3 is there: import hetplan_pipe.py with the stand-ins, build
+ * the module from the plan's layer indices and print each stage's real
+ * layers; they must be the plan's stages. */
+static void run_pipe(const char *dir, const fmt_strategy *s, const char *file)
+{
+    char path[PATHN + 32], cmd[PATHN * 4], so[PATHN], se[PATHN], want[8192] = "";
+    FILE *f;
+    char *got;
+    int j, l, st;
+
+    if (system("python3 -c 'pass' >/dev/null 2>&1") != 0)
+        return; /* no python3: the C checks above stand */
+    snprintf(path, sizeof path, "%s/torch", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/torch/__init__.py", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/torch/nn.py", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(stub_torch, f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/deepspeed", dir);
+    mkdir(path, 0777);
+    snprintf(path, sizeof path, "%s/deepspeed/__init__.py", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/deepspeed/pipe.py", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(stub_pipe, f);
+    fclose(f);
+    snprintf(so, sizeof so, "%s/py.out", tmp_dir);
+    snprintf(se, sizeof se, "%s/py.err", tmp_dir);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && python3 -c 'import hetplan_pipe as h\n"
+             "m = h.pipeline_module(list(range(h.BOUNDS[-1])))\n"
+             "for a, b in zip(m.parts, m.parts[1:]):\n"
+             "    print(chr(32).join(str(x) for x in m.layers[a:b] if isinstance(x, int)))' "
+             ">'%s' 2>'%s'", dir, so, se);
+    st = system(cmd);
+    got = tu_slurp(so);
+    ck_assert_msg(st == 0, "%s: hetplan_pipe.py fails: %s", file, tu_slurp(se));
+    for (j = 0; j < s->pp; j++) {
+        for (l = s->bounds[j]; l < s->bounds[j + 1]; l++)
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%d",
+                     l > s->bounds[j] ? " " : "", l);
+        snprintf(want + strlen(want), sizeof want - strlen(want), "\n");
+    }
+    ck_assert_msg(strlen(want) + 1 < sizeof want, "too many layers for the check");
+    ck_assert_msg(strcmp(got, want) == 0, "%s: stages of hetplan_pipe.py:\n%.600s\n"
+                  "plan:\n%.600s", file, got, want);
+    free(got);
+}
+
 /* deepspeed launcher flags (deepspeed/launcher/runner.py) and the script
  * flags of deepspeed.add_config_arguments, 0.14.4 and 0.19.5: not in the
  * config key lists, named here from those files. */
@@ -492,6 +579,8 @@ static void one_export(const char *plan, const plan_doc *d, int k,
         ck_assert_int_eq(cJSON_GetObjectItem(j, "train_batch_size")->valueint, d->global_batch);
         cJSON_Delete(j);
         check_pipe(py, s, label);
+        if (k == 1 && vi == 0) /* python3 is slow to start: once per plan */
+            run_pipe(dir, s, label);
         check_deepspeed_sh(sh, label);
         free(c);
         free(py);
