@@ -292,6 +292,10 @@ static void megatron_limits(export_ctx *x, const split *sp)
         export_approx(x, "the plan splits heads and MLP columns unevenly over "
                       "the TP group; Megatron-LM shards every tensor evenly "
                       "(the torchrun export writes the per-rank shards)");
+    if (s->vpp > 1 && s->pp == 1)
+        export_approx(x, "Megatron-LM interleaves virtual stages only over a "
+                      "pipeline (pp > 1); the plan has %d virtual stages on "
+                      "one stage", s->vpp);
     if (s->vpp > 1 && s->pp > 1 && s->gas % s->pp != 0 &&
         x->o->version == EXPORT_VERSION_OLD)
         export_approx(x, "Megatron-LM %s runs virtual stages only when the "
