@@ -1,9 +1,11 @@
 /* commands/calibrate.c: planner calibrate, which fits the cost model's
  * calibration constants to measured iteration times. */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h> /* the --format json report */
 
@@ -39,7 +41,8 @@ static const char calibrate_usage[] =
     "  --no-loo               skip the leave-one-out scores (one fit per trial)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
-    "  --verbose              also print each trial's predictions on stderr\n"
+    "  --verbose              also print each trial's predictions on stderr, and\n"
+    "                         the steps of the fit (shown on a terminal anyway)\n"
     "  --help\n";
 
 /* What the command line sets. */
@@ -130,8 +133,30 @@ static void calibrate_score_row(const char *name, const calib_ranking *rk)
            regret, 100.0 * rk->mape);
 }
 
+/* One progress line on stderr: on a terminal, or always with --verbose;
+ * never with --quiet.  step names what starts now. */
+static void calibrate_progress(const calibrate_opts *o, double t0, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void calibrate_progress(const calibrate_opts *o, double t0, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (o->out.quiet || !(o->out.verbose || isatty(STDERR_FILENO)))
+        return;
+    fprintf(stderr, "planner: calibrate %6.1f s: ", cmd_seconds() - t0);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stderr);
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
+    double start = cmd_seconds();
     calibrate_opts o;
     fmt_cluster c;
     fmt_model m;
@@ -198,22 +223,35 @@ int cmd_calibrate(int argc, char **argv)
     }
     for (i = 0; i < ts.n; i++)
         failed += ts.measured_s[i] <= 0.0;
-    if (calib_predict_trials(&c, &m, &prof, &cp, &ts, t0, &err) != UTIL_OK ||
-        calib_run(&c, &m, &prof, &cp, ts.s, ts.measured_s, ts.n, &sp, &fit, &err) !=
+    calibrate_progress(&o, start, "predicting %d trials with the uncalibrated model",
+                       ts.n);
+    if (calib_predict_trials(&c, &m, &prof, &cp, &ts, t0, &err) != UTIL_OK) {
+        code = cmd_report_error(&err);
+        goto done;
+    }
+    calibrate_progress(&o, start, "fitting the constants to %d measured trials "
+                       "(linear program)", ts.n - failed);
+    if (calib_run(&c, &m, &prof, &cp, ts.s, ts.measured_s, ts.n, &sp, &fit, &err) !=
             UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;
     }
+    calibrate_progress(&o, start, "fitted %d constants in %d round(s); predicting "
+                       "the trials again", fit.nfree, fit.rounds);
     cp.calib = &fit.cal;
     if (calib_predict_trials(&c, &m, &prof, &cp, &ts, t1, &err) != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;
     }
     cp.calib = NULL;
+    if (o.loo)
+        calibrate_progress(&o, start, "leave-one-out: %d more fits, one per "
+                           "measured trial", ts.n - failed);
     if (o.loo && calib_loo(&c, &m, &prof, &cp, &ts, &sp, t2, &err) != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;
     }
+    calibrate_progress(&o, start, "done");
     calib_score_trials(t0, ts.n, &r0);
     calib_score_trials(t1, ts.n, &r1);
     if (o.loo)

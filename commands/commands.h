@@ -16,7 +16,8 @@ enum cmd_exit {
     CMD_EXIT_USAGE = 2,     /* bad command line */
     CMD_EXIT_INPUT = 3,     /* an input file is missing or invalid */
     CMD_EXIT_NOPLAN = 4,    /* no strategy fits the cluster */
-    CMD_EXIT_OUTPUT = 5     /* an output cannot be written */
+    CMD_EXIT_OUTPUT = 5,    /* an output cannot be written */
+    CMD_EXIT_REFUSED = 6    /* an export cannot express the plan exactly */
 };
 
 /* ---- the subcommands -------------------------------------------------- */

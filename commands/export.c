@@ -11,32 +11,44 @@
 
 static const char export_usage[] =
     "usage: planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile\n"
-    "                      [--output DIR] [--strategy K] [--master-addr HOST]\n"
-    "                      [--master-port N] [--format table|json] [--quiet] [--verbose]\n"
+    "                      [--target-version V] [--approximate] [--output DIR]\n"
+    "                      [--strategy K] [--master-addr HOST] [--master-port N]\n"
+    "                      [--format table|json] [--quiet] [--verbose]\n"
     "\n"
-    "Writes launcher input for one strategy of a plan (docs/export.md):\n"
-    "  megatron   megatron.sh (Megatron-LM core_r0.9.0 flags, torchrun per node), ranks.txt\n"
-    "  deepspeed  ds_config.json, hostfile, pipeline_parts.json, deepspeed.sh (DeepSpeed 0.14)\n"
-    "  torchrun   torchrun.sh (per-node torchrun, CUDA_VISIBLE_DEVICES), ranks.txt\n"
+    "Writes launcher input for one strategy of a plan (docs/export.md), or\n"
+    "refuses (exit 6) naming what the target cannot express:\n"
+    "  megatron   megatron.sh (pretrain_gpt.py flags, torchrun per node), ranks.txt;\n"
+    "             versions core_r0.9.0 (default), core_v0.19.0\n"
+    "  deepspeed  ds_config.json, hostfile, hetplan_pipe.py (PipelineModule stages),\n"
+    "             deepspeed.sh; versions 0.14 (default), 0.19\n"
+    "  torchrun   torchrun.sh (per-node torchrun, CUDA_VISIBLE_DEVICES, the plan as\n"
+    "             HETPLAN_* variables), ranks.txt, shards.txt for uneven TP shards;\n"
+    "             versions 1.13 (default), 2.x: the same underscore flags\n"
     "  hostfile   hostfile (\"host slots=N\", hosts in rank order)\n"
     "options:\n"
     "  --plan FILE            plan JSON written by 'planner --output'\n"
     "  --to TARGET            launcher to export for\n"
+    "  --target-version V     upstream release to write for (old, new or a name above)\n"
+    "  --approximate          write the files even where the target cannot express\n"
+    "                         the plan exactly; the approximations go to stderr\n"
     "  --output DIR           write the files into DIR (created if missing); without\n"
     "                         it the files are printed on stdout\n"
     "  --strategy K           strategy of the plan, 1 = best (default 1)\n"
     "  --master-addr HOST     rendezvous host (default: host of node rank 0)\n"
     "  --master-port N        rendezvous port (default 29500)\n"
     "  --format table|json    stdout: files (or list of files written), or JSON\n"
-    "  --quiet                print nothing on success\n"
+    "  --quiet                print nothing on success; errors and approximations\n"
+    "                         still go to stderr\n"
     "  --verbose              also print a summary line on stderr\n"
-    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";
+    "Notes and warnings go to stderr; stdout carries only the files or the listing.\n"
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
+    "            6 the target cannot express the plan (see --approximate)\n";
 
 /* What the command line sets. */
 typedef struct export_opts {
     cmd_output_opts out;
-    const char *plan, *master_addr;
-    int target, strategy, master_port;
+    const char *plan, *master_addr, *version;
+    int target, strategy, master_port, approximate;
 } export_opts;
 
 /* Store --to v in the export_opts ctx; exit code. */
@@ -62,6 +74,8 @@ static int export_args(int argc, char **argv, export_opts *o)
         CMD_CALL("--to", 0),
         CMD_STRING("--master-addr", NULL, &o->master_addr),
         CMD_INT("--master-port", &o->master_port, 1, 65535),
+        CMD_STRING("--target-version", NULL, &o->version),
+        CMD_SET("--approximate", NULL, &o->approximate, 1),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = export_usage, .options = table,
@@ -101,6 +115,31 @@ int cmd_export_load(const char *plan, int strategy, int quiet, plan_doc *d)
         fprintf(stderr, "planner: warning: an input of '%s' changed since the "
                         "plan was made\n", plan);
     return CMD_EXIT_OK;
+}
+
+/* The notes on stderr: approximations always (they are what a refusal
+ * or --approximate is about), the other notes unless --quiet. */
+static void export_print_notes(const export_opts *o, const export_result *ex,
+                               int refused)
+{
+    int i;
+
+    for (i = 0; i < ex->nnotes; i++) {
+        if (ex->approx[i])
+            fprintf(stderr, "planner: %s: %s\n",
+                    refused ? "cannot express" : "warning: approximation",
+                    ex->notes[i]);
+        else if (!o->out.quiet && !refused)
+            fprintf(stderr, "planner: note: %s\n", ex->notes[i]);
+    }
+    {
+        int kept = 0;
+        for (i = 0; i < ex->nnotes; i++)
+            kept += ex->approx[i];
+        if (ex->napprox > kept)
+            fprintf(stderr, "planner: ... and %d more approximation(s)\n",
+                    ex->napprox - kept);
+    }
 }
 
 /* Create dir (one level) when missing. */
@@ -175,10 +214,14 @@ static void export_print_json(const export_opts *o, const export_result *ex)
         }
         printf("}");
     }
-    printf("],\n \"notes\": [");
+    printf("],\n \"version\": ");
+    cmd_json_string(stdout, export_version_name(o->target, ex->version));
+    printf(", \"approximations\": %d, \"notes\": [", ex->napprox);
     for (i = 0; i < ex->nnotes; i++) {
-        printf("%s\n  ", i ? "," : "");
+        printf("%s\n  {\"approximation\": %s, \"text\": ", i ? "," : "",
+               ex->approx[i] ? "true" : "false");
         cmd_json_string(stdout, ex->notes[i]);
+        printf("}");
     }
     printf("]}\n");
 }
@@ -200,8 +243,6 @@ static void export_print_table(const export_opts *o, const export_result *ex)
     for (i = 0; i < ex->nfiles; i++)
         printf("%-20s %9zu  %s\n", ex->files[i].name, strlen(ex->files[i].text),
                ex->files[i].what);
-    for (i = 0; i < ex->nnotes; i++)
-        printf("note: %s\n", ex->notes[i]);
     printf("%d files written to '%s' (strategy %d for %s, %d hosts", ex->nfiles,
            o->out.output, o->strategy, export_target_name(o->target), ex->hosts);
     if (ex->agents != ex->hosts)
@@ -231,11 +272,35 @@ int cmd_export(int argc, char **argv)
     eo.master_port = o.master_port;
     eo.source = cmd_basename(o.plan);
     eo.strategy = o.strategy;
-    if (export_build(o.target, &d.cluster, &d.model, &d.params, &d.s[o.strategy - 1],
-                     d.global_batch, &eo, &ex, &err) != UTIL_OK) {
-        code = cmd_report_error(&err);
+    eo.approximate = o.approximate;
+    if (o.version != NULL &&
+        (eo.version = export_version_from_name(o.target, o.version)) < 0) {
+        code = cmd_usage_error("export", "option '--target-version' expects %s "
+                               "for %s, got '%s'",
+                               o.target == EXPORT_MEGATRON ? "core_r0.9.0 or core_v0.19.0"
+                               : o.target == EXPORT_DEEPSPEED ? "0.14 or 0.19"
+                               : o.target == EXPORT_TORCHRUN ? "1.13 or 2.x"
+                                                            : "nothing (a hostfile has no version)",
+                               export_target_name(o.target), o.version);
         goto done;
     }
+    if (export_build(o.target, &d.cluster, &d.model, &d.params, &d.s[o.strategy - 1],
+                     d.global_batch, &eo, &ex, &err) != UTIL_OK) {
+        if (ex.napprox > 0 && !o.approximate) {
+            export_print_notes(&o, &ex, 1);
+            const char *v = export_version_name(o.target, eo.version);
+            fprintf(stderr, "planner: refused: %s%s%s cannot express strategy %d of "
+                            "'%s' exactly (%d approximation%s above); "
+                            "--approximate writes it anyway\n",
+                    export_target_name(o.target), v[0] ? " " : "", v, o.strategy,
+                    o.plan, ex.napprox, ex.napprox > 1 ? "s" : "");
+            code = CMD_EXIT_REFUSED;
+        } else {
+            code = cmd_report_error(&err);
+        }
+        goto done;
+    }
+    export_print_notes(&o, &ex, 0);
     if (o.out.output && (code = export_write(&o, &ex)) != CMD_EXIT_OK)
         goto done;
     if (o.out.verbose)

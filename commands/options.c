@@ -91,6 +91,8 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const char *eq = a[0] == '-' && a[1] == '-' ? strchr(a, '=') : NULL;
+        char name[64];
         const cmd_option *o;
 
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -100,6 +102,20 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
         if (p->version && strcmp(a, "--version") == 0) {
             cmd_print_version();
             exit(CMD_EXIT_OK);
+        }
+        if (eq != NULL) {
+            /* --name=value: the value is the rest of the word */
+            if ((size_t)(eq - a) >= sizeof name)
+                return unknown_option(p, a);
+            memcpy(name, a, (size_t)(eq - a));
+            name[eq - a] = '\0';
+            if ((o = find_option(p, name)) == NULL)
+                return unknown_option(p, name);
+            if (o->kind == CMD_OPT_SET)
+                return cmd_usage_error(p->hint, "option '%s' takes no value", name);
+            if ((code = store(p, o, name, eq + 1)) != CMD_EXIT_OK)
+                return code;
+            continue;
         }
         o = find_option(p, a);
         if (o != NULL && o->kind == CMD_OPT_SET) {

@@ -61,7 +61,9 @@ const char cmd_plan_usage[] =
     "\n"
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid input file,\n"
-    "  4 no strategy fits, 5 cannot write the output\n";
+    "  4 no strategy fits, 5 cannot write the output,\n"
+    "  6 'planner export' cannot express the plan exactly (see its --help)\n"
+    "every option also takes the form --name=value\n";
 
 /* Options that plan_option stores. */
 enum {
@@ -248,6 +250,28 @@ static int plan_params(cmd_plan_run *r, util_error *err)
     return CMD_EXIT_OK;
 }
 
+/* Every device of the cluster should run the model's precision (a plan
+ * uses them all): bf16 needs bf16 units, which V100 and T4 lack.  The
+ * time model then takes the device's fp16 rate; say so, and that the
+ * exports refuse such a plan. */
+static void plan_precision_warn(const cmd_plan_run *r)
+{
+    int prec = fmt_model_precision(&r->m), k;
+
+    for (k = 0; k < r->c.nnodes; k++) {
+        const fmt_device_type *dt = &r->c.types[r->c.nodes[k].type];
+        if (!fmt_device_supports(dt, prec)) {
+            fprintf(stderr, "planner: warning: the model trains in %s, but node "
+                            "'%s' has %s devices without %s units: its times use "
+                            "the fp16 rate and 'planner export' refuses the plan; "
+                            "give '--precision fp16' to plan what can run\n",
+                    fmt_precision_name(prec), r->c.nodes[k].name, dt->name,
+                    fmt_precision_name(prec));
+            return;
+        }
+    }
+}
+
 int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
 {
     cmd_plan_opts *o = &r->o;
@@ -269,6 +293,8 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
         return cmd_report_error(&err);
     if (o->in.profile || o->in.amp_profile)
         r->profile = &r->prof;
+    if (!o->out.quiet)
+        plan_precision_warn(r);
     if (o->global_batch == 0)
         o->global_batch = r->m.global_batch;
     if (o->global_batch == 0) {

@@ -6,103 +6,151 @@
 
 #include "internal.h"
 
-static void json_string(util_buf *b, const char *s)
+/* What DeepSpeed's pipeline engine cannot run as planned. */
+static int deepspeed_limits(export_ctx *x)
 {
-    util_buf_printf(b, "\"");
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            util_buf_printf(b, "\\%c", ch);
-        else if (ch < 0x20)
-            util_buf_printf(b, "\\u%04x", ch);
-        else
-            util_buf_printf(b, "%c", ch);
+    const fmt_strategy *s = x->s;
+    int zero = export_zero(x), rc = export_recompute(x);
+
+    if (s->pp > 1 && zero >= 2) {
+        export_approx(x, "the plan assumes ZeRO stage %d, but DeepSpeed's "
+                      "pipeline engine accepts only stage 0 or 1; "
+                      "ds_config.json asks for stage 1", zero);
+        zero = 1;
     }
-    util_buf_printf(b, "\"");
+    if (s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
+        export_approx(x, "the plan assumes a GPipe schedule; DeepSpeed's "
+                      "pipeline engine runs its 1F1B-style TrainSchedule");
+    if (s->vpp > 1)
+        export_approx(x, "the plan interleaves %d virtual stages per device; "
+                      "DeepSpeed's pipeline engine has no interleaved "
+                      "schedule", s->vpp);
+    if (s->sp > 0 && s->tp > 1)
+        export_approx(x, "the plan uses Megatron-style sequence parallelism; "
+                      "DeepSpeed does not provide it (its Ulysses sequence "
+                      "parallelism is a different scheme)");
+    if (rc == FMT_RECOMPUTE_SELECTIVE)
+        export_approx(x, "the plan recomputes attention only (selective); "
+                      "DeepSpeed's PipelineModule checkpoints whole layers");
+    if (s->tp_heads != NULL)
+        export_approx(x, "the plan splits heads and MLP columns unevenly over "
+                      "the TP group; DeepSpeed has no per-rank shard sizes "
+                      "(the torchrun export writes them)");
+    if (s->tp > 1)
+        export_note(x, "tensor parallelism (tp %d) is done by the model, not "
+                    "by DeepSpeed: its layers must shard themselves "
+                    "(Megatron-style); hetplan_pipe.py passes a "
+                    "PipeModelDataParallelTopology with num_mp=%d", s->tp,
+                    s->tp);
+    export_order_notes(x, "the deepspeed launcher");
+    return zero;
+}
+
+/* ds_config.json: batch sizes satisfy train_batch_size =
+ * micro * gradient_accumulation_steps * data-parallel size */
+static void ds_config(const export_ctx *x, util_buf *cfg, int zero)
+{
+    const fmt_strategy *s = x->s;
+    const char *prec = export_precision(x->m);
+
+    util_buf_printf(cfg, "{\n");
+    util_buf_printf(cfg, "  \"train_batch_size\": %d,\n", x->global_batch);
+    util_buf_printf(cfg, "  \"train_micro_batch_size_per_gpu\": %d,\n", s->mbs);
+    util_buf_printf(cfg, "  \"gradient_accumulation_steps\": %d,\n", s->gas);
+    util_buf_printf(cfg, "  \"fp16\": {\n    \"enabled\": %s",
+                    strcmp(prec, "fp16") == 0 ? "true" : "false");
+    if (strcmp(prec, "fp16") == 0)
+        util_buf_printf(cfg, ",\n    \"loss_scale\": 0,\n    \"initial_scale_power\": 16");
+    util_buf_printf(cfg, "\n  },\n");
+    util_buf_printf(cfg, "  \"bf16\": {\n    \"enabled\": %s\n  },\n",
+                    strcmp(prec, "bf16") == 0 ? "true" : "false");
+    util_buf_printf(cfg, "  \"zero_optimization\": {\n    \"stage\": %d\n  },\n", zero);
+    util_buf_printf(cfg, "  \"steps_per_print\": 10,\n");
+    util_buf_printf(cfg, "  \"wall_clock_breakdown\": false\n}\n");
+}
+
+/* hetplan_pipe.py: the plan's stage boundaries through DeepSpeed's public
+ * PipelineModule API.  partition_method='uniform' gives stage i the items
+ * [i * w, (i + 1) * w) when pp stages hold pp * w items
+ * (deepspeed.runtime.utils.partition_uniform), so padding every stage with
+ * pass-through layers to the widest stage's w layers puts exactly the
+ * plan's layers on each stage. */
+static void pipe_module(const export_ctx *x, util_buf *b)
+{
+    const fmt_strategy *s = x->s;
+    int j;
+
+    export_header(x, b, "hetplan stage boundaries for DeepSpeed's "
+                  "PipelineModule (public API: partition_method='uniform' "
+                  "over stages padded with pass-through layers)");
+    util_buf_printf(b, "#\n# In train.py:  from hetplan_pipe import pipeline_module\n"
+                    "#               model = pipeline_module(layers, loss_fn=...)\n"
+                    "# where layers lists the model's %d layers (LayerSpec, "
+                    "TiedLayerSpec or modules)\n# in the plan's order.\n",
+                    x->m->nlayers);
+    util_buf_printf(b, "import torch.nn as nn\n"
+                    "from deepspeed.pipe import LayerSpec, PipelineModule, "
+                    "PipeModelDataParallelTopology\n\n");
+    util_buf_printf(b, "# stage i runs layers [BOUNDS[i], BOUNDS[i + 1]) of the "
+                    "model's layer list\nBOUNDS = [");
+    for (j = 0; j <= s->pp; j++)
+        util_buf_printf(b, "%s%d", j ? ", " : "", s->bounds[j]);
+    util_buf_printf(b, "]\nNUM_PP, NUM_DP, NUM_MP = %d, %d, %d\n", s->pp, s->dp, s->tp);
+    util_buf_printf(b, "ACTIVATION_CHECKPOINT_INTERVAL = %d\n\n\n",
+                    export_recompute(x) == FMT_RECOMPUTE_FULL ? 1 : 0);
+    util_buf_printf(b,
+        "class PassThrough(nn.Module):\n"
+        "    \"\"\"A layer without parameters that hands its input on.\"\"\"\n\n"
+        "    def forward(self, inputs):\n"
+        "        return inputs\n\n\n"
+        "def stage_width():\n"
+        "    return max(b - a for a, b in zip(BOUNDS, BOUNDS[1:]))\n\n\n"
+        "def pad_layers(layers):\n"
+        "    \"\"\"The layers with every stage padded to stage_width() items.\"\"\"\n"
+        "    layers = list(layers)\n"
+        "    if len(layers) != BOUNDS[-1]:\n"
+        "        raise ValueError('the plan has %%d layers, got %%d' %% (BOUNDS[-1], len(layers)))\n"
+        "    out = []\n"
+        "    for a, b in zip(BOUNDS, BOUNDS[1:]):\n"
+        "        out.extend(layers[a:b])\n"
+        "        out.extend(LayerSpec(PassThrough) for _ in range(stage_width() - (b - a)))\n"
+        "    return out\n\n\n"
+        "def pipeline_module(layers, **kwargs):\n"
+        "    \"\"\"PipelineModule with the plan's stages, topology and checkpointing.\"\"\"\n"
+        "    kwargs.setdefault('activation_checkpoint_interval', ACTIVATION_CHECKPOINT_INTERVAL)\n"
+        "    topology = PipeModelDataParallelTopology(num_pp=NUM_PP, num_mp=NUM_MP, num_dp=NUM_DP)\n"
+        "    module = PipelineModule(layers=pad_layers(layers), topology=topology,\n"
+        "                            partition_method='uniform', **kwargs)\n"
+        "    want = [i * stage_width() for i in range(NUM_PP + 1)]\n"
+        "    if list(module.parts) != want:\n"
+        "        raise RuntimeError('DeepSpeed placed the stages at %%s, not %%s' %% (module.parts, want))\n"
+        "    return module\n");
 }
 
 int export_deepspeed(export_ctx *x, util_error *err)
 {
-    util_buf cfg = {0}, hf = {0}, parts = {0}, sh = {0};
-    const fmt_strategy *s = x->s;
-    const char *prec = export_precision(x->m);
+    util_buf cfg = {0}, hf = {0}, py = {0}, sh = {0};
     export_result *out = x->out;
-    int j, l, rc, zero = x->p->zero_stage;
+    char what[200];
+    int rc, zero;
 
     if ((rc = export_hosts_check(x, err)) != UTIL_OK)
         return rc;
-    if (s->pp > 1 && zero >= 2) {
-        export_note(x, "the plan assumes ZeRO stage %d, but DeepSpeed's "
-                    "pipeline engine accepts only stage 0 or 1; "
-                    "ds_config.json asks for stage 1, so expect more memory "
-                    "per GPU than predicted", zero);
-        zero = 1;
-    }
-    if (s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
-        export_note(x, "the plan assumes a GPipe schedule; DeepSpeed's "
-                    "pipeline engine runs its 1F1B-style TrainSchedule, which "
-                    "keeps fewer activations alive");
-    if (s->tp > 1)
-        export_note(x, "tensor parallelism (tp %d) is not done by DeepSpeed "
-                    "itself: the model must shard its layers (e.g. "
-                    "Megatron-style) and pass an mpu or a "
-                    "PipeModelDataParallelTopology with num_mp=%d", s->tp,
-                    s->tp);
-    export_order_notes(x, "the deepspeed launcher");
-
-    /* ds_config.json: batch sizes satisfy train_batch_size =
-     * micro * gradient_accumulation_steps * data-parallel size */
-    util_buf_printf(&cfg, "{\n");
-    util_buf_printf(&cfg, "  \"train_batch_size\": %d,\n", x->global_batch);
-    util_buf_printf(&cfg, "  \"train_micro_batch_size_per_gpu\": %d,\n", s->mbs);
-    util_buf_printf(&cfg, "  \"gradient_accumulation_steps\": %d,\n", s->gas);
-    util_buf_printf(&cfg, "  \"fp16\": {\n    \"enabled\": %s", strcmp(prec, "fp16") == 0 ? "true" : "false");
-    if (strcmp(prec, "fp16") == 0)
-        util_buf_printf(&cfg, ",\n    \"loss_scale\": 0,\n    \"initial_scale_power\": 16");
-    util_buf_printf(&cfg, "\n  },\n");
-    util_buf_printf(&cfg, "  \"bf16\": {\n    \"enabled\": %s\n  },\n",
-              strcmp(prec, "bf16") == 0 ? "true" : "false");
-    util_buf_printf(&cfg, "  \"zero_optimization\": {\n    \"stage\": %d\n  },\n", zero);
-    util_buf_printf(&cfg, "  \"steps_per_print\": 10,\n");
-    util_buf_printf(&cfg, "  \"wall_clock_breakdown\": false\n}\n");
-
+    zero = deepspeed_limits(x);
+    ds_config(x, &cfg, zero);
     export_hostfile_text(x, &hf, "DeepSpeed hostfile: hosts in rank order, "
                          "one slot per GPU the plan uses");
-
-    /* pipeline_parts.json: PipelineModule's `parts` for these stages */
-    util_buf_printf(&parts, "{\n  \"generator\": \"hetplan %s\",\n", HETPLAN_VERSION);
-    util_buf_printf(&parts, "  \"deepspeed\": \"%s\",\n", EXPORT_DEEPSPEED_VERSION);
-    util_buf_printf(&parts, "  \"num_stages\": %d,\n", s->pp);
-    util_buf_printf(&parts, "  \"topology\": {\"num_pp\": %d, \"num_dp\": %d, \"num_mp\": %d},\n",
-              s->pp, s->dp, s->tp);
-    util_buf_printf(&parts, "  \"activation_checkpoint_interval\": %d,\n",
-              x->p->recompute ? 1 : 0);
-    util_buf_printf(&parts, "  \"parts\": [");
-    for (j = 0; j <= s->pp; j++)
-        util_buf_printf(&parts, "%s%d", j ? ", " : "", s->bounds[j]);
-    util_buf_printf(&parts, "],\n  \"stages\": [\n");
-    for (j = 0; j < s->pp; j++) {
-        util_buf_printf(&parts, "    {\"stage\": %d, \"first_layer\": %d, \"last_layer\": %d, "
-                          "\"layers\": [", j, s->bounds[j], s->bounds[j + 1] - 1);
-        for (l = s->bounds[j]; l < s->bounds[j + 1]; l++) {
-            if (l > s->bounds[j])
-                util_buf_printf(&parts, ", ");
-            json_string(&parts, x->m->layers[l].name);
-        }
-        util_buf_printf(&parts, "]}%s\n", j + 1 < s->pp ? "," : "");
-    }
-    util_buf_printf(&parts, "  ]\n}\n");
-
-    export_header(x, &sh, "DeepSpeed " EXPORT_DEEPSPEED_VERSION " launch with "
-                  "its own launcher (deepspeed, pdsh/ssh to the hosts of "
-                  "hostfile)");
+    pipe_module(x, &py);
+    snprintf(what, sizeof what, "DeepSpeed %s launch with its own launcher "
+             "(deepspeed, pdsh/ssh to the hosts of hostfile)", export_release(x));
+    export_header(x, &sh, what);
     util_buf_printf(&sh, "#\n# On the first host of hostfile:\n"
                    "#   sh deepspeed.sh train.py [training arguments]\n"
-                   "# train.py builds PipelineModule(..., num_stages=%d) with "
-                   "self.parts from pipeline_parts.json\n# (docs/export.md) and "
-                   "reads ds_config.json through --deepspeed_config.\n",
-              s->pp);
+                   "# train.py builds its model with hetplan_pipe.pipeline_module"
+                   "(layers, ...)\n# (docs/export.md) and reads ds_config.json "
+                   "through --deepspeed_config.\n");
     util_buf_printf(&sh, "\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)\n");
+    util_buf_printf(&sh, "export PYTHONPATH=\"$DIR${PYTHONPATH:+:$PYTHONPATH}\"\n");
     util_buf_printf(&sh, "SCRIPT=${1:?usage: sh deepspeed.sh train.py [arguments]}\nshift\n");
     util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" --master_addr ");
     export_sh_word(&sh, x->master);
@@ -110,10 +158,10 @@ int export_deepspeed(export_ctx *x, util_error *err)
                    "--deepspeed_config \"$DIR/ds_config.json\" \"$@\"\n",
               x->o->master_port);
 
-    if (cfg.failed || hf.failed || parts.failed || sh.failed) {
+    if (cfg.failed || hf.failed || py.failed || sh.failed) {
         free(cfg.p);
         free(hf.p);
-        free(parts.p);
+        free(py.p);
         free(sh.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
@@ -125,10 +173,10 @@ int export_deepspeed(export_ctx *x, util_error *err)
     snprintf(out->files[1].what, sizeof out->files[1].what,
              "hosts in rank order with their slots");
     out->files[1].text = hf.p;
-    snprintf(out->files[2].name, sizeof out->files[2].name, "pipeline_parts.json");
+    snprintf(out->files[2].name, sizeof out->files[2].name, "hetplan_pipe.py");
     snprintf(out->files[2].what, sizeof out->files[2].what,
-             "PipelineModule stage boundaries (parts)");
-    out->files[2].text = parts.p;
+             "PipelineModule with the plan's stage boundaries");
+    out->files[2].text = py.p;
     snprintf(out->files[3].name, sizeof out->files[3].name, "deepspeed.sh");
     snprintf(out->files[3].what, sizeof out->files[3].what,
              "deepspeed launcher command");

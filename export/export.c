@@ -40,6 +40,47 @@ int export_target_from_name(const char *name)
     return -1;
 }
 
+static const char *const version_names[EXPORT_NTARGETS][EXPORT_NVERSIONS] = {
+    {EXPORT_MEGATRON_OLD, EXPORT_MEGATRON_NEW},
+    {EXPORT_DEEPSPEED_OLD, EXPORT_DEEPSPEED_NEW},
+    {EXPORT_TORCH_OLD, EXPORT_TORCH_NEW},
+    {"", ""}};
+
+const char *export_version_name(int target, int version)
+{
+    if (export_target_name(target) == NULL || version < 0 ||
+        version >= EXPORT_NVERSIONS)
+        return NULL;
+    return version_names[target][version];
+}
+
+int export_version_from_name(int target, const char *name)
+{
+    int v;
+
+    if (export_target_name(target) == NULL || name == NULL)
+        return -1;
+    if (strcmp(name, "old") == 0)
+        return EXPORT_VERSION_OLD;
+    if (strcmp(name, "new") == 0 || strcmp(name, "current") == 0)
+        return EXPORT_VERSION_NEW;
+    for (v = 0; v < EXPORT_NVERSIONS; v++)
+        if (name[0] != '\0' && strcmp(name, version_names[target][v]) == 0)
+            return v;
+    /* the DeepSpeed and PyTorch releases also by their full numbers */
+    if (target == EXPORT_DEEPSPEED && strncmp(name, "0.14.", 5) == 0)
+        return EXPORT_VERSION_OLD;
+    if (target == EXPORT_DEEPSPEED && strncmp(name, "0.19.", 5) == 0)
+        return EXPORT_VERSION_NEW;
+    if (target == EXPORT_TORCHRUN && strncmp(name, "1.13.", 5) == 0)
+        return EXPORT_VERSION_OLD;
+    if (target == EXPORT_TORCHRUN && strncmp(name, "2.", 2) == 0)
+        return EXPORT_VERSION_NEW;
+    if (target == EXPORT_MEGATRON && strcmp(name, "core_v0.9.0") == 0)
+        return EXPORT_VERSION_OLD;
+    return -1;
+}
+
 void export_options_init(export_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -47,6 +88,8 @@ void export_options_init(export_options *o)
     o->master_port = 29500;
     o->source = NULL;
     o->strategy = 1;
+    o->version = EXPORT_VERSION_OLD;
+    o->approximate = 0;
 }
 
 void export_free(export_result *e)
@@ -62,19 +105,76 @@ void export_free(export_result *e)
 
 /* ---- analysis of the strategy ---------------------------------------- */
 
-void export_note(export_ctx *x, const char *fmt, ...)
-{
-    va_list ap;
+static int node_of(const export_ctx *x, int rank);
 
+static void add_note(export_ctx *x, int approx, const char *fmt, va_list ap)
+{
+    if (approx)
+        x->out->napprox++;
     if (x->out->nnotes >= EXPORT_MAXNOTES)
         return;
-    va_start(ap, fmt);
+    x->out->approx[x->out->nnotes] = approx;
     vsnprintf(x->out->notes[x->out->nnotes], sizeof x->out->notes[0], fmt, ap);
-    va_end(ap);
     /* notes become comments: no value may end the comment line */
     export_clean(x->out->notes[x->out->nnotes], sizeof x->out->notes[0],
                  x->out->notes[x->out->nnotes]);
     x->out->nnotes++;
+}
+
+void export_note(export_ctx *x, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    add_note(x, 0, fmt, ap);
+    va_end(ap);
+}
+
+void export_approx(export_ctx *x, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    add_note(x, 1, fmt, ap);
+    va_end(ap);
+}
+
+const char *export_release(const export_ctx *x)
+{
+    return version_names[x->out->target][x->o->version];
+}
+
+int export_recompute(const export_ctx *x)
+{
+    return cost_strategy_recompute(x->p, x->s);
+}
+
+int export_zero(const export_ctx *x)
+{
+    return cost_strategy_zero(x->p, x->s);
+}
+
+/* UTIL_EINVAL naming the first device of the plan that cannot train in
+ * the model's precision (fmt_device_supports). */
+static int precision_check(const export_ctx *x, util_error *err)
+{
+    int r, prec = fmt_model_precision(x->m);
+
+    for (r = 0; r < x->nranks; r++) {
+        int node = node_of(x, r);
+        const fmt_device_type *dt = &x->c->types[x->c->nodes[node].type];
+        char host[64], type[32];
+        if (!fmt_device_supports(dt, prec))
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "rank %d runs on a '%s' of host '%s', which "
+                                  "cannot train in %s: plan with another "
+                                  "precision (--precision fp16 or fp32)", r,
+                                  export_clean(type, sizeof type, dt->name),
+                                  export_clean(host, sizeof host,
+                                               export_host_of(x, node)),
+                                  fmt_precision_name(prec));
+    }
+    return UTIL_OK;
 }
 
 int export_gpu_of(const export_ctx *x, int rank)
@@ -194,8 +294,18 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
               export_clean(mn, sizeof mn, x->m->name),
               export_clean(cn, sizeof cn, x->c->name), s->tp, s->dp, s->pp, s->mbs, s->gas,
               x->global_batch, export_precision(x->m));
+    util_buf_printf(b, "# virtual stages %d, sequence parallel %s, recomputation "
+                    "%s, ZeRO stage %d; stages (first-last layer, inclusive):",
+                    s->vpp > 1 ? s->vpp : 1, s->sp > 0 ? "on" : "off",
+                    fmt_recompute_name(export_recompute(x)) ?
+                        fmt_recompute_name(export_recompute(x)) : "?",
+                    export_zero(x));
+    for (i = 0; i < s->pp; i++)
+        util_buf_printf(b, " %d-%d", s->bounds[i], s->bounds[i + 1] - 1);
+    util_buf_printf(b, "\n");
     for (i = 0; i < x->out->nnotes; i++)
-        util_buf_printf(b, "# NOTE: %s\n", x->out->notes[i]);
+        util_buf_printf(b, "# %s: %s\n", x->out->approx[i] ? "APPROXIMATION" : "NOTE",
+                        x->out->notes[i]);
 }
 
 /* ---- entry point ----------------------------------------------------- */
@@ -264,11 +374,22 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
     x.out = out;
     if ((rc = make_groups(&x, err)) != UTIL_OK)
         goto done;
-    if (global_batch != s->mbs * s->gas * s->dp)
-        export_note(&x, "global batch %d is not micro-batch %d x %d "
-                    "micro-batches x dp %d; the launchers derive the "
-                    "micro-batch count from the global batch", global_batch,
-                    s->mbs, s->gas, s->dp);
+    out->version = o->version;
+    if (export_version_name(target, o->version) == NULL) {
+        rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                            "unknown %s version %d", export_target_name(target),
+                            o->version);
+        goto done;
+    }
+    if ((rc = precision_check(&x, err)) != UTIL_OK)
+        goto done;
+    if (global_batch != s->mbs * s->gas * s->dp &&
+        (target == EXPORT_MEGATRON || target == EXPORT_DEEPSPEED))
+        export_approx(&x, "global batch %d is not micro-batch %d x %d "
+                      "micro-batches x dp %d; %s derives the micro-batch "
+                      "count from the global batch", global_batch, s->mbs,
+                      s->gas, s->dp, target == EXPORT_MEGATRON ? "Megatron-LM"
+                                                               : "DeepSpeed");
     switch (target) {
     case EXPORT_MEGATRON:
         rc = export_megatron(&x, err);
@@ -283,11 +404,29 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
         rc = export_hostfile(&x, err);
         break;
     }
+    if (rc == UTIL_OK && out->napprox > 0 && !o->approximate) {
+        int i;
+        for (i = 0; i < out->nnotes && !out->approx[i]; i++)
+            ;
+        rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                            "%s%s%s cannot express the plan exactly (%d "
+                            "approximation%s, first: %s); --approximate "
+                            "accepts the stated approximations",
+                            export_target_name(target),
+                            export_release(&x)[0] ? " " : "", export_release(&x),
+                            out->napprox, out->napprox > 1 ? "s" : "",
+                            i < out->nnotes ? out->notes[i] : "?");
+    }
 done:
     free(x.g);
     free(x.node_groups);
     if (rc != UTIL_OK) {
-        export_free(out);
+        /* the files go; the notes stay to say what was refused */
+        int i;
+        for (i = 0; i < out->nfiles && i < EXPORT_MAXFILES; i++)
+            free(out->files[i].text);
+        memset(out->files, 0, sizeof out->files);
+        out->nfiles = 0;
         out->target = target;
     }
     return rc;

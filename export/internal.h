@@ -6,10 +6,13 @@
 
 #include "export.h"
 
-/* Launcher versions whose flags are used (docs/export.md). */
-#define EXPORT_MEGATRON_VERSION "core_r0.9.0"
-#define EXPORT_DEEPSPEED_VERSION "0.14"
-#define EXPORT_TORCH_VERSION "2.4"
+/* Launcher releases whose flags are used (docs/export.md). */
+#define EXPORT_MEGATRON_OLD "core_r0.9.0"
+#define EXPORT_MEGATRON_NEW "core_v0.19.0"
+#define EXPORT_DEEPSPEED_OLD "0.14"
+#define EXPORT_DEEPSPEED_NEW "0.19"
+#define EXPORT_TORCH_OLD "1.13"
+#define EXPORT_TORCH_NEW "2.x"
 
 /* A torchrun agent: consecutive ranks on one node. */
 typedef struct export_group {
@@ -43,6 +46,18 @@ typedef struct export_ctx {
 __attribute__((format(printf, 2, 3)))
 #endif
 void export_note(export_ctx *x, const char *fmt, ...);
+/* Add a note saying what the target cannot express exactly; the export
+ * is then refused unless the options accept approximations. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void export_approx(export_ctx *x, const char *fmt, ...);
+/* The release name written (export_version_name of the target). */
+const char *export_release(const export_ctx *x);
+/* Recomputation level and ZeRO stage of the strategy (stated or the
+ * plan's default). */
+int export_recompute(const export_ctx *x);
+int export_zero(const export_ctx *x);
 /* GPU index of a rank on its node; a node's host name and GPU type. */
 int export_gpu_of(const export_ctx *x, int rank);
 const char *export_host_of(const export_ctx *x, int node);

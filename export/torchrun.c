@@ -64,10 +64,11 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd)
         util_buf_printf(b, "    export CUDA_VISIBLE_DEVICES=");
         export_gpu_list(x, g, b);
         util_buf_printf(b, "\n");
-        util_buf_printf(b, "    exec torchrun --nnodes %d --nproc-per-node %d "
-                     "--node-rank %d --master-addr ", x->ng, g->n, k);
+        /* underscore forms: the only ones of PyTorch 1.13, aliases in 2.x */
+        util_buf_printf(b, "    exec torchrun --nnodes %d --nproc_per_node %d "
+                     "--node_rank %d --master_addr ", x->ng, g->n, k);
         export_sh_word(b, x->master);
-        util_buf_printf(b, " --master-port %d %s ;;\n", x->o->master_port, cmd);
+        util_buf_printf(b, " --master_port %d %s ;;\n", x->o->master_port, cmd);
     }
     util_buf_printf(b, "*)  echo \"$0: NODE_RANK must be 0..%d, got '$NODE_RANK'\" >&2\n"
                  "    exit 2 ;;\nesac\n", x->ng - 1);
@@ -117,38 +118,84 @@ void export_ranks_file(const export_ctx *x, util_buf *b)
 
 /* ---- torchrun -------------------------------------------------------- */
 
+/* shards.txt: every rank's attention heads and MLP columns. */
+static void shards_file(const export_ctx *x, util_buf *b)
+{
+    int r;
+
+    export_header(x, b, "hetplan uneven tensor-parallel shards: attention "
+                  "heads and MLP columns of every rank");
+    util_buf_printf(b, "# rank  stage  dp  tp  heads  mlp_columns\n");
+    for (r = 0; r < x->nranks; r++)
+        util_buf_printf(b, "%6d  %5d  %2d  %2d  %5d  %11d\n", r,
+                        r / (x->s->tp * x->s->dp), (r / x->s->tp) % x->s->dp,
+                        r % x->s->tp, x->s->tp_heads[r], x->s->tp_cols[r]);
+}
+
+/* The plan as environment variables for the training script. */
+static void plan_env(const export_ctx *x, util_buf *b)
+{
+    const fmt_strategy *s = x->s;
+    int j;
+
+    util_buf_printf(b, "export HETPLAN_TP=%d HETPLAN_DP=%d HETPLAN_PP=%d\n",
+                    s->tp, s->dp, s->pp);
+    util_buf_printf(b, "export HETPLAN_MICRO_BATCH=%d HETPLAN_MICRO_BATCHES=%d "
+                    "HETPLAN_GLOBAL_BATCH=%d\n", s->mbs, s->gas, x->global_batch);
+    util_buf_printf(b, "export HETPLAN_PRECISION=%s HETPLAN_SCHEDULE=%s\n",
+                    export_precision(x->m),
+                    s->schedule == FMT_SCHED_GPIPE ? "gpipe" : "1f1b");
+    util_buf_printf(b, "export HETPLAN_VIRTUAL_STAGES=%d HETPLAN_SEQUENCE_PARALLEL=%d "
+                    "HETPLAN_RECOMPUTE=%s HETPLAN_ZERO=%d\n",
+                    s->vpp > 1 ? s->vpp : 1, s->sp > 0,
+                    fmt_recompute_name(export_recompute(x)) ?
+                        fmt_recompute_name(export_recompute(x)) : "none",
+                    export_zero(x));
+    util_buf_printf(b, "# stage i runs layers [b_i, b_(i+1)) of the model's layer list\n");
+    util_buf_printf(b, "export HETPLAN_STAGE_BOUNDARIES=");
+    for (j = 0; j <= s->pp; j++)
+        util_buf_printf(b, "%s%d", j ? "," : "", s->bounds[j]);
+    util_buf_printf(b, "\n");
+    if (s->tp_heads != NULL)
+        util_buf_printf(b, "export HETPLAN_TP_SHARDS=\"$(cd \"$(dirname \"$0\")\" "
+                        "&& pwd)/shards.txt\"\n");
+}
+
 int export_torchrun(export_ctx *x, util_error *err)
 {
-    util_buf b = {0}, r = {0};
+    util_buf b = {0}, r = {0}, sh = {0};
     export_result *out = x->out;
+    char what[200];
 
     export_agent_notes(x);
-    export_header(x, &b, "torchrun (PyTorch " EXPORT_TORCH_VERSION ") launch, "
-                  "one agent per run of consecutive ranks on one host");
+    if (x->s->tp_heads != NULL)
+        export_note(x, "the plan splits heads and MLP columns unevenly over "
+                    "the TP group: shards.txt gives every rank's share "
+                    "(HETPLAN_TP_SHARDS names it)");
+    snprintf(what, sizeof what, "torchrun launch (PyTorch %s), one agent per "
+             "run of consecutive ranks on one host", export_release(x));
+    export_header(x, &b, what);
     util_buf_printf(&b, "#\n# On every host, for each agent listed below for it:\n"
                   "#   NODE_RANK=k sh torchrun.sh train.py [training arguments]\n");
     util_buf_printf(&b, "# torchrun gives agent k the global ranks after those of agents "
                   "0..k-1 (RANK = that\n# offset + LOCAL_RANK); local rank i uses "
                   "the i-th GPU of CUDA_VISIBLE_DEVICES, so the\n# lists below put "
                   "every plan rank on its planned GPU (see ranks.txt).  Build the\n"
-                  "# TP, DP and PP groups with TP innermost, then DP, then PP.\n#\n");
+                  "# TP, DP and PP groups with TP innermost, then DP, then PP.\n"
+                  "# The flags are the underscore forms, which PyTorch 1.13 and 2.x "
+                  "both accept.\n#\n");
     export_agent_table(x, &b);
     util_buf_printf(&b, "\nexport CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
-    util_buf_printf(&b, "export HETPLAN_TP=%d HETPLAN_DP=%d HETPLAN_PP=%d "
-                  "HETPLAN_MICRO_BATCH=%d HETPLAN_MICRO_BATCHES=%d\n",
-              x->s->tp, x->s->dp, x->s->pp, x->s->mbs, x->s->gas);
-    util_buf_printf(&b, "export HETPLAN_STAGE_BOUNDARIES=");
-    {
-        int j;
-        for (j = 0; j <= x->s->pp; j++)
-            util_buf_printf(&b, "%s%d", j ? "," : "", x->s->bounds[j]);
-    }
-    util_buf_printf(&b, "\n\n");
+    plan_env(x, &b);
+    util_buf_printf(&b, "\n");
     export_launch_cases(x, &b, "\"$@\"");
     export_ranks_file(x, &r);
-    if (b.failed || r.failed) {
+    if (x->s->tp_heads != NULL)
+        shards_file(x, &sh);
+    if (b.failed || r.failed || sh.failed) {
         free(b.p);
         free(r.p);
+        free(sh.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
     snprintf(out->files[0].name, sizeof out->files[0].name, "torchrun.sh");
@@ -161,6 +208,13 @@ int export_torchrun(export_ctx *x, util_error *err)
              "global rank -> agent, local rank, host, GPU");
     out->files[1].text = r.p;
     out->nfiles = 2;
+    if (sh.p != NULL) {
+        snprintf(out->files[2].name, sizeof out->files[2].name, "shards.txt");
+        snprintf(out->files[2].what, sizeof out->files[2].what,
+                 "attention heads and MLP columns of every rank");
+        out->files[2].text = sh.p;
+        out->nfiles = 3;
+    }
     return UTIL_OK;
 }
 
@@ -210,7 +264,7 @@ void export_order_notes(export_ctx *x, const char *launcher)
         return;
     for (k = 0; k < x->c->nnodes; k++)
         if (x->node_groups[k] > 1) {
-            export_note(x, "%s gives each host one block of consecutive "
+            export_approx(x, "%s gives each host one block of consecutive "
                         "ranks, but the plan's ranks on host '%s' (and maybe "
                         "others) are not consecutive: launch with the "
                         "torchrun export instead", launcher,
@@ -225,7 +279,7 @@ void export_order_notes(export_ctx *x, const char *launcher)
         if (!ident) {
             util_buf gl = {0};
             export_gpu_list(x, &x->g[k], &gl);
-            export_note(x, "%s gives a host's ranks its GPUs in ascending "
+            export_approx(x, "%s gives a host's ranks its GPUs in ascending "
                         "order, but the plan puts ranks %d-%d on GPUs %s of "
                         "host '%s' (and maybe others): launch with the "
                         "torchrun export instead", launcher, x->g[k].first,

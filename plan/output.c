@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -41,12 +42,22 @@ static int put_opt(cJSON *obj, const char *key, const double *a, int i,
 
 /* ---- JSON sections --------------------------------------------------- */
 
+/* The path as given and as an absolute path (so that plan/read.c finds
+ * the input from any directory), and the SHA-256 of its bytes. */
 static cJSON *input_json(const char *path, const char *digest)
 {
     cJSON *o = cJSON_CreateObject();
+    char cwd[2048], abs[4096];
+    int ok = o != NULL && util_json_put_str(o, "path", path);
 
-    return util_json_finish(o, o != NULL && util_json_put_str(o, "path", path) &&
-                         util_json_put_str(o, "sha256", digest));
+    abs[0] = '\0';
+    if (path != NULL && path[0] == '/')
+        snprintf(abs, sizeof abs, "%s", path);
+    else if (path != NULL && getcwd(cwd, sizeof cwd) != NULL)
+        snprintf(abs, sizeof abs, "%s/%s", cwd, path);
+    if (ok && abs[0] != '\0')
+        ok = util_json_put_str(o, "absolute_path", abs);
+    return util_json_finish(o, ok && util_json_put_str(o, "sha256", digest));
 }
 
 /* The profile input; an AMP profiles.json also records its model key. */

@@ -45,34 +45,34 @@ static int exists(const char *p)
     return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-/* Resolve an input path written in the plan: as written, else relative
- * to the plan file's directory. */
-static int resolve(const char *plan_path, const char *in, char *out,
-                   size_t n)
+/* 1 when the file at p has the SHA-256 hex sha (or sha is NULL); 0
+ * when it differs or cannot be read. */
+static int digest_ok(const char *p, const char *sha)
 {
-    const char *slash;
+    char *text = NULL, hex[65];
+    int ok;
 
-    snprintf(out, n, "%s", in);
-    if (exists(out) || in[0] == '/')
-        return exists(out);
-    slash = strrchr(plan_path, '/');
-    if (slash == NULL)
-        return 0;
-    snprintf(out, n, "%.*s/%s", (int)(slash - plan_path), plan_path, in);
-    if (exists(out))
+    if (sha == NULL)
         return 1;
-    snprintf(out, n, "%s", in);
-    return 0;
+    if (util_read_file(p, &text, NULL) != UTIL_OK)
+        return 0;
+    util_sha256_hex(text, strlen(text), hex);
+    ok = strcmp(hex, sha) == 0;
+    free(text);
+    return ok;
 }
 
-/* inputs.<key>: path resolved into out; digest compared when present. */
+/* inputs.<key>: the file the plan was made from, found as its absolute
+ * path, as written (from the current directory) or next to the plan file;
+ * the first of these whose SHA-256 matches the plan's wins, else the first
+ * that exists (and d->digest_mismatch is set). */
 static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
                       int required, char *out, size_t n, util_error *err)
 {
-    const cJSON *o = get(inputs, key), *p, *sha;
-    char jp[PF_PATH], *text = NULL;
-    char hex[65];
-    int rc = UTIL_OK;
+    const cJSON *o = get(inputs, key), *p, *ap, *sha;
+    char jp[PF_PATH], cand[3][4096];
+    const char *slash = strrchr(d->path, '/'), *digest;
+    int nc = 0, i, first = -1;
 
     snprintf(jp, sizeof jp, "inputs.%s", key);
     out[0] = '\0';
@@ -85,22 +85,34 @@ static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
     snprintf(jp, sizeof jp, "inputs.%s.path", key);
     if (!cJSON_IsString(p) || p->valuestring[0] == '\0')
         return bad(err, d->path, jp, "a file name", p);
-    if (!resolve(d->path, p->valuestring, out, n))
-        return util_error_set(err, UTIL_EIO, d->path, jp,
-                              "cannot find the %s file '%s' (tried as "
-                              "written and next to the plan)",
-                              key, p->valuestring);
+    ap = get(o, "absolute_path");
     sha = get(o, "sha256");
-    if (cJSON_IsString(sha)) {
-        size_t len = 0;
-        if ((rc = util_read_file(out, &text, err)) != UTIL_OK)
-            return rc;
-        len = strlen(text);
-        util_sha256_hex(text, len, hex);
-        if (strcmp(hex, sha->valuestring) != 0)
-            d->digest_mismatch = 1;
-        free(text);
+    digest = cJSON_IsString(sha) ? sha->valuestring : NULL;
+    if (cJSON_IsString(ap) && ap->valuestring[0] == '/')
+        snprintf(cand[nc++], sizeof cand[0], "%s", ap->valuestring);
+    snprintf(cand[nc++], sizeof cand[0], "%s", p->valuestring);
+    if (p->valuestring[0] != '/' && slash != NULL)
+        snprintf(cand[nc++], sizeof cand[0], "%.*s/%s", (int)(slash - d->path),
+                 d->path, p->valuestring);
+    for (i = 0; i < nc; i++) {
+        if (strlen(cand[i]) >= n || !exists(cand[i]))
+            continue;
+        if (first < 0)
+            first = i;
+        if (digest_ok(cand[i], digest)) {
+            snprintf(out, n, "%s", cand[i]);
+            return UTIL_OK;
+        }
     }
+    if (first < 0)
+        return util_error_set(err, UTIL_EIO, d->path, jp,
+                              "cannot find the %s file '%s' the plan was made "
+                              "from (tried '%s', the path as written and next "
+                              "to the plan); put it back or plan again", key,
+                              p->valuestring, cJSON_IsString(ap) ?
+                              ap->valuestring : "(no absolute path recorded)");
+    snprintf(out, n, "%s", cand[first]);
+    d->digest_mismatch = 1;
     return UTIL_OK;
 }
 

@@ -466,7 +466,7 @@ char *replan_table(const replan_result *r, const char *plan_path)
            plan_path ? plan_path : "", r->first_s);
     util_buf_printf(&b, "%-6s %-6s %-6s %-9s %-9s %-9s %-7s %-4s %-4s %-4s %-4s %-5s %s\n",
            "epoch", "epochs", "frozen", "keep_s", "rebal_s", "best_s", "speedup", "tp",
-           "dp", "pp", "mbs", "M", "stages");
+           "dp", "pp", "mbs", "M", "layers per stage (first-last, inclusive)");
     for (i = 0; i < r->n; i++) {
         const replan_phase *ph = &r->phases[i];
         int j;
@@ -474,8 +474,9 @@ char *replan_table(const replan_result *r, const char *plan_path)
                ph->epoch, ph->epochs, ph->frozen, ph->keep_s, ph->rebalance_s,
                ph->best_s, ph->best_s > 0.0 ? ph->keep_s / ph->best_s : 1.0, ph->s.tp,
                ph->s.dp, ph->s.pp, ph->s.mbs, ph->s.gas);
-        for (j = 0; j <= ph->s.pp; j++)
-            util_buf_printf(&b, "%s%d", j ? "," : "", ph->s.bounds[j]);
+        for (j = 0; j < ph->s.pp; j++)
+            util_buf_printf(&b, "%s%d-%d", j ? " " : "", ph->s.bounds[j],
+                            ph->s.bounds[j + 1] - 1);
         util_buf_printf(&b, "%s\n", ph->compressed ? " (compressed)" : "");
     }
     util_buf_printf(&b, "\npredicted speed-up over keeping the first plan: %.3f\n", r->speedup);

@@ -169,6 +169,20 @@ static void rank_range(const fmt_cluster *c, const fmt_strategy *s, int stage,
                  s->tp, dt->name, lo, hi);
 }
 
+/* The event kinds as the report names them.  With dp = 1 the only
+ * gradient sync between devices is that of tied weights (the embedding
+ * shared by the first and last stage), not a data-parallel all-reduce. */
+static const char *ev_label(int kind, int dp)
+{
+    static const char *const names[COST_EV_NKINDS] = {
+        "forward", "backward", "send activation", "send gradient",
+        "data-parallel all-reduce", "optimizer step"};
+
+    if (kind == COST_EV_DP_ALLREDUCE && dp == 1)
+        return "tied-embedding sync";
+    return kind >= 0 && kind < COST_EV_NKINDS ? names[kind] : "?";
+}
+
 /* Consecutive events of one kind on one timeline row, drawn as one. */
 typedef struct ev_run {
     int kind, stage, replica, row, n, narrow;
@@ -177,7 +191,7 @@ typedef struct ev_run {
     double x0, x1;          /* px */
 } ev_run;
 
-static void draw_run(util_buf *b, const ev_run *r, double y, double rh)
+static void draw_run(util_buf *b, const ev_run *r, double y, double rh, int dp)
 {
     double w = r->x1 - r->x0, ry = y + r->row * rh + 1, eh = rh - 2;
     char buf[32];
@@ -189,7 +203,7 @@ static void draw_run(util_buf *b, const ev_run *r, double y, double rh)
     util_buf_printf(b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                  "fill=\"%s\"><title>%s, stage %d, replica %d",
               r->x0, ry, w > 0.3 ? w : 0.3, eh, ev_colour[r->kind],
-              cost_event_name(r->kind), r->stage, r->replica);
+              ev_label(r->kind, dp), r->stage, r->replica);
     if (r->n > 1)
         util_buf_printf(b, ", %d events, micro-batches %d-%d", r->n, r->first_micro,
                   r->last_micro);
@@ -274,7 +288,7 @@ static int dense_timeline(util_buf *b, const cost_timeline *tl, int shown_rows,
                                  "<title>mostly %s, stage %d, replica %d, busy %.0f%%: "
                                  "%.1f-%.1f ms</title></rect>\n",
                               RP_X0 + run_start, ry, col - run_start, eh,
-                              ev_colour[run_kind], opacity, cost_event_name(run_kind),
+                              ev_colour[run_kind], opacity, ev_label(run_kind, tl->dp),
                               row / tl->dp, row % tl->dp, opacity * 100.0,
                               run_start * px_s * 1e3, col * px_s * 1e3);
                 }
@@ -291,7 +305,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
 {
     const cost_timeline *tl = in->timeline;
     const fmt_strategy *s = &in->s[in->shown];
-    static const legend_item items[] = {
+    legend_item items[] = {
         {"#4e79a7", "forward"},          {"#59a14f", "backward"},
         {"#f28e2b", "send activation"},  {"#e15759", "send gradient"},
         {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"},
@@ -312,6 +326,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
                 "timeline unavailable: the schedule simulator produced no events");
         return y + 40;
     }
+    items[4].label = ev_label(COST_EV_DP_ALLREDUCE, tl->dp);
     L->timeline_legend = legend(b, RP_X0, y, items, 7);
     y += 28;
     rows = tl->pp * tl->dp;
@@ -381,7 +396,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
             continue;
         }
         if (pr->n > 0)
-            draw_run(b, pr, y, rh);
+            draw_run(b, pr, y, rh, tl->dp);
         pr->kind = e->kind;
         pr->stage = e->stage;
         pr->replica = e->replica;
@@ -396,7 +411,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
     }
     for (i = 0; i < shown_rows * COST_EV_NKINDS; i++)
         if (pend[i].n > 0)
-            draw_run(b, &pend[i], y, rh);
+            draw_run(b, &pend[i], y, rh, tl->dp);
     free(pend);
 axis:
     y += rh * shown_rows;
@@ -535,7 +550,8 @@ static double topk_section(util_buf *b, const report_input *in, double y,
     static const legend_item items[] = {
         {"#4e79a7", "compute"},       {"#76b7b2", "tensor-parallel comm"},
         {RP_IDLE, "pipeline bubble"}, {"#f28e2b", "stage transfers"},
-        {"#b07aa1", "data-parallel all-reduce"}, {"#9c755f", "optimizer step"}};
+        {"#b07aa1", "gradient sync (DP, tied)"},
+        {"#9c755f", "optimizer step"}};
     static const char *const fills[6] = {"#4e79a7", "#76b7b2", RP_IDLE,
                                          "#f28e2b", "#b07aa1", "#9c755f"};
     double vmax = 0, rh = 26, x;
@@ -558,6 +574,7 @@ static double topk_section(util_buf *b, const report_input *in, double y,
     L->topk.y = y;
     L->topk.w = RP_PW;
     L->topk.h = rh * in->n;
+    text_at(b, RP_X0 - 10, y - 6, "end", 11, "bold", "strategy: degrees (placement)");
     for (i = 0; i < in->n; i++) {
         const fmt_strategy *s = &in->s[i];
         const cost_result *r = &in->r[i];
@@ -629,11 +646,19 @@ static void svg_body(util_buf *b, const report_input *in, report_layout *L)
              in->title ? in->title : "");
     text_at(&body, 20, 30, "start", 20, "bold", buf);
     snprintf(buf, sizeof buf, "model '%s' on cluster '%s' (%d GPUs), global batch %d; "
-             "strategy #%d predicted %.4f s per iteration, peak memory headroom %s",
+             "peak memory headroom of strategy #%d %s",
              in->m->name, in->c->name, in->c->ndevices, in->global_batch,
-             in->shown + 1, r->iter_s, r->fits ? "positive on every GPU" : "NEGATIVE");
+             in->shown + 1, r->fits ? "positive on every GPU" : "NEGATIVE");
     text_at(&body, 20, 52, "start", 12, NULL, buf);
-    y = 75;
+    if (in->timeline && in->timeline->nevents > 0 && in->timeline->iter_s > 0)
+        snprintf(buf, sizeof buf, "iteration time of strategy #%d: %.4f s predicted "
+                 "(cost model), %.4f s simulated (event-level schedule, timeline "
+                 "below)", in->shown + 1, r->iter_s, in->timeline->iter_s);
+    else
+        snprintf(buf, sizeof buf, "iteration time of strategy #%d: %.4f s predicted "
+                 "(cost model)", in->shown + 1, r->iter_s);
+    text_at(&body, 20, 70, "start", 12, NULL, buf);
+    y = 90;
     y = timeline_section(&body, in, y, L);
     y = memory_section(&body, in, y, L);
     y = topk_section(&body, in, y, L);
@@ -687,6 +712,7 @@ int report_html(const report_input *in, char **html,
     if ((rc = check_input(in, err)) != UTIL_OK)
         return rc;
     util_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                   "<title>hetplan report");
     if (in->title) {
         util_buf_printf(&b, ": ");
@@ -699,10 +725,12 @@ int report_html(const report_input *in, char **html,
                   "th { background: #f0f0f0; }\n"
                   "td.l, th.l { text-align: left; }\n"
                   "h2 { font-size: 16px; margin: 16px 20px 4px 20px; }\n"
-                  "svg { display: block; }\n"
-                  "</style>\n</head>\n<body>\n");
+                  /* the drawing scales down with the window, never up */
+                  "svg { display: block; width: 100%%; max-width: %.0fpx; height: auto; }\n"
+                  ".wide { overflow-x: auto; }\n"
+                  "</style>\n</head>\n<body>\n", RP_WIDTH);
     svg_body(&b, in, &L);
-    util_buf_printf(&b, "<h2>Strategies</h2>\n<table>\n<tr><th>#</th><th>time (s)</th>"
+    util_buf_printf(&b, "<h2>Strategies</h2>\n<div class=\"wide\"><table>\n<tr><th>#</th><th>time (s)</th>"
                   "<th>samples/s</th><th>tp</th><th>dp</th><th>pp</th><th>mbs</th>"
                   "<th>micro-batches</th><th class=\"l\">placement</th><th>bubble (s)</th>"
                   "<th>dp comm (s)</th><th>peak memory (GiB)</th><th>fits</th></tr>\n");
@@ -721,10 +749,10 @@ int report_html(const report_input *in, char **html,
         util_buf_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
                   r->bd.bubble, r->bd.dp_comm, peak / RP_GIB, r->fits ? "yes" : "no");
     }
-    util_buf_printf(&b, "</table>\n");
+    util_buf_printf(&b, "</table></div>\n");
     s = &in->s[in->shown];
     r = &in->r[in->shown];
-    util_buf_printf(&b, "<h2>Stages of strategy #%d</h2>\n<table>\n<tr><th>stage</th>"
+    util_buf_printf(&b, "<h2>Stages of strategy #%d</h2>\n<div class=\"wide\"><table>\n<tr><th>stage</th>"
                   "<th class=\"l\">layers</th><th class=\"l\">devices</th>"
                   "<th>time per micro-batch (ms)</th><th>peak memory (GiB)</th>"
                   "<th>capacity (GiB)</th></tr>\n", in->shown + 1);
@@ -754,7 +782,7 @@ int report_html(const report_input *in, char **html,
             util_buf_printf(&b, "-");
         util_buf_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
     }
-    util_buf_printf(&b, "</table>\n</body>\n</html>\n");
+    util_buf_printf(&b, "</table></div>\n</body>\n</html>\n");
     if (b.failed) {
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

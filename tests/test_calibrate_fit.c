@@ -390,6 +390,8 @@ START_TEST(test_cli_end_to_end)
     }
     text = slurp("stderr");
     ck_assert_msg(rc == 0, "calibrate exit %d: %s", rc, text);
+    /* progress goes to a terminal only (or with --verbose) */
+    ck_assert_ptr_null(strstr(text, "planner: calibrate "));
     free(text);
     text = slurp("stdout");
     ck_assert_ptr_nonnull(strstr(text, "V100.compute_scale"));
@@ -413,9 +415,15 @@ START_TEST(test_cli_end_to_end)
     {
         const char *args[] = {"calibrate", "--cluster", "examples/amp-het.json", "--model",
                               "examples/gpt2-amp.json", "--profile", out, "--trials", tr,
-                              "--no-loo", "--format", "json", NULL};
+                              "--no-loo", "--format", "json", "--verbose", NULL};
         ck_assert_int_eq(planner(args), 0);
     }
+    /* --verbose: the steps of the fit as progress lines on stderr */
+    text = slurp("stderr");
+    ck_assert_ptr_nonnull(strstr(text, "planner: calibrate "));
+    ck_assert_ptr_nonnull(strstr(text, "fitting the constants to "));
+    ck_assert_ptr_nonnull(strstr(text, ": done\n"));
+    free(text);
     text = slurp("stdout");
     ck_assert_ptr_nonnull(strstr(text, "\"in_sample\""));
     ck_assert_ptr_null(strstr(text, "\"loo\""));

@@ -246,9 +246,9 @@ START_TEST(torchrun_scripts_quote_node_names)
                 v = fake_argv(&f, "torchrun");
                 ck_assert_msg(v != NULL, "torchrun did not run (%s, name %d)",
                               scripts[t], h);
-                ck_assert_ptr_nonnull(arg_after(v, "--master-addr"));
-                ck_assert_str_eq(arg_after(v, "--master-addr"), hostile[h]);
-                ck_assert_str_eq(arg_after(v, "--node-rank"), k == 0 ? "0" : "1");
+                ck_assert_ptr_nonnull(arg_after(v, "--master_addr"));
+                ck_assert_str_eq(arg_after(v, "--master_addr"), hostile[h]);
+                ck_assert_str_eq(arg_after(v, "--node_rank"), k == 0 ? "0" : "1");
                 ck_assert_ptr_nonnull(arg_after(v, "--arg"));
                 ck_assert_str_eq(arg_after(v, "--arg"), "$(touch CANARY)");
                 free_argv(v);
@@ -324,7 +324,7 @@ START_TEST(deepspeed_script_quotes_master_addr)
 }
 END_TEST
 
-/* Ordinary host names stay unquoted (the golden files hold them). */
+/* Ordinary host names stay unquoted (as ordinary clusters have them). */
 START_TEST(plain_names_are_not_quoted)
 {
     fixture f;
@@ -335,7 +335,7 @@ START_TEST(plain_names_are_not_quoted)
     snprintf(f.c.nodes[0].name, sizeof f.c.nodes[0].name, "p3.8xlarge-0");
     ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s, 8,
                                   NULL, &e, &err), UTIL_OK);
-    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--master-addr p3.8xlarge-0 "));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--master_addr p3.8xlarge-0 "));
     export_free(&e);
     fixture_free(&f);
 }

@@ -1,13 +1,14 @@
 /* tests/test_export_targets.c: `planner export` (docs/export.md).
  *
- * Golden tests: the plans committed in tests/golden/ (made by the planner
- * from the shipped examples; plan-permuted.json by `planner evaluate` of
- * strategies-permuted.json) are exported by the real binary and every
- * file is compared byte for byte with tests/golden/<plan>.<target>/, files
- * reviewed by hand.  HETPLAN_UPDATE_GOLDEN=1 rewrites them instead.
- * Flag names are checked against the lists of the launcher versions that
- * docs/export.md names.  Library tests check the rank placement that the
- * torchrun lines realise, and the notes for what launchers cannot say. */
+ * Library tests on hand-made clusters: the rank placement that the
+ * torchrun lines realise (replayed as torchrun assigns ranks), the stage
+ * split each Megatron-LM version is given (per-stage block counts summed
+ * by hand), DeepSpeed's batch and ZeRO settings, and what each target
+ * refuses.  CLI tests on the plans in tests/golden/ (inputs only; no
+ * export output is compared with a stored copy): stdout and stderr,
+ * refusals and their exit code, plans read from another directory.  The
+ * flag and key names of every export are checked against the upstream
+ * lists in tests/test_export_upstream.c. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -25,7 +26,7 @@
 #include "export.h"
 #include "testutil.h"
 
-#define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden"
+#define GOLDEN HETPLAN_SOURCE_DIR "/tests/golden" /* plans used as inputs */
 #define PATHN 4096
 
 static char tmp_dir[1024];
@@ -56,247 +57,6 @@ static int run_planner(const char *dir, const char *const *args,
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
-
-/* Files of a directory (names, sorted by the caller's check). */
-static int list_dir(const char *dir, char names[][64], int max)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-
-    if (d == NULL)
-        return -1;
-    while ((e = readdir(d)) != NULL && n < max) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (strlen(e->d_name) < 64)
-            memcpy(names[n++], e->d_name, strlen(e->d_name) + 1);
-    }
-    closedir(d);
-    return n;
-}
-
-/* Export plan/target/strategy with the CLI into a fresh dir and compare
- * with tests/golden/<stem>.<target>[.s<k>]. */
-static void golden_case(const char *plan, const char *target, const char *strategy)
-{
-    char out[2048], gdir[2048], so[PATHN], se[PATHN], stem[128], names[16][64];
-    char gp[PATHN], op[PATHN];
-    const char *args[12];
-    int n = 0, rc, i, ng, no, update = getenv("HETPLAN_UPDATE_GOLDEN") != NULL;
-
-    snprintf(stem, sizeof stem, "%.*s", (int)(strlen(plan) - 5), plan);
-    snprintf(gdir, sizeof gdir, "%s/%s.%s%s%s", GOLDEN, stem + 5 /* "plan-" */,
-             target, strategy ? ".s" : "", strategy ? strategy : "");
-    snprintf(out, sizeof out, "%s/%s.%s%s", tmp_dir, stem, target,
-             strategy ? strategy : "");
-    snprintf(so, sizeof so, "%s.stdout", out);
-    snprintf(se, sizeof se, "%s.stderr", out);
-    args[n++] = "export";
-    args[n++] = "--plan";
-    args[n++] = plan;
-    args[n++] = "--to";
-    args[n++] = target;
-    if (strategy) {
-        args[n++] = "--strategy";
-        args[n++] = strategy;
-    }
-    args[n++] = "--output";
-    args[n++] = update ? gdir : out;
-    args[n++] = "--quiet";
-    args[n] = NULL;
-    rc = run_planner(GOLDEN, args, so, se);
-    ck_assert_msg(rc == 0, "export %s %s: exit %d: %s", plan, target, rc, tu_slurp(se));
-    {
-        char *e = tu_slurp(se);
-        ck_assert_msg(e && e[0] == '\0', "export wrote on stderr: %s", e);
-        free(e);
-    }
-    if (update)
-        return;
-    ng = list_dir(gdir, names, 16);
-    ck_assert_msg(ng > 0, "no golden files in '%s' (HETPLAN_UPDATE_GOLDEN=1 makes them)", gdir);
-    no = list_dir(out, names + 8, 8);
-    ck_assert_int_eq(ng, no);
-    for (i = 0; i < ng; i++) {
-        char *g, *o;
-        snprintf(gp, sizeof gp, "%s/%s", gdir, names[i]);
-        snprintf(op, sizeof op, "%s/%s", out, names[i]);
-        g = tu_slurp(gp);
-        o = tu_slurp(op);
-        ck_assert_msg(o != NULL, "'%s' was not written", op);
-        ck_assert_msg(strcmp(g, o) == 0, "'%s' differs from golden '%s'", op, gp);
-        free(g);
-        free(o);
-    }
-}
-
-START_TEST(golden_amp_het)
-{
-    golden_case("plan-amp-het.json", "megatron", NULL);
-    golden_case("plan-amp-het.json", "deepspeed", NULL);
-    golden_case("plan-amp-het.json", "torchrun", NULL);
-    golden_case("plan-amp-het.json", "hostfile", NULL);
-}
-END_TEST
-
-START_TEST(golden_mixed_llama)
-{
-    golden_case("plan-mixed-llama.json", "megatron", NULL);
-    golden_case("plan-mixed-llama.json", "torchrun", NULL);
-    golden_case("plan-mixed-llama.json", "deepspeed", NULL);
-}
-END_TEST
-
-START_TEST(golden_megatron_even)
-{
-    golden_case("plan-megatron-345m.json", "megatron", NULL);
-    golden_case("plan-megatron-345m.json", "deepspeed", NULL);
-}
-END_TEST
-
-START_TEST(golden_permuted)
-{
-    golden_case("plan-permuted.json", "torchrun", "1");
-    golden_case("plan-permuted.json", "deepspeed", "1");
-    golden_case("plan-permuted.json", "torchrun", "2");
-    golden_case("plan-permuted.json", "hostfile", "2");
-}
-END_TEST
-
-/* ---- flag names of the named launcher versions ----------------------- */
-
-/* Megatron-LM core_r0.9.0 (megatron/training/arguments.py) flags we may
- * emit, and torchrun's (PyTorch 2.4, torch/distributed/run.py). */
-static const char *const megatron_flags[] = {
-    "--tensor-model-parallel-size", "--pipeline-model-parallel-size",
-    "--micro-batch-size", "--global-batch-size", "--num-layers",
-    "--hidden-size", "--ffn-hidden-size", "--num-attention-heads",
-    "--seq-length", "--max-position-embeddings", "--fp16", "--bf16",
-    "--swiglu", "--normalization", "--position-embedding-type",
-    "--disable-bias-linear", "--untie-embeddings-and-output-weights",
-    "--use-distributed-optimizer", "--recompute-granularity",
-    "--recompute-method", "--recompute-num-layers",
-    /* documented placeholders in the usage comment */
-    "--data-path", "--tokenizer-type", "--train-iters", "--lr", NULL};
-static const char *const torchrun_flags[] = {
-    "--nnodes", "--nproc-per-node", "--node-rank", "--master-addr",
-    "--master-port", NULL};
-/* DeepSpeed 0.14 launcher (deepspeed/launcher/runner.py) and the
- * arguments deepspeed.add_config_arguments adds to the training script. */
-static const char *const deepspeed_flags[] = {
-    "--hostfile", "--master_addr", "--master_port", "--deepspeed",
-    "--deepspeed_config", NULL};
-/* ds_config.json keys (DeepSpeed 0.14 runtime/constants.py, fp16, bf16,
- * zero config). */
-static const char *const ds_keys[] = {
-    "train_batch_size", "train_micro_batch_size_per_gpu",
-    "gradient_accumulation_steps", "fp16", "bf16", "enabled", "loss_scale",
-    "initial_scale_power", "zero_optimization", "stage", "steps_per_print",
-    "wall_clock_breakdown", NULL};
-
-static int in_list(const char *const *list, const char *w)
-{
-    int i;
-
-    for (i = 0; list[i]; i++)
-        if (strcmp(list[i], w) == 0)
-            return 1;
-    return 0;
-}
-
-/* Every "--flag" token of text (comments included: they name flags too)
- * must be in one of the lists. */
-static void check_flags(const char *text, const char *const *a,
-                        const char *const *b, const char *file)
-{
-    const char *p = text;
-    int seen = 0;
-
-    while ((p = strstr(p, "--")) != NULL) {
-        char w[64];
-        int k = 0;
-        if (p > text && (p[-1] == '-' || (p[-1] >= 'a' && p[-1] <= 'z'))) {
-            p += 2;
-            continue;
-        }
-        while (k < 63 && (p[k] == '-' || p[k] == '_' || (p[k] >= 'a' && p[k] <= 'z') ||
-                          (p[k] >= '0' && p[k] <= '9')))
-            w[k] = p[k], k++;
-        w[k] = '\0';
-        p += k > 2 ? k : 2;
-        if (k <= 2)
-            continue;
-        /* newer-version flags appear only inside NOTE comments */
-        if (strncmp(w, "--decoder-", 10) == 0)
-            continue;
-        ck_assert_msg(in_list(a, w) || (b && in_list(b, w)),
-                      "%s: flag '%s' is not one the named launcher version accepts",
-                      file, w);
-        seen++;
-    }
-    ck_assert_int_gt(seen, 0);
-}
-
-START_TEST(flags_are_known)
-{
-    char path[PATHN];
-    char *t;
-
-    snprintf(path, sizeof path, "%s/amp-het.megatron/megatron.sh", GOLDEN);
-    t = tu_slurp(path);
-    ck_assert_ptr_nonnull(t);
-    check_flags(t, megatron_flags, torchrun_flags, path);
-    free(t);
-    snprintf(path, sizeof path, "%s/mixed-llama.megatron/megatron.sh", GOLDEN);
-    t = tu_slurp(path);
-    ck_assert_ptr_nonnull(t);
-    check_flags(t, megatron_flags, torchrun_flags, path);
-    free(t);
-    snprintf(path, sizeof path, "%s/megatron-345m.megatron/megatron.sh", GOLDEN);
-    t = tu_slurp(path);
-    ck_assert_ptr_nonnull(t);
-    check_flags(t, megatron_flags, torchrun_flags, path);
-    free(t);
-    snprintf(path, sizeof path, "%s/amp-het.torchrun/torchrun.sh", GOLDEN);
-    t = tu_slurp(path);
-    ck_assert_ptr_nonnull(t);
-    check_flags(t, torchrun_flags, NULL, path);
-    free(t);
-    snprintf(path, sizeof path, "%s/amp-het.deepspeed/deepspeed.sh", GOLDEN);
-    t = tu_slurp(path);
-    ck_assert_ptr_nonnull(t);
-    check_flags(t, deepspeed_flags, NULL, path);
-    free(t);
-}
-END_TEST
-
-START_TEST(ds_config_keys_are_known)
-{
-    const char *plans[] = {"amp-het", "mixed-llama", "megatron-345m"};
-    char path[PATHN];
-    size_t i;
-
-    for (i = 0; i < sizeof plans / sizeof plans[0]; i++) {
-        char *t, *p;
-        int keys = 0;
-        snprintf(path, sizeof path, "%s/%s.deepspeed/ds_config.json", GOLDEN, plans[i]);
-        t = tu_slurp(path);
-        ck_assert_ptr_nonnull(t);
-        for (p = strchr(t, '"'); p; p = strchr(p, '"')) {
-            char *q = strchr(p + 1, '"');
-            char key[64];
-            ck_assert_ptr_nonnull(q);
-            snprintf(key, sizeof key, "%.*s", (int)(q - p - 1), p + 1);
-            ck_assert_msg(in_list(ds_keys, key), "%s: unknown key '%s'", path, key);
-            keys++;
-            p = q + 1;
-        }
-        ck_assert_int_ge(keys, 10);
-        free(t);
-    }
-}
-END_TEST
 
 /* ---- library: hand-made clusters ------------------------------------- */
 
@@ -334,7 +94,7 @@ static const char two_nodes[] =
     "{\"name\": \"b\", \"device\": \"V100\", \"gpus\": 4, \"intra_gbps\": 1200, \"nic_gbps\": 100}]}";
 /* gpt2 shorthand: embedding, 16 blocks, final norm, head = 19 layers */
 static const char gpt16[] =
-    "{\"name\": \"g16\", \"training\": {\"global_batch\": 64, \"precision\": \"bf16\"},"
+    "{\"name\": \"g16\", \"training\": {\"global_batch\": 64, \"precision\": \"fp16\"},"
     " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
     " \"heads\": 16, \"seq\": 1024, \"vocab\": 50304}}";
 
@@ -384,21 +144,79 @@ START_TEST(megatron_even_split_has_no_note)
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "--pipeline-model-parallel-size 4 "));
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "--global-batch-size 64 "));
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "--micro-batch-size 2 "));
-    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--bf16"));
-    ck_assert_ptr_null(strstr(e.files[0].text, "--fp16"));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--fp16"));
+    ck_assert_ptr_null(strstr(e.files[0].text, "--bf16"));
     ck_assert_ptr_null(strstr(e.files[0].text, "NOTE"));
+    ck_assert_ptr_null(strstr(e.files[0].text, "--decoder-"));
+    ck_assert_ptr_null(strstr(e.files[0].text, "--pipeline-model-parallel-layout"));
     export_free(&e);
     fixture_free(&f);
 }
 END_TEST
 
-START_TEST(megatron_first_last_note)
+/* The value after flag in text (up to a blank), or -1. */
+static int flag_int(const char *text, const char *flag)
+{
+    const char *p = strstr(text, flag);
+
+    return p ? atoi(p + strlen(flag) + 1) : -1;
+}
+
+/* Blocks of each stage as Megatron-LM core_r0.9.0 builds them
+ * (TransformerBlock's get_num_layers_to_build): the first and last
+ * counts when given, the rest split evenly over the other stages.  Fills
+ * n[0..pp-1], returns 0 when the rest does not divide. */
+static int megatron_r09_stages(const char *text, int pp, int *n)
+{
+    int total = flag_int(text, "--num-layers");
+    int first = flag_int(text, "--decoder-first-pipeline-num-layers");
+    int last = flag_int(text, "--decoder-last-pipeline-num-layers");
+    int left = total, stages = pp, j;
+
+    if (first >= 0)
+        left -= first, stages--;
+    if (last >= 0)
+        left -= last, stages--;
+    if (stages > 0 && left % stages != 0)
+        return 0;
+    for (j = 0; j < pp; j++)
+        n[j] = stages > 0 ? left / stages : 0;
+    if (first >= 0)
+        n[0] = first;
+    if (last >= 0)
+        n[pp - 1] = last;
+    return 1;
+}
+
+/* Blocks of each model chunk in --pipeline-model-parallel-layout: 't'
+ * between '|'; returns the chunk count. */
+static int layout_stages(const char *text, int *n, int max)
+{
+    const char *p = strstr(text, "--pipeline-model-parallel-layout ");
+    int k = 0;
+
+    ck_assert_ptr_nonnull(p);
+    p += strlen("--pipeline-model-parallel-layout ");
+    n[0] = 0;
+    for (; *p && *p != ' '; p++) {
+        if (*p == '|') {
+            ck_assert_int_lt(k + 1, max);
+            n[++k] = 0;
+        } else if (*p == 't') {
+            n[k]++;
+        }
+    }
+    return k + 1;
+}
+
+START_TEST(megatron_uneven_stages)
 {
     fixture f;
     export_result e;
+    export_options o;
     util_error err;
     const int blocks[] = {3, 4, 4, 5};
-    int r;
+    int r, n[8], j, sum;
 
     fixture_make(&f, two_nodes, gpt16, 2, 1, 4);
     for (r = 0; r < 8; r++)
@@ -406,22 +224,198 @@ START_TEST(megatron_first_last_note)
     f.s.mbs = 1;
     f.s.gas = 64;
     set_blocks(&f, blocks);
+    /* core_r0.9.0: first 3, last 5, middle (16 - 3 - 5) / 2 = 4 each */
     ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), UTIL_OK);
-    ck_assert(has_note(&e, "blocks per stage: 3,4,4,5"));
-    ck_assert(has_note(&e, "--decoder-first-pipeline-num-layers 3 "
-                           "--decoder-last-pipeline-num-layers 5"));
-    /* the flags of newer versions are never in the command line itself */
-    ck_assert_ptr_null(strstr(strstr(e.files[0].text, "MEGATRON_ARGS="), "--decoder-"));
+                                  64, NULL, &e, &err), UTIL_OK);
+    ck_assert_int_eq(e.napprox, 0);
+    ck_assert_int_eq(flag_int(e.files[0].text, "--num-layers"), 16);
+    ck_assert(megatron_r09_stages(e.files[0].text, 4, n));
+    for (j = 0, sum = 0; j < 4; j++) {
+        ck_assert_int_eq(n[j], blocks[j]);
+        sum += n[j];
+    }
+    ck_assert_int_eq(sum, 16); /* the model's 16 blocks */
     export_free(&e);
-    /* a middle stage differing cannot be expressed by any version */
+    /* core_v0.19.0: the layout, E + 3 t | 4 t | 4 t | 5 t + L */
+    export_options_init(&o);
+    o.version = EXPORT_VERSION_NEW;
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                  64, &o, &e, &err), UTIL_OK);
+    ck_assert_ptr_nonnull(strstr(e.files[0].text,
+                                 "--pipeline-model-parallel-layout Ettt|tttt|tttt|tttttL "));
+    ck_assert_int_eq(layout_stages(e.files[0].text, n, 8), 4);
+    export_free(&e);
+    /* a middle stage differing: core_r0.9.0 refuses, core_v0.19.0 lays it out */
     {
         const int b2[] = {4, 3, 5, 4};
         set_blocks(&f, b2);
         ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p,
-                                           &f.s, 64, NULL, &e, &err), UTIL_OK);
-        ck_assert(has_note(&e, "cannot express"));
-        ck_assert(!has_note(&e, "--decoder-first"));
+                                      &f.s, 64, NULL, &e, &err), UTIL_EINVAL);
+        ck_assert_int_eq(e.nfiles, 0);
+        ck_assert_int_eq(e.napprox, 1);
+        ck_assert(has_note(&e, "blocks per stage: 4,3,5,4"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "cannot express"));
+        export_free(&e);
+        export_options_init(&o);
+        o.approximate = 1;
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p,
+                                      &f.s, 64, &o, &e, &err), UTIL_OK);
+        ck_assert_ptr_nonnull(strstr(e.files[0].text, "# APPROXIMATION: "));
+        export_free(&e);
+        o.approximate = 0;
+        o.version = EXPORT_VERSION_NEW;
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p,
+                                      &f.s, 64, &o, &e, &err), UTIL_OK);
+        ck_assert_int_eq(layout_stages(e.files[0].text, n, 8), 4);
+        for (j = 0, sum = 0; j < 4; j++) {
+            ck_assert_int_eq(n[j], b2[j]);
+            sum += n[j];
+        }
+        ck_assert_int_eq(sum, 16);
+        export_free(&e);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
+/* Virtual stages, sequence parallelism, recomputation and ZeRO as
+ * flags of each version. */
+START_TEST(megatron_features)
+{
+    fixture f;
+    export_result e;
+    export_options o;
+    util_error err;
+    const int blocks[] = {8, 8};
+    int r;
+
+    fixture_make(&f, two_nodes, gpt16, 2, 2, 2);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.mbs = 1;
+    f.s.gas = 32;
+    f.s.vpp = 2;
+    f.s.sp = 1;
+    f.s.recompute = FMT_RECOMPUTE_SELECTIVE;
+    f.s.zero = 1;
+    set_blocks(&f, blocks);
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                  64, NULL, &e, &err), UTIL_OK);
+    /* 8 blocks per stage in 2 chunks: 4 blocks per virtual stage */
+    ck_assert_int_eq(flag_int(e.files[0].text, "--num-layers-per-virtual-pipeline-stage"), 4);
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--sequence-parallel "));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--recompute-granularity selective "));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--use-distributed-optimizer "));
+    export_free(&e);
+    export_options_init(&o);
+    o.version = EXPORT_VERSION_NEW;
+    f.s.zero = 3;
+    f.s.recompute = FMT_RECOMPUTE_FULL;
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                  64, &o, &e, &err), UTIL_OK);
+    ck_assert_int_eq(flag_int(e.files[0].text, "--num-virtual-stages-per-pipeline-rank"), 2);
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--data-parallel-sharding-strategy optim_grads_params "));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "--recompute-granularity full "));
+    export_free(&e);
+    /* ZeRO 3 has no core_r0.9.0 flag */
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                  64, NULL, &e, &err), UTIL_EINVAL);
+    ck_assert(has_note(&e, "ZeRO stage 3"));
+    export_free(&e);
+    fixture_free(&f);
+}
+END_TEST
+
+/* Uneven TP shards: the torchrun export writes every rank's heads and
+ * MLP columns; Megatron-LM and DeepSpeed shard evenly and refuse.  The
+ * features DeepSpeed lacks (virtual stages, sequence parallelism,
+ * selective recomputation) are refused there and stated to torchrun. */
+START_TEST(shards_and_features_per_target)
+{
+    fixture f;
+    export_result e;
+    util_error err;
+    const int blocks[] = {8, 8};
+    /* tp 2 x dp 2 x pp 2: 16 heads and 4096 MLP columns split 10/6 and
+     * 2560/1536 on the fast/slow rank of each TP pair */
+    const int heads[] = {10, 6, 10, 6, 10, 6, 10, 6};
+    const int cols[] = {2560, 1536, 2560, 1536, 2560, 1536, 2560, 1536};
+    int r;
+    char *sh;
+
+    fixture_make(&f, two_nodes, gpt16, 2, 2, 2);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.gas = 32;
+    set_blocks(&f, blocks);
+    ck_assert_int_eq(fmt_strategy_set_shards(&f.s, heads, cols), UTIL_OK);
+    ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_OK);
+    ck_assert_int_eq(e.nfiles, 3);
+    ck_assert_str_eq(e.files[2].name, "shards.txt");
+    /* rank 1: stage 0, dp 0, tp 1 with 6 heads and 1536 columns */
+    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\n     1      0   0   1      6         1536\n"));
+    ck_assert_ptr_nonnull(strstr(e.files[0].text, "HETPLAN_TP_SHARDS="));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    ck_assert(has_note(&e, "unevenly over the TP group"));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    export_free(&e);
+    ck_assert_int_eq(fmt_strategy_set_shards(&f.s, NULL, NULL), UTIL_OK);
+    f.s.vpp = 2;
+    f.s.sp = 1;
+    f.s.recompute = FMT_RECOMPUTE_SELECTIVE;
+    f.s.zero = 1;
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_EINVAL);
+    ck_assert_int_eq(e.napprox, 3); /* virtual stages, sp, selective */
+    ck_assert(has_note(&e, "no interleaved schedule"));
+    ck_assert(has_note(&e, "sequence parallelism"));
+    ck_assert(has_note(&e, "selective"));
+    export_free(&e);
+    ck_assert_int_eq(export_build(EXPORT_TORCHRUN, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_OK);
+    sh = e.files[0].text;
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_VIRTUAL_STAGES=2 HETPLAN_SEQUENCE_PARALLEL=1 "
+                                     "HETPLAN_RECOMPUTE=selective HETPLAN_ZERO=1\n"));
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_STAGE_BOUNDARIES=0,9,19\n"));
+    ck_assert_ptr_nonnull(strstr(sh, "HETPLAN_PRECISION=fp16 "));
+    ck_assert_int_eq(e.napprox, 0);
+    export_free(&e);
+    fixture_free(&f);
+}
+END_TEST
+
+/* bf16 on a V100 (no bf16 units) is refused by every target, also with
+ * --approximate. */
+START_TEST(precision_checked_per_device)
+{
+    static const char bf16[] =
+        "{\"name\": \"g16\", \"training\": {\"global_batch\": 64, \"precision\": \"bf16\"},"
+        " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
+        " \"heads\": 16, \"seq\": 1024, \"vocab\": 50304}}";
+    fixture f;
+    export_result e;
+    export_options o;
+    util_error err;
+    const int blocks[] = {8, 8};
+    int r, t;
+
+    fixture_make(&f, two_nodes, bf16, 1, 4, 2);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.gas = 16;
+    set_blocks(&f, blocks);
+    export_options_init(&o);
+    o.approximate = 1;
+    for (t = 0; t < EXPORT_NTARGETS; t++) {
+        ck_assert_int_eq(export_build(t, &f.c, &f.m, &f.p, &f.s, 64, &o, &e, &err),
+                         UTIL_EINVAL);
+        ck_assert_ptr_nonnull(strstr(err.msg, "'V100'"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "bf16"));
         export_free(&e);
     }
     fixture_free(&f);
@@ -444,16 +438,29 @@ START_TEST(deepspeed_zero_with_pipeline)
     f.p.zero_stage = 2;
     f.p.recompute = 1;
     set_blocks(&f, blocks);
+    /* ZeRO 2 with a pipeline is refused, written as stage 1 on request */
     ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
-                                       64, NULL, &e, &err), UTIL_OK);
+                                  64, NULL, &e, &err), UTIL_EINVAL);
+    ck_assert_int_eq(e.nfiles, 0);
+    export_free(&e);
+    {
+        export_options o;
+        export_options_init(&o);
+        o.approximate = 1;
+        ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                      64, &o, &e, &err), UTIL_OK);
+    }
+    ck_assert_int_eq(e.napprox, 1);
     ck_assert_str_eq(e.files[0].name, "ds_config.json");
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "\"stage\": 1\n"));
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "\"train_batch_size\": 64,"));
     ck_assert_ptr_nonnull(strstr(e.files[0].text, "\"gradient_accumulation_steps\": 4,"));
     ck_assert(has_note(&e, "accepts only stage 0 or 1"));
-    ck_assert_str_eq(e.files[2].name, "pipeline_parts.json");
-    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\"parts\": [0, 9, 19]"));
-    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\"activation_checkpoint_interval\": 1"));
+    ck_assert_str_eq(e.files[2].name, "hetplan_pipe.py");
+    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\nBOUNDS = [0, 9, 19]\n"));
+    ck_assert_ptr_nonnull(strstr(e.files[2].text, "\nACTIVATION_CHECKPOINT_INTERVAL = 1\n"));
+    ck_assert_ptr_nonnull(strstr(e.files[2].text, "partition_method='uniform'"));
+    ck_assert_ptr_null(strstr(e.files[2].text, "_partition_layers"));
     ck_assert_str_eq(e.files[1].name, "hostfile");
     ck_assert_ptr_nonnull(strstr(e.files[1].text, "\na slots=4\nb slots=4\n"));
     export_free(&e);
@@ -486,8 +493,8 @@ static void replay_torchrun(const fixture *f, const char *text)
             p++;
         }
         p = strstr(p, "exec torchrun");
-        ck_assert_int_eq(sscanf(p, "exec torchrun --nnodes %d --nproc-per-node %d "
-                                   "--node-rank %d", &nn, &nproc, &node_rank), 3);
+        ck_assert_int_eq(sscanf(p, "exec torchrun --nnodes %d --nproc_per_node %d "
+                                   "--node_rank %d", &nn, &nproc, &node_rank), 3);
         ck_assert_int_eq(node_rank, agents);
         ck_assert_int_eq(nproc, ng);
         if (nnodes < 0)
@@ -667,27 +674,119 @@ START_TEST(cli_output_table)
 }
 END_TEST
 
+/* An uneven plan that core_r0.9.0 cannot express: exit 6 and the reason
+ * on stderr (also under --quiet), nothing on stdout; --approximate writes
+ * it with the approximation on stderr; core_v0.19.0 expresses it. */
+START_TEST(cli_refusal_and_notes)
+{
+    char so[PATHN], se[PATHN], dir[2048];
+    char *o, *e;
+    const char *a1[] = {"export", "--plan", "plan-amp-het.json", "--to", "megatron",
+                        "--quiet", NULL};
+    const char *a2[] = {"export", "--plan", "plan-amp-het.json", "--to", "megatron",
+                        "--approximate", "--output", dir, NULL};
+    const char *a3[] = {"export", "--plan", "plan-amp-het.json", "--to=megatron",
+                        "--target-version=core_v0.19.0", "--quiet", NULL};
+    const char *a4[] = {"export", "--plan", "plan-amp-het.json", "--to", "hostfile",
+                        "--target-version", "2.x", NULL};
+
+    snprintf(so, sizeof so, "%s/r.out", tmp_dir);
+    snprintf(se, sizeof se, "%s/r.err", tmp_dir);
+    snprintf(dir, sizeof dir, "%s/approx", tmp_dir);
+    ck_assert_int_eq(run_planner(GOLDEN, a1, so, se), 6);
+    o = tu_slurp(so);
+    e = tu_slurp(se);
+    ck_assert_str_eq(o, "");
+    ck_assert_ptr_nonnull(strstr(e, "cannot express: the plan's layer split is uneven"));
+    ck_assert_ptr_nonnull(strstr(e, "--approximate"));
+    free(o);
+    free(e);
+    ck_assert_int_eq(run_planner(GOLDEN, a2, so, se), 0);
+    o = tu_slurp(so);
+    e = tu_slurp(se);
+    ck_assert_ptr_null(strstr(o, "note"));
+    ck_assert_ptr_nonnull(strstr(e, "warning: approximation: the plan's layer split"));
+    free(o);
+    free(e);
+    ck_assert_int_eq(run_planner(GOLDEN, a3, so, se), 0);
+    o = tu_slurp(so);
+    ck_assert_str_eq(o, "");
+    free(o);
+    ck_assert_int_eq(run_planner(GOLDEN, a4, so, se), 2);
+}
+END_TEST
+
+/* A plan made in one directory exports and reports from "/" by its
+ * absolute path: the plan records its inputs' absolute paths. */
+START_TEST(cli_plan_from_another_directory)
+{
+    char so[PATHN], se[PATHN], plan[PATHN], html[PATHN], work[1100];
+    /* --name=value forms of the shared option parser */
+    const char *mk[] = {"--cluster=" HETPLAN_SOURCE_DIR "/examples/amp-homogeneous.json",
+                        "--model=model.json", "--top-k=2", "--output", "plan.json",
+                        "--quiet", NULL};
+    const char *ex[] = {"export", "--plan", plan, "--to", "torchrun", "--strategy=2",
+                        "--quiet", NULL};
+    const char *ex3[] = {"export", "--plan", plan, "--to", "torchrun", "--strategy=3",
+                         NULL};
+    const char *rp[] = {"report", "--plan", plan, "--output", html, "--quiet", NULL};
+    char *text;
+    struct stat st;
+
+    snprintf(work, sizeof work, "%s/made-here", tmp_dir);
+    ck_assert_int_eq(mkdir(work, 0777), 0);
+    snprintf(plan, sizeof plan, "%s/model.json", work);
+    text = tu_slurp(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json");
+    ck_assert_ptr_nonnull(text);
+    {
+        FILE *f = fopen(plan, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(text, f);
+        fclose(f);
+    }
+    free(text);
+    snprintf(so, sizeof so, "%s/m.out", tmp_dir);
+    snprintf(se, sizeof se, "%s/m.err", tmp_dir);
+    ck_assert_int_eq(run_planner(work, mk, so, se), 0);
+    snprintf(plan, sizeof plan, "%s/plan.json", work);
+    snprintf(html, sizeof html, "%s/report.html", tmp_dir);
+    ck_assert_int_eq(run_planner("/", ex, so, se), 0);
+    ck_assert_int_eq(run_planner("/", ex3, so, se), 2); /* --top-k=2 kept two */
+    ck_assert_int_eq(run_planner("/", rp, so, se), 0);
+    ck_assert_int_eq(stat(html, &st), 0);
+    /* moved away: the error names the file and the absolute path tried */
+    snprintf(so, sizeof so, "%s/model.json", work);
+    snprintf(se, sizeof se, "%s/model.moved", work);
+    ck_assert_int_eq(rename(so, se), 0);
+    snprintf(so, sizeof so, "%s/x.out", tmp_dir);
+    snprintf(se, sizeof se, "%s/x.err", tmp_dir);
+    ck_assert_int_eq(run_planner("/", ex, so, se), 3);
+    text = tu_slurp(se);
+    ck_assert_ptr_nonnull(strstr(text, "cannot find the model file 'model.json'"));
+    ck_assert_ptr_nonnull(strstr(text, "/made-here/model.json"));
+    free(text);
+}
+END_TEST
+
 static Suite *export_suite(void)
 {
     Suite *s = suite_create("export");
-    TCase *g = tcase_create("golden"), *l = tcase_create("library");
+    TCase *l = tcase_create("library");
     TCase *c = tcase_create("cli");
 
-    tcase_set_timeout(g, 120);
-    tcase_add_test(g, golden_amp_het);
-    tcase_add_test(g, golden_mixed_llama);
-    tcase_add_test(g, golden_megatron_even);
-    tcase_add_test(g, golden_permuted);
-    tcase_add_test(g, flags_are_known);
-    tcase_add_test(g, ds_config_keys_are_known);
+    tcase_set_timeout(c, 120);
     tcase_add_test(l, megatron_even_split_has_no_note);
-    tcase_add_test(l, megatron_first_last_note);
+    tcase_add_test(l, megatron_uneven_stages);
+    tcase_add_test(l, megatron_features);
+    tcase_add_test(l, precision_checked_per_device);
+    tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);
     tcase_add_test(l, torchrun_realises_random_placements);
     tcase_add_test(l, bad_strategy_is_refused);
     tcase_add_test(c, cli_stdout_and_json);
     tcase_add_test(c, cli_output_table);
-    suite_add_tcase(s, g);
+    tcase_add_test(c, cli_refusal_and_notes);
+    tcase_add_test(c, cli_plan_from_another_directory);
     suite_add_tcase(s, l);
     suite_add_tcase(s, c);
     return s;

@@ -225,6 +225,9 @@ START_TEST(cli_replan)
     tp_run(&r, frozen);
     ck_assert_msg(r.status == 0, "%s", r.err);
     ck_assert_ptr_nonnull(strstr(r.out, "(compressed)"));
+    /* layers as inclusive ranges, like every table: the two stages of the
+     * compressed split [0, 5) and [5, 8) of the file comment */
+    ck_assert_ptr_nonnull(strstr(r.out, " 0-4 5-7 (compressed)"));
     ck_assert_ptr_nonnull(strstr(r.out, "speed-up over keeping the first plan"));
     tp_run_free(&r);
     tp_write("f.json", "{\"total_epochs\":10,\"epochs\":[{\"epoch\":0,\"frozen\":0},"

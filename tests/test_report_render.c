@@ -182,7 +182,7 @@ START_TEST(svg_text_has_everything)
     ck_assert_ptr_nonnull(strstr(svg, ">forward</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">backward</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">send activation</text>"));
-    ck_assert_ptr_nonnull(strstr(svg, ">data-parallel all-reduce</text>"));
+    ck_assert_ptr_nonnull(strstr(svg, ">gradient sync (DP, tied)</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">idle (pipeline bubble)</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">time (ms)</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">memory (GiB)</text>"));
@@ -191,10 +191,17 @@ START_TEST(svg_text_has_everything)
     /* one shape per event, with its kind in the tooltip */
     ck_assert_int_eq(count(svg, "<title>forward, stage"), 4);
     ck_assert_int_eq(count(svg, "<title>backward, stage"), 4);
-    ck_assert_int_eq(count(svg, "<title>send-activation, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>send-gradient, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>dp-allreduce, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>optimizer, stage"), 2);
+    ck_assert_int_eq(count(svg, "<title>send activation, stage"), 2);
+    ck_assert_int_eq(count(svg, "<title>send gradient, stage"), 2);
+    /* dp 1: the two gradient syncs are the tied embedding's, not DP's */
+    ck_assert_int_eq(count(svg, "<title>tied-embedding sync, stage"), 2);
+    ck_assert_int_eq(count(svg, "<title>data-parallel all-reduce, stage"), 0);
+    ck_assert_ptr_nonnull(strstr(svg, ">tied-embedding sync</text>"));
+    /* the title says which time is predicted and which simulated */
+    ck_assert_ptr_nonnull(strstr(svg, " s predicted (cost model), "));
+    ck_assert_ptr_nonnull(strstr(svg, " s simulated (event-level schedule"));
+    ck_assert_ptr_nonnull(strstr(svg, ">strategy: degrees (placement)</text>"));
+    ck_assert_int_eq(count(svg, "<title>optimizer step, stage"), 2);
     /* x axis ticks 0..100 ms in steps of 10 or 20 */
     ck_assert_ptr_nonnull(strstr(svg, ">100</text>"));
     /* rows labelled with their devices */
@@ -242,6 +249,11 @@ START_TEST(html_has_svg_and_tables)
     ck_assert_int_eq(count(html, "<svg "), 1);
     ck_assert_ptr_null(strstr(html, "<?xml"));
     ck_assert_int_eq(count(html, "<table>"), 2);
+    /* the page follows the window: the drawing scales down to its width
+     * (never above its own 1300 px), the tables scroll sideways */
+    ck_assert_ptr_nonnull(strstr(html, "<meta name=\"viewport\" content=\"width=device-width"));
+    ck_assert_ptr_nonnull(strstr(html, "svg { display: block; width: 100%; max-width: 1300px; height: auto; }"));
+    ck_assert_int_eq(count(html, "<div class=\"wide\"><table>"), 2);
     /* strategies table: one row per strategy plus header */
     ck_assert_ptr_nonnull(strstr(html, "<th>time (s)</th>"));
     ck_assert_ptr_nonnull(strstr(html, "<th>peak memory (GiB)</th>"));

@@ -254,8 +254,11 @@ START_TEST(cli_whatif)
     make_plan();
     tp_run(&r, table);
     ck_assert_msg(r.status == 0, "%s", r.err);
-    ck_assert_ptr_nonnull(strstr(r.out, "recommended: reshard"));
+    ck_assert_ptr_nonnull(strstr(r.out, "recommended: re-split shards (reshard)"));
     ck_assert_ptr_nonnull(strstr(r.out, "resize"));
+    /* plain words: no paper equation numbers or variable names */
+    ck_assert_ptr_null(strstr(r.out, "eq. "));
+    ck_assert_ptr_null(strstr(r.out, "gamma"));
     tp_run_free(&r);
     tp_run(&r, js);
     ck_assert_msg(r.status == 0, "%s", r.err);

@@ -526,9 +526,10 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                             &rm[WHATIF_REMEDY_RESIZE].fits, err)) != UTIL_OK)
             goto done;
         snprintf(rm[WHATIF_REMEDY_RESIZE].note, sizeof rm[0].note,
-                 "prunes up to %.0f%% of a rank's TP-divided GEMM columns each "
-                 "iteration (eq. 1 against the group average); accuracy drops "
-                 "as the ratio grows", 100.0 * g);
+                 "slow ranks skip up to %.0f%% of their share of the "
+                 "matrix multiplications each iteration, to keep pace with "
+                 "their tensor-parallel group; accuracy drops as that share "
+                 "grows", 100.0 * g);
         {
             int mig = 0, res = 0;
             g = semi_factors(c, m, prof, cp, &slowed, slow, wp->max_gamma, eff, &mig,
@@ -544,8 +545,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                                 &rm[WHATIF_REMEDY_SEMI].fits, err)) != UTIL_OK)
                 goto done;
             snprintf(rm[WHATIF_REMEDY_SEMI].note, sizeof rm[0].note,
-                     "eq. 3: %d rank(s) migrate work every iteration, %d resize "
-                     "to the fastest (pruning up to %.0f%%)", mig, res, 100.0 * g);
+                     "%d slow rank(s) hand part of their work to faster ranks "
+                     "of their group every iteration, %d shrink their share to "
+                     "keep pace (skipping up to %.0f%%)", mig, res, 100.0 * g);
         }
     } else {
         snprintf(rm[WHATIF_REMEDY_RESIZE].note, sizeof rm[0].note,
@@ -582,8 +584,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
         out->recommended = by;
         snprintf(out->reason, sizeof out->reason,
                  "'%s' is %.1f%% faster than the best lossless remedy ('%s', "
-                 "%.4f s) but prunes up to %.0f%% of a straggler's GEMM columns: "
-                 "the paper trades accuracy for it (loss grows with the ratio)",
+                 "%.4f s) but slow ranks skip up to %.0f%% of their matrix "
+                 "multiplications: it trades accuracy for speed (more loss the "
+                 "more is skipped)",
                  whatif_remedy_name(by), 100.0 * (1.0 - best_lossy / best_lossless),
                  whatif_remedy_name(bl), best_lossless, 100.0 * rm[by].max_gamma);
     } else if (bl == WHATIF_REMEDY_NONE) {
@@ -717,6 +720,16 @@ done:
     return text;
 }
 
+/* Remedy names for people (whatif_remedy_name stays the JSON name). */
+static const char *remedy_words(int i)
+{
+    static const char *const words[WHATIF_NREMEDIES] = {
+        "keep the plan", "re-split shards", "re-plan stages",
+        "shrink slow ranks", "move work + shrink"};
+
+    return i >= 0 && i < WHATIF_NREMEDIES ? words[i] : "?";
+}
+
 char *whatif_table(const whatif_result *w, const char *plan_path,
                         int strategy)
 {
@@ -725,28 +738,36 @@ char *whatif_table(const whatif_result *w, const char *plan_path,
 
     memset(&b, 0, sizeof b);
     util_buf_printf(&b, "what-if for strategy %d of '%s'\n", strategy, plan_path ? plan_path : "");
-    util_buf_printf(&b, "without stragglers: %.4f s per iteration\n\n", w->base_s);
-    util_buf_printf(&b, "%-5s %-6s %-5s %-7s %-6s %-10s %-10s %-7s %s\n", "rank", "device",
-       "stage", "replica", "factor", "stage_ms", "group_ms", "gamma", "semi");
+    util_buf_printf(&b, "without slow GPUs: %.4f s per iteration\n\n", w->base_s);
+    util_buf_printf(&b, "slow GPUs:\n%-5s %-6s %-5s %-7s %-9s %-11s %-15s %-9s %s\n",
+       "rank", "device", "stage", "replica", "slowdown", "stage (ms)",
+       "TP group (ms)", "shrink by", "when moving work + shrinking");
     for (i = 0; i < w->nstragglers; i++) {
         const whatif_straggler *st = &w->stragglers[i];
-        util_buf_printf(&b, "%-5d %-6d %-5d %-7d %-6.2f %-10.3f %-10.3f %-7.3f %s\n", st->rank,
-           st->device, st->stage, st->replica, st->factor, 1e3 * st->t_s,
-           1e3 * st->t_avg_s, st->gamma, st->migrate ? "migrate" : "resize");
+        char pct[16];
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * st->gamma);
+        util_buf_printf(&b, "%-5d %-6d %-5d %-7d %-9.2f %-11.3f %-15.3f %-9s %s\n",
+           st->rank, st->device, st->stage, st->replica, st->factor, 1e3 * st->t_s,
+           1e3 * st->t_avg_s, pct, st->migrate ? "hands work to faster ranks"
+                                               : "shrinks its share");
     }
-    util_buf_printf(&b, "\n%-8s %-8s %-11s %-8s %-10s %-6s %s\n", "remedy", "lossless",
-       "iter_s", "speedup", "one_off_s", "gamma", "note");
+    util_buf_printf(&b, "\n%-27s %-10s %-12s %-8s %-10s %-7s %s\n", "remedy (JSON name)",
+       "accuracy", "iteration s", "speedup", "one-off s", "shrink", "what it does");
     for (i = 0; i < WHATIF_NREMEDIES; i++) {
         const whatif_remedy *r = &w->remedies[i];
+        char name[48], pct[16];
+        snprintf(name, sizeof name, "%s (%s)", remedy_words(i), whatif_remedy_name(i));
+        snprintf(pct, sizeof pct, "%.0f%%", 100.0 * r->max_gamma);
         if (r->applicable)
-            util_buf_printf(&b, "%-8s %-8s %-11.4f %-8.3f %-10.4g %-6.2f %s%s\n",
-               whatif_remedy_name(i), r->lossless ? "yes" : "no", r->iter_s,
-               w->remedies[0].iter_s / r->iter_s, r->one_off_s, r->max_gamma,
+            util_buf_printf(&b, "%-27s %-10s %-12.4f %-8.3f %-10.4g %-7s %s%s\n",
+               name, r->lossless ? "unchanged" : "may drop", r->iter_s,
+               w->remedies[0].iter_s / r->iter_s, r->one_off_s, pct,
                r->note, r->fits ? "" : " (does not fit memory)");
         else
-            util_buf_printf(&b, "%-8s %-8s %-11s %-8s %-10s %-6s %s\n", whatif_remedy_name(i), "-",
+            util_buf_printf(&b, "%-27s %-10s %-12s %-8s %-10s %-7s %s\n", name, "-",
                "-", "-", "-", "-", r->note);
     }
-    util_buf_printf(&b, "\nrecommended: %s\n  %s\n", whatif_remedy_name(w->recommended), w->reason);
+    util_buf_printf(&b, "\nrecommended: %s (%s)\n  %s\n", remedy_words(w->recommended),
+                    whatif_remedy_name(w->recommended), w->reason);
     return util_buf_take(&b);
 }
