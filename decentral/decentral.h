@@ -170,7 +170,7 @@ void dtfm_search_result_free(dtfm_search_result *r);
 /* Where c_pp and c_dp come from (docs/decentralized.md). */
 enum dtfm_convention {
     DTFM_PAPER = 0,        /* derived from the model and batch (physical units) */
-    DTFM_PUBLIC_CODE = 1   /* the public scheduler's hard-coded 0.471249e9 and
+    DTFM_PUBLIC_CODE = 1   /* the public scheduler's 0.47124922275543213e9 and
                                    0.65e9 bytes unless the file gives them */
 };
 /* "paper", "public-code"; NULL when out of range. */

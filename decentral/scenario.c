@@ -19,8 +19,13 @@
 #define GPT3XL_HIDDEN 2048.0
 #define GPT3XL_PARAMS 1.3e9
 #define GPT3XL_SEQ 2048.0
-/* what the public scheduler hard-codes (../shared/data/dtfm/README.md) */
-#define PUBLIC_C_PP 0.471249e9
+/* what the public scheduler computes (../shared/data/dtfm/README.md): the
+ * activations of one micro-batch group with hidden 2024 instead of 2048,
+ * 2024 x 2048 seq x 2 bytes x (125 000 / 2048) sequences = 506e6 bytes,
+ * divided by 2^30 and used as "GB" against Gbit/s: 0.47124922275543213 in
+ * its units, 0.47124922275543213e9 bytes in ours (each step but the last
+ * product is exact in binary, so the double is the reference's) */
+#define PUBLIC_C_PP (2024.0 * 2048.0 * 2.0 * (125000.0 / 2048.0) / 1073741824.0 * 1e9)
 #define PUBLIC_C_DP 0.65e9
 
 #if defined(__GNUC__)
