@@ -183,6 +183,10 @@ int cmd_decentralized(int argc, char **argv)
     code = decentralized_args(argc, argv, &o);
     if (code != CMD_EXIT_OK)
         return code;
+    /* --seconds bounds the whole command: loading counts, and a little is
+     * kept for the final evaluation and the output */
+    o.sp.budget_start_s = dtfm_clock_s();
+    o.sp.reserve_s = 0.01 * o.sp.seconds;
     if (o.model) {
         if (fmt_load_model(o.model, &m, &err) != UTIL_OK) {
             code = cmd_report_error(&err);

@@ -308,6 +308,8 @@ static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
 
 /* ---- hybrid genetic algorithm (DT-FM section 3.4) -------------------- */
 
+#define GA_RESTART 40 /* offspring without a new best before a half restart */
+
 typedef struct indiv {
     int *grp;
     double cost;
@@ -403,14 +405,47 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
     }
 }
 
-static void local_search(dtfm_ctx *c, dtfm_work *w, int kl)
+/* Local search of an offspring: Kernighan-Lin for the KL baseline; for
+ * the GA the paper's, preceded by Kernighan-Lin when with_kl (the random
+ * half of the initial population: the affinity pulls fast-linked devices
+ * together, which the paper's moves, built around each group's fastest
+ * link, cannot do from a random start). */
+static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl)
 {
-    if (kl)
+    if (kl || with_kl)
         dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
                              w->seq, w->locked);
-    else
+    if (!kl)
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
                            w->kseq, w->fx, w->fy);
+}
+
+static int cmp_indiv(const void *pa, const void *pb)
+{
+    const indiv *a = pa, *b = pb;
+
+    return (a->cost > b->cost) - (a->cost < b->cost);
+}
+
+/* Replace the worse half of the population (sorted by cost, best first)
+ * by random members after local search, every other one with
+ * Kernighan-Lin first. */
+static void restart_half(dtfm_ctx *c, dtfm_work *w, indiv *pop, int filled, int kl)
+{
+    int i;
+
+    qsort(pop, (size_t)filled, sizeof *pop, cmp_indiv);
+    for (i = filled / 2; i < filled && !c->stop; i++) {
+        dtfm_random_partition(c, w->s.grp);
+        dtfm_state_build(c, &w->s);
+        local_search(c, w, kl, i % 2);
+        if (!kl)
+            dtfm_polish(c, &w->t, &w->s);
+        memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
+        pop[i].cost = w->s.cost;
+        pop[i].key = part_key(c, &w->s);
+        c->gens++;
+    }
 }
 
 int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
@@ -435,8 +470,9 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     c->phase = kl ? "kl-init" : "ga-init";
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
-        /* the first members: interleaved seeds, r = d_pp, ..., 1 (GA only) */
-        while (!kl && j <= c->k && !seeded && i < P / 2) {
+        /* interleaved seeds, r = d_pp, ..., 1, alternating with random
+         * members (GA only) */
+        while (!kl && j <= c->k && !seeded && i % 2 == 0 && i < P - 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
                                            w->lock);
             j++;
@@ -444,7 +480,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl);
+        local_search(c, w, kl, (int)(c->gens & 1));
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);
@@ -466,7 +502,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             mutate(c, w->s.grp, 1 + (int)util_pcg32_bounded(
                                        &c->rng, (uint32_t)(c->n / 8 + 1)));
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl);
+        local_search(c, w, kl, i % 2);
         if (!kl && !better(c->best, w->s.cost))
             dtfm_polish(c, &w->t, &w->s);
         c->gens++;
@@ -490,7 +526,13 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             since_best = 0;
         } else if (c->stall > 0 && ++since_best >= c->stall) {
             break;
+        } else if (c->stall <= 0) {
+            ++since_best;
         }
+        /* diversity: after GA_RESTART offspring without a new best the worse
+         * half of the population is replaced by fresh random members */
+        if (since_best > 0 && since_best % GA_RESTART == 0)
+            restart_half(c, w, pop, filled, kl);
     }
 done:
     for (i = 0; i < P; i++)

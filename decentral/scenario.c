@@ -471,20 +471,26 @@ static int parse_matrix(const pctx *cx, const cJSON *root, const char *key,
         return fail(cx, key, "expected an array of %d rows, got %s", n, util_json_type(m));
     if (cJSON_GetArraySize(m) != n)
         return fail(cx, key, "expected %d rows, got %d", n, cJSON_GetArraySize(m));
-    for (i = 0; i < n; i++) {
-        row = cJSON_GetArrayItem(m, i);
+    /* walk the linked lists (cJSON_GetArrayItem is linear in the index);
+     * element paths are formatted only for a message */
+    for (i = 0, row = m->child; i < n; i++, row = row->next) {
         util_json_index(p, PATH_N, key, i);
         if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != n)
             return fail(cx, p, "expected an array of %d numbers, got %s", n,
                         cJSON_IsArray(row) ? "another length" : util_json_type(row));
-        for (j = 0; j < n; j++) {
+        for (j = 0, v = row->child; j < n; j++, v = v->next) {
             double d = 0.0; /* initialised for -O2 */
-            v = cJSON_GetArrayItem(row, j);
-            util_json_index(q, PATH_N, p, j);
             if (i == j && (cJSON_IsNull(v) || cJSON_IsNumber(v)))
                 continue; /* the diagonal is ignored */
-            if ((rc = num_at(cx, v, q, key, positive ? F_POS : F_NONNEG, &d)))
-                return rc;
+            if (cJSON_IsNumber(v) && isfinite(v->valuedouble) &&
+                v->valuedouble <= 1e6 &&
+                (positive ? v->valuedouble > 0 : v->valuedouble >= 0)) {
+                d = v->valuedouble; /* within both matrices' limits */
+            } else {
+                util_json_index(q, PATH_N, p, j);
+                if ((rc = num_at(cx, v, q, key, positive ? F_POS : F_NONNEG, &d)))
+                    return rc;
+            }
             out[(size_t)i * (size_t)n + (size_t)j] = d * scale;
         }
     }
