@@ -243,6 +243,11 @@ static double small_cost(const dtfm_problem *p, int method, long evals)
 
 /* ---- generated 64-1024-GPU instances ---------------------------------- */
 
+/* summary over the generated instances */
+static int hard_count, hard_exact;
+static double hard_kl_margin, hard_rnd_margin, hard_min_kl_margin = 1e300,
+    hard_max_exact_gap;
+
 typedef struct hard_run {
     double cost, wall, best_at;
     long evals;
@@ -335,6 +340,21 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     printf(",\"planted_s\":");
     print_num(planted_s);
     printf(",\"bound_exact\":%s", exact ? "true" : "false");
+    {
+        /* the GA's first member before local search: the interleaved seed
+         * with r = d_pp (one evaluation) */
+        dtfm_search_params sp;
+        dtfm_search_result r;
+        dtfm_search_params_init(&sp);
+        sp.max_evals = 1;
+        printf(",\"interleaved_seed_gap\":");
+        if (dtfm_search(&p, &sp, &r, NULL) == UTIL_OK) {
+            print_num((r.cost_s - b.total_s) / b.total_s);
+            dtfm_search_result_free(&r);
+        } else {
+            printf("null");
+        }
+    }
     fflush(stdout);
     ga = hard_one(&p, DTFM_GA);
     kl = hard_one(&p, DTFM_KL);
@@ -348,6 +368,19 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     printf(",\"random_over_ga\":");
     print_num(ga.ok && rnd.ok ? (rnd.cost - ga.cost) / ga.cost : NAN);
     printf("}");
+    if (ga.ok && kl.ok && rnd.ok) {
+        double m = (kl.cost - ga.cost) / ga.cost;
+        hard_count++;
+        hard_kl_margin += m;
+        hard_rnd_margin += (rnd.cost - ga.cost) / ga.cost;
+        if (m < hard_min_kl_margin)
+            hard_min_kl_margin = m;
+        if (exact) {
+            hard_exact++;
+            if ((ga.cost - b.total_s) / b.total_s > hard_max_exact_gap)
+                hard_max_exact_gap = (ga.cost - b.total_s) / b.total_s;
+        }
+    }
     fflush(stdout);
     dtfm_problem_free(&p);
     free(planted);
@@ -610,7 +643,15 @@ int main(int argc, char **argv)
                 fh = 0;
             }
     }
-    printf("]");
+    printf("],\"hard_summary\":{\"instances\":%d,\"mean_kl_over_ga\":", hard_count);
+    print_num(hard_count ? hard_kl_margin / hard_count : NAN);
+    printf(",\"min_kl_over_ga\":");
+    print_num(hard_count ? hard_min_kl_margin : NAN);
+    printf(",\"mean_random_over_ga\":");
+    print_num(hard_count ? hard_rnd_margin / hard_count : NAN);
+    printf(",\"exact_bound_instances\":%d,\"max_ga_gap_where_exact\":", hard_exact);
+    print_num(hard_exact ? hard_max_exact_gap : NAN);
+    printf("}");
     {
         /* the planner next to this program's directory: build/bench/.. */
         char def[1024];

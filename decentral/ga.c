@@ -46,6 +46,34 @@ static int interleaved_partition(dtfm_ctx *c, int r, int *grp, int *order,
     return 1;
 }
 
+/* Greedy clusters (our addition): group by group, start from the first
+ * unassigned device and add the unassigned device that raises the
+ * group's eq. 2 row sums least (smallest sum of w_dp to the members so
+ * far), so that devices joined by fast links share a group. */
+static void greedy_partition(dtfm_ctx *c, int *grp, double *sum)
+{
+    int n = c->n, g = c->g, q, i, m, d;
+
+    for (i = 0; i < n; i++)
+        grp[i] = -1;
+    for (q = 0; q < c->k; q++) {
+        for (d = 0; d < n && grp[d] >= 0; d++)
+            ;
+        grp[d] = q;
+        for (i = 0; i < n; i++)
+            sum[i] = c->wdp[(size_t)d * (size_t)n + (size_t)i];
+        for (m = 1; m < g; m++) {
+            int best = -1;
+            for (i = 0; i < n; i++)
+                if (grp[i] < 0 && (best < 0 || sum[i] < sum[best]))
+                    best = i;
+            grp[best] = q;
+            for (i = 0; i < n; i++)
+                sum[i] += c->wdp[(size_t)best * (size_t)n + (size_t)i];
+        }
+    }
+}
+
 /* ---- the paper's local search (DT-FM section 3.4) -------------------- */
 
 /* Fastest link (smallest w_pp) inside group q: devices *x, *y. */
@@ -224,13 +252,14 @@ static void fastest_unlocked(dtfm_ctx *c, const dtfm_state *s, int q,
  * Gain, apply it and lock both devices, even when the cost rises; then
  * return to the best prefix of the sequence.  1 = the pass improved. */
 static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
-                         int *seq, int *fx, int *fy)
+                         int *seq, int *fx, int *fy, int *save)
 {
     int k = c->k, n = c->n, steps = 0, best_m = 0, i, a, b, u, v, maxsteps;
     double c0 = s->cost, s0 = s->sur, bc = s->cost, bs = s->sur;
 
     maxsteps = n / 2;
     memset(lock, 0, (size_t)n);
+    memcpy(save, s->grp, (size_t)n * sizeof *save);
     while (steps < maxsteps && !c->stop) {
         int bd = -1, be = -1;
         double bg = -DBL_MAX;
@@ -279,7 +308,19 @@ static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
             best_m = steps;
         }
     }
-    /* undo the tail after the best prefix */
+    /* undo the tail after the best prefix: swap back one by one, or, when
+     * that takes more evaluations than one rebuild is worth, replay the
+     * prefix on the saved partition and rebuild */
+    if (steps - best_m > 2 * k) {
+        for (i = 0; i < best_m; i++) {
+            int d = seq[2 * i], e = seq[2 * i + 1], q = save[d];
+            save[d] = save[e];
+            save[e] = q;
+        }
+        memcpy(s->grp, save, (size_t)n * sizeof *save);
+        dtfm_state_build(c, s);
+        steps = best_m;
+    }
     for (i = steps - 1; i >= best_m; i--) {
         dtfm_tx_begin(t, s);
         dtfm_tx_swap(c, t, s, seq[2 * i], seq[2 * i + 1]);
@@ -291,7 +332,7 @@ static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
 
 static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
                                int *pairs, int npairs, char *lock, int *seq,
-                               int *fx, int *fy)
+                               int *fx, int *fy, int *save)
 {
     int pass = 0, limit = c->sp->ls_passes;
 
@@ -299,7 +340,7 @@ static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
         int imp = paper_pairs(c, t, s, pairs, npairs);
         imp |= paper_cycles(c, t, s, c->k * 2);
         if (!imp)
-            imp = paper_kl_pass(c, t, s, lock, seq, fx, fy);
+            imp = paper_kl_pass(c, t, s, lock, seq, fx, fy, save);
         pass++;
         if (!imp)
             break;
@@ -417,7 +458,7 @@ static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl)
                              w->seq, w->locked);
     if (!kl)
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
-                           w->kseq, w->fx, w->fy);
+                           w->kseq, w->fx, w->fy, w->order);
 }
 
 static int cmp_indiv(const void *pa, const void *pb)
@@ -470,9 +511,14 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     c->phase = kl ? "kl-init" : "ga-init";
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
-        /* interleaved seeds, r = d_pp, ..., 1, alternating with random
-         * members (GA only) */
-        while (!kl && j <= c->k && !seeded && i % 2 == 0 && i < P - 1) {
+        /* the greedy clusters first, then random members with
+         * Kernighan-Lin first alternating with the interleaved seeds,
+         * r = d_pp, ..., 1 (GA only) */
+        if (!kl && i == 0 && w->gsum) {
+            greedy_partition(c, w->s.grp, w->gsum);
+            seeded = 1;
+        }
+        while (!kl && j <= c->k && !seeded && i % 2 == 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
                                            w->lock);
             j++;
@@ -480,7 +526,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, (int)(c->gens & 1));
+        local_search(c, w, kl, !seeded);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);

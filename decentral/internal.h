@@ -102,6 +102,7 @@ typedef struct dtfm_work {
     char *lock;              /* n */
     int *kseq;               /* n */
     int *fx, *fy;            /* k */
+    double *gsum;            /* n: greedy clustering scratch */
 } dtfm_work;
 
 /* a < b beyond the relative tolerance */

@@ -119,6 +119,7 @@ static void work_free(dtfm_work *w)
     free(w->kseq);
     free(w->fx);
     free(w->fy);
+    free(w->gsum);
 }
 
 static int work_alloc(dtfm_ctx *c, dtfm_work *w)
@@ -140,7 +141,8 @@ static int work_alloc(dtfm_ctx *c, dtfm_work *w)
     w->kseq = malloc((size_t)(n + 2) * sizeof *w->kseq);
     w->fx = malloc((size_t)k * sizeof *w->fx);
     w->fy = malloc((size_t)k * sizeof *w->fy);
-    if (!w->pairs || !w->D || !w->seq || !w->locked || !w->map2 ||
+    w->gsum = malloc((size_t)n * sizeof *w->gsum);
+    if (!w->gsum || !w->pairs || !w->D || !w->seq || !w->locked || !w->map2 ||
         !w->overlap || !w->size || !w->order || !w->lock || !w->kseq ||
         !w->fx || !w->fy)
         return 0;
