@@ -341,13 +341,13 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     print_num(planted_s);
     printf(",\"bound_exact\":%s", exact ? "true" : "false");
     {
-        /* the GA's first member before local search: the interleaved seed
-         * with r = d_pp (one evaluation) */
+        /* the GA's first member before local search, the greedy clusters
+         * (one evaluation): how far the structured start is */
         dtfm_search_params sp;
         dtfm_search_result r;
         dtfm_search_params_init(&sp);
         sp.max_evals = 1;
-        printf(",\"interleaved_seed_gap\":");
+        printf(",\"greedy_seed_gap\":");
         if (dtfm_search(&p, &sp, &r, NULL) == UTIL_OK) {
             print_num((r.cost_s - b.total_s) / b.total_s);
             dtfm_search_result_free(&r);

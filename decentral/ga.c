@@ -332,9 +332,9 @@ static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
 
 static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
                                int *pairs, int npairs, char *lock, int *seq,
-                               int *fx, int *fy, int *save)
+                               int *fx, int *fy, int *save, int limit)
 {
-    int pass = 0, limit = c->sp->ls_passes;
+    int pass = 0;
 
     while (!c->stop && (limit <= 0 || pass < limit)) {
         int imp = paper_pairs(c, t, s, pairs, npairs);
@@ -349,7 +349,8 @@ static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
 
 /* ---- hybrid genetic algorithm (DT-FM section 3.4) -------------------- */
 
-#define GA_RESTART 40 /* offspring without a new best before a half restart */
+#define GA_RESTART 40    /* offspring without a new best before a half restart */
+#define GA_INIT_PASSES 2 /* paper local-search passes for initial members */
 
 typedef struct indiv {
     int *grp;
@@ -451,14 +452,20 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
  * half of the initial population: the affinity pulls fast-linked devices
  * together, which the paper's moves, built around each group's fastest
  * link, cannot do from a random start). */
-static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl)
+static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int init)
 {
+    int limit = c->sp->ls_passes;
+
+    /* initial members: a couple of passes, so that on large instances
+     * the population fills before the budget goes on one member */
+    if (init && limit <= 0)
+        limit = GA_INIT_PASSES;
     if (kl || with_kl)
         dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
                              w->seq, w->locked);
     if (!kl)
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
-                           w->kseq, w->fx, w->fy, w->order);
+                           w->kseq, w->fx, w->fy, w->order, limit);
 }
 
 static int cmp_indiv(const void *pa, const void *pb)
@@ -479,7 +486,7 @@ static void restart_half(dtfm_ctx *c, dtfm_work *w, indiv *pop, int filled, int 
     for (i = filled / 2; i < filled && !c->stop; i++) {
         dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, i % 2);
+        local_search(c, w, kl, i % 2, 0);
         if (!kl)
             dtfm_polish(c, &w->t, &w->s);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
@@ -526,7 +533,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, !seeded);
+        local_search(c, w, kl, !seeded, 1);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);
@@ -548,7 +555,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             mutate(c, w->s.grp, 1 + (int)util_pcg32_bounded(
                                        &c->rng, (uint32_t)(c->n / 8 + 1)));
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, i % 2);
+        local_search(c, w, kl, (int)(c->gens & 1), 0);
         if (!kl && !better(c->best, w->s.cost))
             dtfm_polish(c, &w->t, &w->s);
         c->gens++;
