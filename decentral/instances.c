@@ -35,10 +35,11 @@ void dtfm_gen_params_init(dtfm_gen_params *g)
  * 12 000 km wide (fibre at about 100 km per ms one way, plus 2-10 ms of
  * routing); inside a site 0.5-5 ms and 2-50 Gbit/s; between sites the
  * distance latency and 0.3-3 Gbit/s (log-uniform); each direction of each
- * pair gets its own +-20% noise, so the matrices are asymmetric. */
-static void background(util_pcg32 *rng, dtfm_problem *p, int *site)
+ * pair gets its own +-20% noise, so the matrices are asymmetric.  0 when
+ * out of memory. */
+static int background(util_pcg32 *rng, dtfm_problem *p, int *site)
 {
-    int n = p->n, ns, i, j, s;
+    int n = p->n, ns, i, j, s, ok = 0;
     double (*xy)[2], *slat, *sbw, *plat, *pbw;
 
     ns = 2 + (int)util_pcg32_bounded(rng, (uint32_t)(n / 8 > 14 ? 14 : n / 8 + 1));
@@ -79,12 +80,14 @@ static void background(util_pcg32 *rng, dtfm_problem *p, int *site)
             p->lat[i * n + j] = plat[site[i] * ns + site[j]] * f;
             p->bw[i * n + j] = pbw[site[i] * ns + site[j]] / f;
         }
+    ok = 1;
 done:
     free(xy);
     free(slat);
     free(sbw);
     free(plat);
     free(pbw);
+    return ok;
 }
 
 int dtfm_generate(const dtfm_gen_params *gp, dtfm_problem *p, int *planted,
@@ -115,7 +118,12 @@ int dtfm_generate(const dtfm_gen_params *gp, dtfm_problem *p, int *planted,
         return util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
     }
     util_pcg32_seed(&rng, gp->seed, 0x67656e ^ (uint64_t)gp->kind);
-    background(&rng, p, site);
+    if (!background(&rng, p, site)) {
+        free(perm);
+        free(site);
+        dtfm_problem_free(p);
+        return util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
+    }
     /* hidden schedule: device perm[q * g + i] is member i of stage q */
     for (i = 0; i < n; i++)
         perm[i] = i;
