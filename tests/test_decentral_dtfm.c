@@ -727,6 +727,18 @@ START_TEST(test_commands_cli)
     cJSON_Delete(b);
     free(out);
     free(out2);
+    /* a budget too short for more than loading: still a plan, with the
+     * time-out status (only the clock can stop this search) */
+    ck_assert_int_eq(planner("--cluster examples/dtfm-worldwide.json --seconds 0.001 "
+                             "--stall 1000000000 --format json", &out), 0);
+    a = cJSON_Parse(out);
+    ck_assert_ptr_nonnull(a);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "search"),
+                                               "timed_out")));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a, "chains")), 8);
+    ck_assert(cJSON_GetObjectItem(cJSON_GetObjectItem(a, "cost"), "total_s")->valuedouble > 0);
+    cJSON_Delete(a);
+    free(out);
     ck_assert_int_eq(planner("--cluster examples/dtfm-spot.json --evals 2000 --quiet", &out), 0);
     ck_assert_str_eq(out, "");
     free(out);
