@@ -3,13 +3,24 @@
  * the public scheduler's own instances of them
  * (../shared/data/dtfm/scenarios.json, "convention":"public-code", with
  * the costs the public Python code reached), plus optimality gaps on
- * small random instances solved exactly.  Prints one JSON object.
+ * small random instances solved exactly, gaps to a lower bound on
+ * generated 64-1024-GPU instances (random geo-distributed networks and
+ * networks with a planted optimum, decentral/instances.c) with the GA's
+ * margin over Kernighan-Lin and random, and the planner command's wall
+ * time against its --seconds budget.  Prints one JSON object.
  *
- * usage: dtfm-scenarios [--seconds S] [--seed N] [--quick] */
+ * usage: dtfm-scenarios [--seconds S] [--hard-seconds S] [--seed N]
+ *                       [--quick] [--planner PATH]
+ *                       [--only scenarios|small|hard|budget] */
 #include <math.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -29,6 +40,14 @@ static const int methods[4] = {DTFM_GA, DTFM_SA, DTFM_KL,
                                DTFM_RANDOM};
 
 static double seconds_opt = 5.0;
+static double hard_seconds_opt = 5.0;
+static const char *planner_opt = NULL;
+static const char *only_opt = NULL; /* run one part: scenarios, small, hard, budget */
+
+static int part(const char *name)
+{
+    return only_opt == NULL || strcmp(only_opt, name) == 0;
+}
 static unsigned long long seed_opt = 0;
 
 static void print_num(double v)
@@ -222,6 +241,279 @@ static double small_cost(const dtfm_problem *p, int method, long evals)
     return c;
 }
 
+/* ---- generated 64-1024-GPU instances ---------------------------------- */
+
+/* summary over the generated instances */
+static int hard_count, hard_exact;
+static double hard_kl_margin, hard_rnd_margin, hard_min_kl_margin = 1e300,
+    hard_max_exact_gap;
+
+typedef struct hard_run {
+    double cost, wall, best_at;
+    long evals;
+    int timed_out, ok;
+} hard_run;
+
+static hard_run hard_one(const dtfm_problem *p, int method)
+{
+    dtfm_search_params sp;
+    dtfm_search_result r;
+    hard_run h;
+    int rc;
+
+    memset(&h, 0, sizeof h);
+    dtfm_search_params_init(&sp);
+    sp.method = method;
+    sp.seed = seed_opt;
+    sp.seconds = hard_seconds_opt;
+    sp.stall = 100;
+    if (method == DTFM_RANDOM) { /* the public baseline: 5000 samples */
+        sp.stall = 0;
+        sp.max_evals = 5000;
+    }
+    rc = dtfm_search(p, &sp, &r, NULL);
+    if (rc != UTIL_OK && rc != UTIL_ETIMEOUT)
+        return h;
+    h.ok = 1;
+    h.cost = r.cost_s;
+    h.wall = r.elapsed_s;
+    h.best_at = r.best_at_s;
+    h.evals = r.evaluated;
+    h.timed_out = r.timed_out;
+    dtfm_search_result_free(&r);
+    return h;
+}
+
+static void print_hard_run(const char *name, const hard_run *h, double bound)
+{
+    printf(",\"%s\":{\"cost_s\":", name);
+    print_num(h->ok ? h->cost : NAN);
+    printf(",\"gap\":");
+    print_num(h->ok ? (h->cost - bound) / bound : NAN);
+    printf(",\"wall_s\":");
+    print_num(h->ok ? h->wall : NAN);
+    printf(",\"best_at_s\":");
+    print_num(h->ok ? h->best_at : NAN);
+    printf(",\"evaluations\":%ld,\"timed_out\":%s}", h->evals,
+           h->timed_out ? "true" : "false");
+}
+
+/* One generated instance: the lower bound, the planted schedule's cost
+ * (the optimum when it equals the bound), GA, KL and random with their
+ * gaps to the bound, and the GA's margins over KL and random. */
+static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
+{
+    dtfm_gen_params gp;
+    dtfm_problem p;
+    dtfm_bound b;
+    dtfm_result pr;
+    hard_run ga, kl, rnd;
+    int *planted = malloc((size_t)n * sizeof *planted), exact = 0;
+    double planted_s = NAN;
+
+    dtfm_gen_params_init(&gp);
+    gp.kind = kind;
+    gp.n = n;
+    gp.d_pp = d_pp;
+    gp.seed = iseed;
+    printf("%s{\"kind\":\"%s\",\"devices\":%d,\"d_pp\":%d,\"instance_seed\":%llu",
+           first ? "" : ",", dtfm_gen_kind_name(kind), n, d_pp,
+           (unsigned long long)iseed);
+    if (planted == NULL || dtfm_generate(&gp, &p, planted, NULL) != UTIL_OK ||
+        dtfm_lower_bound(&p, &b, NULL) != UTIL_OK) {
+        printf(",\"error\":\"could not generate the instance\"}");
+        free(planted);
+        return;
+    }
+    if (kind == DTFM_GEN_PLANTED && dtfm_evaluate(&p, planted, &pr, NULL) == UTIL_OK) {
+        planted_s = pr.total_s;
+        /* a schedule whose cost equals the bound proves both optimal */
+        exact = fabs(planted_s - b.total_s) <= 1e-9 * b.total_s;
+        dtfm_result_free(&pr);
+    }
+    printf(",\"bound_s\":");
+    print_num(b.total_s);
+    printf(",\"bound_dp_s\":");
+    print_num(b.dp_s);
+    printf(",\"bound_pp_s\":");
+    print_num(b.pp_s);
+    printf(",\"planted_s\":");
+    print_num(planted_s);
+    printf(",\"bound_exact\":%s", exact ? "true" : "false");
+    {
+        /* the GA's first member before local search, the greedy clusters
+         * (one evaluation): how far the structured start is */
+        dtfm_search_params sp;
+        dtfm_search_result r;
+        dtfm_search_params_init(&sp);
+        sp.max_evals = 1;
+        printf(",\"greedy_seed_gap\":");
+        if (dtfm_search(&p, &sp, &r, NULL) == UTIL_OK) {
+            print_num((r.cost_s - b.total_s) / b.total_s);
+            dtfm_search_result_free(&r);
+        } else {
+            printf("null");
+        }
+    }
+    fflush(stdout);
+    ga = hard_one(&p, DTFM_GA);
+    kl = hard_one(&p, DTFM_KL);
+    rnd = hard_one(&p, DTFM_RANDOM);
+    print_hard_run("ga", &ga, b.total_s);
+    print_hard_run("kl", &kl, b.total_s);
+    print_hard_run("random", &rnd, b.total_s);
+    /* margin: how much higher the baseline's cost is than the GA's */
+    printf(",\"kl_over_ga\":");
+    print_num(ga.ok && kl.ok ? (kl.cost - ga.cost) / ga.cost : NAN);
+    printf(",\"random_over_ga\":");
+    print_num(ga.ok && rnd.ok ? (rnd.cost - ga.cost) / ga.cost : NAN);
+    printf("}");
+    if (ga.ok && kl.ok && rnd.ok) {
+        double m = (kl.cost - ga.cost) / ga.cost;
+        hard_count++;
+        hard_kl_margin += m;
+        hard_rnd_margin += (rnd.cost - ga.cost) / ga.cost;
+        if (m < hard_min_kl_margin)
+            hard_min_kl_margin = m;
+        if (exact) {
+            hard_exact++;
+            if ((ga.cost - b.total_s) / b.total_s > hard_max_exact_gap)
+                hard_max_exact_gap = (ga.cost - b.total_s) / b.total_s;
+        }
+    }
+    fflush(stdout);
+    dtfm_problem_free(&p);
+    free(planted);
+}
+
+/* ---- the command's wall time against --seconds ------------------------ */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Write p as a matrix-form decentralized cluster file. */
+static int write_matrices(const dtfm_problem *p, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    int n = p->n, i, j, m;
+
+    if (f == NULL)
+        return -1;
+    fprintf(f, "{\"name\":\"generated\",\"workload\":{\"d_pp\":%d,"
+               "\"c_pp_bytes\":%.17g,\"c_dp_bytes\":%.17g}", p->d_pp, p->c_pp, p->c_dp);
+    for (m = 0; m < 2; m++) {
+        fprintf(f, ",\"%s\":[", m ? "bandwidth_gbps" : "latency_ms");
+        for (i = 0; i < n; i++) {
+            fputs(i ? ",[" : "[", f);
+            for (j = 0; j < n; j++) {
+                double v = m ? p->bw[i * n + j] * 8.0 / 1e9 : p->lat[i * n + j] * 1e3;
+                if (i == j)
+                    fprintf(f, "%snull", j ? "," : "");
+                else
+                    fprintf(f, "%s%.17g", j ? "," : "", v);
+            }
+            fputc(']', f);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* Run `planner decentralized --cluster FILE --searcher M --seconds S` and
+ * return its wall time, s (negative on failure); *rc gets its exit code. */
+static double time_command(const char *planner, const char *file, const char *method,
+                           double budget, int *rc)
+{
+    char secs[32], seed[32], pl[1024], fl[1024], me[32];
+    char sub[] = "decentralized", o1[] = "--cluster", o2[] = "--searcher",
+         o3[] = "--seconds", o4[] = "--seed", o5[] = "--stall", big[] = "1000000000";
+    char *argv[] = {pl, sub, o1, fl, o2, me, o3, secs, o4, seed, o5, big, NULL};
+    posix_spawn_file_actions_t fa;
+    pid_t pid;
+    int status = 0;
+    double t0;
+    extern char **environ;
+
+    snprintf(pl, sizeof pl, "%s", planner);
+    snprintf(fl, sizeof fl, "%s", file);
+    snprintf(me, sizeof me, "%s", method);
+    snprintf(secs, sizeof secs, "%g", budget);
+    snprintf(seed, sizeof seed, "%llu", seed_opt);
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    t0 = mono_s();
+    if (posix_spawn(&pid, planner, &fa, NULL, argv, environ) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -1.0;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    if (waitpid(pid, &status, 0) < 0)
+        return -1.0;
+    *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return mono_s() - t0;
+}
+
+/* The command on generated 256- and 1024-GPU instances, every searcher
+ * with an evaluation-free budget: wall time / --seconds - 1. */
+static void run_budget(const char *planner, double budget, int quick)
+{
+    static const int sizes[2][2] = {{256, 16}, {1024, 16}};
+    static const char *const meth[4] = {"ga", "kl", "sa", "random"};
+    char path[] = "/tmp/dtfm-bench-XXXXXX";
+    int s, m, fd, first = 1;
+    double worst = 0.0;
+
+    printf(",\"seconds_budget\":{\"budget_s\":%g,\"planner\":\"%s\",\"runs\":[",
+           budget, planner);
+    fd = mkstemp(path);
+    if (fd < 0) {
+        printf("]}");
+        return;
+    }
+    close(fd);
+    for (s = 0; s < (quick ? 1 : 2); s++) {
+        dtfm_gen_params gp;
+        dtfm_problem p;
+
+        dtfm_gen_params_init(&gp);
+        gp.kind = DTFM_GEN_PLANTED;
+        gp.n = sizes[s][0];
+        gp.d_pp = sizes[s][1];
+        gp.seed = seed_opt;
+        if (dtfm_generate(&gp, &p, NULL, NULL) != UTIL_OK)
+            continue;
+        if (write_matrices(&p, path) != 0) {
+            dtfm_problem_free(&p);
+            continue;
+        }
+        dtfm_problem_free(&p);
+        for (m = 0; m < 4; m++) {
+            int rc = -1;
+            double wall = time_command(planner, path, meth[m], budget, &rc);
+            printf("%s{\"devices\":%d,\"searcher\":\"%s\",\"exit\":%d,\"wall_s\":",
+                   first ? "" : ",", sizes[s][0], meth[m], rc);
+            print_num(wall >= 0 ? wall : NAN);
+            printf(",\"overshoot\":");
+            print_num(wall >= 0 ? wall / budget - 1.0 : NAN);
+            printf("}");
+            fflush(stdout);
+            first = 0;
+            if (wall / budget - 1.0 > worst)
+                worst = wall / budget - 1.0;
+        }
+    }
+    unlink(path);
+    printf("],\"worst_overshoot\":");
+    print_num(worst);
+    printf("}");
+}
+
 int main(int argc, char **argv)
 {
     static const int sizes[][2] = {{8, 2}, {8, 4}, {9, 3}, {10, 2}, {10, 5},
@@ -237,14 +529,22 @@ int main(int argc, char **argv)
             seconds_opt = atof(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed_opt = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--hard-seconds") == 0 && i + 1 < argc)
+            hard_seconds_opt = atof(argv[++i]);
+        else if (strcmp(argv[i], "--planner") == 0 && i + 1 < argc)
+            planner_opt = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only_opt = argv[++i];
         else if (strcmp(argv[i], "--quick") == 0)
             quick = 1;
         else {
-            fprintf(stderr, "usage: dtfm-scenarios [--seconds S] [--seed N] [--quick]\n");
+            fprintf(stderr, "usage: dtfm-scenarios [--seconds S] [--hard-seconds S] "
+                            "[--seed N] [--quick] [--planner PATH]\n"
+                            "       [--only scenarios|small|hard|budget]\n");
             return 2;
         }
     }
-    if (!(seconds_opt > 0)) {
+    if (!(seconds_opt > 0) || !(hard_seconds_opt > 0)) {
         fprintf(stderr, "dtfm-scenarios: --seconds expects a positive number\n");
         return 2;
     }
@@ -257,7 +557,7 @@ int main(int argc, char **argv)
             "public_results_seed0");
     }
     printf("{\"seconds\":%g,\"seed\":%llu,\"scenarios\":[", seconds_opt, seed_opt);
-    for (cs = 1; cs <= 5; cs++) {
+    for (cs = 1; cs <= 5 && part("scenarios"); cs++) {
         dtfm_input in;
         dtfm_options o;
         util_error err;
@@ -279,7 +579,7 @@ int main(int argc, char **argv)
         printf("}");
         dtfm_input_free(&in);
     }
-    for (cs = 1; cs <= 5 && pcases; cs++) {
+    for (cs = 1; cs <= 5 && pcases && part("scenarios"); cs++) {
         dtfm_input in;
         dtfm_options o;
         util_error err;
@@ -307,7 +607,7 @@ int main(int argc, char **argv)
                "instances and the public scheduler's costs come from it)\"", DATA);
     printf(",\"small\":[");
     util_pcg32_seed(&rng, 2022u, 4u);
-    for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++) {
+    for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]) && part("small"); i++) {
         dtfm_problem p;
         double opt, ga, sa, kl, rnd;
         long budget = quick ? 5000 : 20000;
@@ -333,7 +633,43 @@ int main(int argc, char **argv)
         fflush(stdout);
         dtfm_problem_free(&p);
     }
-    printf("]}\n");
+    printf("],\"hard\":[");
+    {
+        static const int hard[][2] = {{64, 8}, {256, 16}, {1024, 16}};
+        int h, kind, nh = !part("hard") ? 0 : quick ? 2 : 3, fh = 1;
+        for (h = 0; h < nh; h++)
+            for (kind = DTFM_GEN_PLANTED; kind >= DTFM_GEN_GEO; kind--) {
+                run_hard(kind, hard[h][0], hard[h][1], seed_opt + (unsigned long long)h, fh);
+                fh = 0;
+            }
+    }
+    printf("],\"hard_summary\":{\"instances\":%d,\"mean_kl_over_ga\":", hard_count);
+    print_num(hard_count ? hard_kl_margin / hard_count : NAN);
+    printf(",\"min_kl_over_ga\":");
+    print_num(hard_count ? hard_min_kl_margin : NAN);
+    printf(",\"mean_random_over_ga\":");
+    print_num(hard_count ? hard_rnd_margin / hard_count : NAN);
+    printf(",\"exact_bound_instances\":%d,\"max_ga_gap_where_exact\":", hard_exact);
+    print_num(hard_exact ? hard_max_exact_gap : NAN);
+    printf("}");
+    {
+        /* the planner next to this program's directory: build/bench/.. */
+        char def[1024];
+        const char *sl = strrchr(argv[0], '/');
+        if (planner_opt == NULL) {
+            snprintf(def, sizeof def, "%.*s../planner", sl ? (int)(sl - argv[0] + 1) : 0,
+                     argv[0]);
+            planner_opt = def;
+        }
+        if (!part("budget"))
+            ;
+        else if (access(planner_opt, X_OK) == 0)
+            run_budget(planner_opt, quick ? 2.0 : 5.0, quick);
+        else
+            printf(",\"seconds_budget\":\"skipped: no planner at '%s' (--planner PATH)\"",
+                   planner_opt);
+    }
+    printf("}\n");
     cJSON_Delete(data);
     free(text);
     return 0;

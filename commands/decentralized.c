@@ -25,7 +25,8 @@ static const char decentralized_usage[] =
     "                         paper's GPT3-XL settings)\n"
     "  --searcher NAME        ga (default), sa, kl, random or exact (<= 16 devices)\n"
     "  --seed N               random seed (default 0)\n"
-    "  --seconds S            wall-time limit; when hit, the best so far is kept\n"
+    "  --seconds S            wall-time limit of the whole command, loading\n"
+    "                         included; when hit, the best so far is kept\n"
     "                         (default 60)\n"
     "  --evals N              limit on cost evaluations (reproducible on any machine)\n"
     "  --stall N              stop after N offspring (sa: cycles, random: samples)\n"
@@ -183,6 +184,10 @@ int cmd_decentralized(int argc, char **argv)
     code = decentralized_args(argc, argv, &o);
     if (code != CMD_EXIT_OK)
         return code;
+    /* --seconds bounds the whole command: loading counts, and a little is
+     * kept for the final evaluation and the output */
+    o.sp.budget_start_s = dtfm_clock_s();
+    o.sp.reserve_s = 0.01 * o.sp.seconds;
     if (o.model) {
         if (fmt_load_model(o.model, &m, &err) != UTIL_OK) {
             code = cmd_report_error(&err);

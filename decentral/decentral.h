@@ -128,7 +128,9 @@ typedef struct dtfm_search_params {
     int method;             /* enum dtfm_method (GA) */
     uint64_t seed;          /* PCG32 seed; same seed, same result (0) */
     double seconds;         /* wall-time limit, s; 0 = none (0).  Hitting it
-                               returns UTIL_ETIMEOUT with the best so far */
+                               returns UTIL_ETIMEOUT with the best so far; at
+                               least one schedule is evaluated even when the
+                               budget is spent before the call */
     long max_evals;         /* cost evaluations (swap trials, candidates) allowed;
                                0 = none (0).  The reproducible limit */
     long stall;             /* GA/KL: stop after this many offspring without a new
@@ -140,7 +142,15 @@ typedef struct dtfm_search_params {
                                time, s; 0 = none (0) */
     search_progress_fn progress; /* progress callback, NULL = none (NULL) */
     void *progress_ctx;     /* passed to progress (NULL) */
+    double budget_start_s;  /* dtfm_clock_s() when the seconds budget began (a
+                               command's start, so that loading counts); 0 = the
+                               call (0) */
+    double reserve_s;       /* seconds of the budget left free for the caller's
+                               work after the search (0) */
 } dtfm_search_params;
+
+/* Monotonic clock, s (the time base of budget_start_s). */
+double dtfm_clock_s(void);
 
 void dtfm_search_params_init(dtfm_search_params *p);
 
@@ -170,7 +180,7 @@ void dtfm_search_result_free(dtfm_search_result *r);
 /* Where c_pp and c_dp come from (docs/decentralized.md). */
 enum dtfm_convention {
     DTFM_PAPER = 0,        /* derived from the model and batch (physical units) */
-    DTFM_PUBLIC_CODE = 1   /* the public scheduler's hard-coded 0.471249e9 and
+    DTFM_PUBLIC_CODE = 1   /* the public scheduler's 0.47124922275543213e9 and
                                    0.65e9 bytes unless the file gives them */
 };
 /* "paper", "public-code"; NULL when out of range. */
@@ -240,5 +250,51 @@ char *dtfm_to_json(const dtfm_meta *meta,
 char *dtfm_to_table(const dtfm_meta *meta,
                          const dtfm_input *in,
                          const dtfm_result *r);
+
+/* ---- generated instances and a lower bound (decentral/instances.c) --- */
+
+/* Kinds of generated instance. */
+enum dtfm_gen_kind {
+    DTFM_GEN_GEO = 0,      /* random sites of uneven size on a 12 000 km square:
+                              distance latency, random bandwidth, asymmetric noise */
+    DTFM_GEN_PLANTED,      /* the same background plus a hidden grid of fast links
+                              (every pair of a hidden group, and member i of stage
+                              q to member i of stage q + 1), device ids shuffled:
+                              the hidden schedule is optimal and its cost equals
+                              dtfm_lower_bound */
+    DTFM_GEN_NKINDS
+};
+/* "geo", "planted"; NULL when out of range. */
+const char *dtfm_gen_kind_name(int kind);
+
+typedef struct dtfm_gen_params {
+    int kind;               /* enum dtfm_gen_kind (geo) */
+    int n;                  /* devices, 2..4096 (64) */
+    int d_pp;               /* stages, >= 2, divides n (8) */
+    uint64_t seed;          /* PCG32 seed; same seed, same instance (0) */
+    double c_pp;            /* eq. 3 bytes (0.512e9, the paper's GPT3-XL) */
+    double c_dp;            /* eq. 2 bytes (0.65e9) */
+} dtfm_gen_params;
+
+void dtfm_gen_params_init(dtfm_gen_params *g);
+
+/* Generate an instance; p is allocated (free with dtfm_problem_free).
+ * planted (may be NULL) gets n entries: the hidden group of each device
+ * for DTFM_GEN_PLANTED, -1 otherwise.  UTIL_EINVAL for bad sizes. */
+int dtfm_generate(const dtfm_gen_params *gp, dtfm_problem *p, int *planted,
+                  util_error *err);
+
+/* A lower bound on dtfm_evaluate's cost over every balanced partition. */
+typedef struct dtfm_bound {
+    double total_s;         /* dp_s + pp_s + compute_s */
+    double dp_s;            /* max over devices of its g - 1 lightest eq. 2 terms */
+    double pp_s;            /* sum over the path's k - 1 edges of the lightest eq. 3
+                               term any of the stage's devices must use */
+    double compute_s;       /* sum over stages of the (t g)-th slowest device */
+} dtfm_bound;
+
+/* Lower bound (docs/decentralized.md, "Lower bound"); O(n^2 g).
+ * UTIL_EINVAL when p fails dtfm_problem_check, UTIL_ENOMEM. */
+int dtfm_lower_bound(const dtfm_problem *p, dtfm_bound *b, util_error *err);
 
 #endif

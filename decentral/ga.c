@@ -46,6 +46,34 @@ static int interleaved_partition(dtfm_ctx *c, int r, int *grp, int *order,
     return 1;
 }
 
+/* Greedy clusters (our addition): group by group, start from the first
+ * unassigned device and add the unassigned device that raises the
+ * group's eq. 2 row sums least (smallest sum of w_dp to the members so
+ * far), so that devices joined by fast links share a group. */
+static void greedy_partition(dtfm_ctx *c, int *grp, double *sum)
+{
+    int n = c->n, g = c->g, q, i, m, d;
+
+    for (i = 0; i < n; i++)
+        grp[i] = -1;
+    for (q = 0; q < c->k; q++) {
+        for (d = 0; d < n && grp[d] >= 0; d++)
+            ;
+        grp[d] = q;
+        for (i = 0; i < n; i++)
+            sum[i] = c->wdp[(size_t)d * (size_t)n + (size_t)i];
+        for (m = 1; m < g; m++) {
+            int best = -1;
+            for (i = 0; i < n; i++)
+                if (grp[i] < 0 && (best < 0 || sum[i] < sum[best]))
+                    best = i;
+            grp[best] = q;
+            for (i = 0; i < n; i++)
+                sum[i] += c->wdp[(size_t)best * (size_t)n + (size_t)i];
+        }
+    }
+}
+
 /* ---- the paper's local search (DT-FM section 3.4) -------------------- */
 
 /* Fastest link (smallest w_pp) inside group q: devices *x, *y. */
@@ -224,13 +252,14 @@ static void fastest_unlocked(dtfm_ctx *c, const dtfm_state *s, int q,
  * Gain, apply it and lock both devices, even when the cost rises; then
  * return to the best prefix of the sequence.  1 = the pass improved. */
 static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
-                         int *seq, int *fx, int *fy)
+                         int *seq, int *fx, int *fy, int *save)
 {
     int k = c->k, n = c->n, steps = 0, best_m = 0, i, a, b, u, v, maxsteps;
     double c0 = s->cost, s0 = s->sur, bc = s->cost, bs = s->sur;
 
     maxsteps = n / 2;
     memset(lock, 0, (size_t)n);
+    memcpy(save, s->grp, (size_t)n * sizeof *save);
     while (steps < maxsteps && !c->stop) {
         int bd = -1, be = -1;
         double bg = -DBL_MAX;
@@ -279,7 +308,19 @@ static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
             best_m = steps;
         }
     }
-    /* undo the tail after the best prefix */
+    /* undo the tail after the best prefix: swap back one by one, or, when
+     * that takes more evaluations than one rebuild is worth, replay the
+     * prefix on the saved partition and rebuild */
+    if (steps - best_m > 2 * k) {
+        for (i = 0; i < best_m; i++) {
+            int d = seq[2 * i], e = seq[2 * i + 1], q = save[d];
+            save[d] = save[e];
+            save[e] = q;
+        }
+        memcpy(s->grp, save, (size_t)n * sizeof *save);
+        dtfm_state_build(c, s);
+        steps = best_m;
+    }
     for (i = steps - 1; i >= best_m; i--) {
         dtfm_tx_begin(t, s);
         dtfm_tx_swap(c, t, s, seq[2 * i], seq[2 * i + 1]);
@@ -291,15 +332,15 @@ static int paper_kl_pass(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, char *lock,
 
 static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
                                int *pairs, int npairs, char *lock, int *seq,
-                               int *fx, int *fy)
+                               int *fx, int *fy, int *save, int limit)
 {
-    int pass = 0, limit = c->sp->ls_passes;
+    int pass = 0;
 
     while (!c->stop && (limit <= 0 || pass < limit)) {
         int imp = paper_pairs(c, t, s, pairs, npairs);
         imp |= paper_cycles(c, t, s, c->k * 2);
         if (!imp)
-            imp = paper_kl_pass(c, t, s, lock, seq, fx, fy);
+            imp = paper_kl_pass(c, t, s, lock, seq, fx, fy, save);
         pass++;
         if (!imp)
             break;
@@ -307,6 +348,9 @@ static void local_search_paper(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s,
 }
 
 /* ---- hybrid genetic algorithm (DT-FM section 3.4) -------------------- */
+
+#define GA_RESTART 40    /* offspring without a new best before a half restart */
+#define GA_INIT_PASSES 2 /* paper local-search passes for initial members */
 
 typedef struct indiv {
     int *grp;
@@ -403,14 +447,53 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
     }
 }
 
-static void local_search(dtfm_ctx *c, dtfm_work *w, int kl)
+/* Local search of an offspring: Kernighan-Lin for the KL baseline; for
+ * the GA the paper's, preceded by Kernighan-Lin when with_kl (the random
+ * half of the initial population: the affinity pulls fast-linked devices
+ * together, which the paper's moves, built around each group's fastest
+ * link, cannot do from a random start). */
+static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int init)
 {
-    if (kl)
+    int limit = c->sp->ls_passes;
+
+    /* initial members: a couple of passes, so that on large instances
+     * the population fills before the budget goes on one member */
+    if (init && limit <= 0)
+        limit = GA_INIT_PASSES;
+    if (kl || with_kl)
         dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
                              w->seq, w->locked);
-    else
+    if (!kl)
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
-                           w->kseq, w->fx, w->fy);
+                           w->kseq, w->fx, w->fy, w->order, limit);
+}
+
+static int cmp_indiv(const void *pa, const void *pb)
+{
+    const indiv *a = pa, *b = pb;
+
+    return (a->cost > b->cost) - (a->cost < b->cost);
+}
+
+/* Replace the worse half of the population (sorted by cost, best first)
+ * by random members after local search, every other one with
+ * Kernighan-Lin first. */
+static void restart_half(dtfm_ctx *c, dtfm_work *w, indiv *pop, int filled, int kl)
+{
+    int i;
+
+    qsort(pop, (size_t)filled, sizeof *pop, cmp_indiv);
+    for (i = filled / 2; i < filled && !c->stop; i++) {
+        dtfm_random_partition(c, w->s.grp);
+        dtfm_state_build(c, &w->s);
+        local_search(c, w, kl, i % 2, 0);
+        if (!kl)
+            dtfm_polish(c, &w->t, &w->s);
+        memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
+        pop[i].cost = w->s.cost;
+        pop[i].key = part_key(c, &w->s);
+        c->gens++;
+    }
 }
 
 int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
@@ -435,8 +518,14 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     c->phase = kl ? "kl-init" : "ga-init";
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
-        /* the first members: interleaved seeds, r = d_pp, ..., 1 (GA only) */
-        while (!kl && j <= c->k && !seeded && i < P / 2) {
+        /* the greedy clusters first, then random members with
+         * Kernighan-Lin first alternating with the interleaved seeds,
+         * r = d_pp, ..., 1 (GA only) */
+        if (!kl && i == 0 && w->gsum) {
+            greedy_partition(c, w->s.grp, w->gsum);
+            seeded = 1;
+        }
+        while (!kl && j <= c->k && !seeded && i % 2 == 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
                                            w->lock);
             j++;
@@ -444,7 +533,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl);
+        local_search(c, w, kl, !seeded || i == 0, 1);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);
@@ -466,7 +555,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             mutate(c, w->s.grp, 1 + (int)util_pcg32_bounded(
                                        &c->rng, (uint32_t)(c->n / 8 + 1)));
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl);
+        local_search(c, w, kl, (int)(c->gens & 1), 0);
         if (!kl && !better(c->best, w->s.cost))
             dtfm_polish(c, &w->t, &w->s);
         c->gens++;
@@ -490,7 +579,13 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             since_best = 0;
         } else if (c->stall > 0 && ++since_best >= c->stall) {
             break;
+        } else if (c->stall <= 0) {
+            ++since_best;
         }
+        /* diversity: after GA_RESTART offspring without a new best the worse
+         * half of the population is replaced by fresh random members */
+        if (since_best > 0 && since_best % GA_RESTART == 0)
+            restart_half(c, w, pop, filled, kl);
     }
 done:
     for (i = 0; i < P; i++)

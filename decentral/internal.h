@@ -13,6 +13,9 @@
 #define DTFM_HK_INNER_MAX 12   /* exact TSP inside the search up to this k */
 #define DTFM_CACHE_BITS 16     /* memoised coarsened edges: 2^16 slots */
 #define DTFM_TOL 1e-12         /* relative tolerance of "better" */
+/* dtfm_evaluate calls left room for at the end of a time budget: the
+ * search's final one, its caller's and a margin */
+#define DTFM_FINAL_EVALS 2.5
 
 /* One memoised edge of the coarsened graph. */
 typedef struct dtfm_cache_slot {
@@ -40,6 +43,9 @@ typedef struct dtfm_ctx {
     long evals;
     long gens;
     double t0;
+    double deadline;         /* dtfm_now_s() at which the time budget ends; 0 = none */
+    double build_s;          /* duration of one dtfm_evaluate, s (0 without a
+                                time budget) */
     int stop;                /* budget exhausted */
     int timed_out;
     long stall;              /* effective stall limit, 0 = none */
@@ -96,6 +102,7 @@ typedef struct dtfm_work {
     char *lock;              /* n */
     int *kseq;               /* n */
     int *fx, *fy;            /* k */
+    double *gsum;            /* n: greedy clustering scratch */
 } dtfm_work;
 
 /* a < b beyond the relative tolerance */

@@ -48,6 +48,8 @@ void dtfm_search_params_init(dtfm_search_params *p)
     p->checkpoint_s = 0.0;
     p->progress = NULL;
     p->progress_ctx = NULL;
+    p->budget_start_s = 0.0;
+    p->reserve_s = 0.0;
 }
 
 void dtfm_search_result_free(dtfm_search_result *r)
@@ -117,6 +119,7 @@ static void work_free(dtfm_work *w)
     free(w->kseq);
     free(w->fx);
     free(w->fy);
+    free(w->gsum);
 }
 
 static int work_alloc(dtfm_ctx *c, dtfm_work *w)
@@ -138,7 +141,8 @@ static int work_alloc(dtfm_ctx *c, dtfm_work *w)
     w->kseq = malloc((size_t)(n + 2) * sizeof *w->kseq);
     w->fx = malloc((size_t)k * sizeof *w->fx);
     w->fy = malloc((size_t)k * sizeof *w->fy);
-    if (!w->pairs || !w->D || !w->seq || !w->locked || !w->map2 ||
+    w->gsum = malloc((size_t)n * sizeof *w->gsum);
+    if (!w->gsum || !w->pairs || !w->D || !w->seq || !w->locked || !w->map2 ||
         !w->overlap || !w->size || !w->order || !w->lock || !w->kseq ||
         !w->fx || !w->fy)
         return 0;
@@ -197,6 +201,12 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
     if (c.stall <= 0 && sp->max_evals <= 0 && sp->seconds <= 0)
         c.stall = sp->method == DTFM_SA ? 3 : 200; /* some limit */
     c.t0 = dtfm_now_s();
+    if (sp->seconds > 0) {
+        c.deadline = (sp->budget_start_s > 0 ? sp->budget_start_s : c.t0) +
+                     sp->seconds - (sp->reserve_s > 0 ? sp->reserve_s : 0.0);
+        if (c.deadline <= 0)
+            c.deadline = 1e-300; /* spent: stop after the first schedule */
+    }
     util_pcg32_seed(&c.rng, sp->seed, 0x6474666dULL /* "dtfm" */);
     c.wdp = malloc(nn * sizeof *c.wdp);
     c.wpp = malloc(nn * sizeof *c.wpp);
@@ -226,6 +236,19 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
     for (i = 0; i < (1 << DTFM_CACHE_BITS); i++) {
         c.cache[i].ka = c.cache[i].kb = 0;
         c.cache[i].v = -1.0;
+    }
+    if (c.deadline > 0) {
+        /* time one full evaluation, to leave room at the end of the budget
+         * for the final one and the caller's */
+        double t1;
+        for (i = 0; i < n; i++)
+            c.best_grp[i] = i / g;
+        t1 = dtfm_now_s();
+        rc = dtfm_evaluate(p, c.best_grp, &res, err);
+        c.build_s = dtfm_now_s() - t1;
+        dtfm_result_free(&res);
+        if (rc != UTIL_OK)
+            goto done;
     }
     switch (sp->method) {
     case DTFM_GA:
