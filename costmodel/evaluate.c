@@ -86,10 +86,11 @@ static double dp_sync(const eval_ctx *x, int only)
     const fmt_strategy *s = x->s;
     const fmt_cluster *c = x->c;
     double worst = 0.0;
-    int j, k, d, n;
+    int j, k, d, n, *stamp;
 
     if (s->dp <= 1)
         return 0.0;
+    stamp = calloc((size_t)c->nnodes, sizeof *stamp); /* NULL: the slow count */
     memset(x->out_flows, 0, (size_t)c->nnodes * sizeof *x->out_flows);
     for (j = 0; j < s->pp; j++)
         for (k = 0; k < s->tp; k++) {
@@ -100,6 +101,16 @@ static double dp_sync(const eval_ctx *x, int only)
                     multi = 1;
             if (!multi)
                 continue;
+            if (stamp != NULL) { /* each node of the ring once: O(dp) */
+                for (d = 0; d < s->dp; d++) {
+                    n = c->device_node[fmt_rank_device(s, j, d, k)];
+                    if (stamp[n] != j * s->tp + k + 1) {
+                        stamp[n] = j * s->tp + k + 1;
+                        x->out_flows[n]++;
+                    }
+                }
+                continue;
+            }
             for (n = 0; n < c->nnodes; n++)
                 for (d = 0; d < s->dp; d++)
                     if (c->device_node[fmt_rank_device(s, j, d, k)] == n) {
@@ -107,6 +118,7 @@ static double dp_sync(const eval_ctx *x, int only)
                         break;
                     }
         }
+    free(stamp);
     for (j = 0; j < s->pp; j++) {
         double bytes = stage_grad_bytes(x, j);
         if (only >= 0 && j != only)
@@ -216,7 +228,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     eval_ctx x;
     cost_params ps = *p; /* the strategy's own schedule decides memory */
     int nr = s->tp * s->dp * s->pp, j, d, k, rc = UTIL_OK;
-    double *st = NULL, *sc = NULL, *e = NULL, best_tpp = -1.0;
+    double *st = NULL, *sc = NULL, *e = NULL, *ed = NULL, best_tpp = -1.0;
 
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
@@ -239,14 +251,22 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     st = calloc((size_t)s->pp, sizeof *st);
     sc = calloc((size_t)s->pp, sizeof *sc);
     e = calloc((size_t)s->pp, sizeof *e);
+    ed = calloc((size_t)s->pp * (size_t)s->dp, sizeof *ed);
     x.out_flows = calloc((size_t)c->nnodes, sizeof *x.out_flows);
     x.in_flows = calloc((size_t)c->nnodes, sizeof *x.in_flows);
     if (!out->stage_s || !out->p2p_s || !out->mem_bytes || !out->mem_cap || !st ||
-        !sc || !e || !x.out_flows || !x.in_flows) {
+        !sc || !e || !ed || !x.out_flows || !x.in_flows) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
 
+    /* transfers of every cut and replica, the NIC flows of a cut counted
+     * once for all its replicas */
+    for (j = 0; j + 1 < s->pp; j++) {
+        cost_count_cut_flows(c, s, j, x.out_flows, x.in_flows);
+        for (d = 0; d < s->dp; d++)
+            ed[(size_t)j * (size_t)s->dp + (size_t)d] = p2p_time(&x, j, d);
+    }
     /* AMP eq. 5 per replica, eq. 4 max over replicas */
     for (d = 0; d < s->dp; d++) {
         double sum = 0.0, max = 0.0, esum = 0.0, tpp;
@@ -275,8 +295,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             }
         }
         for (j = 0; j + 1 < s->pp; j++) {
-            cost_count_cut_flows(c, s, j, x.out_flows, x.in_flows);
-            e[j] = p2p_time(&x, j, d);
+            e[j] = ed[(size_t)j * (size_t)s->dp + (size_t)d];
             esum += e[j];
         }
         /* T_pp = (gas - 1) max t_i + sum t_i + sum e_i (AMP eq. 5) */
@@ -338,6 +357,7 @@ done:
     free(st);
     free(sc);
     free(e);
+    free(ed);
     free(x.out_flows);
     free(x.in_flows);
     if (rc != UTIL_OK)

@@ -94,6 +94,20 @@ typedef struct search_params {
     int tp_granule;         /* MLP columns of uneven shards come in multiples of this (64) */
     search_progress_fn progress; /* progress callback, NULL = none (NULL) */
     void *progress_ctx;     /* passed to progress (NULL) */
+    /* training features (method AMP; the Megatron baseline takes
+       cost_params' recompute and ZeRO stage, no sp, no interleaving) */
+    int recompute;          /* enum fmt_recompute every strategy uses, -1 = search
+                               none, selective and full (-1) */
+    int zero;               /* ZeRO stage 0..3 every strategy uses, -1 = search
+                               0..3 (above 0 only with dp > 1) (-1) */
+    int seq_par;            /* sequence parallelism: 0 off, 1 on (where tp > 1),
+                               -1 = search both (-1) */
+    int vpp;                /* model chunks per device, >= 1 fixed (1 = plain
+                               1F1B), 0 = search 1 and every count the blocks
+                               allow (0) */
+    double batch_tolerance; /* > 0: the global batch may be rounded by up to this
+                               fraction to one with more divisors, when the
+                               exact batch gives no strategy or a slower one (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -121,6 +135,11 @@ typedef struct search_result {
                                parameters (a stage without any cannot run) */
     search_memory_miss miss; /* of the rejected candidate closest to fitting
                                 (recorded while none fits) */
+    long pruned;            /* points never scored: their compute-only lower
+                               bound exceeds the k-th best time found */
+    long space;             /* points of the space (degrees, mbs, features) */
+    int global_batch;       /* batch the strategies use: sp->global_batch, or
+                               the rounded one (batch_tolerance) */
 } search_result;
 
 /* Run the search.  out is overwritten; free with search_result_free.
