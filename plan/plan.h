@@ -29,6 +29,9 @@ typedef struct plan_meta {
     double elapsed_s;           /* planning wall time */
     const cost_timeline *timeline; /* simulated iteration of the first strategy,
                                       written as its "timeline"; NULL = none */
+    int requested_batch;        /* global batch asked for when the plan rounded it
+                                   (settings.requested_global_batch); 0 = not rounded */
+    const char *batch_note;     /* why it was rounded (settings.batch_note) */
 } plan_meta;
 
 

@@ -140,10 +140,15 @@ typedef struct search_result {
     long space;             /* points of the space (degrees, mbs, features) */
     int global_batch;       /* batch the strategies use: sp->global_batch, or
                                the rounded one (batch_tolerance) */
+    double exact_samples_s; /* with a tolerance: samples/s of the best strategy
+                               at the exact batch, 0 when none runs it */
 } search_result;
 
-/* Run the search.  out is overwritten; free with search_result_free.
- * UTIL_EINFEASIBLE (with a reason in err) when no strategy fits. */
+/* Run the search on the cluster c (any sub-cluster works alike: it is
+ * the entry point for searches over device subsets).  out is
+ * overwritten; free with search_result_free.  UTIL_EINFEASIBLE (with a
+ * reason in err) when no strategy fits.  With sp->batch_tolerance, the
+ * batch used is out->global_batch. */
 int search_plan(const fmt_cluster *c, const fmt_model *m,
                 const fmt_profile *prof, const cost_params *cp,
                 const search_params *sp, search_result *out,
