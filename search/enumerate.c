@@ -26,6 +26,7 @@ void search_params_init(search_params *p)
     p->seq_par = -1;
     p->vpp = 0;
     p->batch_tolerance = 0.0;
+    p->exhaustive = 0;
 }
 
 void search_result_free(search_result *r)
@@ -498,7 +499,7 @@ static int search_amp(const fmt_cluster *c, const fmt_model *m,
     for (i = 0; i < nk; i++) {
         const search_key *k = &keys[i];
         int fit = 0;
-        if (!est->lb_bad && out->n >= sp->top_k &&
+        if (!est->lb_bad && !sp->exhaustive && out->n >= sp->top_k &&
             k->lb > out->cands[sp->top_k - 1].r.iter_s * (1.0 + 1e-9)) {
             out->pruned = nk - i;
             break;

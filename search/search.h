@@ -108,6 +108,8 @@ typedef struct search_params {
     double batch_tolerance; /* > 0: the global batch may be rounded by up to this
                                fraction to one with more divisors, when the
                                exact batch gives no strategy or a slower one (0) */
+    int exhaustive;         /* 1: score every point, no lower-bound pruning (for
+                               tests and benchmarks; the result is the same) (0) */
 } search_params;
 
 void search_params_init(search_params *p);
