@@ -93,11 +93,16 @@ static void uniform_bounds(const fmt_model *m, fmt_strategy *s)
                                : (int)(((long)L * j) / k);
 }
 
-/* State of one enumeration: the order of what is kept, the last
- * placement of each rule (shared by the features of one shape). */
+/* placements remembered per rule (the degrees most recently placed) */
+#define ENUM_PLACED 8
+
+/* State of one enumeration: the order of what is kept, the recent
+ * placements of each rule (shared by the features of one shape). */
 typedef struct enum_state {
     long *seqs;             /* top_k + 1: enumeration position of each kept one */
-    fmt_strategy placed[SEARCH_PLACE_NPLACEMENTS];
+    fmt_strategy placed[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED];
+    long used[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED]; /* last use, for eviction */
+    long clock;
     int lb_bad;             /* a scored time fell below its lower bound */
 } enum_state;
 
@@ -106,8 +111,8 @@ static void enum_state_free(enum_state *st)
     int i;
 
     free(st->seqs);
-    for (i = 0; i < SEARCH_PLACE_NPLACEMENTS; i++)
-        fmt_strategy_free(&st->placed[i]);
+    for (i = 0; i < SEARCH_PLACE_NPLACEMENTS * ENUM_PLACED; i++)
+        fmt_strategy_free(&st->placed[i / ENUM_PLACED][i % ENUM_PLACED]);
 }
 
 /* (t, seq) before (t2, seq2): lower time, then earlier enumeration. */
@@ -245,13 +250,20 @@ static int memory_fits(const fmt_cluster *c, const fmt_model *m,
 static int place_cached(const fmt_cluster *c, enum_state *st, int rule, int tp,
                         int dp, int pp, fmt_strategy *s, util_error *err)
 {
-    fmt_strategy *pc = &st->placed[rule];
-    int rc;
+    fmt_strategy *pc = NULL;
+    int rc, i, old = 0;
 
-    if (pc->ranks != NULL && pc->tp == tp && pc->dp == dp && pc->pp == pp) {
-        rc = fmt_strategy_copy(s, pc);
-        return rc == UTIL_OK ? UTIL_OK
-                             : util_error_set(err, rc, NULL, NULL, "out of memory");
+    st->clock++;
+    for (i = 0; i < ENUM_PLACED; i++) {
+        fmt_strategy *q = &st->placed[rule][i];
+        if (q->ranks != NULL && q->tp == tp && q->dp == dp && q->pp == pp) {
+            st->used[rule][i] = st->clock;
+            rc = fmt_strategy_copy(s, q);
+            return rc == UTIL_OK ? UTIL_OK
+                                 : util_error_set(err, rc, NULL, NULL, "out of memory");
+        }
+        if (st->used[rule][i] < st->used[rule][old])
+            old = i;
     }
     rc = fmt_strategy_alloc(s, tp, dp, pp);
     if (rc != UTIL_OK)
@@ -259,7 +271,9 @@ static int place_cached(const fmt_cluster *c, enum_state *st, int rule, int tp,
     rc = search_place(c, rule, s, err);
     if (rc != UTIL_OK)
         return rc;
+    pc = &st->placed[rule][old];
     fmt_strategy_free(pc);
+    st->used[rule][old] = st->clock;
     rc = fmt_strategy_copy(pc, s);
     return rc == UTIL_OK ? UTIL_OK
                          : util_error_set(err, rc, NULL, NULL, "out of memory");
