@@ -494,9 +494,11 @@ done:
 }
 
 /* AMP's Algorithm 1 over the space of search/space.c, best first by the
- * compute-only lower bound: once the top_k are full and the next bound
- * exceeds the k-th best time, nothing left can enter.  Ties keep
- * enumeration order, so the result is the exhaustive one. */
+ * compute-only lower bound (groups of equal degrees by their least bound,
+ * so that a placement serves its group): once the top_k are full, a point
+ * whose bound exceeds the k-th best time cannot enter, and once a group's
+ * least bound does, nothing left can.  Ties keep enumeration order, so
+ * the result is the exhaustive one. */
 static int search_amp(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp,
                       const search_params *sp, int max_tp, enum_state *est,
@@ -513,10 +515,16 @@ static int search_amp(const fmt_cluster *c, const fmt_model *m,
     for (i = 0; i < nk; i++) {
         const search_key *k = &keys[i];
         int fit = 0;
-        if (!est->lb_bad && !sp->exhaustive && out->n >= sp->top_k &&
-            k->lb > out->cands[sp->top_k - 1].r.iter_s * (1.0 + 1e-9)) {
-            out->pruned = nk - i;
+        double kth = !est->lb_bad && !sp->exhaustive && out->n >= sp->top_k
+                         ? out->cands[sp->top_k - 1].r.iter_s * (1.0 + 1e-9)
+                         : HUGE_VAL;
+        if (k->glb > kth) { /* every group left starts above the k-th best */
+            out->pruned += nk - i;
             break;
+        }
+        if (k->lb > kth) {
+            out->pruned++;
+            continue;
         }
         rc = try_degrees(c, m, prof, cp, sp, k->tp, N / (k->tp * k->pp), k->pp,
                          k->mbs, &k->f, k->seq, k->lb, est, out, &fit, err);

@@ -20,11 +20,13 @@ typedef struct search_key {
     int tp, pp, mbs;
     search_feat f;
     double lb;              /* s, valid for every placement */
+    double glb;             /* least lb of the points with its tp and pp */
     long seq;               /* position in enumeration order (ties) */
 } search_key;
 
-/* Every valid point for the cluster, model and batch, sorted by (lb,
- * seq).  Degrees and micro-batch sizes come from divisors, never from
+/* Every valid point for the cluster, model and batch, grouped by
+ * degrees (tp, pp: one placement serves the group), groups by their least
+ * bound, points of a group by (lb, seq).  Degrees and micro-batch sizes come from divisors, never from
  * loops over the batch.  *keys is malloc'd (caller frees).  Counts the
  * points ruled out (heads, stages without parameters) in out. */
 int search_space_build(const fmt_cluster *c, const fmt_model *m,

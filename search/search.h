@@ -101,7 +101,8 @@ typedef struct search_params {
     int zero;               /* ZeRO stage 0..3 every strategy uses, -1 = search
                                0..3 (above 0 only with dp > 1) (-1) */
     int seq_par;            /* sequence parallelism: 0 off, 1 on (where tp > 1),
-                               -1 = search both (-1) */
+                               -1 = searched: on where tp > 1, as it never
+                               loses (docs/algorithms.md) (-1) */
     int vpp;                /* model chunks per device, >= 1 fixed (1 = plain
                                1F1B), 0 = search 1 and every count the blocks
                                allow (0) */

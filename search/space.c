@@ -178,13 +178,28 @@ static double lb_time(lb_table *t, const double *e, int pp, long gas, int vpp)
     return (double)(gas - 1) * M + fmax(M, rho0 * S / (double)vpp);
 }
 
+/* (tp, pp, lb, seq) */
+static int cmp_shape(const void *pa, const void *pb)
+{
+    const search_key *a = pa, *b = pb;
+
+    if (a->tp != b->tp)
+        return a->tp < b->tp ? -1 : 1;
+    if (a->pp != b->pp)
+        return a->pp < b->pp ? -1 : 1;
+    if (a->lb != b->lb)
+        return a->lb < b->lb ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+/* (glb, tp, pp, lb, seq) */
 static int cmp_key(const void *pa, const void *pb)
 {
     const search_key *a = pa, *b = pb;
 
-    if (a->lb != b->lb)
-        return a->lb < b->lb ? -1 : 1;
-    return (a->seq > b->seq) - (a->seq < b->seq);
+    if (a->glb != b->glb)
+        return a->glb < b->glb ? -1 : 1;
+    return cmp_shape(pa, pb);
 }
 
 /* Append one key, growing the array. */
@@ -300,8 +315,14 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                             continue;
                         lb = lb_time(&t, lb_entry(&t, ti, mi, lvl), pp, gas, vv);
                         for (s0 = 0; s0 < 2; s0++) {
-                            if (sp->seq_par >= 0 ? s0 != (tp > 1 ? sp->seq_par : 0)
-                                                 : (s0 == 1 && tp == 1))
+                            /* searched, sequence parallelism is on wherever
+                             * tp > 1: it moves the same bytes as the TP
+                             * all-reduce (reduce-scatter + all-gather) and
+                             * splits the norms' and dropouts' work and
+                             * activations over the group (Korthikanti et al.
+                             * 2022), so it never loses */
+                            if (s0 != (sp->seq_par >= 0 ? (tp > 1 ? sp->seq_par : 0)
+                                                        : (tp > 1)))
                                 continue;
                             for (z = 0; z < 4; z++) {
                                 search_key key;
@@ -330,8 +351,18 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                 }
             }
         }
-    if (n > 1)
+    if (n > 1) {
+        long a0 = 0, i2;
+        qsort(v, (size_t)n, sizeof *v, cmp_shape);
+        for (i2 = 0; i2 < n; i2++) {
+            if (v[i2].tp != v[a0].tp || v[i2].pp != v[a0].pp)
+                a0 = i2;
+            v[i2].glb = v[a0].lb;
+        }
         qsort(v, (size_t)n, sizeof *v, cmp_key);
+    } else if (n == 1) {
+        v[0].glb = v[0].lb;
+    }
     *keys = v;
     *nkeys = n;
     v = NULL;
