@@ -564,6 +564,19 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "model '%s' has no layer with parameters "
                               "(every 'params' is 0): nothing to train", m->name);
+    /* documented limits (docs/algorithms.md, "Limits"): beyond them a
+     * search would run for minutes, so it is refused at once */
+    if (N > SEARCH_MAX_DEVICES)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "cluster '%s' has %d GPUs, more than the %d the "
+                              "search plans; plan a part of it (a sub-cluster "
+                              "file) or use 'planner evaluate' on given "
+                              "strategies", c->name, N, SEARCH_MAX_DEVICES);
+    if (m->nlayers > SEARCH_MAX_LAYERS)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "model '%s' has %d layers, more than the %d the "
+                              "search assigns to stages", m->name, m->nlayers,
+                              SEARCH_MAX_LAYERS);
     out->global_batch = gbs;
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
     est.seqs = calloc((size_t)sp->top_k + 1, sizeof *est.seqs);

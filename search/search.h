@@ -82,6 +82,11 @@ enum search_method {
     SEARCH_METHOD_MEGATRON      /* AMP section 4.1 heuristic baseline */
 };
 
+/* Largest inputs search_plan takes (UTIL_EINVAL beyond, with a message):
+ * GPUs in the cluster and layers of the model (docs/algorithms.md). */
+#define SEARCH_MAX_DEVICES 131072
+#define SEARCH_MAX_LAYERS 16384
+
 typedef struct search_params {
     int method;             /* enum search_method (AMP) */
     int global_batch;       /* global batch size (required, > 0) */

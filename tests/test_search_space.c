@@ -253,6 +253,41 @@ START_TEST(test_batch_tolerance_best)
 }
 END_TEST
 
+/* Beyond the documented limit the search refuses at once, saying so. */
+START_TEST(test_device_limit)
+{
+    char cluster[256];
+    static const char model[] =
+        "{\"name\":\"tiny\",\"training\":{\"global_batch\":64},\"transformer\":"
+        "{\"family\":\"gpt2\",\"layers\":2,\"hidden\":1024,\"heads\":16,"
+        "\"seq\":1024,\"vocab\":50257}}";
+    fmt_cluster c;
+    fmt_model m;
+    cost_params cp;
+    search_params sp;
+    search_result r;
+    util_error err;
+
+    /* 16,385 nodes of 8: 131,080 GPUs, 8 over SEARCH_MAX_DEVICES */
+    snprintf(cluster, sizeof cluster,
+             "{\"name\":\"huge\",\"nodes\":[{\"name\":\"n\",\"count\":%d,"
+             "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
+             "\"nic_gbps\":200}]}", SEARCH_MAX_DEVICES / 8 + 1);
+    ck_assert_int_eq(fmt_parse_cluster(cluster, "huge.json", &c, &err), UTIL_OK);
+    ck_assert_int_eq(c.ndevices, 131080);
+    ck_assert_int_eq(fmt_parse_model(model, "tiny.json", &m, &err), UTIL_OK);
+    cost_params_init(&cp);
+    search_params_init(&sp);
+    sp.global_batch = 64;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r, &err), UTIL_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err.msg, "131080 GPUs"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "131072"));
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 static Suite *space_suite(void)
 {
     Suite *s = suite_create("space");
@@ -264,6 +299,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, test_vpp_chunks);
     tcase_add_test(tc, test_batch_tolerance_prime);
     tcase_add_test(tc, test_batch_tolerance_best);
+    tcase_add_test(tc, test_device_limit);
     suite_add_tcase(s, tc);
     return s;
 }
