@@ -7,10 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
+#include "tp_cli.h"
 
 static void load(const char *cluster, const char *model, fmt_cluster *c,
                  fmt_model *m)
@@ -288,6 +291,69 @@ START_TEST(test_device_limit)
 }
 END_TEST
 
+/* planner plan: fixed features are what every strategy states, and a
+ * rounded batch is recorded in the plan and said on stderr. */
+START_TEST(test_cli_options)
+{
+    static const char *const fixed[] = {
+        "plan", "--cluster", HETPLAN_SOURCE_DIR "/examples/amp-het.json",
+        "--model", HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json",
+        "--recompute-level", "selective", "--zero", "1", "--vpp", "1",
+        "--sequence-parallel", "off", "--format", "json", NULL};
+    static const char *const rounded[] = {
+        "plan", "--cluster", HETPLAN_SOURCE_DIR "/examples/amp-het.json",
+        "--model", HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json",
+        "--global-batch", "31", "--batch-tolerance", "5", "--format", "json", NULL};
+    static const char *const bad[] = {
+        "plan", "--cluster", HETPLAN_SOURCE_DIR "/examples/amp-het.json",
+        "--model", "tiny.json", "--batch-tolerance", "lots", NULL};
+    tp_run_out r;
+    cJSON *doc, *st, *e, *set;
+
+    tp_setup();
+    tp_run(&r, fixed);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    doc = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(doc);
+    st = cJSON_GetObjectItem(doc, "strategies");
+    ck_assert_int_gt(cJSON_GetArraySize(st), 0);
+    cJSON_ArrayForEach(e, st) {
+        ck_assert_str_eq(cJSON_GetObjectItem(e, "recompute")->valuestring, "selective");
+        ck_assert_int_eq(cJSON_GetObjectItem(e, "zero")->valueint, 1);
+        ck_assert_int_eq(cJSON_GetObjectItem(e, "vpp")->valueint, 1);
+        ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(e, "sequence_parallel")));
+    }
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+
+    /* 31 within 5% (29.45 to 32.55): 32, a multiple of the 16 GPUs, runs
+     * with more samples per second on amp-het (test_batch_tolerance_best
+     * compares each batch searched alone) */
+    tp_run(&r, rounded);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    doc = cJSON_Parse(r.out);
+    ck_assert_ptr_nonnull(doc);
+    set = cJSON_GetObjectItem(doc, "settings");
+    ck_assert_ptr_nonnull(set);
+    ck_assert_int_eq(cJSON_GetObjectItem(set, "global_batch")->valueint, 32);
+    ck_assert_int_eq(cJSON_GetObjectItem(set, "requested_global_batch")->valueint, 31);
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(set, "batch_note")->valuestring,
+                                 "more samples per second"));
+    ck_assert_ptr_nonnull(strstr(r.err, "global batch 32 used instead of 31"));
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+
+    tp_write("tiny.json", "{\"name\":\"tiny\",\"training\":{\"global_batch\":8},"
+                          "\"transformer\":{\"family\":\"gpt2\",\"layers\":2,"
+                          "\"hidden\":256,\"heads\":4,\"seq\":128,\"vocab\":1000}}");
+    tp_run(&r, bad);
+    ck_assert_int_eq(r.status, 2);
+    ck_assert_ptr_nonnull(strstr(r.err, "--batch-tolerance"));
+    tp_run_free(&r);
+    tp_teardown();
+}
+END_TEST
+
 static Suite *space_suite(void)
 {
     Suite *s = suite_create("space");
@@ -300,6 +366,7 @@ static Suite *space_suite(void)
     tcase_add_test(tc, test_batch_tolerance_prime);
     tcase_add_test(tc, test_batch_tolerance_best);
     tcase_add_test(tc, test_device_limit);
+    tcase_add_test(tc, test_cli_options);
     suite_add_tcase(s, tc);
     return s;
 }
