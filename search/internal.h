@@ -35,8 +35,8 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                        search_key **keys, long *nkeys, search_result *out,
                        util_error *err);
 
-/* Sorted divisors of n not above cap (n >= 1) into a malloc'd *out;
- * returns the count, -1 when out of memory. */
+/* Sorted divisors of n not above cap (1 <= n < 2^31) into a malloc'd
+ * *out; returns the count, -1 when out of memory or n is too large. */
 int search_divisors(long n, long cap, long **out);
 
 /* cp with the strategy's own recompute, ZeRO stage and schedule, as

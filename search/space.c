@@ -22,9 +22,12 @@ int search_divisors(long n, long cap, long **out)
     *out = NULL;
     if (n < 1)
         return 0;
-    /* at most 2 sqrt(n) divisors; 1344 is the most any n < 2^31 has */
-    v = malloc(1400 * sizeof *v);
-    hi = malloc(1400 * sizeof *hi);
+    /* no n < 2^31 has more than 1600 divisors (2095133040 has 1600),
+     * half of them at most sqrt(n); larger n are refused */
+    if (n > 2147483647L)
+        return -1;
+    v = malloc(2048 * sizeof *v);
+    hi = malloc(1024 * sizeof *hi);
     if (v == NULL || hi == NULL) {
         free(v);
         free(hi);
