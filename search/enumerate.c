@@ -447,7 +447,7 @@ static void progress_tick(const search_params *sp, const search_result *out,
     ps->calls++;
     pr.elapsed_s = t - ps->t0;
     pr.evaluated = out->evaluated;
-    pr.total = 0;
+    pr.total = out->space; /* points of the space, 0 when not known */
     pr.best_s = out->n > 0 ? out->cands[0].r.iter_s : -1.0;
     pr.phase = "enumerate";
     sp->progress(sp->progress_ctx, &pr);
@@ -621,6 +621,16 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                             out->rejected_other - out->rejected_stages);
         goto done;
     }
+    if (out->n == 0 && out->space == 0 && sp->vpp > 1 &&
+        sp->method == SEARCH_METHOD_AMP) {
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                            "no strategy runs %d model chunks per device: "
+                            "interleaving needs pp >= 2, the 1f1b schedule, "
+                            "a micro-batch count divisible by pp and at least "
+                            "pp chunks of %d blocks (model '%s' has %d blocks)",
+                            sp->vpp, sp->vpp, m->name, search_blocks(m));
+        goto done;
+    }
     if (out->n == 0) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no strategy fits in memory: %ld candidates "
@@ -654,7 +664,7 @@ static int rerank_cmp(const void *pa, const void *pb)
 /* With fidelity "simulate": prune with the analytic model (every
  * candidate), keep the best max(4 top_k, 20), re-evaluate those with the
  * schedule simulator and re-rank them (docs/simulator.md). */
-static int search_one(const fmt_cluster *c, const fmt_model *m,
+int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp,
                       const search_params *sp, search_result *out, util_error *err)
 {
@@ -708,93 +718,5 @@ done:
     free(sorted);
     if (rc != UTIL_OK)
         search_result_free(out);
-    return rc;
-}
-
-/* Batches within the tolerance that factor better than b: for the
- * largest divisors q of the GPU count, the multiple of q nearest to b
- * (each dp = N / (tp pp) divides N, and dp must divide the batch).  At
- * most n, nearest first among equal q. */
-static int batch_candidates(long N, long b, double tol, long *cand, int n)
-{
-    long lo = (long)ceil((double)b * (1.0 - tol)), hi = (long)floor((double)b * (1.0 + tol));
-    long *qs = NULL;
-    int nq, i, k = 0, j;
-
-    if (lo < 1)
-        lo = 1;
-    if (hi > INT_MAX / 2)
-        hi = INT_MAX / 2;
-    nq = search_divisors(N, N, &qs);
-    for (i = nq - 1; i >= 0 && k < n; i--) {
-        long q = qs[i], down = b / q * q, up = down + q, best = -1;
-        if (q < 2)
-            break;
-        if (down >= lo && down >= 1)
-            best = down;
-        if (up <= hi && (best < 0 || up - b < b - best))
-            best = up;
-        if (best < 0 || best == b)
-            continue;
-        for (j = 0; j < k && cand[j] != best; j++)
-            ;
-        if (j == k)
-            cand[k++] = best;
-    }
-    free(qs);
-    return k;
-}
-
-/* The search at the exact batch; with a tolerance, also at the batches
- * of batch_candidates, keeping the one with the most samples per second
- * (the exact batch unless another is strictly faster or it has none). */
-int search_plan(const fmt_cluster *c, const fmt_model *m,
-                const fmt_profile *prof, const cost_params *cp,
-                const search_params *sp, search_result *out, util_error *err)
-{
-    search_params alt;
-    search_result r;
-    util_error e2;
-    long cand[4];
-    double best = 0.0, exact = 0.0;
-    int rc, i, n;
-
-    rc = search_one(c, m, prof, cp, sp, out, err);
-    if (!(sp->batch_tolerance > 0.0) || (rc != UTIL_OK && rc != UTIL_EINFEASIBLE))
-        return rc;
-    if (rc == UTIL_OK)
-        best = exact = (double)sp->global_batch / out->cands[0].r.iter_s;
-    n = batch_candidates(c->ndevices, sp->global_batch, sp->batch_tolerance,
-                         cand, 4);
-    for (i = 0; i < n; i++) {
-        double thr;
-        int rc2;
-        alt = *sp;
-        alt.global_batch = (int)cand[i];
-        alt.batch_tolerance = 0.0;
-        memset(&e2, 0, sizeof e2);
-        rc2 = search_one(c, m, prof, cp, &alt, &r, &e2);
-        if (rc2 == UTIL_EINFEASIBLE)
-            continue;
-        if (rc2 != UTIL_OK) {
-            if (rc == UTIL_OK)
-                search_result_free(out);
-            if (err != NULL)
-                *err = e2;
-            return rc2;
-        }
-        thr = (double)alt.global_batch / r.cands[0].r.iter_s;
-        if (thr > best * (1.0 + 1e-9)) {
-            if (rc == UTIL_OK)
-                search_result_free(out);
-            *out = r;
-            best = thr;
-            rc = UTIL_OK;
-        } else {
-            search_result_free(&r);
-        }
-    }
-    if (rc == UTIL_OK)
-        out->exact_samples_s = exact;
     return rc;
 }

@@ -44,6 +44,12 @@ int search_divisors(long n, long cap, long **out);
 void search_strategy_params(const cost_params *cp, const fmt_strategy *s,
                             cost_params *out);
 
+/* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
+int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *cp,
+                      const search_params *sp, search_result *out,
+                      util_error *err);
+
 /* Transformer blocks of the model. */
 int search_blocks(const fmt_model *m);
 

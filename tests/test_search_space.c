@@ -343,6 +343,17 @@ START_TEST(test_cli_options)
     cJSON_Delete(doc);
     tp_run_free(&r);
 
+    {   /* 24 blocks never split into chunks of 7: said, exit 4 */
+        static const char *const vpp7[] = {
+            "plan", "--cluster", HETPLAN_SOURCE_DIR "/examples/amp-het.json",
+            "--model", HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", "--vpp", "7",
+            NULL};
+        tp_run(&r, vpp7);
+        ck_assert_int_eq(r.status, 4);
+        ck_assert_ptr_nonnull(strstr(r.err, "7 model chunks per device"));
+        ck_assert_ptr_nonnull(strstr(r.err, "24 blocks"));
+        tp_run_free(&r);
+    }
     tp_write("tiny.json", "{\"name\":\"tiny\",\"training\":{\"global_batch\":8},"
                           "\"transformer\":{\"family\":\"gpt2\",\"layers\":2,"
                           "\"hidden\":256,\"heads\":4,\"seq\":128,\"vocab\":1000}}");
