@@ -1,7 +1,11 @@
 /* bench/plan_speed.c: wall time of the layer-assignment DP on random
- * heterogeneous instances and of whole searches on the shipped
- * examples.  Prints one JSON object; --dp-only skips the searches. */
+ * heterogeneous instances, of whole searches on the shipped examples and
+ * of the scale targets (thousands of GPUs, huge batches, a 530B model),
+ * each printed with its target and whether it is met, and the process's
+ * peak resident memory.  Prints one JSON object; --dp-only skips the
+ * searches, --targets-only runs only the scale targets. */
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -184,30 +188,170 @@ static void bench_plan(const plan_case *pc, int first)
         fmt_cluster_free(&c);
 }
 
+/* ---- scale targets --------------------------------------------------- */
+
+/* A generated cluster: `nodes` nodes of 8 GPUs, the first half of one
+ * device type and the rest of another (the same type twice makes it
+ * homogeneous); a transformer of `blocks` blocks; a global batch. */
+typedef struct target_case {
+    const char *name;
+    int nodes;
+    const char *type_a, *type_b;
+    double intra_gbps, nic_gbps;
+    int blocks, hidden, heads, seq;
+    double global_batch;
+    double target_s;
+} target_case;
+
+static const target_case target_cases[] = {
+    /* 4,096 GPUs (256 DGX A100 + 256 DGX H100 nodes), 128 blocks */
+    {"4096 GPUs x 128 layers", 512, "A100-80GB", "H100-SXM", 2400, 1600,
+     128, 8192, 64, 2048, 2048, 1.0},
+    /* 65,536 GPUs, the same model */
+    {"65536 GPUs", 8192, "A100-80GB", "H100-SXM", 2400, 1600,
+     128, 8192, 64, 2048, 16384, 10.0},
+    /* global batch 1e9 on 64 mixed GPUs, GPT-2 345M shape */
+    {"global batch 1e9", 8, "A100-80GB", "V100-32GB", 2400, 200,
+     24, 1024, 16, 1024, 1e9, 1.0},
+    /* Megatron-LM SC21 (Narayanan et al. 2021, Table 1): 530B, 105
+     * layers, h 20480, 128 heads, s 2048 on 640 DGX A100 80GB nodes
+     * (NVLink 600 GB/s per GPU, 8 x 200 Gbit/s HDR InfiniBand), batch 2520 */
+    {"530B on 5120 A100", 640, "A100-80GB", "A100-80GB", 2400, 1600,
+     105, 20480, 128, 2048, 2520, 1.0},
+};
+
+/* CPU seconds of this process: the machine is shared, so wall time
+ * also counts other people's work */
+static double cpu_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static double max_rss_mib(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return -1.0;
+    return (double)ru.ru_maxrss / 1024.0; /* Linux: KiB */
+}
+
+static void bench_target(const target_case *tc, int first)
+{
+    char cj[1024], mj[512], buf[1024];
+    fmt_cluster c;
+    fmt_model m;
+    cost_params cp;
+    search_params sp;
+    search_result res;
+    util_error err;
+    double t0, c0, s = 0.0, cs = 0.0;
+    int rc, half = tc->nodes / 2;
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&err, 0, sizeof err);
+    memset(&res, 0, sizeof res);
+    snprintf(cj, sizeof cj,
+             "{\"name\":\"bench\",\"nodes\":["
+             "{\"name\":\"a\",\"count\":%d,\"device\":\"%s\",\"gpus\":8,"
+             "\"intra_gbps\":%g,\"nic_gbps\":%g},"
+             "{\"name\":\"b\",\"count\":%d,\"device\":\"%s\",\"gpus\":8,"
+             "\"intra_gbps\":%g,\"nic_gbps\":%g}]}",
+             half, tc->type_a, tc->intra_gbps, tc->nic_gbps, tc->nodes - half,
+             tc->type_b, tc->intra_gbps, tc->nic_gbps);
+    snprintf(mj, sizeof mj,
+             "{\"name\":\"bench\",\"training\":{\"global_batch\":%.0f,"
+             "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
+             "\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,"
+             "\"vocab\":51200}}", tc->global_batch, tc->blocks, tc->hidden,
+             tc->heads, tc->seq);
+    printf("%s{\"target\":", first ? "" : ",");
+    put_json_string(tc->name);
+    rc = fmt_parse_cluster(cj, "bench-cluster.json", &c, &err);
+    if (rc == UTIL_OK)
+        rc = fmt_parse_model(mj, "bench-model.json", &m, &err);
+    if (rc == UTIL_OK) {
+        cost_params_init(&cp);
+        search_params_init(&sp);
+        sp.global_batch = (int)tc->global_batch;
+        t0 = now_ms();
+        c0 = cpu_s();
+        rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);
+        s = (now_ms() - t0) / 1e3;
+        cs = cpu_s() - c0;
+    }
+    printf(",\"gpus\":%d,\"layers\":%d,\"global_batch\":%.0f",
+           c.ndevices, m.nlayers, tc->global_batch);
+    if (rc != UTIL_OK) {
+        util_error_format(&err, buf, sizeof buf);
+        printf(",\"error\":");
+        put_json_string(buf[0] ? buf : util_strerror(rc));
+    } else {
+        const fmt_strategy *b = &res.cands[0].s;
+        printf(",\"wall_s\":%.3f,\"cpu_s\":%.3f,\"target_s\":%g,\"met\":%s,"
+               "\"space\":%ld,"
+               "\"pruned\":%ld,\"candidates\":%ld,"
+               "\"best\":{\"tp\":%d,\"pp\":%d,\"dp\":%d,\"mbs\":%d,"
+               "\"vpp\":%d,\"sp\":%d,\"recompute\":%d,\"zero\":%d,"
+               "\"iter_s\":%.4f}", s, cs, tc->target_s,
+               cs < tc->target_s ? "true" : "false", res.space, res.pruned,
+               res.evaluated, b->tp, b->pp,
+               b->dp, b->mbs, b->vpp, b->sp, b->recompute, b->zero,
+               res.cands[0].r.iter_s);
+    }
+    printf(",\"max_rss_mib\":%.1f}", max_rss_mib());
+    fflush(stdout);
+    search_result_free(&res);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+
 int main(int argc, char **argv)
 {
     util_pcg32 rng;
     size_t i;
-    int dp_only = 0, a;
+    int dp_only = 0, targets_only = 0, only = -1, a;
+    double rss;
 
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--dp-only") == 0) {
             dp_only = 1;
+        } else if (strcmp(argv[a], "--targets-only") == 0) {
+            targets_only = 1;
+        } else if (strcmp(argv[a], "--target") == 0 && a + 1 < argc) {
+            targets_only = 1;
+            only = atoi(argv[++a]);
         } else {
-            fprintf(stderr, "usage: plan-speed [--dp-only]\n");
+            fprintf(stderr, "usage: plan-speed [--dp-only | --targets-only | --target I]\n");
             return EXIT_FAILURE;
         }
     }
     util_pcg32_seed(&rng, 1u, 1u);
-    printf("{\"dp\":[");
-    for (i = 0; i < sizeof dp_cases / sizeof dp_cases[0]; i++)
-        bench_dp(&dp_cases[i], &rng, i == 0);
-    printf("]");
-    if (!dp_only) {
+    printf("{");
+    if (!targets_only) {
+        printf("\"dp\":[");
+        for (i = 0; i < sizeof dp_cases / sizeof dp_cases[0]; i++)
+            bench_dp(&dp_cases[i], &rng, i == 0);
+        printf("]");
+    }
+    if (!dp_only && !targets_only) {
         printf(",\"plans\":[");
         for (i = 0; i < sizeof plan_cases / sizeof plan_cases[0]; i++)
             bench_plan(&plan_cases[i], i == 0);
         printf("]");
+    }
+    if (!dp_only) {
+        printf("%s\"targets\":[", targets_only ? "" : ",");
+        for (i = 0; i < sizeof target_cases / sizeof target_cases[0]; i++)
+            if (only < 0 || (size_t)only == i)
+                bench_target(&target_cases[i], only >= 0 || i == 0);
+        rss = max_rss_mib();
+        printf("],\"max_rss_mib\":%.1f,\"memory_target_mib\":256,"
+               "\"memory_met\":%s", rss, rss < 256.0 ? "true" : "false");
     }
     printf("}\n");
     return EXIT_SUCCESS;

@@ -207,6 +207,10 @@ typedef struct cmd_plan_opts {
     int seed;               /* --seed (plan only) */
     int anneal_steps;       /* --anneal-steps, -1 = the default (plan only) */
     int plan_only;          /* 1 when one of the five above was given */
+    /* recompute and zero above: -1 when not given (plan searches them) */
+    int seq_par;            /* --sequence-parallel: 0 off, 1 on, -1 search */
+    int vpp;                /* --vpp N, 0 = search */
+    double batch_tolerance; /* --batch-tolerance PCT as a fraction, 0 = exact */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */

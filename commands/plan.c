@@ -47,8 +47,15 @@ const char cmd_plan_usage[] =
     "  --schedule 1f1b|gpipe  pipeline schedule (default 1f1b)\n"
     "  --fidelity analytic|simulate  iteration time from AMP's formula (default)\n"
     "                         or the schedule simulator (plan: re-ranks the best)\n"
-    "  --zero N               ZeRO stage 0-3 for the memory model (default 0)\n"
-    "  --recompute            assume activation recomputation\n"
+    "  --zero N               ZeRO stage 0-3 (default: plan searches 0-3, evaluate 0)\n"
+    "  --recompute            full activation recomputation (default: plan searches\n"
+    "                         none, selective and full; evaluate none)\n"
+    "  --recompute-level none|selective|full  fix the recomputation level\n"
+    "  --sequence-parallel on|off  sequence parallelism (default: on where tp > 1)\n"
+    "  --vpp N                model chunks per device, 1 = plain 1F1B (default:\n"
+    "                         searched where the blocks and micro-batches allow)\n"
+    "  --batch-tolerance PCT  plan may round the global batch by up to PCT percent\n"
+    "                         to one that factors better (default 0: exact)\n"
     "  --precision fp16|bf16|fp32  training precision (default: the model's\n"
     "                         training.precision, else fp16 mixed precision)\n"
     "  --param NAME=VALUE     override a cost-model constant (repeatable; see\n"
@@ -68,7 +75,8 @@ const char cmd_plan_usage[] =
 /* Options that plan_option stores. */
 enum {
     OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
-    OPT_OBJECTIVE, OPT_HEADROOM
+    OPT_OBJECTIVE, OPT_HEADROOM,
+    OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL
 };
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
@@ -133,6 +141,30 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
         o->headroom = pct / 100.0;
         break;
     }
+    case OPT_RECOMPUTE_LEVEL:
+        o->recompute = fmt_recompute_from_name(v);
+        if (o->recompute < 0)
+            return cmd_usage_error(NULL, "option '--recompute-level' expects none, "
+                                         "selective or full, got '%s'", v);
+        break;
+    case OPT_SEQ_PAR:
+        if (strcmp(v, "on") == 0)
+            o->seq_par = 1;
+        else if (strcmp(v, "off") == 0)
+            o->seq_par = 0;
+        else
+            return cmd_usage_error(NULL, "option '--sequence-parallel' expects on or "
+                                         "off, got '%s'", v);
+        break;
+    case OPT_BATCH_TOL: {
+        char *end = NULL;
+        double pct = strtod(v, &end);
+        if (end == v || *end != '\0' || !(pct >= 0.0 && pct <= 50.0))
+            return cmd_usage_error(NULL, "option '--batch-tolerance' expects a "
+                                         "percentage from 0 to 50, got '%s'", v);
+        o->batch_tolerance = pct / 100.0;
+        break;
+    }
     default: /* OPT_FIDELITY */
         o->fidelity = cost_fidelity_from_name(v);
         if (o->fidelity < 0)
@@ -153,7 +185,11 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_INT("--max-tp", &o->max_tp, 1, 1 << 20),
         CMD_INT("--max-mbs", &o->max_mbs, 1, INT_MAX / 2),
         CMD_INT("--zero", &o->zero, 0, 3),
-        CMD_SET("--recompute", NULL, &o->recompute, 1),
+        CMD_SET("--recompute", NULL, &o->recompute, FMT_RECOMPUTE_FULL),
+        CMD_CALL("--recompute-level", OPT_RECOMPUTE_LEVEL),
+        CMD_CALL("--sequence-parallel", OPT_SEQ_PAR),
+        CMD_INT("--vpp", &o->vpp, 1, FMT_MAX_VPP),
+        CMD_CALL("--batch-tolerance", OPT_BATCH_TOL),
         CMD_CALL("--param", OPT_PARAM),
         CMD_CALL("--precision", OPT_PRECISION),
         CMD_CALL("--method", OPT_METHOD),
@@ -178,6 +214,9 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     o->precision = -1;
     o->seed = -1;
     o->anneal_steps = -1;
+    o->zero = -1;
+    o->recompute = -1;
+    o->seq_par = -1;
     if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
         return code;
     if (o->use_all || o->seed >= 0 || o->anneal_steps >= 0)
@@ -316,8 +355,8 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
     cost_params_init(&r->cp);
     r->cp.calib = r->profile ? r->prof.calib : NULL; /* a calibrated profile */
     r->cp.schedule = o->schedule;
-    r->cp.zero_stage = o->zero;
-    r->cp.recompute = o->recompute;
+    r->cp.zero_stage = o->zero >= 0 ? o->zero : 0;
+    r->cp.recompute = o->recompute >= 0 ? o->recompute : FMT_RECOMPUTE_NONE;
     if (o->fidelity >= 0)
         r->cp.fidelity = o->fidelity;
     return plan_params(r, &err);
@@ -394,6 +433,7 @@ int cmd_plan(int argc, char **argv)
     cost_result *rs = NULL;
     const char **why = NULL;
     int i, code, rc, progress_drawn = 0;
+    char batch_note[256];
 
     memset(&res, 0, sizeof res);
     memset(&err, 0, sizeof err);
@@ -413,6 +453,11 @@ int cmd_plan(int argc, char **argv)
     sp.use_all = r.o.use_all;
     sp.seed = r.o.seed > 0 ? (uint64_t)r.o.seed : 0;
     sp.anneal_steps = r.o.anneal_steps < 0 ? 0 : r.o.anneal_steps > 0 ? r.o.anneal_steps : -1;
+    sp.recompute = r.o.recompute;
+    sp.zero = r.o.zero;
+    sp.seq_par = r.o.seq_par;
+    sp.vpp = r.o.vpp;
+    sp.batch_tolerance = r.o.batch_tolerance;
     if (!r.o.out.quiet && isatty(STDERR_FILENO)) { /* progress on a terminal only */
         sp.progress = cmd_progress_draw;
         sp.progress_ctx = &progress_drawn;
@@ -441,6 +486,24 @@ int cmd_plan(int argc, char **argv)
     r.meta.subsets = res.subsets;
     r.meta.anneal_moves = res.anneal_moves;
     r.meta.seed = (unsigned long)sp.seed;
+    if (res.global_batch > 0 && res.global_batch != sp.global_batch) {
+        /* rounded within --batch-tolerance: say which batch and why */
+        if (res.exact_samples_s > 0.0)
+            snprintf(batch_note, sizeof batch_note, "global batch %d used instead "
+                     "of %d (within --batch-tolerance): %.1f%% more samples per "
+                     "second", res.global_batch, sp.global_batch,
+                     100.0 * (res.global_batch / res.cands[0].r.iter_s /
+                              res.exact_samples_s - 1.0));
+        else
+            snprintf(batch_note, sizeof batch_note, "global batch %d used instead "
+                     "of %d (within --batch-tolerance): no strategy runs the "
+                     "exact batch", res.global_batch, sp.global_batch);
+        if (!r.o.out.quiet)
+            fprintf(stderr, "planner: note: %s\n", batch_note);
+        r.meta.requested_batch = sp.global_batch;
+        r.meta.batch_note = batch_note;
+        r.meta.global_batch = res.global_batch;
+    }
     r.meta.method = r.o.method == SEARCH_METHOD_MEGATRON ? "megatron" : "amp";
     r.meta.evaluated = res.evaluated;
     r.meta.rejected_memory = res.rejected_memory;

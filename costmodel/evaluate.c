@@ -52,6 +52,50 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
     }
 }
 
+/* Stage times of identical devices (type, TP ring, node bandwidth) are
+ * equal unless ranks carry shards or slowdowns: each stage remembers a
+ * few. */
+#define EVAL_MEMO 4
+typedef struct eval_memo {
+    const fmt_device_type *dt;  /* NULL = empty */
+    double bw, lat, hbw, t, tc;
+    int est, meas;
+} eval_memo;
+
+static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
+                              int dev, double bw, double lat, double *total,
+                              double *comm, int *est, int *meas)
+{
+    const fmt_device_type *dt = fmt_device(x->c, dev);
+    double hbw = x->c->nodes[x->c->device_node[dev]].intra_bw;
+    int i;
+
+    if (memo == NULL) {
+        stage_time(x, stage, dev, bw, lat, total, comm, est, meas, NULL);
+        return;
+    }
+    for (i = 0; i < EVAL_MEMO && memo[i].dt != NULL; i++)
+        if (memo[i].dt == dt && memo[i].bw == bw && memo[i].lat == lat &&
+            memo[i].hbw == hbw) {
+            *total = memo[i].t;
+            *comm = memo[i].tc;
+            *est += memo[i].est;
+            *meas += memo[i].meas;
+            return;
+        }
+    stage_time(x, stage, dev, bw, lat, total, comm, est, meas, NULL);
+    if (i == EVAL_MEMO)
+        i = EVAL_MEMO - 1; /* full: the last slot turns over */
+    memo[i].dt = dt;
+    memo[i].bw = bw;
+    memo[i].lat = lat;
+    memo[i].hbw = hbw;
+    memo[i].t = *total;
+    memo[i].tc = *comm;
+    memo[i].est = *est;
+    memo[i].meas = *meas;
+}
+
 /* Activation forward + gradient backward between stage j and j + 1 of
  * replica d: every TP rank sends the full activation (Megatron without
  * scatter/gather), P2P time = latency + bytes / bandwidth. */
@@ -86,10 +130,11 @@ static double dp_sync(const eval_ctx *x, int only)
     const fmt_strategy *s = x->s;
     const fmt_cluster *c = x->c;
     double worst = 0.0;
-    int j, k, d, n;
+    int j, k, d, n, *stamp;
 
     if (s->dp <= 1)
         return 0.0;
+    stamp = calloc((size_t)c->nnodes, sizeof *stamp); /* NULL: the slow count */
     memset(x->out_flows, 0, (size_t)c->nnodes * sizeof *x->out_flows);
     for (j = 0; j < s->pp; j++)
         for (k = 0; k < s->tp; k++) {
@@ -100,6 +145,16 @@ static double dp_sync(const eval_ctx *x, int only)
                     multi = 1;
             if (!multi)
                 continue;
+            if (stamp != NULL) { /* each node of the ring once: O(dp) */
+                for (d = 0; d < s->dp; d++) {
+                    n = c->device_node[fmt_rank_device(s, j, d, k)];
+                    if (stamp[n] != j * s->tp + k + 1) {
+                        stamp[n] = j * s->tp + k + 1;
+                        x->out_flows[n]++;
+                    }
+                }
+                continue;
+            }
             for (n = 0; n < c->nnodes; n++)
                 for (d = 0; d < s->dp; d++)
                     if (c->device_node[fmt_rank_device(s, j, d, k)] == n) {
@@ -107,6 +162,7 @@ static double dp_sync(const eval_ctx *x, int only)
                         break;
                     }
         }
+    free(stamp);
     for (j = 0; j < s->pp; j++) {
         double bytes = stage_grad_bytes(x, j);
         if (only >= 0 && j != only)
@@ -216,7 +272,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     eval_ctx x;
     cost_params ps = *p; /* the strategy's own schedule decides memory */
     int nr = s->tp * s->dp * s->pp, j, d, k, rc = UTIL_OK;
-    double *st = NULL, *sc = NULL, *e = NULL, best_tpp = -1.0;
+    double *st = NULL, *sc = NULL, *e = NULL, *ed = NULL, best_tpp = -1.0;
+    eval_memo *memo = NULL;
+    int plain = s->slow == NULL && s->tp_heads == NULL;
 
     memset(out, 0, sizeof *out);
     memset(&x, 0, sizeof x);
@@ -239,14 +297,24 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     st = calloc((size_t)s->pp, sizeof *st);
     sc = calloc((size_t)s->pp, sizeof *sc);
     e = calloc((size_t)s->pp, sizeof *e);
+    ed = calloc((size_t)s->pp * (size_t)s->dp, sizeof *ed);
+    if (plain) /* NULL when out of memory: every device timed alone */
+        memo = calloc((size_t)s->pp * EVAL_MEMO, sizeof *memo);
     x.out_flows = calloc((size_t)c->nnodes, sizeof *x.out_flows);
     x.in_flows = calloc((size_t)c->nnodes, sizeof *x.in_flows);
     if (!out->stage_s || !out->p2p_s || !out->mem_bytes || !out->mem_cap || !st ||
-        !sc || !e || !x.out_flows || !x.in_flows) {
+        !sc || !e || !ed || !x.out_flows || !x.in_flows) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
 
+    /* transfers of every cut and replica, the NIC flows of a cut counted
+     * once for all its replicas */
+    for (j = 0; j + 1 < s->pp; j++) {
+        cost_count_cut_flows(c, s, j, x.out_flows, x.in_flows);
+        for (d = 0; d < s->dp; d++)
+            ed[(size_t)j * (size_t)s->dp + (size_t)d] = p2p_time(&x, j, d);
+    }
     /* AMP eq. 5 per replica, eq. 4 max over replicas */
     for (d = 0; d < s->dp; d++) {
         double sum = 0.0, max = 0.0, esum = 0.0, tpp;
@@ -258,9 +326,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             cost_tp_ring(c, p, s, j, d, &bw, &lat);
             for (k = 0; k < s->tp; k++) {
                 double t, tc;
-                int est = 0, meas = 0;
-                stage_time(&x, j, fmt_rank_device(s, j, d, k), bw, lat, &t, &tc,
-                           &est, &meas, NULL);
+                int est = 0, meas = 0, dev = fmt_rank_device(s, j, d, k);
+                stage_time_shared(&x, memo ? memo + (size_t)j * EVAL_MEMO : NULL, j,
+                                  dev, bw, lat, &t, &tc, &est, &meas);
                 out->estimated += est;
                 out->measured += meas;
                 if (t > st[j]) { /* a stage runs at its slowest device */
@@ -275,8 +343,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             }
         }
         for (j = 0; j + 1 < s->pp; j++) {
-            cost_count_cut_flows(c, s, j, x.out_flows, x.in_flows);
-            e[j] = p2p_time(&x, j, d);
+            e[j] = ed[(size_t)j * (size_t)s->dp + (size_t)d];
             esum += e[j];
         }
         /* T_pp = (gas - 1) max t_i + sum t_i + sum e_i (AMP eq. 5) */
@@ -320,9 +387,13 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
         for (r = 0; r < nr; r++) {
             const fmt_device_type *dt = fmt_device(c, s->ranks[r]);
             cost_memory mem; /* costmodel/memory.c */
-            cost_rank_stage_memory(m, p, s, r, &mem);
-            out->mem_bytes[r] = mem.total;
-            out->mem_bytes[r] = cost_rank_memory(m, p, s, r, out->mem_bytes[r]);
+            if (plain && r % (s->tp * s->dp) != 0) { /* as its stage's first rank */
+                out->mem_bytes[r] = out->mem_bytes[r - r % (s->tp * s->dp)];
+            } else {
+                cost_rank_stage_memory(m, p, s, r, &mem);
+                out->mem_bytes[r] = mem.total;
+                out->mem_bytes[r] = cost_rank_memory(m, p, s, r, out->mem_bytes[r]);
+            }
             out->mem_cap[r] = dt->mem_bytes;
             if (out->mem_cap[r] - out->mem_bytes[r] < worst) {
                 worst = out->mem_cap[r] - out->mem_bytes[r];
@@ -338,6 +409,8 @@ done:
     free(st);
     free(sc);
     free(e);
+    free(ed);
+    free(memo);
     free(x.out_flows);
     free(x.in_flows);
     if (rc != UTIL_OK)

@@ -117,7 +117,12 @@ static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
                          util_json_put_str(o, "precision", precision_name(m)) &&
                          util_json_put_str(o, "fidelity",
                                  p ? cost_fidelity_name(p->fidelity) : NULL) &&
-                         util_json_put(o, "cost_params", params_json(p)));
+                         util_json_put(o, "cost_params", params_json(p)) &&
+                         (meta->requested_batch <= 0 ||
+                          meta->requested_batch == meta->global_batch ||
+                          (util_json_put_num(o, "requested_global_batch",
+                                             meta->requested_batch) &&
+                           util_json_put_str(o, "batch_note", meta->batch_note))));
 }
 
 static cJSON *search_json(const plan_meta *meta)

@@ -37,6 +37,9 @@ typedef struct plan_meta {
     int subsets;                /* device subsets searched, 0 = not recorded */
     long anneal_moves;          /* placement annealing moves scored */
     unsigned long seed;         /* --seed of the search */
+    int requested_batch;        /* global batch asked for when the plan rounded it
+                                   (settings.requested_global_batch); 0 = not rounded */
+    const char *batch_note;     /* why it was rounded (settings.batch_note) */
 } plan_meta;
 
 

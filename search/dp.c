@@ -31,6 +31,8 @@ typedef struct dp_ctx {
     double *val;            /* n1 window values of the current stage */
     int *dq;                /* n1 monotone deque of window positions */
     int *cur;               /* k + 1 bounds of the last reconstruction */
+    int *bal;               /* k + 1 bounds of the best balanced split */
+    double A;               /* least stage time allowed (balancing), 0 = none */
 } dp_ctx;
 
 static int dp_bad(double x)
@@ -225,7 +227,8 @@ static double dp_solve(dp_ctx *c, double T)
     for (i = 0; i <= L; i++)
         gj[i] = HUGE_VAL;
     for (i = L - 1; i >= k - 1 && dp_seg_ok(c, k - 1, i, L, T); i--)
-        gj[i] = pj[L] - pj[i];
+        if (pj[L] - pj[i] >= c->A)
+            gj[i] = pj[L] - pj[i];
     for (j = k - 2; j >= 0; j--) {
         gj = c->g + (size_t)j * n1;
         gn = gj + n1;
@@ -257,7 +260,8 @@ static double dp_solve(dp_ctx *c, double T)
                 }
                 next++;
             }
-            while (tail > head && dq[head] <= i)
+            /* ends below the least stage time only get further below */
+            while (tail > head && (dq[head] <= i || pj[dq[head]] - pj[i] < c->A))
                 head++;
             if (tail > head)
                 gj[i] = val[dq[head]] - pj[i];
@@ -284,7 +288,7 @@ static double dp_rebuild(dp_ctx *c, double T)
         emax = L - k + j + 1;
         pick = emax;    /* not reached: the minimum itself qualifies */
         for (i2 = i + 1; i2 <= emax && dp_seg_ok(c, j, i, i2, T); i2++) {
-            if (!(gn[i2] < HUGE_VAL))
+            if (!(gn[i2] < HUGE_VAL) || pj[i2] - pj[i] < c->A)
                 continue;
             v = pj[i2] + dp_cut(c, j, i2) + gn[i2];
             if (v - pj[i] <= target + DP_TIE * fabs(target)) {
@@ -327,6 +331,7 @@ static void dp_free(dp_ctx *c)
     free(c->val);
     free(c->dq);
     free(c->cur);
+    free(c->bal);
 }
 
 static int dp_init(dp_ctx *c, const search_dp_input *in)
@@ -344,10 +349,11 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
     c->val = malloc(n1 * sizeof *c->val);
     c->dq = malloc(n1 * sizeof *c->dq);
     c->cur = malloc((k + 1) * sizeof *c->cur);
+    c->bal = malloc((k + 1) * sizeof *c->bal);
     if (in->mem != NULL && in->cap != NULL)
         c->Q = malloc(k * n1 * sizeof *c->Q);
     if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
-        c->cur == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
+        c->cur == NULL || c->bal == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
         return UTIL_ENOMEM;
     for (j = 0; j < k; j++) {
         s = 0.0;
@@ -420,6 +426,60 @@ static void dp_sweep(dp_ctx *c, double f_inf, double bneck, int *best,
     }
 }
 
+/* Largest and smallest stage time of bounds b (prefix sums). */
+static void dp_range(const dp_ctx *c, const int *b, double *mx, double *mn)
+{
+    int j;
+
+    *mx = 0.0;
+    *mn = HUGE_VAL;
+    for (j = 0; j < c->k; j++) {
+        const double *pj = c->P + (size_t)j * c->n1;
+        double t = pj[b[j + 1]] - pj[b[j]];
+        *mx = fmax(*mx, t);
+        *mn = fmin(*mn, t);
+    }
+}
+
+/* Balanced ties: among the splits as good as the best (within DP_TIE)
+ * with no stage above its bottleneck B, the one whose smallest stage
+ * time is largest (bisection on that least time A: the DP then admits
+ * stages in [A, B] only), then least sum, then lexicographically
+ * smallest.  Equal layers on equal stages end up with counts that differ
+ * by at most one. */
+static void dp_balance(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
+{
+    const search_dp_input *in = c->in;
+    double B, lo, hi, mid, v, mx, mn;
+    int have = 0, it;
+    size_t n = (size_t)c->k + 1;
+
+    dp_range(c, best, &B, &lo);
+    hi = B;
+    for (it = 0; it < 40 && hi - lo > 1e-9 * hi; it++) {
+        mid = lo + 0.5 * (hi - lo);
+        c->A = mid;
+        st->solves++;
+        if (dp_solve(c, B) < HUGE_VAL) {
+            dp_rebuild(c, B);
+            v = search_dp_objective(in, c->cur);
+            if (v <= *bestv + DP_TIE * fabs(*bestv)) {
+                dp_range(c, c->cur, &mx, &mn);
+                lo = fmax(mn, mid);
+                memcpy(c->bal, c->cur, n * sizeof *c->bal);
+                have = 1;
+                continue;
+            }
+        }
+        hi = mid;
+    }
+    c->A = 0.0;
+    if (have) {
+        memcpy(best, c->bal, n * sizeof *best);
+        *bestv = search_dp_objective(in, best);
+    }
+}
+
 int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                            double *objective, search_dp_stats *stats,
                            util_error *err)
@@ -457,6 +517,8 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     dp_consider(in, c.cur, bounds, &bestv, &have);
     if (in->gas > 1 && in->k > 1)
         dp_sweep(&c, f_inf, bneck, bounds, &bestv, &have, &st);
+    if (in->k > 1)
+        dp_balance(&c, bounds, &bestv, &st);
     *objective = bestv;
 cleanup:
     if (stats != NULL)
@@ -486,11 +548,42 @@ static int dp_next_composition(int *b, int k, int L)
     return 1;
 }
 
+/* Largest and smallest stage time and sum of times and cuts of b. */
+static void bf_stats(const search_dp_input *in, const int *b, double *mx,
+                     double *mn, double *sum)
+{
+    size_t L = (size_t)in->L, j, l;
+
+    *mx = 0.0;
+    *mn = HUGE_VAL;
+    *sum = 0.0;
+    for (j = 0; j < (size_t)in->k; j++) {
+        double t = 0.0;
+        for (l = (size_t)b[j]; l < (size_t)b[j + 1]; l++)
+            t += in->t[j * L + l];
+        *mx = fmax(*mx, t);
+        *mn = fmin(*mn, t);
+        *sum += t;
+        if (in->e != NULL && j + 1 < (size_t)in->k)
+            *sum += in->e[j * (L + 1) + (size_t)b[j + 1]];
+    }
+}
+
+/* First composition of k stages. */
+static void bf_first(int *b, int k, int L)
+{
+    int j;
+
+    for (j = 0; j <= k; j++)
+        b[j] = j < k ? j : L;
+}
+
 int search_dp_bruteforce(const search_dp_input *in, int *bounds,
                          double *objective, util_error *err)
 {
-    int *b = NULL, j, rc, have = 0, more;
-    double v, bestv = HUGE_VAL;
+    int *b = NULL, rc, have = 0, more, pass;
+    double v, bestv = HUGE_VAL, B0 = -1.0, amax = -HUGE_VAL, smin = HUGE_VAL;
+    double mx, mn, sum, tol;
 
     if (bounds == NULL || objective == NULL) {
         rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
@@ -506,37 +599,49 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
                             "no memory for %d stages", in->k);
         goto cleanup;
     }
-    /* pass 1: least objective; pass 2: first split within tolerance */
-    for (j = 0; j <= in->k; j++)
-        b[j] = j < in->k ? j : in->L;
-    do {
-        if (search_dp_fits(in, b)) {
-            v = search_dp_objective(in, b);
-            if (v < bestv)
-                bestv = v;
-            have = 1;
-        }
-        more = dp_next_composition(b, in->k, in->L);
-    } while (more);
-    if (!have) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no split of %d layers into %d stages fits "
-                            "memory", in->L, in->k);
-        goto cleanup;
-    }
-    for (j = 0; j <= in->k; j++)
-        b[j] = j < in->k ? j : in->L;
-    do {
-        if (search_dp_fits(in, b)) {
-            v = search_dp_objective(in, b);
-            if (v <= bestv + DP_TIE * fabs(bestv)) {
-                memcpy(bounds, b, ((size_t)in->k + 1) * sizeof *b);
-                *objective = v;
-                break;
+    /* pass 0: least objective; pass 1: bottleneck B0 of the first split
+     * within tolerance; pass 2: among those within tolerance and B0 the
+     * largest smallest stage; pass 3: least sum among those; pass 4:
+     * the first of them (search_dp_assign's balanced ties) */
+    for (pass = 0; pass <= 4; pass++) {
+        bf_first(b, in->k, in->L);
+        tol = DP_TIE * fabs(bestv);
+        do {
+            if (search_dp_fits(in, b)) {
+                v = search_dp_objective(in, b);
+                have = 1;
+                bf_stats(in, b, &mx, &mn, &sum);
+                if (pass == 0 && v < bestv) {
+                    bestv = v;
+                } else if (pass > 0 && v <= bestv + tol) {
+                    if (pass == 1) {
+                        B0 = mx;
+                        break;
+                    }
+                    if (mx > B0)
+                        ;
+                    else if (pass == 2)
+                        amax = fmax(amax, in->k > 1 ? mn : 0.0);
+                    else if (in->k > 1 && mn < amax)
+                        ;
+                    else if (pass == 3)
+                        smin = fmin(smin, sum);
+                    else if (sum <= smin + DP_TIE * fabs(smin)) {
+                        memcpy(bounds, b, ((size_t)in->k + 1) * sizeof *b);
+                        *objective = v;
+                        break;
+                    }
+                }
             }
+            more = dp_next_composition(b, in->k, in->L);
+        } while (more);
+        if (!have) {
+            rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                                "no split of %d layers into %d stages fits "
+                                "memory", in->L, in->k);
+            goto cleanup;
         }
-        more = dp_next_composition(b, in->k, in->L);
-    } while (more);
+    }
     rc = UTIL_OK;
 cleanup:
     free(b);

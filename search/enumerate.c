@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "search.h"
+#include "internal.h"
 
 void search_params_init(search_params *p)
 {
@@ -21,6 +21,12 @@ void search_params_init(search_params *p)
     p->keep_infeasible = 0;
     p->uneven_tp = 1;
     p->tp_granule = 64;
+    p->recompute = -1;
+    p->zero = -1;
+    p->seq_par = -1;
+    p->vpp = 0;
+    p->batch_tolerance = 0.0;
+    p->exhaustive = 0;
 }
 
 void search_result_free(search_result *r)
@@ -37,24 +43,6 @@ void search_result_free(search_result *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Groups the layer assignment works on: each layer without
- * parameters is glued to the layer with parameters before it (leading
- * ones to the first with parameters), so that no stage can be left
- * without parameters (cost_empty_stage).  start gets G + 1 entries
- * (start[G] = L); returns G, the layers with parameters. */
-static int param_groups(const fmt_model *m, int *start)
-{
-    int l, g = 0;
-
-    for (l = 0; l < m->nlayers; l++)
-        if (m->layers[l].params > 0.0) {
-            start[g] = g == 0 ? 0 : l;
-            g++;
-        }
-    start[g] = m->nlayers;
-    return g;
-}
-
 /* First layer of group q of param_groups, without a table. */
 static int group_start(const fmt_model *m, int q)
 {
@@ -66,117 +54,6 @@ static int group_start(const fmt_model *m, int q)
         if (m->layers[l].params > 0.0 && seen++ == q)
             return l;
     return m->nlayers;
-}
-
-int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
-                         const fmt_profile *prof, const cost_params *cp,
-                         fmt_strategy *s, util_error *err)
-{
-    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = UTIL_OK;
-    double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
-    double *tg = NULL, *eg = NULL, *mg = NULL;
-    int *gs = NULL, *gb = NULL;
-    search_dp_input in;
-
-    tt = calloc((size_t)k * (size_t)L, sizeof *tt);
-    e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
-    mem = calloc((size_t)k * (size_t)L, sizeof *mem);
-    cap = calloc((size_t)k, sizeof *cap);
-    gs = calloc((size_t)L + 1, sizeof *gs);
-    gb = calloc((size_t)k + 1, sizeof *gb);
-    if (!tt || !e || !mem || !cap || !gs || !gb) {
-        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-        goto done;
-    }
-    G = param_groups(m, gs);
-    if (G < k) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "model '%s' has %d layers holding parameters, fewer "
-                            "than the %d pipeline stages: a stage without "
-                            "parameters cannot run (an optimizer per stage)",
-                            m->name, G, k);
-        goto done;
-    }
-    for (j = 0; j < k; j++) {
-        int inflight = cost_inflight(cp, j, s->pp, s->gas);
-        /* memory: per-layer sums plus a bound of the rest */
-        double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
-                                                 inflight, s->gas);
-        cap[j] = INFINITY;
-        for (d = 0; d < s->dp; d++) {
-            double bw, lat;
-            cost_tp_ring(c, cp, s, j, d, &bw, &lat);
-            for (t = 0; t < s->tp; t++) {
-                int dev = fmt_rank_device(s, j, d, t);
-                const fmt_device_type *dt = fmt_device(c, dev);
-                const fmt_node *node = &c->nodes[c->device_node[dev]];
-                for (l = 0; l < L; l++) {
-                    cost_layer_time lt;
-                    cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw, lat,
-                                       node->intra_bw * cp->intra_eff, &lt);
-                    cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt);
-                    if (lt.fwd + lt.bwd > tt[j * L + l])
-                        tt[j * L + l] = lt.fwd + lt.bwd;
-                }
-                if (dt->mem_bytes - over < cap[j])
-                    cap[j] = dt->mem_bytes - over;
-            }
-        }
-        for (l = 0; l < L; l++)
-            mem[j * L + l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs,
-                                               inflight);
-        if (cap[j] < 0.0)
-            cap[j] = 0.0;
-    }
-    /* cut costs: activation forward and gradient backward between the
-     * stages, on the worst link any replica/TP rank uses there, with the
-     * concurrent cross-node flows sharing each NIC */
-    for (j = 0; j + 1 < k; j++) {
-        double bw, lat;
-        cost_cut_link(c, cp, s, j, &bw, &lat);
-        for (l = 1; l <= L; l++)
-            e[j * (L + 1) + l] =
-                2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
-    }
-    /* the DP runs on the G groups: sums of their layers' times and
-     * memory, cuts only before a group (identical when G = L) */
-    tg = calloc((size_t)k * (size_t)G, sizeof *tg);
-    eg = calloc((size_t)k * ((size_t)G + 1), sizeof *eg);
-    mg = calloc((size_t)k * (size_t)G, sizeof *mg);
-    if (!tg || !eg || !mg) {
-        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-        goto done;
-    }
-    for (j = 0; j < k; j++)
-        for (g = 0; g < G; g++) {
-            for (l = gs[g]; l < gs[g + 1]; l++) {
-                tg[j * G + g] += tt[j * L + l];
-                mg[j * G + g] += mem[j * L + l];
-            }
-            eg[j * (G + 1) + g] = e[j * (L + 1) + gs[g]];
-        }
-    in.L = G;
-    in.k = k;
-    in.gas = s->gas;
-    in.t = tg;
-    in.e = eg;
-    in.mem = mg;
-    in.cap = cap;
-    rc = search_dp_assign(&in, gb, &obj, err);
-    if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
-        for (j = 0; j <= k; j++)
-            s->bounds[j] = gs[gb[j]];
-done:
-    free(tt);
-    free(e);
-    free(mem);
-    free(cap);
-    free(tg);
-    free(eg);
-    free(mg);
-    free(gs);
-    free(gb);
-    return rc;
 }
 
 /* Megatron's layer split: blocks divided as evenly as possible (earlier
@@ -216,13 +93,65 @@ static void uniform_bounds(const fmt_model *m, fmt_strategy *s)
                                : (int)(((long)L * j) / k);
 }
 
-/* Keep the best top_k candidates, sorted by predicted time (stable). */
-static int keep_candidate(search_result *res, int top_k, fmt_strategy *s,
-                          cost_result *r)
-{
-    int pos = res->n, i;
+/* placements remembered per rule (the degrees most recently placed) */
+#define ENUM_PLACED 8
 
-    while (pos > 0 && res->cands[pos - 1].r.iter_s > r->iter_s)
+/* State of one enumeration: the order of what is kept, the recent
+ * placements of each rule (shared by the features of one shape). */
+typedef struct enum_state {
+    long *seqs;             /* top_k + 1: enumeration position of each kept one */
+    fmt_strategy placed[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED];
+    long used[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED]; /* last use, for eviction */
+    long clock;
+    int lb_bad;             /* a scored time fell below its lower bound */
+} enum_state;
+
+static void enum_state_free(enum_state *st)
+{
+    int i;
+
+    free(st->seqs);
+    for (i = 0; i < SEARCH_PLACE_NPLACEMENTS * ENUM_PLACED; i++)
+        fmt_strategy_free(&st->placed[i / ENUM_PLACED][i % ENUM_PLACED]);
+}
+
+/* (t, seq) before (t2, seq2): lower time, then earlier enumeration. */
+static int ranks_before(double t, long seq, double t2, long seq2)
+{
+    return t < t2 || (t == t2 && seq < seq2);
+}
+
+/* Keep the best top_k candidates sorted by predicted time, ties by
+ * enumeration position; one per (degrees, mbs, placement rule): the
+ * features of a shape compete for its place. */
+static int keep_candidate(search_result *res, enum_state *st, int top_k,
+                          long seq, fmt_strategy *s, cost_result *r)
+{
+    int pos, i;
+
+    for (i = 0; i < res->n; i++) {
+        const fmt_strategy *o = &res->cands[i].s;
+        if (o->tp == s->tp && o->pp == s->pp && o->mbs == s->mbs &&
+            strcmp(o->placement, s->placement) == 0)
+            break;
+    }
+    if (i < res->n) { /* the same shape: the better of the two stays */
+        if (!ranks_before(r->iter_s, seq, res->cands[i].r.iter_s, st->seqs[i])) {
+            fmt_strategy_free(s);
+            cost_result_free(r);
+            return UTIL_OK;
+        }
+        fmt_strategy_free(&res->cands[i].s);
+        cost_result_free(&res->cands[i].r);
+        for (; i + 1 < res->n; i++) {
+            res->cands[i] = res->cands[i + 1];
+            st->seqs[i] = st->seqs[i + 1];
+        }
+        res->n--;
+    }
+    pos = res->n;
+    while (pos > 0 && ranks_before(r->iter_s, seq, res->cands[pos - 1].r.iter_s,
+                                   st->seqs[pos - 1]))
         pos--;
     if (pos >= top_k) {
         fmt_strategy_free(s);
@@ -234,10 +163,13 @@ static int keep_candidate(search_result *res, int top_k, fmt_strategy *s,
         cost_result_free(&res->cands[top_k - 1].r);
         res->n--;
     }
-    for (i = res->n; i > pos; i--)
+    for (i = res->n; i > pos; i--) {
         res->cands[i] = res->cands[i - 1];
+        st->seqs[i] = st->seqs[i - 1];
+    }
     res->cands[pos].s = *s;
     res->cands[pos].r = *r;
+    st->seqs[pos] = seq;
     res->n++;
     memset(s, 0, sizeof *s);
     memset(r, 0, sizeof *r);
@@ -285,12 +217,77 @@ static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
     (void)c;
 }
 
-/* Score one (tp, dp, pp, mbs): each placement rule, DP assignment (or
- * Megatron's uniform split), cost model. */
+/* Memory before the full cost: 0 when a stage's even-split memory
+ * (the cost model's, as cost_evaluate computes it) exceeds the smallest
+ * device of that stage.  1 with uneven shards (not checked here). */
+static int memory_fits(const fmt_cluster *c, const fmt_model *m,
+                       const cost_params *cp, const fmt_strategy *s)
+{
+    cost_params ps;
+    int j, i, g = s->tp * s->dp;
+
+    if (s->tp_heads != NULL)
+        return 1;
+    search_strategy_params(cp, s, &ps);
+    for (j = 0; j < s->pp; j++) {
+        cost_memory mem;
+        double cap = INFINITY, need;
+        for (i = 0; i < g; i++) {
+            double b = fmt_device(c, s->ranks[j * g + i])->mem_bytes;
+            if (b < cap)
+                cap = b;
+        }
+        cost_rank_stage_memory(m, &ps, s, j * g, &mem);
+        need = cost_rank_memory(m, &ps, s, j * g, mem.total);
+        if (need > cap)
+            return 0;
+    }
+    return 1;
+}
+
+/* Ranks of (tp, dp, pp) by rule into s (allocated here), from the
+ * state's last placement of that rule when the degrees match. */
+static int place_cached(const fmt_cluster *c, enum_state *st, int rule, int tp,
+                        int dp, int pp, fmt_strategy *s, util_error *err)
+{
+    fmt_strategy *pc = NULL;
+    int rc, i, old = 0;
+
+    st->clock++;
+    for (i = 0; i < ENUM_PLACED; i++) {
+        fmt_strategy *q = &st->placed[rule][i];
+        if (q->ranks != NULL && q->tp == tp && q->dp == dp && q->pp == pp) {
+            st->used[rule][i] = st->clock;
+            rc = fmt_strategy_copy(s, q);
+            return rc == UTIL_OK ? UTIL_OK
+                                 : util_error_set(err, rc, NULL, NULL, "out of memory");
+        }
+        if (st->used[rule][i] < st->used[rule][old])
+            old = i;
+    }
+    rc = fmt_strategy_alloc(s, tp, dp, pp);
+    if (rc != UTIL_OK)
+        return util_error_set(err, rc, NULL, NULL, "out of memory");
+    rc = search_place(c, rule, s, err);
+    if (rc != UTIL_OK)
+        return rc;
+    pc = &st->placed[rule][old];
+    fmt_strategy_free(pc);
+    st->used[rule][old] = st->clock;
+    rc = fmt_strategy_copy(pc, s);
+    return rc == UTIL_OK ? UTIL_OK
+                         : util_error_set(err, rc, NULL, NULL, "out of memory");
+}
+
+/* Score one (tp, dp, pp, mbs) with features f (NULL: cost_params'
+ * defaults): each placement rule, DP assignment (or Megatron's uniform
+ * split), cost model.  seq: enumeration position; lb: lower bound of
+ * the time (checked, st->lb_bad set when a time falls below it). */
 static int try_degrees(const fmt_cluster *c, const fmt_model *m,
                        const fmt_profile *prof, const cost_params *cp,
                        const search_params *sp, int tp, int dp, int pp,
-                       int mbs, search_result *res, int *fit_any,
+                       int mbs, const search_feat *f, long seq, double lb,
+                       enum_state *est, search_result *res, int *fit_any,
                        util_error *err)
 {
     fmt_strategy s, first;
@@ -305,17 +302,18 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             continue;
         if (sp->method != SEARCH_METHOD_MEGATRON && !(sp->placements & (1u << rule)))
             continue;
-        rc = fmt_strategy_alloc(&s, tp, dp, pp);
-        if (rc != UTIL_OK) {
-            rc = util_error_set(err, rc, NULL, NULL, "out of memory");
+        rc = place_cached(c, est, rule, tp, dp, pp, &s, err);
+        if (rc != UTIL_OK)
             goto done;
-        }
         s.mbs = mbs;
         s.gas = sp->global_batch / (dp * mbs);
         s.schedule = cp->schedule;
-        rc = search_place(c, rule, &s, err);
-        if (rc != UTIL_OK)
-            goto done;
+        if (f != NULL) {
+            s.vpp = f->vpp;
+            s.sp = f->sp;
+            s.recompute = f->recompute;
+            s.zero = f->zero;
+        }
         if (placed && same_ranks(&s, &first)) {
             fmt_strategy_free(&s);
             continue;
@@ -340,7 +338,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
         }
         if (arc == UTIL_EINFEASIBLE) {
             res->rejected_memory++;
-            if (!sp->keep_infeasible && res->n > 0) {
+            if ((!sp->keep_infeasible && res->n > 0) || s.vpp > 1) {
                 fmt_strategy_free(&s);
                 continue;
             }
@@ -351,10 +349,18 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             rc = arc;
             goto done;
         }
+        if (arc == UTIL_OK && res->n > 0 && !sp->keep_infeasible &&
+            !memory_fits(c, m, cp, &s)) {
+            res->rejected_memory++;
+            fmt_strategy_free(&s);
+            continue;
+        }
         rc = cost_evaluate(c, m, prof, cp, &s, &r, err);
         if (rc != UTIL_OK)
             goto done;
         res->evaluated++;
+        if (r.iter_s < lb * (1.0 - 1e-9))
+            est->lb_bad = 1;
         if (r.empty_stage >= 0) { /* never kept: it cannot run */
             res->rejected_other++;
             fmt_strategy_free(&s);
@@ -374,7 +380,8 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             cost_result_free(&r);
             continue;
         }
-        rc = keep_candidate(res, sp->top_k, &s, &r);
+        rc = keep_candidate(res, est, sp->top_k,
+                            seq * SEARCH_PLACE_NPLACEMENTS + rule, &s, &r);
         if (rc != UTIL_OK)
             goto done;
     }
@@ -389,7 +396,8 @@ done:
 static int consider(const fmt_cluster *c, const fmt_model *m,
                     const fmt_profile *prof, const cost_params *cp,
                     const search_params *sp, int tp, int pp, int mbs,
-                    search_result *out, int *fit, util_error *err)
+                    enum_state *est, long seq, search_result *out, int *fit,
+                    util_error *err)
 {
     int N = c->ndevices, gbs = sp->global_batch, dp = N / (tp * pp);
 
@@ -405,7 +413,8 @@ static int consider(const fmt_cluster *c, const fmt_model *m,
         out->rejected_stages++;
         return UTIL_OK;
     }
-    return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, out, fit, err);
+    return try_degrees(c, m, prof, cp, sp, tp, dp, pp, mbs, NULL, seq, 0.0, est,
+                       out, fit, err);
 }
 
 /* Progress for the caller's callback: the first call at once,
@@ -438,10 +447,93 @@ static void progress_tick(const search_params *sp, const search_result *out,
     ps->calls++;
     pr.elapsed_s = t - ps->t0;
     pr.evaluated = out->evaluated;
-    pr.total = 0;
+    pr.total = out->space; /* points of the space, 0 when not known */
     pr.best_s = out->n > 0 ? out->cands[0].r.iter_s : -1.0;
     pr.phase = "enumerate";
     sp->progress(sp->progress_ctx, &pr);
+}
+
+/* Megatron's heuristic: per mbs (a divisor of the batch), the smallest
+ * tp * pp whose strategies fit. */
+static int search_megatron(const fmt_cluster *c, const fmt_model *m,
+                           const fmt_profile *prof, const cost_params *cp,
+                           const search_params *sp, int max_tp,
+                           enum_state *est, progress_state *ps,
+                           search_result *out, util_error *err)
+{
+    long *mbss = NULL, *qs = NULL, seq = 0, cap;
+    int nm, nq, i, a, tp, rc = UTIL_OK, N = c->ndevices;
+
+    cap = sp->max_mbs > 0 && sp->max_mbs < sp->global_batch ? sp->max_mbs
+                                                            : sp->global_batch;
+    nm = search_divisors(sp->global_batch, cap, &mbss);
+    nq = search_divisors(N, N, &qs);
+    if (nm < 0 || nq < 0) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
+    for (i = 0; i < nm; i++) {
+        int fit = 0;
+        for (a = 0; a < nq && !fit; a++) {
+            int q = (int)qs[a];
+            for (tp = 1; tp <= q && tp <= max_tp; tp++) {
+                if (q % tp != 0)
+                    continue;
+                rc = consider(c, m, prof, cp, sp, tp, q / tp, (int)mbss[i], est,
+                              seq++, out, &fit, err);
+                if (rc != UTIL_OK)
+                    goto done;
+                progress_tick(sp, out, ps, 0);
+            }
+        }
+    }
+done:
+    free(mbss);
+    free(qs);
+    return rc;
+}
+
+/* AMP's Algorithm 1 over the space of search/space.c, best first by the
+ * compute-only lower bound (groups of equal degrees by their least bound,
+ * so that a placement serves its group): once the top_k are full, a point
+ * whose bound exceeds the k-th best time cannot enter, and once a group's
+ * least bound does, nothing left can.  Ties keep enumeration order, so
+ * the result is the exhaustive one. */
+static int search_amp(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *cp,
+                      const search_params *sp, int max_tp, enum_state *est,
+                      progress_state *ps, search_result *out, util_error *err)
+{
+    search_key *keys = NULL;
+    long nk = 0, i;
+    int rc, N = c->ndevices;
+
+    rc = search_space_build(c, m, prof, cp, sp, max_tp, &keys, &nk, out, err);
+    if (rc != UTIL_OK)
+        return rc;
+    out->space = nk;
+    for (i = 0; i < nk; i++) {
+        const search_key *k = &keys[i];
+        int fit = 0;
+        double kth = !est->lb_bad && !sp->exhaustive && out->n >= sp->top_k
+                         ? out->cands[sp->top_k - 1].r.iter_s * (1.0 + 1e-9)
+                         : HUGE_VAL;
+        if (k->glb > kth) { /* every group left starts above the k-th best */
+            out->pruned += nk - i;
+            break;
+        }
+        if (k->lb > kth) {
+            out->pruned++;
+            continue;
+        }
+        rc = try_degrees(c, m, prof, cp, sp, k->tp, N / (k->tp * k->pp), k->pp,
+                         k->mbs, &k->f, k->seq, k->lb, est, out, &fit, err);
+        if (rc != UTIL_OK)
+            break;
+        progress_tick(sp, out, ps, 0);
+    }
+    free(keys);
+    return rc;
 }
 
 /* The enumeration itself, every candidate scored with cp as given. */
@@ -450,11 +542,13 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                       const search_params *sp, search_result *out,
                       util_error *err)
 {
-    int N = c->ndevices, gbs = sp->global_batch, tp, pp, mbs, rc = UTIL_OK;
+    int N = c->ndevices, gbs = sp->global_batch, rc = UTIL_OK;
     int max_tp;
     progress_state ps = {0.0, 0.0, 0};
+    enum_state est;
 
     memset(out, 0, sizeof *out);
+    memset(&est, 0, sizeof est);
     if (sp->progress)
         ps.t0 = progress_now();
     if (gbs < 1)
@@ -470,49 +564,37 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "model '%s' has no layer with parameters "
                               "(every 'params' is 0): nothing to train", m->name);
+    /* documented limits (docs/algorithms.md, "Limits"): beyond them a
+     * search would run for minutes, so it is refused at once */
+    if (N > SEARCH_MAX_DEVICES)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "cluster '%s' has %d GPUs, more than the %d the "
+                              "search plans; plan a part of it (a sub-cluster "
+                              "file) or use 'planner evaluate' on given "
+                              "strategies", c->name, N, SEARCH_MAX_DEVICES);
+    if (m->nlayers > SEARCH_MAX_LAYERS)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "model '%s' has %d layers, more than the %d the "
+                              "search assigns to stages", m->name, m->nlayers,
+                              SEARCH_MAX_LAYERS);
+    out->global_batch = gbs;
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
-    if (out->cands == NULL)
-        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    est.seqs = calloc((size_t)sp->top_k + 1, sizeof *est.seqs);
+    if (out->cands == NULL || est.seqs == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
     /* Megatron keeps tensor parallelism inside the smallest node */
     max_tp = sp->method == SEARCH_METHOD_MEGATRON ? largest_node(c, 1)
                                                   : largest_node(c, 0);
     if (sp->max_tp > 0 && sp->max_tp < max_tp)
         max_tp = sp->max_tp;
-
-    for (mbs = 1; mbs <= gbs; mbs++) {
-        if (sp->max_mbs > 0 && mbs > sp->max_mbs)
-            break;
-        if (sp->method == SEARCH_METHOD_MEGATRON) {
-            /* Megatron: per mbs, the smallest tp*pp whose strategies fit */
-            int q, fit = 0;
-            for (q = 1; q <= N && !fit; q++) {
-                if (N % q != 0)
-                    continue;
-                for (tp = 1; tp <= q && tp <= max_tp; tp++) {
-                    if (q % tp != 0)
-                        continue;
-                    rc = consider(c, m, prof, cp, sp, tp, q / tp, mbs, out, &fit, err);
-                    if (rc != UTIL_OK)
-                        goto done;
-                    progress_tick(sp, out, &ps, 0);
-                }
-            }
-            continue;
-        }
-        for (tp = 1; tp <= max_tp && tp <= N; tp++) {
-            if (N % tp != 0)
-                continue;
-            for (pp = 1; pp <= N / tp; pp++) {
-                int fit = 0;
-                if ((N / tp) % pp != 0)
-                    continue;
-                rc = consider(c, m, prof, cp, sp, tp, pp, mbs, out, &fit, err);
-                if (rc != UTIL_OK)
-                    goto done;
-                progress_tick(sp, out, &ps, 0);
-            }
-        }
-    }
+    if (sp->method == SEARCH_METHOD_MEGATRON)
+        rc = search_megatron(c, m, prof, cp, sp, max_tp, &est, &ps, out, err);
+    else
+        rc = search_amp(c, m, prof, cp, sp, max_tp, &est, &ps, out, err);
+    if (rc != UTIL_OK)
+        goto done;
     progress_tick(sp, out, &ps, 1);
     if (out->n == 0 && out->miss.need > 0.0) {
         const search_memory_miss *x = &out->miss;
@@ -539,6 +621,16 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                             out->rejected_other - out->rejected_stages);
         goto done;
     }
+    if (out->n == 0 && out->space == 0 && sp->vpp > 1 &&
+        sp->method == SEARCH_METHOD_AMP) {
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                            "no strategy runs %d model chunks per device: "
+                            "interleaving needs pp >= 2, the 1f1b schedule, "
+                            "a micro-batch count divisible by pp and at least "
+                            "pp chunks of %d blocks (model '%s' has %d blocks)",
+                            sp->vpp, sp->vpp, m->name, search_blocks(m));
+        goto done;
+    }
     if (out->n == 0) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "no strategy fits in memory: %ld candidates "
@@ -548,6 +640,7 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
         goto done;
     }
 done:
+    enum_state_free(&est);
     if (rc != UTIL_OK)
         search_result_free(out);
     return rc;
@@ -571,9 +664,9 @@ static int rerank_cmp(const void *pa, const void *pb)
 /* With fidelity "simulate": prune with the analytic model (every
  * candidate), keep the best max(4 top_k, 20), re-evaluate those with the
  * schedule simulator and re-rank them (docs/simulator.md). */
-int search_plan(const fmt_cluster *c, const fmt_model *m,
-                const fmt_profile *prof, const cost_params *cp,
-                const search_params *sp, search_result *out, util_error *err)
+int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *cp,
+                      const search_params *sp, search_result *out, util_error *err)
 {
     search_params wide;
     cost_params analytic;

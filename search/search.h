@@ -29,7 +29,10 @@ typedef struct search_dp_input {
 } search_dp_input;
 
 /* Exact minimum of the objective.  bounds gets k + 1 entries
- * (bounds[0] = 0, bounds[k] = L); *objective gets its value.
+ * (bounds[0] = 0, bounds[k] = L); *objective gets its value.  Ties go
+ * to balanced stages: among optimal splits whose bottleneck is not above
+ * the first one's, the largest smallest stage time, then the least sum,
+ * then the lexicographically smallest bounds (docs/algorithms.md).
  * UTIL_EINFEASIBLE when no assignment satisfies memory (or L < k).
  * Runs in O(k * L) per distinct bottleneck value it visits, instead of
  * AMP's O(k * L^4); see docs/algorithms.md. */
@@ -82,6 +85,11 @@ enum search_method {
     SEARCH_METHOD_MEGATRON      /* AMP section 4.1 heuristic baseline */
 };
 
+/* Largest inputs search_plan takes (UTIL_EINVAL beyond, with a message):
+ * GPUs in the cluster and layers of the model (docs/algorithms.md). */
+#define SEARCH_MAX_DEVICES 131072
+#define SEARCH_MAX_LAYERS 16384
+
 typedef struct search_params {
     int method;             /* enum search_method (AMP) */
     int global_batch;       /* global batch size (required, > 0) */
@@ -105,6 +113,23 @@ typedef struct search_params {
     int anneal_steps;       /* annealing moves per annealed candidate, 0 =
                                SEARCH_ANNEAL_STEPS, < 0 = no annealing (0) */
     uint64_t seed;          /* seed of the annealing's PCG32 (0) */
+    /* training features (method AMP; the Megatron baseline takes
+       cost_params' recompute and ZeRO stage, no sp, no interleaving) */
+    int recompute;          /* enum fmt_recompute every strategy uses, -1 = search
+                               none, selective and full (-1) */
+    int zero;               /* ZeRO stage 0..3 every strategy uses, -1 = search
+                               0..3 (above 0 only with dp > 1) (-1) */
+    int seq_par;            /* sequence parallelism: 0 off, 1 on (where tp > 1),
+                               -1 = searched: on where tp > 1, as it never
+                               loses (docs/algorithms.md) (-1) */
+    int vpp;                /* model chunks per device, >= 1 fixed (1 = plain
+                               1F1B), 0 = search 1 and every count the blocks
+                               allow (0) */
+    double batch_tolerance; /* > 0: the global batch may be rounded by up to this
+                               fraction to one with more divisors, when the
+                               exact batch gives no strategy or a slower one (0) */
+    int exhaustive;         /* 1: score every point, no lower-bound pruning (for
+                               tests and benchmarks; the result is the same) (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -136,10 +161,20 @@ typedef struct search_result {
                                 (recorded while none fits) */
     int subsets;            /* search_plan_devices: device subsets searched */
     long anneal_moves;      /* search_plan_devices: annealing moves scored */
+    long pruned;            /* points never scored: their compute-only lower
+                               bound exceeds the k-th best time found */
+    long space;             /* points of the space (degrees, mbs, features) */
+    int global_batch;       /* batch the strategies use: sp->global_batch, or
+                               the rounded one (batch_tolerance) */
+    double exact_samples_s; /* with a tolerance: samples/s of the best strategy
+                               at the exact batch, 0 when none runs it */
 } search_result;
 
-/* Run the search.  out is overwritten; free with search_result_free.
- * UTIL_EINFEASIBLE (with a reason in err) when no strategy fits. */
+/* Run the search on the cluster c (any sub-cluster works alike: it is
+ * the entry point for searches over device subsets).  out is
+ * overwritten; free with search_result_free.  UTIL_EINFEASIBLE (with a
+ * reason in err) when no strategy fits.  With sp->batch_tolerance, the
+ * batch used is out->global_batch. */
 int search_plan(const fmt_cluster *c, const fmt_model *m,
                 const fmt_profile *prof, const cost_params *cp,
                 const search_params *sp, search_result *out,

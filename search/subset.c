@@ -291,6 +291,19 @@ static int set_gpus(const subset_ctx *x, const int *nodes, int n)
     return sum;
 }
 
+/* The objective of a candidate per requested batch: with
+ * --batch-tolerance, subsets may run different (rounded) batches, so the
+ * time or price of an iteration is scaled to the batch asked for. */
+static double pool_value(const subset_ctx *x, const search_candidate *cd)
+{
+    double v = search_objective_value(&x->wc, x->sp->objective, &cd->s, &cd->r);
+    long b = (long)cd->s.mbs * cd->s.gas * cd->s.dp;
+
+    if (x->sp->global_batch > 0 && b > 0 && b != x->sp->global_batch)
+        v *= (double)x->sp->global_batch / (double)b;
+    return v;
+}
+
 /* Search one set of nodes (in placement order); its candidates join the
  * pool; *best gets the set's best objective (INFINITY when none). */
 static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
@@ -329,12 +342,16 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
     x->out->rejected_memory += res.rejected_memory;
     x->out->rejected_other += res.rejected_other;
     x->out->rejected_stages += res.rejected_stages;
+    x->out->pruned += res.pruned;
+    x->out->space += res.space;
+    if (res.exact_samples_s > x->out->exact_samples_s)
+        x->out->exact_samples_s = res.exact_samples_s;
     for (i = 0; i < res.n; i++) {
         search_candidate *cd = &res.cands[i];
         double v;
         for (j = 0; j < cd->s.tp * cd->s.dp * cd->s.pp; j++)
             cd->s.ranks[j] = dev_map[cd->s.ranks[j]];
-        v = search_objective_value(&x->wc, x->sp->objective, &cd->s, &cd->r);
+        v = pool_value(x, cd);
         if (!cd->r.fits && !x->sp->keep_infeasible)
             continue;
         if (v < *best)
@@ -656,8 +673,7 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
         if (rc != UTIL_OK)
             goto done;
         out->anneal_moves += moves;
-        x.pool[i].v = search_objective_value(&x.wc, sp->objective, &x.pool[i].cand.s,
-                                             &x.pool[i].cand.r);
+        x.pool[i].v = pool_value(&x, &x.pool[i].cand);
     }
     qsort(x.pool, (size_t)x.npool, sizeof *x.pool, pool_cmp);
     n = x.npool < sp->top_k ? x.npool : sp->top_k;
@@ -680,6 +696,8 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
         out->cands[out->n++] = *cd;
         memset(cd, 0, sizeof *cd);
     }
+    if (out->n > 0)
+        out->global_batch = out->cands[0].s.mbs * out->cands[0].s.gas * out->cands[0].s.dp;
 done:
     for (i = 0; i < x.npool; i++) {
         fmt_strategy_free(&x.pool[i].cand.s);

@@ -490,6 +490,169 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* ---- balanced ties ---------------------------------------------------- */
+
+/* Oracle written here, not the library's: stage j's time, the AMP eq. 5
+ * objective (gas - 1) max_j t_j + sum_j t_j + sum of cuts, and memory. */
+typedef struct oracle_split {
+    double obj, mx, mn;
+    int fits;
+} oracle_split;
+
+static oracle_split oracle_eval(const search_dp_input *in, const int *b)
+{
+    oracle_split o = {0.0, 0.0, HUGE_VAL, 1};
+    double sum = 0.0;
+    int j, l;
+
+    for (j = 0; j < in->k; j++) {
+        double t = 0.0, m = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++) {
+            t += in->t[j * in->L + l];
+            if (in->mem != NULL)
+                m += in->mem[j * in->L + l];
+        }
+        if (in->mem != NULL && in->cap != NULL && m > in->cap[j])
+            o.fits = 0;
+        if (t > o.mx)
+            o.mx = t;
+        if (t < o.mn)
+            o.mn = t;
+        sum += t;
+        if (in->e != NULL && j + 1 < in->k)
+            sum += in->e[j * (in->L + 1) + b[j + 1]];
+    }
+    o.obj = (double)(in->gas - 1) * o.mx + sum;
+    return o;
+}
+
+/* Every split of L layers into k stages, by recursion on the bounds. */
+static void oracle_walk(const search_dp_input *in, int *b, int j,
+                        void (*visit)(void *, const int *), void *ctx)
+{
+    int i;
+
+    if (j == in->k) {
+        visit(ctx, b);
+        return;
+    }
+    for (i = b[j - 1] + 1; i <= in->L - (in->k - j); i++) {
+        b[j] = i;
+        oracle_walk(in, b, j + 1, visit, ctx);
+    }
+}
+
+typedef struct oracle_ctx {
+    const search_dp_input *in;
+    double best, cap_mx, best_mn;   /* pass 2: largest smallest stage */
+    int pass;
+} oracle_ctx;
+
+static void oracle_visit(void *p, const int *b)
+{
+    oracle_ctx *x = p;
+    oracle_split o = oracle_eval(x->in, b);
+
+    if (!o.fits)
+        return;
+    if (x->pass == 1) {
+        if (o.obj < x->best)
+            x->best = o.obj;
+    } else if (o.obj <= x->best * (1.0 + 1e-9) && o.mx <= x->cap_mx * (1.0 + 1e-12) &&
+               o.mn > x->best_mn) {
+        x->best_mn = o.mn;
+    }
+}
+
+/* 105 equal layers (the 530B model's blocks, Narayanan et al. 2021) over
+ * k equal stages: the optimum holds ceil(105 / k) layers at the
+ * bottleneck, objective (gas - 1) ceil(105 / k) + 105, e.g. k = 20:
+ * 7 * 6 + 105 = 147; every balanced split reaches it, and the planner
+ * must pick one: stage counts differ by at most one. */
+START_TEST(test_balanced_equal_layers)
+{
+    static const int ks[] = {2, 8, 10, 16, 20, 25, 35, 52, 64, 105};
+    double t[105 * 105];
+    int b[106], i, j, k, cnt, lo, hi;
+    search_dp_input in;
+    double o;
+    util_error err;
+
+    for (i = 0; i < 105 * 105; i++)
+        t[i] = 1.0;
+    for (i = 0; i < (int)(sizeof ks / sizeof ks[0]); i++) {
+        k = ks[i];
+        memset(&in, 0, sizeof in);
+        in.L = 105;
+        in.k = k;
+        in.gas = 8;
+        in.t = t;
+        ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_OK);
+        ck_assert_double_eq_tol(o, 7.0 * ((105 + k - 1) / k) + 105.0, 1e-9);
+        lo = 105;
+        hi = 0;
+        for (j = 0; j < k; j++) {
+            cnt = b[j + 1] - b[j];
+            lo = cnt < lo ? cnt : lo;
+            hi = cnt > hi ? cnt : hi;
+        }
+        ck_assert_msg(hi - lo <= 1, "k %d: stages hold %d to %d layers", k, lo, hi);
+    }
+    /* k = 20 by hand: 105 = 5 * 6 + 15 * 5 */
+    in.k = 20;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_OK);
+    ck_assert_double_eq_tol(o, 147.0, 1e-9);
+}
+END_TEST
+
+/* Random small instances against the oracle above: the same optimum,
+ * and no optimal split with the same bottleneck has a larger smallest
+ * stage than the one returned. */
+START_TEST(test_balanced_vs_oracle)
+{
+    util_pcg32 r;
+    int it, L, k, gas, b[8], w[8], checked = 0;
+    double o;
+    util_error err;
+    inst x;
+
+    util_pcg32_seed(&r, 777u, 3u);
+    for (it = 0; it < 1500; it++) {
+        oracle_ctx ox;
+        oracle_split got;
+        L = 2 + rint_below(&r, 10);
+        k = 2 + rint_below(&r, L - 1 < 5 ? L - 1 : 5);
+        gas = 1 + rint_below(&r, 10);
+        inst_random(&x, &r, L, k, gas, rint_below(&r, 2));
+        if (search_dp_assign(&x.in, b, &o, &err) != UTIL_OK) {
+            inst_free(&x);
+            continue;
+        }
+        memset(&ox, 0, sizeof ox);
+        ox.in = &x.in;
+        ox.best = HUGE_VAL;
+        ox.pass = 1;
+        w[0] = 0;
+        w[k] = L;
+        oracle_walk(&x.in, w, 1, oracle_visit, &ox);
+        got = oracle_eval(&x.in, b);
+        ck_assert(got.fits);
+        ck_assert_msg(close_rel(got.obj, ox.best, 1e-9),
+                      "instance %d: dp %.17g oracle %.17g", it, got.obj, ox.best);
+        ox.pass = 2;
+        ox.cap_mx = got.mx;
+        ox.best_mn = -HUGE_VAL;
+        oracle_walk(&x.in, w, 1, oracle_visit, &ox);
+        ck_assert_msg(got.mn >= ox.best_mn - 1e-9 * fmax(1.0, ox.best_mn),
+                      "instance %d: smallest stage %.17g, oracle finds %.17g",
+                      it, got.mn, ox.best_mn);
+        checked++;
+        inst_free(&x);
+    }
+    ck_assert_int_gt(checked, 1000);
+}
+END_TEST
+
 static Suite *dp_suite(void)
 {
     Suite *s = suite_create("dp");
@@ -501,6 +664,8 @@ static Suite *dp_suite(void)
     tcase_add_test(tc, test_hand_cases);
     tcase_add_test(tc, test_errors);
     tcase_add_test(tc, test_large);
+    tcase_add_test(tc, test_balanced_equal_layers);
+    tcase_add_test(tc, test_balanced_vs_oracle);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,56 @@
+/* search/internal.h: private declarations shared by the files of
+ * search/ (the strategy space of AMP's enumeration, search/space.c). */
+#ifndef HETPLAN_SEARCH_INTERNAL_H
+#define HETPLAN_SEARCH_INTERNAL_H
+
+#include "search.h"
+
+/* Training features of one candidate (fmt_strategy's vpp, sp,
+ * recompute, zero). */
+typedef struct search_feat {
+    int recompute;          /* enum fmt_recompute */
+    int sp;                 /* sequence parallelism 0/1 */
+    int zero;               /* ZeRO stage 0..3 */
+    int vpp;                /* model chunks per device (1 = plain 1F1B) */
+} search_feat;
+
+/* One point of the space: degrees, micro-batch size, features, and a
+ * lower bound of its iteration time from compute alone. */
+typedef struct search_key {
+    int tp, pp, mbs;
+    search_feat f;
+    double lb;              /* s, valid for every placement */
+    double glb;             /* least lb of the points with its tp and pp */
+    long seq;               /* position in enumeration order (ties) */
+} search_key;
+
+/* Every valid point for the cluster, model and batch, grouped by
+ * degrees (tp, pp: one placement serves the group), groups by their least
+ * bound, points of a group by (lb, seq).  Degrees and micro-batch sizes come from divisors, never from
+ * loops over the batch.  *keys is malloc'd (caller frees).  Counts the
+ * points ruled out (heads, stages without parameters) in out. */
+int search_space_build(const fmt_cluster *c, const fmt_model *m,
+                       const fmt_profile *prof, const cost_params *cp,
+                       const search_params *sp, int max_tp,
+                       search_key **keys, long *nkeys, search_result *out,
+                       util_error *err);
+
+/* Sorted divisors of n not above cap (1 <= n < 2^31) into a malloc'd
+ * *out; returns the count, -1 when out of memory or n is too large. */
+int search_divisors(long n, long cap, long **out);
+
+/* cp with the strategy's own recompute, ZeRO stage and schedule, as
+ * cost_evaluate applies them. */
+void search_strategy_params(const cost_params *cp, const fmt_strategy *s,
+                            cost_params *out);
+
+/* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
+int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
+                      const fmt_profile *prof, const cost_params *cp,
+                      const search_params *sp, search_result *out,
+                      util_error *err);
+
+/* Transformer blocks of the model. */
+int search_blocks(const fmt_model *m);
+
+#endif
