@@ -206,6 +206,9 @@ typedef struct cmd_plan_opts {
     int seed;               /* --seed (plan only) */
     int anneal_steps;       /* --anneal-steps, -1 = the default (plan only) */
     int plan_only;          /* 1 when one of the five above was given */
+    int placement_search;   /* enum search_place_search (plan only) */
+    int ga_population;      /* --ga-population, 0 = the default (plan only) */
+    int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */
