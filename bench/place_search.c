@@ -68,8 +68,9 @@ static int load_variant(const char *name, int how, fmt_cluster *c)
 }
 
 /* One search, printed as a JSON member "key": {...}. */
-/* GA population and generations of run_how, 0 = the defaults. */
+/* GA population and generations of run_how, 0 = the defaults; seed. */
 static int ga_pop, ga_gens;
+static uint64_t bench_seed;
 
 static int run_how(const char *key, const fmt_cluster *c, const fmt_model *m,
                    const cost_params *cp, int gb, int use_all, int steps, int how,
@@ -88,6 +89,7 @@ static int run_how(const char *key, const fmt_cluster *c, const fmt_model *m,
     sp.placement_search = how;
     sp.ga_population = ga_pop;
     sp.ga_generations = ga_gens;
+    sp.seed = bench_seed;
     t0 = now_ms();
     rc = search_plan_devices(c, m, NULL, cp, &sp, &res, &err);
     ms = now_ms() - t0;
@@ -155,7 +157,7 @@ int main(int argc, char **argv)
     fmt_model m, m5, ma, m13;
     cost_params cp;
     util_error err;
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int seed, quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
 
     snprintf(mpath, sizeof mpath, "%s/examples/llama-7b.json", HETPLAN_SOURCE_DIR);
     if (load_variant("mixed-generations", 0, &c) != UTIL_OK ||
@@ -176,7 +178,17 @@ int main(int argc, char **argv)
     sa_vs_ga(&c, &m, &cp, 512, 0, 0);
     printf("  \"every_gpu\": {\n");
     sa_vs_ga(&c, &m, &cp, 512, 1, 1);
-    printf("  }\n },\n \"sa-vs-ga amp-het+gpt2-amp, gbs 32\": {\n");
+    printf("  },\n");
+    for (seed = 1; seed <= 5; seed++) { /* the same comparison over seeds */
+        char key[64];
+        bench_seed = (uint64_t)seed;
+        snprintf(key, sizeof key, "sa_seed_%d", seed);
+        run_how(key, &c, &m, &cp, 512, 0, 0, SEARCH_PSEARCH_ANNEAL, 0);
+        snprintf(key, sizeof key, "ga_seed_%d", seed);
+        run_how(key, &c, &m, &cp, 512, 0, 0, SEARCH_PSEARCH_GA, seed == 5);
+    }
+    bench_seed = 0;
+    printf(" },\n \"sa-vs-ga amp-het+gpt2-amp, gbs 32\": {\n");
     if (load_variant("amp-het", 0, &a) != UTIL_OK ||
         fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &ma, &err) != UTIL_OK ||
         fmt_parse_cluster(big_het, "het-144", &h, &err) != UTIL_OK ||
