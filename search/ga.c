@@ -44,24 +44,67 @@ typedef struct ga_ctx {
     util_pcg32 rng;
     long scored;            /* placements scored */
     char *used;             /* c->ndevices flags for the crossover */
+    /* placements already scored (open addressing on a hash of the ranks):
+       a child equal to one seen before is not scored again */
+    uint64_t *seen_h;       /* seen_cap hashes, 0 = empty slot */
+    double *seen_v;         /* their objectives */
+    int *seen_ranks;        /* seen_cap * n ranks */
+    int seen_cap, seen_n;
 } ga_ctx;
+
+/* Hash of the ranks of g (FNV-1a, 64 bit; never 0). */
+static uint64_t ranks_hash(const ga_ctx *x, const int *g)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    int i;
+
+    for (i = 0; i < x->n; i++) {
+        h ^= (uint64_t)(uint32_t)g[i];
+        h *= 0x100000001b3ull;
+    }
+    return h != 0 ? h : 1;
+}
+
+/* Slot of g in the seen table: where it is, or the empty slot for it. */
+static int seen_slot(const ga_ctx *x, const int *g, uint64_t h)
+{
+    int k = (int)(h & (uint64_t)(x->seen_cap - 1));
+
+    while (x->seen_h[k] != 0 &&
+           (x->seen_h[k] != h ||
+            memcmp(x->seen_ranks + (size_t)k * (size_t)x->n, g,
+                   (size_t)x->n * sizeof *g) != 0))
+        k = (k + 1) & (x->seen_cap - 1);
+    return k;
+}
 
 /* Objective of chromosome g (HUGE_VAL when it does not fit or run). */
 static int evaluate(ga_ctx *x, const int *g, double *val, util_error *err)
 {
     cost_result r;
-    int rc;
+    uint64_t h = ranks_hash(x, g);
+    int rc, k = seen_slot(x, g, h);
 
+    if (x->seen_h[k] != 0) {
+        *val = x->seen_v[k];
+        return UTIL_OK;
+    }
     memcpy(x->work.ranks, g, (size_t)x->n * sizeof *g);
     x->scored++;
     rc = search_anneal_score(x->c, x->m, x->prof, x->cp, x->objective, &x->work, &r,
                              val, err);
     if (rc == UTIL_EINFEASIBLE) {
         *val = HUGE_VAL;
-        return UTIL_OK;
-    }
-    if (rc == UTIL_OK)
+        rc = UTIL_OK;
+    } else if (rc == UTIL_OK) {
         cost_result_free(&r);
+    }
+    if (rc == UTIL_OK && 2 * (x->seen_n + 1) <= x->seen_cap) { /* at most half full */
+        x->seen_h[k] = h;
+        x->seen_v[k] = *val;
+        memcpy(x->seen_ranks + (size_t)k * (size_t)x->n, g, (size_t)x->n * sizeof *g);
+        x->seen_n++;
+    }
     return rc;
 }
 
@@ -304,7 +347,16 @@ int search_ga(const fmt_cluster *c, const fmt_model *m,
     bestg = malloc((size_t)x.len * sizeof *bestg);
     fit = malloc((size_t)2 * (size_t)pop * sizeof *fit);
     x.used = calloc((size_t)c->ndevices, 1);
+    /* room for every placement the run can score, half full at most */
+    for (x.seen_cap = 16; x.seen_cap < 4 * pop * (1 + gens * (1 + SEARCH_GA_LOCAL));)
+        x.seen_cap *= 2;
+    while (x.seen_cap > 16 && (double)x.seen_cap * x.n > (double)(1 << 22))
+        x.seen_cap /= 2; /* 16 MiB of ranks at most: then fewer are remembered */
+    x.seen_h = calloc((size_t)x.seen_cap, sizeof *x.seen_h);
+    x.seen_v = malloc((size_t)x.seen_cap * sizeof *x.seen_v);
+    x.seen_ranks = malloc((size_t)x.seen_cap * (size_t)x.n * sizeof *x.seen_ranks);
     if (genes == NULL || bestg == NULL || fit == NULL || x.used == NULL ||
+        x.seen_h == NULL || x.seen_v == NULL || x.seen_ranks == NULL ||
         fmt_strategy_copy(&x.work, s) != UTIL_OK ||
         fmt_strategy_set_shards(&x.work, NULL, NULL) != UTIL_OK) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
@@ -377,5 +429,8 @@ done:
     free(bestg);
     free(fit);
     free(x.used);
+    free(x.seen_h);
+    free(x.seen_v);
+    free(x.seen_ranks);
     return rc;
 }
