@@ -188,6 +188,35 @@ uint64_t search_anneal_seed(uint64_t seed, const fmt_strategy *s)
     return z ^ (z >> 31);
 }
 
+void search_anneal_shards(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_profile *prof, const cost_params *cp,
+                          const search_params *sp, int objective, fmt_strategy *best,
+                          cost_result *br, double *best_v)
+{
+    search_shard_params shp;
+    fmt_strategy t;
+    cost_result sr;
+    util_error scratch; /* a failure keeps the even split: no error */
+    double v;
+
+    memset(&scratch, 0, sizeof scratch);
+    if (sp == NULL || !sp->uneven_tp || best->tp <= 1 ||
+        fmt_strategy_copy(&t, best) != UTIL_OK)
+        return;
+    search_shard_params_init(&shp);
+    shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
+    if (search_shard_refine(c, m, prof, cp, &shp, &t, &scratch) == UTIL_OK &&
+        search_anneal_score(c, m, prof, cp, objective, &t, &sr, &v, &scratch) == UTIL_OK) {
+        fmt_strategy_free(best);
+        cost_result_free(br);
+        *best = t;
+        *br = sr;
+        *best_v = v;
+        return;
+    }
+    fmt_strategy_free(&t);
+}
+
 int search_anneal(const fmt_cluster *c, const fmt_model *m,
                   const fmt_profile *prof, const cost_params *cp,
                   const search_params *sp, int steps, uint64_t seed,
@@ -277,20 +306,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     }
     if (best_v == HUGE_VAL)
         goto done;
-    if (sp != NULL && sp->uneven_tp && best.tp > 1) {
-        search_shard_params shp;
-        search_shard_params_init(&shp);
-        shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
-        if (search_shard_refine(c, m, prof, cp, &shp, &best, err) == UTIL_OK) {
-            cost_result sr;
-            double v;
-            if (search_anneal_score(c, m, prof, cp, objective, &best, &sr, &v, err) == UTIL_OK) {
-                cost_result_free(&br);
-                br = sr;
-                best_v = v;
-            }
-        }
-    }
+    search_anneal_shards(c, m, prof, cp, sp, objective, &best, &br, &best_v);
     if (best_v < start_v * (1.0 - 1e-9)) {
         snprintf(best.placement, sizeof best.placement, "annealed");
         fmt_strategy_free(s);

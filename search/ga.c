@@ -394,21 +394,7 @@ int search_ga(const fmt_cluster *c, const fmt_model *m,
     }
     if (rc != UTIL_OK || !isfinite(best_v))
         goto done;
-    if (sp != NULL && sp->uneven_tp && best.tp > 1) {
-        search_shard_params shp;
-        search_shard_params_init(&shp);
-        shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
-        if (search_shard_refine(c, m, prof, cp, &shp, &best, err) == UTIL_OK) {
-            cost_result sr;
-            double v;
-            if (search_anneal_score(c, m, prof, cp, x.objective, &best, &sr, &v, err) ==
-                UTIL_OK) {
-                cost_result_free(&br);
-                br = sr;
-                best_v = v;
-            }
-        }
-    }
+    search_anneal_shards(c, m, prof, cp, sp, x.objective, &best, &br, &best_v);
     if (best_v < start_v * (1.0 - 1e-9)) {
         snprintf(best.placement, sizeof best.placement, "genetic");
         fmt_strategy_free(s);

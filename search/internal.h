@@ -25,6 +25,14 @@ int search_anneal_idle(const fmt_cluster *c, const fmt_strategy *s,
  * entries) and idle (nidle entries); 0 when no move applies. */
 int search_anneal_move(util_pcg32 *rng, const fmt_strategy *s, int *ranks,
                        int *idle, int nidle);
+/* Uneven TP shards planned again (search_shard_refine) for a scored
+ * best state of objective *best_v: best, br and *best_v are replaced
+ * when the shards plan and the sharded state scores; otherwise left as
+ * they are.  No-op without sp->uneven_tp or with tp 1. */
+void search_anneal_shards(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_profile *prof, const cost_params *cp,
+                          const search_params *sp, int objective, fmt_strategy *best,
+                          cost_result *br, double *best_v);
 /* Seed of one run: seed mixed with s's degrees and mbs (splitmix64). */
 uint64_t search_anneal_seed(uint64_t seed, const fmt_strategy *s);
 
