@@ -211,6 +211,9 @@ typedef struct cmd_plan_opts {
     int seq_par;            /* --sequence-parallel: 0 off, 1 on, -1 search */
     int vpp;                /* --vpp N, 0 = search */
     double batch_tolerance; /* --batch-tolerance PCT as a fraction, 0 = exact */
+    int placement_search;   /* enum search_place_search (plan only) */
+    int ga_population;      /* --ga-population, 0 = the default (plan only) */
+    int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */

@@ -34,14 +34,18 @@ const char cmd_plan_usage[] =
     "  --global-batch N       global batch size (default: the model's training.global_batch)\n"
     "  --top-k K              strategies kept in the plan (default 5)\n"
     "  --method amp|megatron  search: AMP Algorithm 1 (default) or the Megatron heuristic\n"
-    "  --placement RULE       all (default: rules, then annealing), megatron or\n"
-    "                         fastest-first (one rule, file order, no annealing)\n"
+    "  --placement HOW        anneal (default: rules, then annealing; also 'all'),\n"
+    "                         rules (rules only), ga (rules, annealing, then the\n"
+    "                         genetic algorithm), megatron or fastest-first (one\n"
+    "                         rule, file order, no search)\n"
     "  --objective time|cost  minimise the iteration time (default) or its price\n"
     "                         (needs prices in the cluster file)\n"
     "  --memory-headroom PCT  keep PCT per cent of every GPU's memory free\n"
     "  --use-all              every GPU runs a rank (no idle devices)\n"
-    "  --seed N               seed of the placement annealing (default 0)\n"
+    "  --seed N               seed of the placement search (default 0)\n"
     "  --anneal-steps N       annealing moves per candidate, 0 = none (default 150)\n"
+    "  --ga-population N      GA placements per generation (default 12)\n"
+    "  --ga-generations N     GA generations (default 8)\n"
     "  --max-tp N             largest tensor-parallel degree tried\n"
     "  --max-mbs N            largest micro-batch size tried\n"
     "  --schedule 1f1b|gpipe  pipeline schedule (default 1f1b)\n"
@@ -106,13 +110,17 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
         break;
     case OPT_PLACEMENT:
         r = search_placement_from_name(v);
+        o->placements = -1;
+        o->placement_search = SEARCH_PSEARCH_ANNEAL;
         if (strcmp(v, "all") == 0)
-            o->placements = -1;
-        else if (r >= 0)
+            break;
+        if (r >= 0)
             o->placements = 1 << r;
-        else
-            return cmd_usage_error(NULL, "option '--placement' expects all, megatron "
-                                         "or fastest-first, got '%s'", v);
+        else if ((o->placement_search = search_place_search_from_name(v)) < 0)
+            return cmd_usage_error(NULL, "option '--placement' expects rules, anneal, "
+                                         "ga, megatron or fastest-first, got '%s'", v);
+        else if (o->placement_search != SEARCH_PSEARCH_ANNEAL)
+            o->plan_only = 1;
         break;
     case OPT_SCHEDULE:
         o->schedule_set = 1;
@@ -201,6 +209,8 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_SET("--use-all", NULL, &o->use_all, 1),
         CMD_INT("--seed", &o->seed, 0, INT_MAX),
         CMD_INT("--anneal-steps", &o->anneal_steps, 0, 1000000),
+        CMD_INT("--ga-population", &o->ga_population, 2, 10000),
+        CMD_INT("--ga-generations", &o->ga_generations, 1, 100000),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = cmd_plan_usage, .options = table, .version = 1,
@@ -219,12 +229,14 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     o->seq_par = -1;
     if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
         return code;
-    if (o->use_all || o->seed >= 0 || o->anneal_steps >= 0)
+    if (o->use_all || o->seed >= 0 || o->anneal_steps >= 0 || o->ga_population > 0 ||
+        o->ga_generations > 0)
         o->plan_only = 1;
     if (evaluate && o->plan_only)
         return cmd_usage_error(NULL, "%s", "'--objective', '--memory-headroom', "
-                                           "'--use-all', '--seed' and '--anneal-steps' "
-                                           "belong to 'planner plan'");
+                                           "'--use-all', '--seed', '--anneal-steps', "
+                                           "'--ga-population', '--ga-generations' and "
+                                           "'--placement rules|ga' belong to 'planner plan'");
     if ((code = cmd_require_inputs(&o->in)) != CMD_EXIT_OK)
         return code;
     if (o->in.profile && o->in.amp_profile)
@@ -458,6 +470,9 @@ int cmd_plan(int argc, char **argv)
     sp.seq_par = r.o.seq_par;
     sp.vpp = r.o.vpp;
     sp.batch_tolerance = r.o.batch_tolerance;
+    sp.placement_search = r.o.placement_search;
+    sp.ga_population = r.o.ga_population;
+    sp.ga_generations = r.o.ga_generations;
     if (!r.o.out.quiet && isatty(STDERR_FILENO)) { /* progress on a terminal only */
         sp.progress = cmd_progress_draw;
         sp.progress_ctx = &progress_drawn;

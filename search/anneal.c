@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "search.h"
+#include "internal.h"
 
 /* Moves of the annealing. */
 enum {
@@ -23,7 +24,7 @@ enum {
 /* 1 when every node has the same device type, GPU count, links and
  * region and no link override exists: every placement is then the same
  * up to symmetry and annealing cannot gain. */
-static int cluster_uniform(const fmt_cluster *c)
+int search_anneal_uniform(const fmt_cluster *c)
 {
     int i;
 
@@ -42,10 +43,10 @@ static int cluster_uniform(const fmt_cluster *c)
 
 /* Layer assignment and cost of s; UTIL_EINFEASIBLE (r freed) when it
  * does not fit or cannot run, *val the objective otherwise. */
-static int score(const fmt_cluster *c, const fmt_model *m,
-                 const fmt_profile *prof, const cost_params *cp,
-                 int objective, fmt_strategy *s, cost_result *r, double *val,
-                 util_error *err)
+int search_anneal_score(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        int objective, fmt_strategy *s, cost_result *r, double *val,
+                        util_error *err)
 {
     util_error scratch;
     int rc;
@@ -88,8 +89,8 @@ static void swap_blocks(int *ranks, int a, int b, int len)
 }
 
 /* Devices of c that s leaves idle, in the canonical node order. */
-static int idle_devices(const fmt_cluster *c, const fmt_strategy *s,
-                        int **out, int *nidle)
+int search_anneal_idle(const fmt_cluster *c, const fmt_strategy *s,
+                       int **out, int *nidle)
 {
     int n = s->tp * s->dp * s->pp, i, g, k = 0;
     int *order = malloc((size_t)c->nnodes * sizeof *order);
@@ -122,7 +123,7 @@ static int idle_devices(const fmt_cluster *c, const fmt_strategy *s,
 }
 
 /* Apply a random move to ranks (and idle); 0 when none applies. */
-static int random_move(util_pcg32 *rng, const fmt_strategy *s, int *ranks,
+int search_anneal_move(util_pcg32 *rng, const fmt_strategy *s, int *ranks,
                        int *idle, int nidle)
 {
     int tp = s->tp, groups = s->dp * s->pp, per = s->tp * s->dp;
@@ -176,7 +177,7 @@ static int random_move(util_pcg32 *rng, const fmt_strategy *s, int *ranks,
 
 /* Seed of one annealing run: the caller's seed mixed with the
  * strategy's shape (splitmix64 finaliser, Steele et al. 2014). */
-static uint64_t run_seed(uint64_t seed, const fmt_strategy *s)
+uint64_t search_anneal_seed(uint64_t seed, const fmt_strategy *s)
 {
     uint64_t key = (uint64_t)s->tp + 131u * (uint64_t)s->dp +
                    17161u * (uint64_t)s->pp + 2248091u * (uint64_t)s->mbs;
@@ -185,6 +186,35 @@ static uint64_t run_seed(uint64_t seed, const fmt_strategy *s)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+void search_anneal_shards(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_profile *prof, const cost_params *cp,
+                          const search_params *sp, int objective, fmt_strategy *best,
+                          cost_result *br, double *best_v)
+{
+    search_shard_params shp;
+    fmt_strategy t;
+    cost_result sr;
+    util_error scratch; /* a failure keeps the even split: no error */
+    double v;
+
+    memset(&scratch, 0, sizeof scratch);
+    if (sp == NULL || !sp->uneven_tp || best->tp <= 1 ||
+        fmt_strategy_copy(&t, best) != UTIL_OK)
+        return;
+    search_shard_params_init(&shp);
+    shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
+    if (search_shard_refine(c, m, prof, cp, &shp, &t, &scratch) == UTIL_OK &&
+        search_anneal_score(c, m, prof, cp, objective, &t, &sr, &v, &scratch) == UTIL_OK) {
+        fmt_strategy_free(best);
+        cost_result_free(br);
+        *best = t;
+        *br = sr;
+        *best_v = v;
+        return;
+    }
+    fmt_strategy_free(&t);
 }
 
 int search_anneal(const fmt_cluster *c, const fmt_model *m,
@@ -208,13 +238,13 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     work = (double)n * (double)(m->nlayers > 0 ? m->nlayers : 1);
     if (steps > SEARCH_ANNEAL_WORK / work)
         steps = (int)(SEARCH_ANNEAL_WORK / work);
-    if (steps < 1 || n < 1 || cluster_uniform(c) || !r->fits || r->empty_stage >= 0)
+    if (steps < 1 || n < 1 || search_anneal_uniform(c) || !r->fits || r->empty_stage >= 0)
         return UTIL_OK;
     start_v = search_objective_value(c, objective, s, r);
     if (!isfinite(start_v))
         return UTIL_OK;
     if ((sp == NULL || !sp->use_all) &&
-        idle_devices(c, s, &idle, &nidle) != UTIL_OK)
+        search_anneal_idle(c, s, &idle, &nidle) != UTIL_OK)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     save = malloc((size_t)n * sizeof *save);
     save_idle = malloc((size_t)(nidle > 0 ? nidle : 1) * sizeof *save_idle);
@@ -227,7 +257,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     }
     /* the current state without uneven shards, so that moves compare
      * like with like; shards are planned again for the best state */
-    rc = score(c, m, prof, cp, objective, &cur, &cr, &cur_v, err);
+    rc = search_anneal_score(c, m, prof, cp, objective, &cur, &cr, &cur_v, err);
     if (rc == UTIL_EINFEASIBLE) {
         rc = UTIL_OK;
         goto done;
@@ -236,18 +266,18 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
         goto done;
     cost_result_free(&cr);
     best_v = HUGE_VAL;
-    util_pcg32_seed(&rng, run_seed(seed, s), 0x5a17ull);
+    util_pcg32_seed(&rng, search_anneal_seed(seed, s), 0x5a17ull);
     t0 = 0.02 * cur_v; /* the first moves accept a few per cent worse */
     for (k = 0; k < steps; k++) {
         double v, temp = t0 * (1.0 - (double)k / steps) + 1e-12;
         memcpy(save, cur.ranks, (size_t)n * sizeof *save);
         if (nidle > 0)
             memcpy(save_idle, idle, (size_t)nidle * sizeof *idle);
-        if (!random_move(&rng, &cur, cur.ranks, idle, nidle))
+        if (!search_anneal_move(&rng, &cur, cur.ranks, idle, nidle))
             break;
         if (moves != NULL)
             (*moves)++;
-        rc = score(c, m, prof, cp, objective, &cur, &cr, &v, err);
+        rc = search_anneal_score(c, m, prof, cp, objective, &cur, &cr, &v, err);
         if (rc != UTIL_OK && rc != UTIL_EINFEASIBLE)
             goto done;
         if (rc == UTIL_OK && (v < cur_v ||
@@ -276,20 +306,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     }
     if (best_v == HUGE_VAL)
         goto done;
-    if (sp != NULL && sp->uneven_tp && best.tp > 1) {
-        search_shard_params shp;
-        search_shard_params_init(&shp);
-        shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
-        if (search_shard_refine(c, m, prof, cp, &shp, &best, err) == UTIL_OK) {
-            cost_result sr;
-            double v;
-            if (score(c, m, prof, cp, objective, &best, &sr, &v, err) == UTIL_OK) {
-                cost_result_free(&br);
-                br = sr;
-                best_v = v;
-            }
-        }
-    }
+    search_anneal_shards(c, m, prof, cp, sp, objective, &best, &br, &best_v);
     if (best_v < start_v * (1.0 - 1e-9)) {
         snprintf(best.placement, sizeof best.placement, "annealed");
         fmt_strategy_free(s);

@@ -130,6 +130,11 @@ typedef struct search_params {
                                exact batch gives no strategy or a slower one (0) */
     int exhaustive;         /* 1: score every point, no lower-bound pruning (for
                                tests and benchmarks; the result is the same) (0) */
+    int placement_search;   /* enum search_place_search: how search_plan_devices
+                               searches placements beyond the rules (anneal) */
+    int ga_population;      /* GA placements kept per generation, 0 =
+                               SEARCH_GA_POPULATION (0) */
+    int ga_generations;     /* GA generations, 0 = SEARCH_GA_GENERATIONS (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -303,6 +308,44 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
                   const search_params *sp, int steps, uint64_t seed,
                   fmt_strategy *s, cost_result *r, long *moves,
                   util_error *err);
+
+/* How search_plan_devices searches placements beyond the rules. */
+enum search_place_search {
+    SEARCH_PSEARCH_ANNEAL = 0, /* simulated annealing (search_anneal) */
+    SEARCH_PSEARCH_RULES,      /* the placement rules only, canonical order */
+    SEARCH_PSEARCH_GA,         /* annealing, then the genetic algorithm (search_ga) */
+    SEARCH_PSEARCH_N
+};
+/* "anneal", "rules", "ga"; NULL when out of range. */
+const char *search_place_search_name(int how);
+/* Placement search from its name, -1 when unknown. */
+int search_place_search_from_name(const char *name);
+
+#define SEARCH_GA_POPULATION 12 /* default GA population */
+#define SEARCH_GA_GENERATIONS 8 /* default GA generations */
+#define SEARCH_GA_LOCAL 2       /* local-search moves per GA child */
+/* Work bound of one GA run, as SEARCH_ANNEAL_WORK: placements scored x
+ * ranks x layers stays below this (fewer generations on large
+ * clusters, deterministically). */
+#define SEARCH_GA_WORK 4e7
+
+/* Hybrid genetic algorithm over the placement of a scored strategy
+ * (docs/algorithms.md, "Placement genetic algorithm"; after DT-FM's
+ * hybrid GA, Yuan et al. 2022, section 3.4): search_anneal with steps
+ * and seed first, then a population seeded with the rules' placement
+ * (s on entry) and the annealed one; order crossover on TP-group blocks,
+ * the annealing's moves as mutation and SEARCH_GA_LOCAL improving moves
+ * of local search per child, elitist replacement.  At most
+ * sp->ga_generations x sp->ga_population children (defaults above,
+ * bounded by SEARCH_GA_WORK), PCG32 seeded with seed.  s and r are
+ * replaced by the best state when it beats them (s->placement
+ * "annealed" or "genetic"); never worse than either seed.  *moves (may
+ * be NULL) gets the placements scored, annealing included. */
+int search_ga(const fmt_cluster *c, const fmt_model *m,
+              const fmt_profile *prof, const cost_params *cp,
+              const search_params *sp, int steps, uint64_t seed,
+              fmt_strategy *s, cost_result *r, long *moves,
+              util_error *err);
 
 /* search_plan over subsets of c's devices (docs/algorithms.md, "Device
  * subsets"): every device, then whole groups of alike nodes (device

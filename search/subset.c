@@ -480,6 +480,18 @@ static void idle_reason(const subset_ctx *x, search_candidate *cd, double v)
                  "no strategy runs on all %d GPUs: %.240s", N, why);
 }
 
+/* The placement search sp->placement_search asks for (annealing, or
+ * annealing then the GA) on one strategy of the work cluster. */
+static int place_search(subset_ctx *x, const cost_params *cp, int steps,
+                        fmt_strategy *s, cost_result *r, long *moves, util_error *err)
+{
+    if (x->sp->placement_search == SEARCH_PSEARCH_GA)
+        return search_ga(&x->wc, x->m, x->prof, cp, x->sp, steps, x->sp->seed, s, r,
+                         moves, err);
+    return search_anneal(&x->wc, x->m, x->prof, cp, x->sp, steps, x->sp->seed, s, r,
+                         moves, err);
+}
+
 /* Anneal one candidate on the work cluster.  Under the simulator the
  * moves are scored with the analytic model (as the enumeration prunes),
  * and the result is kept only when the simulator agrees it is better. */
@@ -492,16 +504,14 @@ static int anneal_one(subset_ctx *x, search_candidate *cd, int steps, long *move
     int rc;
 
     if (x->cp->fidelity != COST_FIDELITY_SIMULATE)
-        return search_anneal(&x->wc, x->m, x->prof, x->cp, x->sp, steps, x->sp->seed,
-                             &cd->s, &cd->r, moves, err);
+        return place_search(x, x->cp, steps, &cd->s, &cd->r, moves, err);
     analytic.fidelity = COST_FIDELITY_ANALYTIC;
     memset(&rs, 0, sizeof rs);
     if (fmt_strategy_copy(&s, &cd->s) != UTIL_OK)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     rc = cost_evaluate(&x->wc, x->m, x->prof, &analytic, &s, &r, err);
     if (rc == UTIL_OK)
-        rc = search_anneal(&x->wc, x->m, x->prof, &analytic, x->sp, steps, x->sp->seed,
-                           &s, &r, moves, err);
+        rc = place_search(x, &analytic, steps, &s, &r, moves, err);
     if (rc == UTIL_OK && strcmp(s.placement, cd->s.placement) != 0)
         rc = cost_evaluate(&x->wc, x->m, x->prof, x->cp, &s, &rs, err);
     if (rc == UTIL_OK && rs.fits && rs.empty_stage < 0 &&
@@ -661,7 +671,9 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
     qsort(x.pool, (size_t)x.npool, sizeof *x.pool, pool_cmp);
     /* anneal the placement of the best few, then rank again */
     steps = sp->anneal_steps == 0 ? SEARCH_ANNEAL_STEPS : sp->anneal_steps;
-    keep = x.canonical && steps > 0 ? SEARCH_ANNEAL_KEEP : 0;
+    keep = x.canonical && sp->placement_search != SEARCH_PSEARCH_RULES &&
+                   (steps > 0 || sp->placement_search == SEARCH_PSEARCH_GA)
+               ? SEARCH_ANNEAL_KEEP : 0;
     for (i = 0, n = 0, all_done = 0; keep > 0 && i < x.npool; i++) {
         long moves = 0;
         /* the best few, and the best few on every device */
