@@ -232,8 +232,8 @@ static void profile_model(fmt_model *m, fmt_profile *prof, int n, double fwd,
     }
 }
 
-/* n nodes of one device "X", 100 Gbit/s NICs. */
-static void one_gpu_nodes(fmt_cluster *c, int n)
+/* n nodes of g devices "X", 100 Gbit/s NICs and intra links. */
+static void x_nodes(fmt_cluster *c, int n, int g)
 {
     int i;
 
@@ -245,7 +245,7 @@ static void one_gpu_nodes(fmt_cluster *c, int n)
     c->nodes = calloc((size_t)n, sizeof *c->nodes);
     for (i = 0; i < n; i++) {
         snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
-        c->nodes[i].gpus = 1;
+        c->nodes[i].gpus = g;
         c->nodes[i].intra_bw = 100.0 * GB8;
         c->nodes[i].nic_bw = 100.0 * GB8;
     }
@@ -267,7 +267,7 @@ START_TEST(test_interleaved_bubble)
     double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * GB8);
     int j;
 
-    one_gpu_nodes(&c, 4);
+    x_nodes(&c, 4, 1);
     profile_model(&m, &prof, 32, 1e-3, 2e-3, 1.25e6);
     params_exact(&p);
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 4), UTIL_OK);
@@ -298,6 +298,56 @@ START_TEST(test_interleaved_bubble)
 }
 END_TEST
 
+/* Pipeline P2P under TP 2 between two 2-GPU nodes (100 Gbit/s NICs and
+ * intra links): Megatron's scatter/gather (Narayanan et al. SC'21 sec.
+ * 4.1) sends half the activation per TP rank, the two flows sharing the
+ * NIC, then all-gathers it inside the receiving node; sequence
+ * parallelism needs no gather. */
+START_TEST(test_p2p_scatter_gather)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    cost_params p;
+    fmt_strategy s;
+    cost_result r;
+    double nic = 100.0 * GB8 / 2.0, a = 1.25e6; /* bytes per sample */
+    int i;
+
+    x_nodes(&c, 2, 2);
+    profile_model(&m, &prof, 2, 0.0, 0.0, a);
+    params_exact(&p);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 1, 2), UTIL_OK);
+    for (i = 0; i < 4; i++)
+        s.ranks[i] = i;
+    s.bounds[0] = 0;
+    s.bounds[1] = 1;
+    s.bounds[2] = 2;
+    s.gas = 1;
+    /* whole activation per rank: 2 x a / (NIC / 2 flows), both ways */
+    p.p2p_scatter = 0;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * a / nic, 1e-12);
+    cost_result_free(&r);
+    /* scatter: a/2 per rank over the shared NIC, then a ring all-gather of
+     * one step of a/2 over the 100 Gbit/s intra link */
+    p.p2p_scatter = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic + a / 2.0 / (100.0 * GB8)),
+                            1e-12);
+    cost_result_free(&r);
+    /* sequence parallel: the activation is already split, no gather */
+    s.sp = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic), 1e-12);
+    cost_result_free(&r);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 /* DP gradient reduction in buckets during the last backward pass: only
  * max(t / n, t - W (1 - 1/n)) is exposed (n buckets, t the reduction,
  * W the backward of one micro-batch). */
@@ -312,7 +362,7 @@ START_TEST(test_dp_overlap_exposed)
     double t, w = 4 * 2e-3;
     int l;
 
-    one_gpu_nodes(&c, 2);
+    x_nodes(&c, 2, 1);
     profile_model(&m, &prof, 4, 1e-3, 2e-3, 0.0);
     for (l = 0; l < 4; l++)
         m.layers[l].params = 25e6; /* 100e6 parameters, 200 MB of fp16 */
@@ -379,6 +429,7 @@ int main(void)
     tcase_add_test(tc, test_recompute_time);
     tcase_add_test(tc, test_tp_comm_once_per_pass);
     tcase_add_test(tc, test_interleaved_bubble);
+    tcase_add_test(tc, test_p2p_scatter_gather);
     tcase_add_test(tc, test_dp_overlap_exposed);
     tcase_add_test(tc, test_precision_peaks);
     suite_add_tcase(su, tc);
