@@ -357,7 +357,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     out->bd.total = out->bd.compute + out->bd.tp_comm + out->bd.bubble +
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
-    if (p->fidelity == COST_FIDELITY_SIMULATE) { /* docs/simulator.md */
+    /* docs/simulator.md; the simulator runs no interleaved schedule, so
+       interleaved strategies keep the closed form (docs/time-model.md) */
+    if (p->fidelity == COST_FIDELITY_SIMULATE && s->vpp <= 1) {
         rc = cost_sim_refine(c, m, prof, p, s, out, err);
         if (rc != UTIL_OK)
             goto done;
