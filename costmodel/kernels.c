@@ -24,21 +24,21 @@ typedef struct gen_row {
 } gen_row;
 
 static const gen_row gens[] = {
-    /* A100: maximum achievable matmul FLOP/s 267.9 of 312 TF (Bekman,
+    /* A100: maximum achievable matmul FLOP/s about 268 of 312 TF (Bekman,
      * "Machine Learning Engineering", MAMF table); FlashAttention-2 on
      * A100: forward up to 73 %, backward up to 63 % of peak (Dao 2023,
      * section 4.1); 108 SMs (A100 whitepaper) */
     {"A100", 0.859, 0.70, 0.60, 108},
-    /* Hopper (H100, H200, GH200): MAMF 792.1 of 989.4 TF (Bekman);
+    /* Hopper (H100, H200, GH200): MAMF about 792 of 989 TF (Bekman);
      * FlashAttention-2 on H100 about 35-50 % of peak, FlashAttention-3
      * 75 % (Shah et al. 2024): taken between them; 132 SMs */
     {"GH", 0.80, 0.55, 0.45, 132},
     {"H100", 0.80, 0.55, 0.45, 132},
     {"H200", 0.80, 0.55, 0.45, 132},
-    /* MI300X: MAMF 781.9 of 1307.4 TF (Bekman); 304 CUs */
+    /* MI300X: MAMF about 782 of 1307 TF (Bekman); 304 CUs */
     {"MI300", 0.598, 0.40, 0.35, 304},
-    /* V100: cuBLAS HGEMM about 100 of 125 TF at large sizes (NVIDIA
-     * Deep Learning Performance guide); 80 SMs */
+    /* V100: cuBLAS HGEMM reaches about 100 of 125 TF at large sizes
+     * (cuBLAS microbenchmarks); 80 SMs */
     {"V100", 0.80, 0.50, 0.40, 80},
 };
 /* Anything else: a typical large-GEMM efficiency of tensor-core GPUs. */
