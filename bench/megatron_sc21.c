@@ -162,6 +162,11 @@ static int mega_strategy(const fmt_cluster *c, const fmt_model *m,
     s->mbs = r->micro_batch;
     s->gas = r->global_batch / (r->dp * r->micro_batch);
     s->schedule = FMT_SCHED_1F1B;
+    s->vpp = r->virtual_stages > 1 ? r->virtual_stages : 1;
+    s->recompute = r->recompute == NULL ? FMT_RECOMPUTE_NONE
+                                        : fmt_recompute_from_name(r->recompute);
+    if (s->recompute < 0)
+        s->recompute = FMT_RECOMPUTE_NONE;
     s->bounds[0] = 0;
     for (j = 1; j < r->pp; j++)
         s->bounds[j] = 1 + j * (r->layers / r->pp);
@@ -172,22 +177,29 @@ static int mega_strategy(const fmt_cluster *c, const fmt_model *m,
     return rc;
 }
 
-/* What the run used that the model leaves out (notes of the output). */
-static void not_modelled(const mega_run *r, cJSON *out)
+/* 1 when the run lists feature name. */
+static int has_feature(const mega_run *r, const char *name)
 {
-    cJSON *arr = cJSON_AddArrayToObject(out, "not_modelled");
     const cJSON *f;
-    int interleaved = 0;
 
-    cJSON_ArrayForEach(f, r->features) {
-        const char *name = cJSON_IsString(f) ? f->valuestring : "?";
-        if (strcmp(name, "recompute_full") == 0)
-            name = "recompute_forward_time";
-        interleaved |= strcmp(name, "interleaved_schedule") == 0;
-        cJSON_AddItemToArray(arr, cJSON_CreateString(name));
-    }
-    if (r->virtual_stages > 1 && !interleaved)
-        cJSON_AddItemToArray(arr, cJSON_CreateString("interleaved_schedule"));
+    cJSON_ArrayForEach(f, r->features)
+        if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0)
+            return 1;
+    return 0;
+}
+
+/* The run's features as the evaluation states them. */
+static void features_used(const mega_run *r, const fmt_strategy *s,
+                          const cost_params *cp, cJSON *out)
+{
+    cJSON *x = cJSON_AddObjectToObject(out, "evaluated_with");
+
+    cJSON_AddNumberToObject(x, "vpp", s->vpp);
+    cJSON_AddStringToObject(x, "recompute", fmt_recompute_name(s->recompute));
+    cJSON_AddBoolToObject(x, "overlap_grad_reduce", cp->overlap_grad_reduce);
+    cJSON_AddBoolToObject(x, "p2p_scatter", cp->p2p_scatter);
+    cJSON_AddBoolToObject(x, "scatter_gather_listed",
+                          has_feature(r, "scatter_gather_p2p"));
 }
 
 static void put_breakdown(cJSON *out, const cost_breakdown *bd)
@@ -200,6 +212,7 @@ static void put_breakdown(cJSON *out, const cost_breakdown *bd)
     cJSON_AddNumberToObject(x, "p2p", bd->p2p);
     cJSON_AddNumberToObject(x, "dp_comm", bd->dp_comm);
     cJSON_AddNumberToObject(x, "optimizer", bd->optimizer);
+    cJSON_AddNumberToObject(x, "recompute_in_compute", bd->recompute);
 }
 
 /* Evaluate run r: out gets its object, *t its trial. */
@@ -219,7 +232,12 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     memset(&s, 0, sizeof s);
     memset(&res, 0, sizeof res);
     cost_params_init(&cp);
-    cp.recompute = r->recompute != NULL && strcmp(r->recompute, "full") == 0;
+    /* torch DDP reduces gradient buckets during the backward pass;
+       Megatron's local DDP of these runs after it */
+    cp.overlap_grad_reduce = has_feature(r, "ddp_overlap_backward");
+    /* Megatron-LM of 2021 added every micro-batch's weight gradients into
+       main_grad in a separate pass (no gradient-accumulation fusion yet) */
+    cp.grad_accum_fusion = 0;
     rc = dgx_cluster(r->nodes, &c, err);
     if (rc == UTIL_OK)
         rc = gpt_model(r, &m, err);
@@ -252,29 +270,13 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     cJSON_AddNumberToObject(out, "predicted_peak_gib", peak / (1024.0 * 1024.0 * 1024.0));
     cJSON_AddNumberToObject(out, "capacity_gib", cap / (1024.0 * 1024.0 * 1024.0));
     cJSON_AddBoolToObject(out, "fits", res.fits);
-    not_modelled(r, out);
+    features_used(r, &s, &cp, out);
 done:
     cost_result_free(&res);
     fmt_strategy_free(&s);
     fmt_model_free(&m);
     fmt_cluster_free(&c);
     return rc;
-}
-
-static void notes(cJSON *doc)
-{
-    cJSON *x = cJSON_AddObjectToObject(doc, "not_modelled_means");
-
-    cJSON_AddStringToObject(x, "recompute_forward_time",
-                            "full recomputation: the memory model keeps only "
-                            "block inputs (cost_params.recompute = 1), but the "
-                            "time model does not add the recomputed forward pass");
-    cJSON_AddStringToObject(x, "interleaved_schedule",
-                            "evaluated as plain 1F1B with one stage per GPU");
-    cJSON_AddStringToObject(x, "scatter_gather_p2p",
-                            "every TP rank is modelled sending the whole activation");
-    cJSON_AddStringToObject(x, "ddp_overlap_backward",
-                            "the DP all-reduce is modelled after the last backward pass");
 }
 
 static int one_run(void *ctx, const cJSON *run, const char *where, int index,
@@ -302,10 +304,9 @@ int main(int argc, char **argv)
     memset(t, 0, sizeof t);
     doc = bench_doc("megatron-sc21", dir, "DGX A100 80GB nodes (NVSwitch 300 "
                     "GB/s per direction, 8 x 200 Gbit/s HDR per node), GPT "
-                    "shorthand, Megatron placement, even split, 1F1B, recompute "
-                    "for memory, analytic (no profile); ratio = predicted / "
-                    "measured", &arr);
-    notes(doc);
+                    "shorthand, Megatron placement, even split, each run's "
+                    "interleaving, recomputation and DDP overlap, analytic (no "
+                    "profile); ratio = predicted / measured", &arr);
     snprintf(path, sizeof path, "%s/runs.json", dir);
     rc = bench_read_json(path, &root, &err);
     if (rc == UTIL_OK)

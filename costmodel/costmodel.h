@@ -40,10 +40,40 @@ typedef struct cost_params {
                                stages' backward passes (0) */
     const struct fmt_calibration *calib; /* calibration applied, not owned (NULL = none;
                                        cost_evaluate falls back to the profile's) */
-    int sp;                 /* 1: activations as under sequence parallelism in
-                               cost_layer_memory and cost_stage_memory (0; the
-                               strategy's own in cost_rank_stage_memory) */
+    /* time model of shaped transformers (docs/time-model.md) */
+    double gemm_eff;        /* fraction of dense peak reached by large GEMMs; 0 = the
+                               device generation's measured figure (0) */
+    int attention;          /* enum cost_attention: attention-core kernels (fused) */
+    int tf32;               /* 1: fp32 matmuls run on TF32 tensor cores where the
+                               device has them, as NGC containers default (1) */
+    int sp;                 /* 1: sequence parallelism of strategies the search
+                               makes, in their layer times and activations
+                               (cost_layer_memory, cost_stage_memory) (0);
+                               cost_evaluate and cost_rank_stage_memory use
+                               the strategy's own */
+    int overlap_grad_reduce;/* 1: the DP gradient reduction runs in buckets during
+                               the last backward pass, only its exposed part
+                               counts (torch DDP, Megatron --overlap-grad-reduce);
+                               0: after the backward (Megatron's default) (0) */
+    double dp_bucket;       /* parameters per gradient bucket (Megatron's
+                               --ddp-bucket-size, 40e6); 0 = one bucket */
+    int p2p_scatter;        /* 1: with TP > 1 each TP rank sends 1/tp of the
+                               activation between stages and the receiver
+                               all-gathers it over its TP links (Megatron's
+                               scatter/gather, Narayanan et al. SC'21 sec. 4.1) (1) */
+    int grad_accum_fusion;  /* 1: weight-gradient GEMMs accumulate into the
+                               gradient buffer in place (Megatron
+                               --gradient-accumulation-fusion); 0: a separate
+                               add per micro-batch (PyTorch) (0) */
 } cost_params;
+
+/* cost_params.attention */
+enum cost_attention {
+    COST_ATTN_FUSED = 0,    /* s x s scores in memory, fused scale-mask-softmax
+                               (Megatron-LM) */
+    COST_ATTN_FLASH = 1,    /* flash attention: no scores in memory */
+    COST_ATTN_UNFUSED = 2   /* eager PyTorch: separate mask and softmax kernels */
+};
 
 /* Fill defaults (values in parentheses above). */
 void cost_params_init(cost_params *p);
@@ -71,6 +101,8 @@ typedef struct cost_breakdown {
     double dp_comm;         /* data-parallel gradient all-reduce (incl. tied embeddings) */
     double optimizer;       /* optimizer step */
     double total;           /* predicted iteration time, s */
+    double recompute;       /* part of compute spent re-running forward passes
+                               (included in compute, not added to total) */
 } cost_breakdown;
 
 typedef struct cost_result {
@@ -104,12 +136,16 @@ int cost_param_layers(const fmt_model *m);
 
 /* Time of one layer for one micro-batch on one device type.
  * link_bw/link_lat describe the TP group's slowest link (ignored for
- * tp == 1).  *comm gets the TP all-reduce part of fwd + bwd;
+ * tp == 1).  *comm gets the TP collectives of fwd + bwd (each pass's
+ * once, and the recomputed forward's under full recomputation);
+ * p->recompute and p->sp are the strategy's;
  * *estimated is set to 1 when no profile entry covered it. */
 typedef struct cost_layer_time {
     double fwd, bwd;        /* s, including TP communication */
     double comm;            /* TP all-reduce time inside fwd + bwd */
     int estimated;          /* 1 when estimated from FLOPs and bandwidth */
+    double recompute;       /* recomputation forward inside bwd (with its TP
+                               collectives), s */
 } cost_layer_time;
 
 void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,

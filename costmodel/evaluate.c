@@ -26,7 +26,7 @@ typedef struct eval_ctx {
  * (fwd != NULL) the forward part. */
 static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
                        double lat, double *total, double *comm, int *est,
-                       int *meas, double *fwd)
+                       int *meas, double *fwd, double *rec)
 {
     const fmt_device_type *dt = fmt_device(x->c, dev);
     const fmt_node *node = &x->c->nodes[x->c->device_node[dev]];
@@ -37,6 +37,8 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
     *comm = 0.0;
     if (fwd != NULL)
         *fwd = 0.0;
+    if (rec != NULL)
+        *rec = 0.0;
     for (l = x->s->bounds[stage]; l < x->s->bounds[stage + 1]; l++) {
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
                            lat, node->intra_bw * x->p->intra_eff, &lt);
@@ -45,6 +47,8 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
         *comm += lt.comm;
         if (fwd != NULL)
             *fwd += lt.fwd;
+        if (rec != NULL)
+            *rec += lt.recompute;
         if (lt.estimated)
             (*est)++;
         else
@@ -58,20 +62,21 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
 #define EVAL_MEMO 4
 typedef struct eval_memo {
     const fmt_device_type *dt;  /* NULL = empty */
-    double bw, lat, hbw, t, tc;
+    double bw, lat, hbw, t, tc, tf, tr;
     int est, meas;
 } eval_memo;
 
 static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
                               int dev, double bw, double lat, double *total,
-                              double *comm, int *est, int *meas)
+                              double *comm, int *est, int *meas, double *fwd,
+                              double *rec)
 {
     const fmt_device_type *dt = fmt_device(x->c, dev);
     double hbw = x->c->nodes[x->c->device_node[dev]].intra_bw;
     int i;
 
     if (memo == NULL) {
-        stage_time(x, stage, dev, bw, lat, total, comm, est, meas, NULL);
+        stage_time(x, stage, dev, bw, lat, total, comm, est, meas, fwd, rec);
         return;
     }
     for (i = 0; i < EVAL_MEMO && memo[i].dt != NULL; i++)
@@ -79,11 +84,13 @@ static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
             memo[i].hbw == hbw) {
             *total = memo[i].t;
             *comm = memo[i].tc;
+            *fwd = memo[i].tf;
+            *rec = memo[i].tr;
             *est += memo[i].est;
             *meas += memo[i].meas;
             return;
         }
-    stage_time(x, stage, dev, bw, lat, total, comm, est, meas, NULL);
+    stage_time(x, stage, dev, bw, lat, total, comm, est, meas, fwd, rec);
     if (i == EVAL_MEMO)
         i = EVAL_MEMO - 1; /* full: the last slot turns over */
     memo[i].dt = dt;
@@ -92,22 +99,36 @@ static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
     memo[i].hbw = hbw;
     memo[i].t = *total;
     memo[i].tc = *comm;
+    memo[i].tf = *fwd;
+    memo[i].tr = *rec;
     memo[i].est = *est;
     memo[i].meas = *meas;
 }
 
 /* Activation forward + gradient backward between stage j and j + 1 of
- * replica d: every TP rank sends the full activation (Megatron without
- * scatter/gather), P2P time = latency + bytes / bandwidth. */
+ * replica d, P2P time = latency + bytes / bandwidth each way.  With
+ * TP > 1 and p2p_scatter, each TP rank sends 1/tp of the activation over
+ * its own link and the receiving stage all-gathers it over its TP ring
+ * (Narayanan et al. SC'21, sec. 4.1); with sequence parallelism the
+ * activation is already split, so there is nothing to gather. */
 static double p2p_time(const eval_ctx *x, int j, int d)
 {
     const fmt_strategy *s = x->s;
     double bytes = (double)s->mbs * x->m->layers[s->bounds[j + 1] - 1].out_bytes;
-    double bw, lat;
+    double bw, lat, gather = 0.0;
 
     cost_cut_link_range(x->c, x->p, s, j, d, d + 1, x->out_flows, x->in_flows,
                         &bw, &lat);
-    return 2.0 * (lat + bytes / bw);
+    if (s->tp > 1 && (x->p->p2p_scatter || x->p->sp)) {
+        double t = (double)s->tp, gbw, glat;
+        bytes /= t;
+        if (!x->p->sp) { /* ring all-gather: (t-1) steps of bytes/t */
+            cost_tp_ring(x->c, x->p, s, j + 1, d, &gbw, &glat);
+            if (gbw > 0.0 && gbw < INFINITY)
+                gather = (t - 1.0) * (glat + bytes / gbw);
+        }
+    }
+    return 2.0 * (lat + bytes / bw + gather);
 }
 
 /* Gradient bytes of stage j's layers on one device. */
@@ -124,8 +145,12 @@ static double stage_grad_bytes(const eval_ctx *x, int j)
 
 /* AMP eq. 4, second term: the slowest DP all-reduce over all groups
  * (stage, tp index), of stage `only` when >= 0; groups that leave a node
- * share its NIC. */
-static double dp_sync(const eval_ctx *x, int only)
+ * share its NIC.  ZeRO / the distributed optimizer reduce-scatter the
+ * gradients and all-gather the updated weights: the same ring bytes as
+ * the all-reduce (Rajbhandari et al. 2020, sec. 7); ZeRO-3 also
+ * all-gathers the weights for every micro-batch's forward and backward.
+ * per_stage (may be NULL, pp entries) gets each stage's time. */
+static double dp_sync(const eval_ctx *x, int only, double *per_stage)
 {
     const fmt_strategy *s = x->s;
     const fmt_cluster *c = x->c;
@@ -165,6 +190,8 @@ static double dp_sync(const eval_ctx *x, int only)
     free(stamp);
     for (j = 0; j < s->pp; j++) {
         double bytes = stage_grad_bytes(x, j);
+        if (per_stage != NULL)
+            per_stage[j] = 0.0;
         if (only >= 0 && j != only)
             continue;
         for (k = 0; k < s->tp; k++) {
@@ -181,6 +208,10 @@ static double dp_sync(const eval_ctx *x, int only)
                     lat = l;
             }
             t = cost_allreduce(bytes, s->dp, bw, lat);
+            if (x->p->zero_stage >= 3) /* all-gather = half an all-reduce */
+                t += 2.0 * (double)s->gas * t / 2.0;
+            if (per_stage != NULL && t > per_stage[j])
+                per_stage[j] = t;
             if (t > worst)
                 worst = t;
         }
@@ -272,7 +303,8 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     eval_ctx x;
     cost_params ps = *p; /* the strategy's own schedule decides memory */
     int nr = s->tp * s->dp * s->pp, j, d, k, rc = UTIL_OK;
-    double *st = NULL, *sc = NULL, *e = NULL, *ed = NULL, best_tpp = -1.0;
+    double *st = NULL, *sc = NULL, *e = NULL, *ed = NULL, *sb = NULL, *dpj = NULL;
+    double best_tpp = -1.0, v = s->vpp > 1 ? (double)s->vpp : 1.0;
     eval_memo *memo = NULL;
     int plain = s->slow == NULL && s->tp_heads == NULL;
 
@@ -281,6 +313,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     ps.schedule = s->schedule;
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.sp = s->sp != 0;
     ps.calib = cost_calibration_of(p, prof);
     p = &ps;
     x.c = c;
@@ -298,12 +331,14 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     sc = calloc((size_t)s->pp, sizeof *sc);
     e = calloc((size_t)s->pp, sizeof *e);
     ed = calloc((size_t)s->pp * (size_t)s->dp, sizeof *ed);
+    sb = calloc((size_t)s->pp, sizeof *sb);
+    dpj = calloc((size_t)s->pp, sizeof *dpj);
     if (plain) /* NULL when out of memory: every device timed alone */
         memo = calloc((size_t)s->pp * EVAL_MEMO, sizeof *memo);
     x.out_flows = calloc((size_t)c->nnodes, sizeof *x.out_flows);
     x.in_flows = calloc((size_t)c->nnodes, sizeof *x.in_flows);
     if (!out->stage_s || !out->p2p_s || !out->mem_bytes || !out->mem_cap || !st ||
-        !sc || !e || !ed || !x.out_flows || !x.in_flows) {
+        !sc || !e || !ed || !sb || !dpj || !x.out_flows || !x.in_flows) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
@@ -317,43 +352,51 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     }
     /* AMP eq. 5 per replica, eq. 4 max over replicas */
     for (d = 0; d < s->dp; d++) {
-        double sum = 0.0, max = 0.0, esum = 0.0, tpp;
+        double sum = 0.0, max = 0.0, esum = 0.0, tpp, rarg = 0.0;
         int arg = 0;
         for (j = 0; j < s->pp; j++) {
-            double bw, lat;
+            double bw, lat, rj = 0.0;
             st[j] = 0.0;
             sc[j] = 0.0;
             cost_tp_ring(c, p, s, j, d, &bw, &lat);
             for (k = 0; k < s->tp; k++) {
-                double t, tc;
+                double t, tc, tf, tr;
                 int est = 0, meas = 0, dev = fmt_rank_device(s, j, d, k);
                 stage_time_shared(&x, memo ? memo + (size_t)j * EVAL_MEMO : NULL, j,
-                                  dev, bw, lat, &t, &tc, &est, &meas);
+                                  dev, bw, lat, &t, &tc, &est, &meas, &tf, &tr);
                 out->estimated += est;
                 out->measured += meas;
                 if (t > st[j]) { /* a stage runs at its slowest device */
                     st[j] = t;
                     sc[j] = tc;
+                    rj = tr;
+                    if (t - tf > sb[j])
+                        sb[j] = t - tf;
                 }
             }
             sum += st[j];
             if (st[j] > max) {
                 max = st[j];
                 arg = j;
+                rarg = rj;
             }
         }
         for (j = 0; j + 1 < s->pp; j++) {
             e[j] = ed[(size_t)j * (size_t)s->dp + (size_t)d];
             esum += e[j];
         }
-        /* T_pp = (gas - 1) max t_i + sum t_i + sum e_i (AMP eq. 5) */
-        tpp = (double)(s->gas - 1) * max + sum + esum;
+        /* T_pp = (gas - 1) max t_i + sum t_i + sum e_i (AMP eq. 5); with v
+         * model chunks per device (interleaved 1F1B, Narayanan et al.
+         * SC'21 sec. 2.2.2) the fill and drain shrink v-fold, bubble
+         * (p - 1) t / v, while each micro-batch crosses the cuts v times */
+        tpp = (double)s->gas * max + (sum - max) / v + v * esum;
         if (tpp > best_tpp) {
             best_tpp = tpp;
             out->bd.compute = (double)s->gas * (st[arg] - sc[arg]);
             out->bd.tp_comm = (double)s->gas * sc[arg];
-            out->bd.bubble = sum - max;
-            out->bd.p2p = esum;
+            out->bd.recompute = (double)s->gas * rarg;
+            out->bd.bubble = (sum - max) / v;
+            out->bd.p2p = v * esum;
             for (j = 0; j < s->pp; j++) {
                 if (st[j] > out->stage_s[j])
                     out->stage_s[j] = st[j];
@@ -362,12 +405,33 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             }
         }
     }
-    out->bd.dp_comm = dp_sync(&x, -1) + tied_sync(&x);
+    dp_sync(&x, -1, dpj);
+    for (j = 0; j < s->pp; j++) {
+        double t = dpj[j];
+        if (p->overlap_grad_reduce && t > 0.0) {
+            /* buckets of dp_bucket parameters fill evenly during the last
+             * backward pass W and are reduced one after another: the
+             * reduction ends max(W + t/n, W/n + t) after W starts, so
+             * max(t/n, t - W (1 - 1/n)) is exposed (Li et al. 2020,
+             * PyTorch DDP, sec. 3.2.3) */
+            double params = stage_grad_bytes(&x, j) / (double)m->dtype_bytes;
+            double nb = p->dp_bucket > 0.0 ? ceil(params / p->dp_bucket) : 1.0;
+            double w = sb[j];
+            if (nb < 1.0)
+                nb = 1.0;
+            t = t / nb > t - w * (1.0 - 1.0 / nb) ? t / nb : t - w * (1.0 - 1.0 / nb);
+        }
+        if (t > out->bd.dp_comm)
+            out->bd.dp_comm = t;
+    }
+    out->bd.dp_comm += tied_sync(&x);
     out->bd.optimizer = optimizer_time(&x, -1);
     out->bd.total = out->bd.compute + out->bd.tp_comm + out->bd.bubble +
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
-    if (p->fidelity == COST_FIDELITY_SIMULATE) { /* docs/simulator.md */
+    /* docs/simulator.md; the simulator runs no interleaved schedule, so
+       interleaved strategies keep the closed form (docs/time-model.md) */
+    if (p->fidelity == COST_FIDELITY_SIMULATE && s->vpp <= 1) {
         rc = cost_sim_refine(c, m, prof, p, s, out, err);
         if (rc != UTIL_OK)
             goto done;
@@ -411,6 +475,8 @@ done:
     free(e);
     free(ed);
     free(memo);
+    free(sb);
+    free(dpj);
     free(x.out_flows);
     free(x.in_flows);
     if (rc != UTIL_OK)
@@ -463,7 +529,7 @@ void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
     for (k = 0; k < s->tp; k++) {
         double t, tc, f;
         stage_time(&x, j, fmt_rank_device(s, j, dpi, k), bw, lat, &t, &tc, &e,
-                   &me, &f);
+                   &me, &f, NULL);
         if (t > best) { /* the slowest device, as in cost_evaluate */
             best = t;
             *fwd = f;
@@ -499,7 +565,7 @@ double cost_dp_sync_stage(const fmt_cluster *c, const fmt_model *m,
     double t = -1.0;
 
     if (ctx_open(&x, c, m, NULL, p, s))
-        t = dp_sync(&x, j);
+        t = dp_sync(&x, j, NULL);
     ctx_close(&x);
     return t;
 }

@@ -52,6 +52,31 @@ double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
                             const cost_params *p, const fmt_strategy *s,
                             int j);
 
+/* ---- analytic kernel times (costmodel/kernels.c) ---------------------- */
+
+/* Compute time of one layer for one micro-batch on one device, without
+ * TP communication (docs/time-model.md). */
+typedef struct cost_kernel_time {
+    double fwd;             /* forward kernels, s */
+    double bwd;             /* backward kernels (recomputation excluded), s */
+    double recompute;       /* forward re-run before the backward under
+                               p->recompute (full: fwd; selective: core_fwd), s */
+    int recompute_comm;     /* 1: the re-run repeats the forward's TP collectives */
+    double gemm_fwd;        /* matrix-multiplication part of fwd, s */
+    double core_fwd;        /* attention core (scores, softmax, dropout,
+                               context) part of fwd; 0 with flash attention */
+} cost_kernel_time;
+
+void cost_layer_kernels(const fmt_model *m, const cost_params *p,
+                        const fmt_device_type *dt, int layer, int tp, int mbs,
+                        cost_kernel_time *out);
+/* Dense tensor peak FLOP/s of the model's precision on dt (fp32: TF32 when
+ * p->tf32 and the device has it). */
+double cost_gemm_peak(const fmt_model *m, const cost_params *p,
+                      const fmt_device_type *dt);
+/* Large-GEMM efficiency on dt: p->gemm_eff, else its generation's. */
+double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt);
+
 /* ---- fidelity (costmodel/simulate.c) --------------------------------- */
 
 /* Replace out's iteration time with the simulated one (p->overlap_dp):

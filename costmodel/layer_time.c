@@ -6,19 +6,13 @@
 #include <strings.h>
 
 #include "costmodel.h"
+#include "internal.h"
 
-static double peak_flops(const fmt_model *m, const fmt_device_type *dt)
-{
-    if (m->dtype_bytes >= 4)
-        return dt->flops_fp16 / 4.0; /* fp32: roughly a quarter of fp16 tensor peak */
-    if (m->bf16 && dt->flops_bf16 > 0.0)
-        return dt->flops_bf16;
-    return dt->flops_fp16;
-}
 
 /* Per-sample forward work of a layer at TP degree tp, from FLOPs and
  * memory traffic at the device's peak times the efficiency factors
- * (roofline sum: compute-bound GEMMs plus bandwidth-bound element-wise). */
+ * (roofline sum: compute-bound GEMMs plus bandwidth-bound element-wise):
+ * the shape of the TP speed-up that scales a one-point profile. */
 static double layer_work(const fmt_model *m, const cost_params *p,
                          const fmt_device_type *dt, const fmt_layer *l, int tp)
 {
@@ -28,38 +22,40 @@ static double layer_work(const fmt_model *m, const cost_params *p,
     double w = 0.0;
 
     if (flops > 0.0)
-        w += flops / (peak_flops(m, dt) * p->compute_eff);
+        w += flops / (cost_gemm_peak(m, p, dt) * p->compute_eff);
     if (bytes > 0.0)
         w += bytes / (dt->mem_bw * p->memory_eff);
     return w;
 }
 
-/* Backward / forward time of a layer: its GEMMs do twice the forward
- * FLOPs (input and weight gradients), its element-wise kernels move
- * about bwd_traffic times the forward bytes (softmax, GeLU, layer-norm and
- * dropout backward read the saved input and the incoming gradient). */
-static double bwd_ratio(const fmt_model *m, const cost_params *p,
-                        const fmt_device_type *dt, const fmt_layer *l, int tp)
-{
-    double t = (double)tp;
-    double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
-    double bytes = l->traffic / t + l->traffic_rep;
-    double g = flops > 0.0 ? flops / (peak_flops(m, dt) * p->compute_eff) : 0.0;
-    double mu = bytes > 0.0 ? bytes / (dt->mem_bw * p->memory_eff) : 0.0;
-
-    if (g + mu <= 0.0)
-        return p->bwd_ratio;
-    return (2.0 * g + p->bwd_traffic * mu) / (g + mu);
-}
-
-/* TP all-reduces of one micro-batch's forward pass (AMP eq. 3 per
- * collective; Megatron: two per transformer block). */
+/* TP collectives of one micro-batch's forward pass (AMP eq. 3 per
+ * all-reduce; Megatron: two per transformer block, Shoeybi et al. 2019
+ * fig. 3; with sequence parallelism each becomes a reduce-scatter plus an
+ * all-gather, the same ring bytes, Korthikanti et al. 2022 sec. 4.2.2). */
 static double tp_comm(const fmt_layer *l, int tp, int mbs, double bw, double lat)
 {
     if (tp <= 1 || l->tp_collectives <= 0 || bw <= 0.0)
         return 0.0;
     return (double)l->tp_collectives *
            cost_allreduce((double)mbs * l->tp_comm_bytes, tp, bw, lat);
+}
+
+/* The backward pass's collectives, each once: a block's two (the
+ * conjugate g/f operators of Megatron's column- and row-parallel pairs),
+ * none for the vocabulary-parallel embedding (its gradient needs no
+ * exchange), one hidden-size all-reduce of the LM head's input gradient;
+ * other layers as their forward. */
+static double tp_comm_bwd(const fmt_model *m, const fmt_layer *l, int tp,
+                          int mbs, double bw, double lat)
+{
+    if (tp <= 1 || bw <= 0.0)
+        return 0.0;
+    if (l->kind == FMT_KIND_EMBEDDING)
+        return 0.0;
+    if (l->kind == FMT_KIND_HEAD && m->seq > 0 && m->hidden > 0)
+        return cost_allreduce((double)mbs * (double)m->seq * (double)m->hidden *
+                                  (double)m->dtype_bytes, tp, bw, lat);
+    return tp_comm(l, tp, mbs, bw, lat);
 }
 
 /* Profile entries for (device, tp) covering layer, sorted by mbs. */
@@ -124,31 +120,40 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
 {
     const fmt_layer *l = &m->layers[layer];
     const fmt_profile_entry *pts[16], *base[16];
-    int n, nb;
-    double b = (double)mbs, c_act, c_home, fwd, bwd, ratio, work = 0.0;
+    cost_kernel_time k;
+    int n, nb, rc = cost_strategy_recompute(p, NULL);
+    double b = (double)mbs, c_act, c_home, cb_act, cb_home, fwd, bwd, ratio;
+    double work = 0.0, rec;
 
     memset(out, 0, sizeof *out);
-    ratio = bwd_ratio(m, p, dt, l, tp);
+    cost_layer_kernels(m, p, dt, layer, tp, mbs, &k);
     c_act = tp_comm(l, tp, mbs, link_bw, link_lat);
     c_home = tp_comm(l, tp, mbs, home_bw, link_lat);
+    cb_act = tp_comm_bwd(m, l, tp, mbs, link_bw, link_lat);
+    cb_home = tp_comm_bwd(m, l, tp, mbs, home_bw, link_lat);
     n = profile_points(prof, dt->name, tp, layer, pts, 16);
     if (n == 0) {
-        /* estimate: host launch cost + work per sample + TP all-reduces */
-        work = b * layer_work(m, p, dt, l, tp);
-        fwd = (double)l->kernels * p->kernel_overhead + work + c_act;
-        out->fwd = fwd;
-        out->bwd = ratio * fwd;
-        out->comm = 2.0 * c_act;
+        /* estimate: kernels (costmodel/kernels.c) + each pass's collectives;
+         * the recomputed forward repeats its collectives */
+        rec = k.recompute + (k.recompute_comm ? c_act : 0.0);
+        out->fwd = k.fwd + c_act;
+        out->bwd = k.bwd + cb_act + rec;
+        out->comm = c_act + cb_act + (k.recompute_comm ? c_act : 0.0);
+        out->recompute = rec;
         out->estimated = 1;
-        cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
-                               out->comm, &out->fwd, &out->bwd);
+        cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs,
+                               k.fwd, out->comm, &out->fwd, &out->bwd);
         return;
     }
+    /* backward / forward compute of the estimate, for profiles without
+     * backward: the measured forward's compute scaled by it, plus the
+     * backward's own collectives (not the forward's scaled) */
+    ratio = k.fwd > 0.0 ? k.bwd / k.fwd : p->bwd_ratio;
     if (n >= 2) {
         fwd = interpolate(pts, n, layer, mbs, 0);
         work = fwd > c_home ? fwd - c_home : 0.0;
         bwd = have_bwd(pts, n, layer) ? interpolate(pts, n, layer, mbs, 1)
-                                      : ratio * fwd;
+                                      : ratio * work + cb_home;
     } else {
         /* One measured micro-batch size b0 with time p0.  The marginal
          * cost of a sample, w, is the tp=1 measurement per sample scaled
@@ -184,17 +189,31 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
             work = scale * b * w;
         }
         bwd = have_bwd(pts, 1, layer) ? pts[0]->bwd[layer] * fwd / (p0 > 0.0 ? p0 : 1.0)
-                                      : ratio * fwd;
+                                      : ratio * (fwd - c_home > 0.0 ? fwd - c_home : 0.0) +
+                                            cb_home;
     }
     /* the profile was taken on the node's own link; charge the difference */
     fwd += c_act - c_home;
+    bwd += cb_act - cb_home;
     if (fwd < 0.0)
         fwd = 0.0;
+    if (bwd < 0.0)
+        bwd = 0.0;
+    /* recomputation: the measured forward again (full), or the attention
+     * core's share of it as estimated (selective) */
+    rec = 0.0;
+    if (l->kind == FMT_KIND_TRANSFORMER && rc == FMT_RECOMPUTE_FULL)
+        rec = fwd;
+    else if (k.recompute > 0.0 && k.fwd > 0.0)
+        rec = k.recompute * (fwd - c_act > 0.0 ? fwd - c_act : 0.0) / k.fwd;
+    bwd += rec;
+    out->comm = c_act + cb_act + (l->kind == FMT_KIND_TRANSFORMER &&
+                                  rc == FMT_RECOMPUTE_FULL ? c_act : 0.0);
     cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
-                           2.0 * c_act, &fwd, &bwd);
+                           out->comm, &fwd, &bwd);
     out->fwd = fwd;
     out->bwd = bwd;
-    out->comm = 2.0 * c_act;
+    out->recompute = rec;
     if (out->comm > fwd + bwd)
         out->comm = fwd + bwd;
 }

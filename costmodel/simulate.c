@@ -417,8 +417,11 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected a strategy with degrees, micro-batches, "
                               "stage boundaries and ranks");
-    ps = *p; /* the strategy's own schedule, as in cost_evaluate */
+    ps = *p; /* the strategy's own features, as in cost_evaluate */
     ps.schedule = s->schedule;
+    ps.recompute = cost_strategy_recompute(p, s);
+    ps.zero_stage = cost_strategy_zero(p, s);
+    ps.sp = s->sp != 0;
     cuts = s->pp - 1;
     n = (size_t)s->dp * (size_t)s->pp;
     fwd = calloc(n, sizeof *fwd);

@@ -1,0 +1,313 @@
+/* costmodel/kernels.c: the analytic compute time of one layer for one
+ * micro-batch, kernel by kernel (docs/time-model.md): every GEMM of a
+ * transformer block from its shape on a roofline (compute-bound at an
+ * efficiency that depends on the shape, memory-bound when small), the
+ * element-wise work as the fused kernels Megatron-LM runs (each counted
+ * once), the attention core as fused softmax, unfused PyTorch kernels or
+ * flash attention, and the recomputation forward pass.  Layers without a
+ * transformer shape fall back to FLOPs and bytes (AMP-style roofline). */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#include "costmodel.h"
+#include "internal.h"
+
+/* Per device generation: large-GEMM efficiency (fraction of the dense
+ * tensor peak), flash-attention efficiency of forward and backward, and
+ * streaming multiprocessors (a GEMM with fewer output tiles than SMs
+ * leaves some idle).  First row whose tag the device name contains. */
+typedef struct gen_row {
+    const char *tag;
+    double gemm, flash_fwd, flash_bwd;
+    int sms;
+} gen_row;
+
+static const gen_row gens[] = {
+    /* A100: maximum achievable matmul FLOP/s about 268 of 312 TF (Bekman,
+     * "Machine Learning Engineering", MAMF table); FlashAttention-2 on
+     * A100: forward up to 73 %, backward up to 63 % of peak (Dao 2023,
+     * section 4.1); 108 SMs (A100 whitepaper) */
+    {"A100", 0.859, 0.70, 0.60, 108},
+    /* Hopper (H100, H200, GH200): MAMF about 792 of 989 TF (Bekman);
+     * FlashAttention-2 on H100 about 35-50 % of peak, FlashAttention-3
+     * 75 % (Shah et al. 2024): taken between them; 132 SMs */
+    {"GH", 0.80, 0.55, 0.45, 132},
+    {"H100", 0.80, 0.55, 0.45, 132},
+    {"H200", 0.80, 0.55, 0.45, 132},
+    /* MI300X: MAMF about 782 of 1307 TF (Bekman); 304 CUs */
+    {"MI300", 0.598, 0.40, 0.35, 304},
+    /* V100: cuBLAS HGEMM reaches about 100 of 125 TF at large sizes
+     * (cuBLAS microbenchmarks); 80 SMs */
+    {"V100", 0.80, 0.50, 0.40, 80},
+};
+/* Anything else: a typical large-GEMM efficiency of tensor-core GPUs. */
+static const gen_row gen_default = {"", 0.75, 0.50, 0.40, 80};
+
+/* Case-insensitive: does name contain tag? */
+static int has_tag(const char *name, const char *tag)
+{
+    size_t n = strlen(name), t = strlen(tag), i, k;
+
+    for (i = 0; i + t <= n; i++) {
+        for (k = 0; k < t; k++)
+            if (toupper((unsigned char)name[i + k]) != tag[k])
+                break;
+        if (k == t)
+            return 1;
+    }
+    return 0;
+}
+
+static const gen_row *gen_of(const fmt_device_type *dt)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof gens / sizeof gens[0]; i++)
+        if (has_tag(dt->name, gens[i].tag))
+            return &gens[i];
+    return &gen_default;
+}
+
+double cost_gemm_peak(const fmt_model *m, const cost_params *p,
+                      const fmt_device_type *dt)
+{
+    if (m->dtype_bytes >= 4) {
+        /* fp32 matmuls: TF32 tensor cores when allowed (NGC containers
+         * set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE), else the fp32 units */
+        if (p->tf32 && dt->flops_tf32 > 0.0)
+            return dt->flops_tf32;
+        if (p->tf32 && dt->flops_fp32 <= 0.0 && dt->flops_bf16 > 0.0)
+            return dt->flops_fp16 / 2.0; /* bf16-capable NVIDIA parts: TF32
+                                            dense = fp16 dense / 2 (A100,
+                                            H100 datasheets) */
+        if (dt->flops_fp32 > 0.0)
+            return dt->flops_fp32;
+        return dt->flops_fp16 / 4.0; /* nothing stated: a quarter of fp16 */
+    }
+    if (m->bf16 && dt->flops_bf16 > 0.0)
+        return dt->flops_bf16;
+    return dt->flops_fp16;
+}
+
+double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt)
+{
+    return p->gemm_eff > 0.0 ? p->gemm_eff : gen_of(dt)->gemm;
+}
+
+/* What every kernel of one layer needs. */
+typedef struct kctx {
+    double peak;      /* dense tensor FLOP/s of the precision */
+    double eff;       /* large-GEMM efficiency */
+    double bw;        /* reachable memory bandwidth, B/s */
+    double d;         /* bytes per element */
+    int sms;
+    const gen_row *gen;
+} kctx;
+
+/* Tile quantization: cuBLAS computes C in tiles of 256 x 128 on
+ * Ampere/Hopper for large half-precision GEMMs; a partial tile costs a
+ * whole one (NVIDIA, "Matrix Multiplication Background User's Guide",
+ * "Tile quantization"). */
+#define TILE_M 256.0
+#define TILE_N 128.0
+
+static double tile_use(double x, double tile)
+{
+    double tiles = ceil(x / tile);
+
+    return tiles > 0.0 ? x / (tile * tiles) : 1.0;
+}
+
+/* Roofline time of `batch` GEMMs C[M,N] = A[M,K] B[K,N]: compute-bound at
+ * eff x tile use x wave use, or bound by reading A and B and writing C
+ * once.  Wave quantization: the tiles run in waves of one per SM, and
+ * the last wave is partly idle (same guide, "Wave quantization"). */
+static double gemm(const kctx *k, double M, double N, double K, double batch)
+{
+    double flops = 2.0 * M * N * K * batch, eff, tiles, waves, tc, tm;
+
+    if (flops <= 0.0)
+        return 0.0;
+    eff = k->eff * tile_use(M, TILE_M) * tile_use(N, TILE_N);
+    tiles = ceil(M / TILE_M) * ceil(N / TILE_N) * batch;
+    waves = tiles / (double)k->sms;
+    eff *= waves / ceil(waves);
+    tc = flops / (k->peak * eff);
+    tm = (M * K + K * N + M * N) * batch * k->d / k->bw;
+    return tc > tm ? tc : tm;
+}
+
+/* Backward of a GEMM: input gradient dA = dC B^T [M,K] (inner N) and
+ * weight gradient dB = A^T dC [K,N] (inner M): twice the FLOPs, each on
+ * its own shape. */
+static double gemm_bwd(const kctx *k, double M, double N, double K,
+                       double batch)
+{
+    return gemm(k, M, K, N, batch) + gemm(k, K, N, M, batch);
+}
+
+static void kctx_init(const fmt_model *m, const cost_params *p,
+                      const fmt_device_type *dt, kctx *k)
+{
+    k->gen = gen_of(dt);
+    k->peak = cost_gemm_peak(m, p, dt);
+    k->eff = cost_gemm_eff(p, dt);
+    k->bw = dt->mem_bw * p->memory_eff;
+    k->d = (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
+    k->sms = k->gen->sms;
+}
+
+/* A transformer block with the model's shape (docs/time-model.md,
+ * "Transformer block"): b samples of s tokens at TP degree t. */
+static void block_time(const fmt_model *m, const cost_params *p,
+                       const kctx *k, int tp, int mbs, cost_kernel_time *o)
+{
+    double t = (double)tp, b = (double)mbs, s = (double)m->seq;
+    double h = (double)m->hidden, a = (double)m->heads, d = k->d;
+    double kv = m->kv_heads > 0 ? (double)m->kv_heads : a;
+    double f = m->ffn > 0 ? (double)m->ffn : 4.0 * h;
+    double dh = h / a, T = b * s, at = a / t, kvt = kv / t > 1.0 ? kv / t : 1.0;
+    double ft = f / t, E, Er, F, S2, mask, fwd_g, bwd_g, core_f, core_b;
+    double ew_f, ew_b, core_ew_f, core_ew_b, attn_flops;
+    int gated = m->mlp == FMT_MLP_SWIGLU, drop = m->dropout != FMT_FLAG_OFF;
+    int causal = strcmp(m->family, "bert") != 0;
+
+    /* GEMMs: QKV (column-parallel), projection (row-parallel), fc1 (gate
+     * and up for SwiGLU), fc2 (Shoeybi et al. 2019, section 3) */
+    fwd_g = gemm(k, T, (at + 2.0 * kvt) * dh, h, 1.0) + gemm(k, T, h, at * dh, 1.0) +
+            gemm(k, T, (gated ? 2.0 : 1.0) * ft, h, 1.0) + gemm(k, T, h, ft, 1.0);
+    bwd_g = gemm_bwd(k, T, (at + 2.0 * kvt) * dh, h, 1.0) +
+            gemm_bwd(k, T, h, at * dh, 1.0) +
+            gemm_bwd(k, T, (gated ? 2.0 : 1.0) * ft, h, 1.0) +
+            gemm_bwd(k, T, h, ft, 1.0);
+    /* element-wise bytes (Korthikanti et al. 2022 sizes): E one hidden
+     * tensor, Er its replicated part (split over TP with sequence
+     * parallelism), F one MLP tensor, S2 the scores of the local heads */
+    E = T * h * d;
+    Er = p->sp && tp > 1 ? E / t : E;
+    F = T * ft * d;
+    S2 = b * at * s * s * d;
+    mask = S2 / d; /* one byte per dropout-mask element */
+    /* forward, one pass each: two fused layer norms (read, write), two
+     * fused bias-dropout-add (read branch and residual, write, mask),
+     * fused bias-GeLU (read, write) or SwiGLU (read gate and up, write) */
+    ew_f = 4.0 * Er + 2.0 * (3.0 * Er + (drop ? Er / d : 0.0)) +
+           (gated ? 3.0 : 2.0) * F;
+    /* backward: layer norms (read input and gradient, write), dropout-add
+     * (read gradient and mask, write) and the residual gradient sums
+     * (read two, write), GeLU (read input and gradient, write) or SwiGLU
+     * (read gate, up and gradient, write two) */
+    ew_b = 6.0 * Er + 2.0 * (2.0 * Er + (drop ? Er / d : 0.0)) + 2.0 * 3.0 * Er +
+           (gated ? 5.0 : 3.0) * F;
+    if (m->positions == FMT_POS_ROTARY) { /* rotate Q and K: read, write */
+        ew_f += 2.0 * T * (at + kvt) * dh * d;
+        ew_b += 2.0 * T * (at + kvt) * dh * d;
+    }
+    /* attention core */
+    if (p->attention == COST_ATTN_FLASH) {
+        /* one fused kernel (Dao et al. 2022): 4 b s^2 h / t FLOPs, half of
+         * them skipped under a causal mask; backward 2.5x the forward
+         * FLOPs (recomputes the scores); reads Q, K, V, writes O */
+        double qkvo = T * (2.0 * at + 2.0 * kvt) * dh * d;
+        double tm = qkvo / k->bw;
+        attn_flops = 4.0 * b * at * s * s * dh * (causal ? 0.5 : 1.0);
+        core_f = attn_flops / (k->peak * k->gen->flash_fwd);
+        core_b = 2.5 * attn_flops / (k->peak * k->gen->flash_bwd);
+        core_f = core_f > tm ? core_f : tm;
+        core_b = core_b > 2.0 * tm ? core_b : 2.0 * tm;
+        core_ew_f = core_ew_b = 0.0;
+    } else {
+        /* batched score and context GEMMs over the full s x s, then the
+         * softmax: Megatron's fused scale-mask-softmax reads and writes
+         * the scores once; unfused PyTorch adds a separate mask-add pass
+         * (read, write); dropout reads, writes and stores its mask */
+        core_f = gemm(k, s, s, dh, b * at) + gemm(k, s, dh, s, b * at);
+        core_b = gemm_bwd(k, s, s, dh, b * at) + gemm_bwd(k, s, dh, s, b * at);
+        core_ew_f = 2.0 * S2 + (p->attention == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
+                    (drop ? 2.0 * S2 + mask : 0.0);
+        /* softmax backward reads output and gradient, writes; unfused
+         * adds the scale's pass; dropout backward reads gradient, mask */
+        core_ew_b = 3.0 * S2 + (p->attention == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
+                    (drop ? 2.0 * S2 + mask : 0.0);
+    }
+    o->gemm_fwd = fwd_g + core_f;
+    o->fwd = fwd_g + core_f + (ew_f + core_ew_f) / k->bw;
+    o->bwd = bwd_g + core_b + (ew_b + core_ew_b) / k->bw;
+    /* the attention core alone: what selective recomputation re-runs
+     * (Korthikanti et al. 2022, section 5: QK^T, softmax, dropout,
+     * attention over V); flash attention already recomputes it inside
+     * its backward, so nothing more */
+    o->core_fwd = p->attention == COST_ATTN_FLASH ? 0.0 : core_f + core_ew_f / k->bw;
+}
+
+/* Layers without a transformer shape: FLOPs at the large-GEMM (or the
+ * compute_eff) rate plus bytes at the memory rate (AMP section 3.4); the
+ * backward does twice the FLOPs and bwd_traffic times the bytes. */
+static void generic_time(const fmt_model *m, const cost_params *p,
+                         const kctx *k, const fmt_layer *l, int tp, int mbs,
+                         int shaped_head, cost_kernel_time *o)
+{
+    double t = (double)tp, b = (double)mbs;
+    double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
+    double bytes = l->traffic / t + l->traffic_rep, g, mu;
+
+    if (shaped_head) {
+        /* LM head: logits GEMM [b s, v / t] over h; the loss's passes over
+         * the logits are its traffic (costmodel reads them as given) */
+        double T = b * (double)m->seq;
+        g = gemm(k, T, (double)m->vocab / t, (double)m->hidden, 1.0);
+        o->gemm_fwd = g;
+        o->fwd = g + b * bytes / k->bw;
+        o->bwd = gemm_bwd(k, T, (double)m->vocab / t, (double)m->hidden, 1.0) +
+                 p->bwd_traffic * b * bytes / k->bw;
+        return;
+    }
+    g = flops > 0.0 ? b * flops / (k->peak * p->compute_eff) : 0.0;
+    mu = bytes > 0.0 ? b * bytes / k->bw : 0.0;
+    o->gemm_fwd = g;
+    o->fwd = g + mu;
+    o->bwd = g + mu > 0.0 ? 2.0 * g + p->bwd_traffic * mu : 0.0;
+}
+
+void cost_layer_kernels(const fmt_model *m, const cost_params *p,
+                        const fmt_device_type *dt, int layer, int tp, int mbs,
+                        cost_kernel_time *out)
+{
+    const fmt_layer *l = &m->layers[layer];
+    double launch = (double)l->kernels * p->kernel_overhead;
+    int shaped = m->hidden > 0 && m->heads > 0 && m->seq > 0 &&
+                 m->hidden % m->heads == 0;
+    int rc = cost_strategy_recompute(p, NULL);
+    kctx k;
+
+    memset(out, 0, sizeof *out);
+    kctx_init(m, p, dt, &k);
+    if (shaped && l->kind == FMT_KIND_TRANSFORMER)
+        block_time(m, p, &k, tp, mbs, out);
+    else
+        generic_time(m, p, &k, l, tp, mbs,
+                     shaped && l->kind == FMT_KIND_HEAD && m->vocab > 0, out);
+    /* every kernel pays a fixed cost besides its work: launch, ramp-up
+     * and tail of its waves (the backward runs bwd_ratio times the
+     * forward's kernels) */
+    out->fwd += launch;
+    out->bwd += p->bwd_ratio * launch;
+    /* weight-gradient accumulation: each micro-batch's gradients are added
+     * into the gradient buffer (PyTorch's AccumulateGrad, Megatron's
+     * main_grad): read the new, read and write the sum, in fp32 for bf16
+     * and fp32 training; none when the weight-gradient GEMM accumulates in
+     * place (Megatron --gradient-accumulation-fusion) */
+    if (!p->grad_accum_fusion && l->params > 0.0 && layer >= p->frozen_layers) {
+        double w = (l->params - l->params_rep) / (double)tp + l->params_rep;
+        double acc = m->bf16 || m->dtype_bytes >= 4 ? 4.0 : k.d;
+        out->bwd += w * (k.d + 2.0 * acc) / k.bw;
+    }
+    /* recomputation before the backward pass (Korthikanti et al. 2022):
+     * full re-runs the block's forward, selective its attention core */
+    if (l->kind == FMT_KIND_TRANSFORMER && rc == FMT_RECOMPUTE_FULL) {
+        out->recompute = out->fwd;
+        out->recompute_comm = 1;
+    } else if (l->kind == FMT_KIND_TRANSFORMER && rc == FMT_RECOMPUTE_SELECTIVE)
+        out->recompute = out->core_fwd;
+}

@@ -1,0 +1,441 @@
+/* tests/test_costmodel_time.c: the analytic time model (docs/time-model.md)
+ * against layer times worked out by hand: GEMM roofline with tile and
+ * wave quantization, fused element-wise kernels, recomputation, TP
+ * collectives once per pass, the interleaved bubble and the exposed part
+ * of an overlapped DP reduction. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+
+#define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
+
+/* Device "X": no generation row, so 80 SMs; 100 TFLOP/s fp16, 1 TB/s. */
+static void make_device(fmt_device_type *dt)
+{
+    memset(dt, 0, sizeof *dt);
+    strcpy(dt->name, "X");
+    dt->mem_bytes = 80e9;
+    dt->flops_fp16 = 100e12;
+    dt->mem_bw = 1e12;
+}
+
+/* One GPT block, h 1024, 8 heads (dh 128), s 2048, ffn 4096, GeLU,
+ * learned positions, no dropout, fp16; params as Megatron counts them. */
+static void make_block(fmt_model *m)
+{
+    memset(m, 0, sizeof *m);
+    strcpy(m->family, "gpt3");
+    m->hidden = 1024;
+    m->heads = 8;
+    m->seq = 2048;
+    m->ffn = 4096;
+    m->vocab = 0;
+    m->dtype_bytes = 2;
+    m->mlp = FMT_MLP_GELU;
+    m->positions = FMT_POS_LEARNED;
+    m->norm = FMT_NORM_LAYERNORM;
+    m->dropout = FMT_FLAG_OFF;
+    m->nlayers = 1;
+    m->layers = calloc(1, sizeof *m->layers);
+    strcpy(m->layers[0].name, "block");
+    m->layers[0].kind = FMT_KIND_TRANSFORMER;
+    m->layers[0].params = 12.0 * 1024 * 1024;
+    m->layers[0].tp_comm_bytes = 2048.0 * 1024 * 2; /* s h d */
+    m->layers[0].tp_collectives = 2;
+    m->layers[0].kernels = 40;
+}
+
+/* Exact arithmetic: whole peak (gemm_eff 1), whole bandwidth, no launch
+ * cost, whole link rates. */
+static void params_exact(cost_params *p)
+{
+    cost_params_init(p);
+    p->gemm_eff = 1.0;
+    p->memory_eff = 1.0;
+    p->kernel_overhead = 0.0;
+    p->net_eff = 1.0;
+    p->intra_eff = 1.0;
+    p->mem_reserve = 0.0;
+}
+
+/* The block's forward at tp 1, mbs 1, by hand.  T = b s = 2048 tokens.
+ * Tiles of 256 x 128, 80 SMs; eff = tile use x wave use:
+ *   QKV  [2048, 3072] K 1024: 8 x 24 = 192 tiles, 2.4 waves of 3 -> 0.8
+ *        2 * 2048 * 3072 * 1024 = 12 884 901 888 FLOP / (1e14 * 0.8)
+ *   proj [2048, 1024] K 1024: 8 x 8 = 64 tiles, 0.8 of one wave  -> 0.8
+ *        4 294 967 296 FLOP / 8e13
+ *   fc1  [2048, 4096] K 1024: 8 x 32 = 256 tiles, 3.2 of 4       -> 0.8
+ *        17 179 869 184 FLOP / 8e13
+ *   fc2  [2048, 1024] K 4096: 64 tiles                           -> 0.8
+ *        17 179 869 184 FLOP / 8e13
+ *   scores 8 x [2048, 2048] K 128: 8 x 16 x 8 = 1024 tiles, 12.8 of 13
+ *        8 589 934 592 FLOP / (1e14 * 12.8 / 13); its bytes (2048*128 * 2
+ *        + 2048^2) * 8 * 2 = 75 497 472 take 75.5 us < 87.2 us: compute
+ *   context 8 x [2048, 128] K 2048: 64 tiles -> 0.8
+ *        8 589 934 592 FLOP / 8e13 (107.4 us > 75.5 us of bytes)
+ * element-wise bytes, E = 2048 * 1024 * 2 = 4 194 304,
+ * F = 2048 * 4096 * 2 = 16 777 216, S2 = 8 * 2048^2 * 2 = 67 108 864:
+ *   two layer norms 4E, two bias-add-residual 6E, bias-GeLU 2F, fused
+ *   softmax 2 S2 = 209 715 200 bytes at 1 TB/s. */
+static double hand_fwd(double *core)
+{
+    double gemms = 12884901888.0 / 8e13 + 4294967296.0 / 8e13 +
+                   17179869184.0 / 8e13 + 17179869184.0 / 8e13;
+    double scores = 8589934592.0 / (1e14 * 12.8 / 13.0);
+    double context = 8589934592.0 / 8e13;
+    double S2 = 67108864.0;
+    double ew = 10.0 * 4194304.0 + 2.0 * 16777216.0;
+
+    *core = scores + context + 2.0 * S2 / 1e12;
+    return gemms + scores + context + (ew + 2.0 * S2) / 1e12;
+}
+
+START_TEST(test_block_forward_by_hand)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time lt;
+    double core, fwd = hand_fwd(&core);
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_int_eq(lt.estimated, 1);
+    ck_assert_double_eq_tol(lt.fwd, fwd, 1e-12);
+    ck_assert(lt.comm == 0.0 && lt.recompute == 0.0);
+    /* backward: every GEMM twice (input and weight gradients) plus the
+     * backward kernels: more than 2x the GEMM part, less than 3x fwd */
+    ck_assert(lt.bwd > 2.0 * (fwd - (10.0 * 4194304.0 + 2.0 * 16777216.0 +
+                                      2.0 * 67108864.0) / 1e12));
+    ck_assert(lt.bwd < 3.0 * fwd);
+    /* a launch cost per kernel adds kernels x overhead to the forward */
+    p.kernel_overhead = 1e-5;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_double_eq_tol(lt.fwd, fwd + 40 * 1e-5, 1e-12);
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* Full recomputation re-runs the block's forward before its backward:
+ * the backward grows by exactly the forward (its TP all-reduces
+ * included); selective re-runs the attention core only. */
+START_TEST(test_recompute_time)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time none, full, sel, tp2, tp2full;
+    double core, fwd = hand_fwd(&core);
+    double bw = 100.0 * GB8, ar;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &none);
+    p.recompute = FMT_RECOMPUTE_FULL;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &full);
+    ck_assert_double_eq_tol(full.fwd, none.fwd, 1e-15);
+    ck_assert_double_eq_tol(full.bwd - none.bwd, fwd, 1e-12);
+    ck_assert_double_eq_tol(full.recompute, fwd, 1e-12);
+    p.recompute = FMT_RECOMPUTE_SELECTIVE;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &sel);
+    /* scores + context GEMMs + fused softmax pass (no dropout) */
+    ck_assert_double_eq_tol(sel.bwd - none.bwd, core, 1e-12);
+    /* flash attention keeps no scores: selective costs nothing more */
+    p.attention = COST_ATTN_FLASH;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &sel);
+    ck_assert(sel.recompute == 0.0);
+
+    /* tp 2 over a 100 Gbit/s link: each all-reduce of s h d = 4 MiB is
+     * 2 (n-1)/n M / B = 4194304 / 12.5e9 s (AMP eq. 3); full recompute
+     * repeats the forward's two */
+    p.attention = COST_ATTN_FUSED;
+    p.recompute = FMT_RECOMPUTE_NONE;
+    ar = 4194304.0 / (100.0 * GB8);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, bw, 0.0, bw, &tp2);
+    p.recompute = FMT_RECOMPUTE_FULL;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, bw, 0.0, bw, &tp2full);
+    ck_assert_double_eq_tol(tp2full.bwd - tp2.bwd, tp2.fwd, 1e-12);
+    ck_assert_double_eq_tol(tp2full.comm, 6.0 * ar, 1e-12);
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* The TP collectives of each pass counted once: two all-reduces in the
+ * forward, two in the backward, whatever the backward's compute. */
+START_TEST(test_tp_comm_once_per_pass)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time fast, slow;
+    double ar = 4194304.0 / (10.0 * GB8), lat = 1e-5;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    /* the same tp 2 split on an unlimited and on a 10 Gbit/s link */
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &fast);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * GB8, lat, 10.0 * GB8,
+                       &slow);
+    ck_assert(fast.comm == 0.0);
+    /* each all-reduce: 2 (n-1) latency steps + 2 (n-1)/n M / B */
+    ck_assert_double_eq_tol(slow.fwd - fast.fwd, 2.0 * (2.0 * lat + ar), 1e-12);
+    ck_assert_double_eq_tol(slow.bwd - fast.bwd, 2.0 * (2.0 * lat + ar), 1e-12);
+    ck_assert_double_eq_tol(slow.comm, 4.0 * (2.0 * lat + ar), 1e-12);
+    /* sequence parallelism: reduce-scatter + all-gather, the same bytes */
+    p.sp = 1;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * GB8, lat, 10.0 * GB8,
+                       &slow);
+    ck_assert_double_eq_tol(slow.comm, 4.0 * (2.0 * lat + ar), 1e-12);
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* Layers without FLOPs whose times come from a profile. */
+static void profile_model(fmt_model *m, fmt_profile *prof, int n, double fwd,
+                          double bwd, double out_bytes)
+{
+    fmt_profile_entry *e;
+    int i;
+
+    memset(m, 0, sizeof *m);
+    m->nlayers = n;
+    m->dtype_bytes = 2;
+    m->layers = calloc((size_t)n, sizeof *m->layers);
+    for (i = 0; i < n; i++) {
+        snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
+        m->layers[i].kind = FMT_KIND_GENERIC;
+        m->layers[i].out_bytes = out_bytes;
+    }
+    memset(prof, 0, sizeof *prof);
+    prof->entries = calloc(1, sizeof *prof->entries);
+    prof->nentries = 1;
+    prof->nlayers = n;
+    e = &prof->entries[0];
+    strcpy(e->device, "X");
+    e->tp = 1;
+    e->mbs = 1;
+    e->fwd = malloc((size_t)n * sizeof *e->fwd);
+    e->bwd = malloc((size_t)n * sizeof *e->bwd);
+    for (i = 0; i < n; i++) {
+        e->fwd[i] = fwd;
+        e->bwd[i] = bwd;
+    }
+}
+
+/* n nodes of g devices "X", 100 Gbit/s NICs and intra links. */
+static void x_nodes(fmt_cluster *c, int n, int g)
+{
+    int i;
+
+    memset(c, 0, sizeof *c);
+    c->ntypes = 1;
+    c->types = calloc(1, sizeof *c->types);
+    make_device(&c->types[0]);
+    c->nnodes = n;
+    c->nodes = calloc((size_t)n, sizeof *c->nodes);
+    for (i = 0; i < n; i++) {
+        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
+        c->nodes[i].gpus = g;
+        c->nodes[i].intra_bw = 100.0 * GB8;
+        c->nodes[i].nic_bw = 100.0 * GB8;
+    }
+    ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
+}
+
+/* Interleaved 1F1B (Narayanan et al. SC'21 sec. 2.2.2): with p stages,
+ * m micro-batches and v chunks per device the bubble is (p - 1) t / v,
+ * i.e. a fraction (p - 1) / (v m) of the m t of work, and the P2P of the
+ * fill and drain is paid v times. */
+START_TEST(test_interleaved_bubble)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    cost_params p;
+    fmt_strategy s;
+    cost_result r1, r2;
+    double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * GB8);
+    int j;
+
+    x_nodes(&c, 4, 1);
+    profile_model(&m, &prof, 32, 1e-3, 2e-3, 1.25e6);
+    params_exact(&p);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 4), UTIL_OK);
+    for (j = 0; j < 4; j++) {
+        s.ranks[j] = j;
+        s.bounds[j] = 8 * j;
+    }
+    s.bounds[4] = 32;
+    s.gas = 8;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
+    /* plain 1F1B: bubble (p-1) t = 3 t; P2P of 3 cuts, both directions */
+    ck_assert_double_eq_tol(r1.bd.bubble, 3.0 * t, 1e-12);
+    ck_assert_double_eq_tol(r1.bd.p2p, 3.0 * e, 1e-12);
+    ck_assert_double_eq_tol(r1.iter_s, 8.0 * t + 3.0 * t + 3.0 * e, 1e-12);
+    s.vpp = 2;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r2, NULL), UTIL_OK);
+    /* v = 2: bubble 3 t / 2 = (p-1)/(v m) x m t; P2P 2 x 3 e */
+    ck_assert_double_eq_tol(r2.bd.bubble, 3.0 * t / 2.0, 1e-12);
+    ck_assert_double_eq_tol(r2.bd.bubble / (8.0 * t), 3.0 / (2.0 * 8.0), 1e-12);
+    ck_assert_double_eq_tol(r2.bd.p2p, 6.0 * e, 1e-12);
+    ck_assert_double_eq_tol(r2.iter_s, 8.0 * t + 1.5 * t + 6.0 * e, 1e-12);
+    cost_result_free(&r1);
+    cost_result_free(&r2);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* Pipeline P2P under TP 2 between two 2-GPU nodes (100 Gbit/s NICs and
+ * intra links): Megatron's scatter/gather (Narayanan et al. SC'21 sec.
+ * 4.1) sends half the activation per TP rank, the two flows sharing the
+ * NIC, then all-gathers it inside the receiving node; sequence
+ * parallelism needs no gather. */
+START_TEST(test_p2p_scatter_gather)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    cost_params p;
+    fmt_strategy s;
+    cost_result r;
+    double nic = 100.0 * GB8 / 2.0, a = 1.25e6; /* bytes per sample */
+    int i;
+
+    x_nodes(&c, 2, 2);
+    profile_model(&m, &prof, 2, 0.0, 0.0, a);
+    params_exact(&p);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 1, 2), UTIL_OK);
+    for (i = 0; i < 4; i++)
+        s.ranks[i] = i;
+    s.bounds[0] = 0;
+    s.bounds[1] = 1;
+    s.bounds[2] = 2;
+    s.gas = 1;
+    /* whole activation per rank: 2 x a / (NIC / 2 flows), both ways */
+    p.p2p_scatter = 0;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * a / nic, 1e-12);
+    cost_result_free(&r);
+    /* scatter: a/2 per rank over the shared NIC, then a ring all-gather of
+     * one step of a/2 over the 100 Gbit/s intra link */
+    p.p2p_scatter = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic + a / 2.0 / (100.0 * GB8)),
+                            1e-12);
+    cost_result_free(&r);
+    /* sequence parallel: the activation is already split, no gather */
+    s.sp = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic), 1e-12);
+    cost_result_free(&r);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* DP gradient reduction in buckets during the last backward pass: only
+ * max(t / n, t - W (1 - 1/n)) is exposed (n buckets, t the reduction,
+ * W the backward of one micro-batch). */
+START_TEST(test_dp_overlap_exposed)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof;
+    cost_params p;
+    fmt_strategy s;
+    cost_result r0, r1;
+    double t, w = 4 * 2e-3;
+    int l;
+
+    x_nodes(&c, 2, 1);
+    profile_model(&m, &prof, 4, 1e-3, 2e-3, 0.0);
+    for (l = 0; l < 4; l++)
+        m.layers[l].params = 25e6; /* 100e6 parameters, 200 MB of fp16 */
+    params_exact(&p);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.bounds[0] = 0;
+    s.bounds[1] = 4;
+    s.gas = 2;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r0, NULL), UTIL_OK);
+    /* ring all-reduce over 2: 2 (1/2) 200e6 / 12.5e9 = 16 ms */
+    t = 200e6 / (100.0 * GB8);
+    ck_assert_double_eq_tol(r0.bd.dp_comm, t, 1e-12);
+    p.overlap_grad_reduce = 1;
+    p.dp_bucket = 25e6; /* 4 buckets */
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
+    /* W = 4 layers x 2 ms = 8 ms: t - W (3/4) = 10 ms > t / 4 = 4 ms */
+    ck_assert_double_eq_tol(r1.bd.dp_comm, t - w * 0.75, 1e-12);
+    ck_assert_double_eq_tol(r0.iter_s - r1.iter_s, w * 0.75, 1e-12);
+    cost_result_free(&r0);
+    cost_result_free(&r1);
+    fmt_strategy_free(&s);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* Per-precision peaks: bf16 its own, fp32 TF32 when allowed and present,
+ * else the fp32 units. */
+START_TEST(test_precision_peaks)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time a, b;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    dt.flops_fp32 = 20e12;
+    dt.flops_tf32 = 50e12;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &a);
+    ck_assert_int_eq(fmt_model_set_precision(&m, FMT_PREC_FP32, NULL), UTIL_OK);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &b);
+    /* fp32 on TF32 (half the fp16 rate): the GEMMs take twice as long */
+    ck_assert(b.fwd > 1.5 * a.fwd);
+    p.tf32 = 0;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &a);
+    ck_assert(a.fwd > 2.0 * b.fwd); /* 20 TF/s fp32 units */
+    fmt_model_free(&m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *su = suite_create("time");
+    TCase *tc = tcase_create("core");
+    SRunner *sr;
+    int failed;
+
+    tcase_add_test(tc, test_block_forward_by_hand);
+    tcase_add_test(tc, test_recompute_time);
+    tcase_add_test(tc, test_tp_comm_once_per_pass);
+    tcase_add_test(tc, test_interleaved_bubble);
+    tcase_add_test(tc, test_p2p_scatter_gather);
+    tcase_add_test(tc, test_dp_overlap_exposed);
+    tcase_add_test(tc, test_precision_peaks);
+    suite_add_tcase(su, tc);
+    sr = srunner_create(su);
+    srunner_run_all(sr, CK_NORMAL);
+    failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
