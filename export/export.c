@@ -343,7 +343,7 @@ static int idle_note(export_ctx *x, util_error *err)
 {
     const fmt_cluster *c = x->c;
     util_buf b = {0};
-    int k, g, nodes = 0;
+    int k, g, nodes = 0, more = 0;
 
     x->idle = c->ndevices - x->nranks;
     x->out->ranks = x->nranks;
@@ -358,6 +358,10 @@ static int idle_note(export_ctx *x, util_error *err)
             used += fmt_rank_of_device(x->s, nd->first_device + g) >= 0;
         if (used == nd->gpus)
             continue;
+        if (b.len > 180) { /* the note has room for about 400 bytes */
+            more++;
+            continue;
+        }
         util_buf_printf(&b, "%shost '%s': ", nodes++ ? "; " : "",
                         export_clean(host, sizeof host, nd->name));
         if (used == 0)
@@ -372,6 +376,9 @@ static int idle_note(export_ctx *x, util_error *err)
                             export_clean(type, sizeof type, export_type_of(x, k)));
         }
     }
+    if (more > 0)
+        util_buf_printf(&b, "; and %d more host%s (ranks.txt of the torchrun "
+                        "export lists every idle GPU)", more, more > 1 ? "s" : "");
     if (b.failed) {
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
