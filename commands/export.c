@@ -198,7 +198,8 @@ static void export_print_json(const export_opts *o, const export_result *ex)
         cmd_json_string(stdout, o->out.output);
     else
         printf("null");
-    printf(", \"agents\": %d, \"hosts\": %d,\n \"files\": [", ex->agents, ex->hosts);
+    printf(", \"agents\": %d, \"hosts\": %d, \"ranks\": %d, \"idle_gpus\": %d,"
+           "\n \"files\": [", ex->agents, ex->hosts, ex->ranks, ex->idle);
     for (i = 0; i < ex->nfiles; i++) {
         printf("%s\n  {\"name\": ", i ? "," : "");
         cmd_json_string(stdout, ex->files[i].name);
@@ -247,6 +248,8 @@ static void export_print_table(const export_opts *o, const export_result *ex)
            o->out.output, o->strategy, export_target_name(o->target), ex->hosts);
     if (ex->agents != ex->hosts)
         printf(", %d torchrun agents", ex->agents);
+    if (ex->idle > 0)
+        printf(", %d ranks, %d GPUs idle", ex->ranks, ex->idle);
     printf(")\n");
 }
 
@@ -273,6 +276,7 @@ int cmd_export(int argc, char **argv)
     eo.source = cmd_basename(o.plan);
     eo.strategy = o.strategy;
     eo.approximate = o.approximate;
+    eo.idle_reason = d.idle_reason ? d.idle_reason[o.strategy - 1] : NULL;
     if (o.version != NULL &&
         (eo.version = export_version_from_name(o.target, o.version)) < 0) {
         code = cmd_usage_error("export", "option '--target-version' expects %s "

@@ -82,9 +82,11 @@ static void report_print_json(const report_opts *o, const report_input *in,
     printf(",\n \"strategies\": [");
     for (i = 0; i < in->n; i++)
         printf("%s\n  {\"rank\": %d, \"tp\": %d, \"dp\": %d, \"pp\": %d, \"mbs\": %d, "
-               "\"predicted_s\": %.17g, \"fits\": %s}", i ? "," : "", i + 1,
+               "\"predicted_s\": %.17g, \"fits\": %s, \"idle_gpus\": %d}",
+               i ? "," : "", i + 1,
                in->s[i].tp, in->s[i].dp, in->s[i].pp, in->s[i].mbs, in->r[i].iter_s,
-               in->r[i].fits ? "true" : "false");
+               in->r[i].fits ? "true" : "false",
+               in->c->ndevices - in->s[i].tp * in->s[i].dp * in->s[i].pp);
     printf("]}\n");
 }
 
@@ -110,6 +112,13 @@ static void report_print_table(const report_opts *o, const report_input *in,
     if (in->timeline)
         printf("timeline of #%d: %.4f s simulated, %d events\n", o->strategy,
                in->timeline->iter_s, in->timeline->nevents);
+    k = in->s[o->strategy - 1].tp * in->s[o->strategy - 1].dp *
+        in->s[o->strategy - 1].pp;
+    if (k < in->c->ndevices)
+        printf("idle GPUs of #%d: %d of %d, listed in the report%s%s\n", o->strategy,
+               in->c->ndevices - k, in->c->ndevices,
+               in->idle_reason && in->idle_reason[0] ? ": " : "",
+               in->idle_reason ? in->idle_reason : "");
     printf("report written to '%s' (%s, %.0f x %.0f px)\n", o->out.output,
            html ? "HTML" : "SVG", lay->width, lay->height);
 }
@@ -175,6 +184,7 @@ int cmd_report(int argc, char **argv)
     in.shown = o.strategy - 1;
     in.timeline = have_tl ? &tl : NULL;
     in.global_batch = d.global_batch;
+    in.idle_reason = d.idle_reason ? d.idle_reason[o.strategy - 1] : NULL;
     if ((html ? report_html(&in, &text, &lay, &err)
               : report_svg(&in, &text, &lay, &err)) != UTIL_OK) {
         code = cmd_report_error(&err);

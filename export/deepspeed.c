@@ -6,8 +6,9 @@
 
 #include "internal.h"
 
-/* What DeepSpeed's pipeline engine cannot run as planned. */
-static int deepspeed_limits(export_ctx *x)
+/* What DeepSpeed's pipeline engine cannot run as planned; *include set
+ * when the launcher needs --include lists. */
+static int deepspeed_limits(export_ctx *x, int *include)
 {
     const fmt_strategy *s = x->s;
     int zero = export_zero(x), rc = export_recompute(x);
@@ -42,7 +43,7 @@ static int deepspeed_limits(export_ctx *x)
                     "(Megatron-style); hetplan_pipe.py passes a "
                     "PipeModelDataParallelTopology with num_mp=%d", s->tp,
                     s->tp);
-    export_order_notes(x, "the deepspeed launcher");
+    *include = export_order_notes(x, "the deepspeed launcher", 1);
     return zero;
 }
 
@@ -132,14 +133,17 @@ int export_deepspeed(export_ctx *x, util_error *err)
     util_buf cfg = {0}, hf = {0}, py = {0}, sh = {0};
     export_result *out = x->out;
     char what[200];
-    int rc, zero;
+    int rc, zero, include = 0;
 
     if ((rc = export_hosts_check(x, err)) != UTIL_OK)
         return rc;
-    zero = deepspeed_limits(x);
+    zero = deepspeed_limits(x, &include);
     ds_config(x, &cfg, zero);
-    export_hostfile_text(x, &hf, "DeepSpeed hostfile: hosts in rank order, "
-                         "one slot per GPU the plan uses");
+    export_hostfile_text(x, &hf, include ? "DeepSpeed hostfile: hosts in "
+                         "rank order with all their GPUs; deepspeed.sh "
+                         "names the GPUs the plan uses (--include)"
+                         : "DeepSpeed hostfile: hosts in rank order, "
+                         "one slot per GPU the plan uses", include);
     pipe_module(x, &py);
     snprintf(what, sizeof what, "DeepSpeed %s launch with its own launcher "
              "(deepspeed, pdsh/ssh to the hosts of hostfile)", export_release(x));
@@ -152,7 +156,14 @@ int export_deepspeed(export_ctx *x, util_error *err)
     util_buf_printf(&sh, "\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)\n");
     util_buf_printf(&sh, "export PYTHONPATH=\"$DIR${PYTHONPATH:+:$PYTHONPATH}\"\n");
     util_buf_printf(&sh, "SCRIPT=${1:?usage: sh deepspeed.sh train.py [arguments]}\nshift\n");
-    util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" --master_addr ");
+    util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" ");
+    if (include) {
+        /* the launcher sets CUDA_VISIBLE_DEVICES to each host's list */
+        util_buf_printf(&sh, "--include ");
+        export_include_list(x, &sh);
+        util_buf_printf(&sh, " \\\n    ");
+    }
+    util_buf_printf(&sh, "--master_addr ");
     export_sh_word(&sh, x->master);
     util_buf_printf(&sh, " --master_port %d \\\n    \"$SCRIPT\" --deepspeed "
                    "--deepspeed_config \"$DIR/ds_config.json\" \"$@\"\n",

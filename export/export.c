@@ -90,6 +90,7 @@ void export_options_init(export_options *o)
     o->strategy = 1;
     o->version = EXPORT_VERSION_OLD;
     o->approximate = 0;
+    o->idle_reason = NULL;
 }
 
 void export_free(export_result *e)
@@ -308,6 +309,90 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
                         x->out->notes[i]);
 }
 
+/* UTIL_EINVAL unless every rank is on its own device of c. */
+static int ranks_check(const fmt_cluster *c, const fmt_strategy *s,
+                       util_error *err)
+{
+    int r, n = s->tp * s->dp * s->pp, rc = UTIL_OK;
+    int *owner = malloc((size_t)c->ndevices * sizeof *owner);
+
+    if (owner == NULL)
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    for (r = 0; r < c->ndevices; r++)
+        owner[r] = -1;
+    for (r = 0; r < n && rc == UTIL_OK; r++) {
+        int dev = s->ranks[r];
+        if (dev < 0 || dev >= c->ndevices)
+            rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                "rank %d is on device %d, outside 0..%d", r,
+                                dev, c->ndevices - 1);
+        else if (owner[dev] >= 0)
+            rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                "ranks %d and %d are both on device %d",
+                                owner[dev], r, dev);
+        else
+            owner[dev] = r;
+    }
+    free(owner);
+    return rc;
+}
+
+/* The note naming the GPUs no rank runs on, node by node ("host 'a':
+ * 4 x T4 (all), host 'b': GPUs 2,3 of 8 x V100"). */
+static int idle_note(export_ctx *x, util_error *err)
+{
+    const fmt_cluster *c = x->c;
+    util_buf b = {0};
+    int k, g, nodes = 0, more = 0;
+
+    x->idle = c->ndevices - x->nranks;
+    x->out->ranks = x->nranks;
+    x->out->idle = x->idle;
+    if (x->idle == 0)
+        return UTIL_OK;
+    for (k = 0; k < c->nnodes; k++) {
+        const fmt_node *nd = &c->nodes[k];
+        int used = 0, n = 0;
+        char host[64], type[32];
+        for (g = 0; g < nd->gpus; g++)
+            used += fmt_rank_of_device(x->s, nd->first_device + g) >= 0;
+        if (used == nd->gpus)
+            continue;
+        if (b.len > 180) { /* the note has room for about 400 bytes */
+            more++;
+            continue;
+        }
+        util_buf_printf(&b, "%shost '%s': ", nodes++ ? "; " : "",
+                        export_clean(host, sizeof host, nd->name));
+        if (used == 0)
+            util_buf_printf(&b, "all %d x %s", nd->gpus,
+                            export_clean(type, sizeof type, export_type_of(x, k)));
+        else {
+            util_buf_printf(&b, "GPU%s ", nd->gpus - used > 1 ? "s" : "");
+            for (g = 0; g < nd->gpus; g++)
+                if (fmt_rank_of_device(x->s, nd->first_device + g) < 0)
+                    util_buf_printf(&b, "%s%d", n++ ? "," : "", g);
+            util_buf_printf(&b, " of %d x %s", nd->gpus,
+                            export_clean(type, sizeof type, export_type_of(x, k)));
+        }
+    }
+    if (more > 0)
+        util_buf_printf(&b, "; and %d more host%s (ranks.txt of the torchrun "
+                        "export lists every idle GPU)", more, more > 1 ? "s" : "");
+    if (b.failed) {
+        free(b.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
+    export_note(x, "the strategy runs %d ranks (world size tp %d x dp %d x "
+                "pp %d) and leaves %d of the cluster's %d GPUs idle, which "
+                "the files leave out: %s", x->nranks, x->s->tp, x->s->dp,
+                x->s->pp, x->idle, c->ndevices, b.p ? b.p : "?");
+    free(b.p);
+    if (x->o->idle_reason != NULL && x->o->idle_reason[0] != '\0')
+        export_note(x, "the plan leaves them idle: %s", x->o->idle_reason);
+    return UTIL_OK;
+}
+
 /* ---- entry point ----------------------------------------------------- */
 
 int export_build(int target, const fmt_cluster *c, const fmt_model *m,
@@ -316,7 +401,7 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
 {
     export_ctx x;
     export_options defaults;
-    int rc = UTIL_OK, r;
+    int rc = UTIL_OK;
 
     memset(&x, 0, sizeof x);
     if (out == NULL)
@@ -339,20 +424,15 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
         goto done;
     }
     if (s->tp < 1 || s->dp < 1 || s->pp < 1 ||
-        s->tp * s->dp * s->pp != c->ndevices) {
+        s->tp * s->dp * s->pp > c->ndevices) {
         rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                            "strategy tp %d x dp %d x pp %d does not use the "
-                            "cluster's %d devices", s->tp, s->dp, s->pp,
+                            "strategy tp %d x dp %d x pp %d needs more than "
+                            "the cluster's %d devices", s->tp, s->dp, s->pp,
                             c->ndevices);
         goto done;
     }
-    for (r = 0; r < c->ndevices; r++)
-        if (s->ranks[r] < 0 || s->ranks[r] >= c->ndevices) {
-            rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                "rank %d is on device %d, outside 0..%d", r,
-                                s->ranks[r], c->ndevices - 1);
-            goto done;
-        }
+    if ((rc = ranks_check(c, s, err)) != UTIL_OK)
+        goto done;
     if (s->bounds[0] != 0 || s->bounds[s->pp] != m->nlayers) {
         rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
                             "stage boundaries must run from 0 to %d", m->nlayers);
@@ -370,9 +450,11 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
     x.s = s;
     x.o = o;
     x.global_batch = global_batch;
-    x.nranks = c->ndevices;
+    x.nranks = s->tp * s->dp * s->pp;
     x.out = out;
     if ((rc = make_groups(&x, err)) != UTIL_OK)
+        goto done;
+    if ((rc = idle_note(&x, err)) != UTIL_OK)
         goto done;
     out->version = o->version;
     if (export_version_name(target, o->version) == NULL) {

@@ -44,6 +44,8 @@ typedef struct export_options {
     int approximate;            /* 1: write the files although the target cannot
                                    express the plan exactly (approximations are
                                    stated in the notes); 0: refuse (0) */
+    const char *idle_reason;    /* why the strategy leaves GPUs idle, added to
+                                   the note listing them; NULL = none (NULL) */
 } export_options;
 
 void export_options_init(export_options *o);
@@ -73,6 +75,9 @@ typedef struct export_result {
     int approx[EXPORT_MAXNOTES]; /* 1: notes[i] is an approximation of the plan */
     int napprox;                /* approximations among the notes */
     int version;                /* enum export_version written */
+    int ranks;                  /* world size: tp * dp * pp of the strategy */
+    int idle;                   /* the cluster's GPUs no rank runs on (left out
+                                   of every file; a note lists them) */
 } export_result;
 
 /* Generate the files of one target for strategy s of a plan made for

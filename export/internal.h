@@ -29,7 +29,8 @@ typedef struct export_ctx {
     const fmt_strategy *s;
     const export_options *o;
     int global_batch;
-    int nranks;
+    int nranks;         /* tp * dp * pp, at most the cluster's GPUs */
+    int idle;           /* the cluster's GPUs no rank runs on */
     export_group *g;
     int ng;
     int *node_groups;   /* per node: agents on it */
@@ -86,14 +87,22 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd);
 void export_agent_table(const export_ctx *x, util_buf *b);
 /* ranks.txt: every rank's place. */
 void export_ranks_file(const export_ctx *x, util_buf *b);
-/* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
-void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what);
+/* Hosts in order of their first rank, slots = the host's GPUs in the plan,
+ * or all the host's GPUs when all_slots (with an include list). */
+void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what,
+                          int all_slots);
 /* UTIL_EINVAL naming the first host of the plan that is not a host name
  * (a hostfile has no quoting). */
 int export_hosts_check(const export_ctx *x, util_error *err);
 /* Notes when a launcher that takes a hostfile cannot realise the plan's
+ * rank order.  A launcher that gives a host's ranks GPUs 0..n-1 needs
+ * exactly those; one that takes per-host GPU lists (by_list: DeepSpeed's
+ * --include) needs each host's GPUs in ascending rank order.  Returns 1
+ * when such lists are needed (a host's GPUs are not 0..n-1), else 0. */
+int export_order_notes(export_ctx *x, const char *launcher, int by_list);
+/* DeepSpeed's --include value: "host:g,g@host:g", every host's GPUs in
  * rank order. */
-void export_order_notes(export_ctx *x, const char *launcher);
+void export_include_list(const export_ctx *x, util_buf *b);
 
 /* ---- the targets ----------------------------------------------------- */
 

@@ -114,6 +114,18 @@ void export_ranks_file(const export_ctx *x, util_buf *b)
                             r / (tpd * dpd),
                             (r / tpd) % dpd, r % tpd);
         }
+    if (x->idle > 0)
+        util_buf_printf(b, "# idle GPUs (no rank runs on them):\n"
+                        "# host                  gpu  device\n");
+    for (k = 0; k < x->c->nnodes && x->idle > 0; k++)
+        for (i = 0; i < x->c->nodes[k].gpus; i++)
+            if (fmt_rank_of_device(x->s, x->c->nodes[k].first_device + i) < 0) {
+                char host[HOST_N], type[TYPE_N];
+                util_buf_printf(b, "# %-20s  %3d  %s\n",
+                                export_clean(host, sizeof host, export_host_of(x, k)),
+                                i, export_clean(type, sizeof type,
+                                                export_type_of(x, k)));
+            }
 }
 
 /* ---- torchrun -------------------------------------------------------- */
@@ -220,8 +232,10 @@ int export_torchrun(export_ctx *x, util_error *err)
 
 /* ---- hostfile -------------------------------------------------------- */
 
-/* Hosts in order of their first rank, slots = the host's GPUs in the plan. */
-void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what)
+/* Hosts in order of their first rank, slots = the host's GPUs in the plan
+ * (all its GPUs when all_slots). */
+void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what,
+                          int all_slots)
 {
     int k, i;
 
@@ -236,6 +250,8 @@ void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what)
         for (i = k; i < x->ng; i++)
             if (x->g[i].node == node)
                 slots += x->g[i].n;
+        if (all_slots)
+            slots = x->c->nodes[node].gpus;
         util_buf_printf(b, "%s slots=%d\n", export_host_of(x, node), slots);
     }
 }
@@ -256,12 +272,12 @@ int export_hosts_check(const export_ctx *x, util_error *err)
     return UTIL_OK;
 }
 
-void export_order_notes(export_ctx *x, const char *launcher)
+int export_order_notes(export_ctx *x, const char *launcher, int by_list)
 {
     int k;
 
     if (x->identity_gpus)
-        return;
+        return 0;
     for (k = 0; k < x->c->nnodes; k++)
         if (x->node_groups[k] > 1) {
             export_approx(x, "%s gives each host one block of consecutive "
@@ -269,13 +285,27 @@ void export_order_notes(export_ctx *x, const char *launcher)
                         "others) are not consecutive: launch with the "
                         "torchrun export instead", launcher,
                         export_host_of(x, k));
-            return;
+            return 0;
         }
     for (k = 0; k < x->ng; k++) {
         int i, ident = 1;
         for (i = 0; i < x->g[k].n; i++)
-            if (export_gpu_of(x, x->g[k].first + i) != i)
+            if (by_list ? i > 0 && export_gpu_of(x, x->g[k].first + i) <
+                                       export_gpu_of(x, x->g[k].first + i - 1)
+                        : export_gpu_of(x, x->g[k].first + i) != i)
                 ident = 0;
+        if (!ident && !by_list) {
+            util_buf gl = {0};
+            export_gpu_list(x, &x->g[k], &gl);
+            export_approx(x, "%s gives a host's n ranks its GPUs 0..n-1 in "
+                        "order, but the plan puts ranks %d-%d on GPUs %s of "
+                        "host '%s' (and maybe others): launch with the "
+                        "torchrun export instead", launcher, x->g[k].first,
+                        x->g[k].first + x->g[k].n - 1, gl.p ? gl.p : "?",
+                        export_host_of(x, x->g[k].node));
+            free(gl.p);
+            return 0;
+        }
         if (!ident) {
             util_buf gl = {0};
             export_gpu_list(x, &x->g[k], &gl);
@@ -286,8 +316,19 @@ void export_order_notes(export_ctx *x, const char *launcher)
                         x->g[k].first + x->g[k].n - 1, gl.p ? gl.p : "?",
                         export_host_of(x, x->g[k].node));
             free(gl.p);
-            return;
+            return 0;
         }
+    }
+    return by_list;
+}
+
+void export_include_list(const export_ctx *x, util_buf *b)
+{
+    int k;
+
+    for (k = 0; k < x->ng; k++) {
+        util_buf_printf(b, "%s%s:", k ? "@" : "", export_host_of(x, x->g[k].node));
+        export_gpu_list(x, &x->g[k], b);
     }
 }
 
@@ -299,9 +340,9 @@ int export_hostfile(export_ctx *x, util_error *err)
 
     if ((rc = export_hosts_check(x, err)) != UTIL_OK)
         return rc;
-    export_order_notes(x, "mpirun (--map-by slot)");
+    export_order_notes(x, "mpirun (--map-by slot)", 0);
     export_hostfile_text(x, &b, "MPI / DeepSpeed hostfile: hosts in rank "
-                         "order, one slot per GPU the plan uses");
+                         "order, one slot per GPU the plan uses", 0);
     if (b.failed) {
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

@@ -87,6 +87,9 @@ typedef struct plan_doc {
     fmt_strategy *s;           /* n strategies, best first */
     double *predicted_s;        /* n: iteration times the plan recorded */
     int n;
+    char (*idle_reason)[256];   /* n: why strategy i leaves GPUs idle (the reason
+                                   of its first "idle" entry), "" when it uses
+                                   every GPU or records none */
 } plan_doc;
 
 /* Read a plan and re-load its inputs.  UTIL_EFIELD etc. with the plan's

@@ -237,9 +237,11 @@ static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
         return bad(err, d->path, "strategies", "a non-empty array", arr);
     n = cJSON_GetArraySize(arr);
     d->predicted_s = calloc((size_t)n, sizeof *d->predicted_s);
+    d->idle_reason = calloc((size_t)n, sizeof *d->idle_reason);
     doc = cJSON_CreateObject();
     list = cJSON_AddArrayToObject(doc, "strategies");
-    if (d->predicted_s == NULL || doc == NULL || list == NULL) {
+    if (d->predicted_s == NULL || d->idle_reason == NULL || doc == NULL ||
+        list == NULL) {
         rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
         goto done;
     }
@@ -292,6 +294,12 @@ static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
             }
         }
         d->predicted_s[i] = cJSON_IsNumber(pred) ? pred->valuedouble : -1.0;
+        {
+            const cJSON *why = get(cJSON_GetArrayItem(get(js, "idle"), 0), "reason");
+            if (cJSON_IsString(why))
+                snprintf(d->idle_reason[i], sizeof d->idle_reason[i], "%s",
+                         why->valuestring);
+        }
         i++;
     }
     text = cJSON_PrintUnformatted(doc);
@@ -437,6 +445,7 @@ void plan_doc_free(plan_doc *d)
         fmt_strategy_free(&d->s[i]);
     free(d->s);
     free(d->predicted_s);
+    free(d->idle_reason);
     fmt_profile_free(&d->profile);
     fmt_model_free(&d->model);
     fmt_cluster_free(&d->cluster);

@@ -206,16 +206,22 @@ static int try_shape(const fmt_cluster *c, const fmt_model *m,
                      const fmt_strategy *s0, const replan_params *rp,
                      int pp, replan_phase *ph, int *fit, util_error *err)
 {
-    int tp = s0->tp, dp = c->ndevices / (tp * pp), gbs = rp->global_batch;
+    /* the first plan's GPUs: all of c's, or those it runs on when it
+     * leaves some idle (they stay idle) */
+    int n = s0->tp * s0->dp * s0->pp, subset = n < c->ndevices;
+    int tp = s0->tp, dp = n / (tp * pp), gbs = rp->global_batch;
     int rule, mbs, rc = UTIL_OK;
 
-    if (c->ndevices % (tp * pp) != 0 || gbs % dp != 0 || pp > m->nlayers)
+    if (n % (tp * pp) != 0 || gbs % dp != 0 || pp > m->nlayers)
         return UTIL_OK;
     for (rule = -1; rule < SEARCH_PLACE_NPLACEMENTS; rule++) {
-        /* rule -1: the first plan's own ranks, when the shape is its own */
-        if (rule < 0 && pp != s0->pp)
+        /* rule -1: the first plan's own ranks in their order, when the
+         * shape is its own or its GPUs are a subset (TP groups stay whole:
+         * they are runs of tp consecutive ranks); the rules place on all
+         * of c's GPUs */
+        if (rule < 0 && pp != s0->pp && !subset)
             continue;
-        if (rule >= 0 && !(rp->placements & (1u << rule)))
+        if (rule >= 0 && (subset || !(rp->placements & (1u << rule))))
             continue;
         for (mbs = 1; mbs <= gbs / dp; mbs++) {
             fmt_strategy cand;

@@ -11,18 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report.h"
+#include "internal.h"
 #include "plan.h"
-
-#define RP_WIDTH 1300.0
-#define RP_X0 270.0             /* left edge of every plot */
-#define RP_PW 980.0             /* plot width */
-#define RP_MAXROWS 64           /* timeline rows drawn at most */
-#define RP_GIB 1073741824.0
 
 /* Text with XML special characters escaped; control characters (not
  * allowed in XML) as '?'. */
-static void rb_text(util_buf *b, const char *s)
+void report_text(util_buf *b, const char *s)
 {
     for (; s && *s; s++) {
         if ((unsigned char)*s < 0x20 || *s == 0x7f) {
@@ -46,7 +40,7 @@ static void text_at(util_buf *b, double x, double y, const char *anchor, int siz
     util_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\" font-size=\"%d\"%s%s%s>",
               x, y, anchor, size, weight ? " font-weight=\"" : "",
               weight ? weight : "", weight ? "\"" : "");
-    rb_text(b, s);
+    report_text(b, s);
     util_buf_printf(b, "</text>\n");
 }
 
@@ -300,6 +294,8 @@ static int dense_timeline(util_buf *b, const cost_timeline *tl, int shown_rows,
     return 0;
 }
 
+static double idle_line(util_buf *b, const report_input *in, double y);
+
 static double timeline_section(util_buf *b, const report_input *in, double y,
                                report_layout *L)
 {
@@ -321,6 +317,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
              s->dp, s->pp, s->gas, s->mbs);
     text_at(b, 20, y + 16, "start", 16, "bold", buf);
     y += 30;
+    y = idle_line(b, in, y);
     if (tl == NULL || tl->nevents == 0 || !(tl->iter_s > 0)) {
         text_at(b, 20, y + 16, "start", 13, NULL,
                 "timeline unavailable: the schedule simulator produced no events");
@@ -428,6 +425,68 @@ axis:
     return y + 60;
 }
 
+/* ---- idle devices ---------------------------------------------------- */
+
+/* GPUs of node k that no rank of s runs on. */
+int report_idle_on_node(const fmt_cluster *c, const fmt_strategy *s, int k)
+{
+    int g, n = 0;
+
+    for (g = 0; g < c->nodes[k].gpus; g++)
+        n += fmt_rank_of_device(s, c->nodes[k].first_device + g) < 0;
+    return n;
+}
+
+/* "node 'a': GPUs 0,1 (T4)": the idle GPUs of node k. */
+void report_idle_gpus(util_buf *b, const fmt_cluster *c,
+                           const fmt_strategy *s, int k)
+{
+    int g, n = 0;
+
+    for (g = 0; g < c->nodes[k].gpus; g++)
+        if (fmt_rank_of_device(s, c->nodes[k].first_device + g) < 0)
+            util_buf_printf(b, "%s%d", n++ ? "," : "", g);
+}
+
+/* The line under a chart naming the idle GPUs it leaves out. */
+static double idle_line(util_buf *b, const report_input *in, double y)
+{
+    const fmt_strategy *s = &in->s[in->shown];
+    const fmt_cluster *c = in->c;
+    int k, idle = c->ndevices - s->tp * s->dp * s->pp, nodes = 0;
+    util_buf t = {0};
+
+    if (idle <= 0)
+        return y;
+    util_buf_printf(&t, "idle, not drawn: %d of %d GPUs run no rank (", idle,
+                    c->ndevices);
+    for (k = 0; k < c->nnodes; k++) {
+        if (report_idle_on_node(c, s, k) == 0)
+            continue;
+        if (nodes++ == 4) {
+            util_buf_printf(&t, "; ...");
+            break;
+        }
+        util_buf_printf(&t, "%s%s: ", nodes > 1 ? "; " : "", c->nodes[k].name);
+        if (report_idle_on_node(c, s, k) == c->nodes[k].gpus)
+            util_buf_printf(&t, "all");
+        else {
+            util_buf_printf(&t, "GPU%s ", report_idle_on_node(c, s, k) > 1 ? "s" : "");
+            report_idle_gpus(&t, c, s, k);
+            util_buf_printf(&t, " of");
+        }
+        util_buf_printf(&t, " %d %s", c->nodes[k].gpus,
+                        fmt_device(c, c->nodes[k].first_device)->name);
+    }
+    util_buf_printf(&t, "); the table below lists them");
+    if (t.failed)
+        b->failed = 1;
+    else
+        text_at(b, 20, y + 12, "start", 12, NULL, t.p);
+    free(t.p);
+    return y + 22;
+}
+
 /* ---- section 2: memory ----------------------------------------------- */
 
 static double memory_section(util_buf *b, const report_input *in, double y,
@@ -445,6 +504,7 @@ static double memory_section(util_buf *b, const report_input *in, double y,
 
     text_at(b, 20, y + 16, "start", 16, "bold", "Memory per device against its capacity");
     y += 30;
+    y = idle_line(b, in, y);
     if (n <= 0 || r->mem_bytes == NULL || r->mem_cap == NULL) {
         text_at(b, 20, y + 16, "start", 13, NULL, "memory unavailable");
         return y + 40;
@@ -495,7 +555,7 @@ static double memory_section(util_buf *b, const report_input *in, double y,
         double hc = cap / vmax * ph, hu = used / vmax * ph;
         const fmt_device_type *dt = fmt_device(in->c, s->ranks[i]);
         util_buf_printf(b, "<g><title>rank %d on device %d (", i, s->ranks[i]);
-        rb_text(b, dt->name);
+        report_text(b, dt->name);
         util_buf_printf(b, "): %.2f of %.2f GiB</title>\n", used, cap);
         rect(b, cx - bw / 2, y + ph - hc, bw, hc, "#dcdcdc", NULL);
         if (used <= cap) {
@@ -607,7 +667,7 @@ static double topk_section(util_buf *b, const report_input *in, double y,
 
 /* ---- whole drawing --------------------------------------------------- */
 
-static int check_input(const report_input *in, util_error *err)
+int report_check_input(const report_input *in, util_error *err)
 {
     int i;
 
@@ -619,13 +679,21 @@ static int check_input(const report_input *in, util_error *err)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "strategy %d to show is outside 1..%d", in->shown + 1,
                               in->n);
-    for (i = 0; i < in->n; i++)
-        if (in->s[i].ranks == NULL ||
-            in->s[i].tp * in->s[i].dp * in->s[i].pp != in->c->ndevices ||
-            (in->r[i].nranks != 0 && in->r[i].nranks != in->c->ndevices))
+    for (i = 0; i < in->n; i++) {
+        int n = in->s[i].tp * in->s[i].dp * in->s[i].pp, r;
+        if (in->s[i].ranks == NULL || in->s[i].tp < 1 || in->s[i].dp < 1 ||
+            in->s[i].pp < 1 || n > in->c->ndevices ||
+            (in->r[i].nranks != 0 && in->r[i].nranks != n))
             return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                  "strategy %d does not match the cluster's %d devices",
+                                  "strategy %d does not fit the cluster's %d devices",
                                   i + 1, in->c->ndevices);
+        for (r = 0; r < n; r++)
+            if (in->s[i].ranks[r] < 0 || in->s[i].ranks[r] >= in->c->ndevices)
+                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                      "strategy %d puts rank %d on device %d, "
+                                      "outside 0..%d", i + 1, r,
+                                      in->s[i].ranks[r], in->c->ndevices - 1);
+    }
     if (in->timeline && in->timeline->nevents > 0 &&
         (in->timeline->pp != in->s[in->shown].pp ||
          in->timeline->dp != in->s[in->shown].dp))
@@ -634,7 +702,7 @@ static int check_input(const report_input *in, util_error *err)
     return UTIL_OK;
 }
 
-static void svg_body(util_buf *b, const report_input *in, report_layout *L)
+void report_svg_body(util_buf *b, const report_input *in, report_layout *L)
 {
     util_buf body = {0};
     double y = 0;
@@ -645,9 +713,12 @@ static void svg_body(util_buf *b, const report_input *in, report_layout *L)
     snprintf(buf, sizeof buf, "hetplan report%s%s", in->title ? ": " : "",
              in->title ? in->title : "");
     text_at(&body, 20, 30, "start", 20, "bold", buf);
-    snprintf(buf, sizeof buf, "model '%s' on cluster '%s' (%d GPUs), global batch %d; "
+    snprintf(buf, sizeof buf, "model '%s' on cluster '%s' (%d GPUs%s), global batch %d; "
              "peak memory headroom of strategy #%d %s",
-             in->m->name, in->c->name, in->c->ndevices, in->global_batch,
+             in->m->name, in->c->name, in->c->ndevices,
+             in->s[in->shown].tp * in->s[in->shown].dp * in->s[in->shown].pp <
+                     in->c->ndevices ? ", some idle" : "",
+             in->global_batch,
              in->shown + 1, r->fits ? "positive on every GPU" : "NEGATIVE");
     text_at(&body, 20, 52, "start", 12, NULL, buf);
     if (in->timeline && in->timeline->nevents > 0 && in->timeline->iter_s > 0)
@@ -685,10 +756,10 @@ int report_svg(const report_input *in, char **svg,
     int rc;
 
     *svg = NULL;
-    if ((rc = check_input(in, err)) != UTIL_OK)
+    if ((rc = report_check_input(in, err)) != UTIL_OK)
         return rc;
     util_buf_printf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    svg_body(&b, in, &L);
+    report_svg_body(&b, in, &L);
     if (b.failed) {
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
@@ -696,99 +767,5 @@ int report_svg(const report_input *in, char **svg,
     if (layout)
         *layout = L;
     *svg = b.p;
-    return UTIL_OK;
-}
-
-int report_html(const report_input *in, char **html,
-                     report_layout *layout, util_error *err)
-{
-    util_buf b = {0};
-    report_layout L;
-    const fmt_strategy *s;
-    const cost_result *r;
-    int rc, i, j, t;
-
-    *html = NULL;
-    if ((rc = check_input(in, err)) != UTIL_OK)
-        return rc;
-    util_buf_printf(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                  "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-                  "<title>hetplan report");
-    if (in->title) {
-        util_buf_printf(&b, ": ");
-        rb_text(&b, in->title);
-    }
-    util_buf_printf(&b, "</title>\n<style>\n"
-                  "body { font-family: sans-serif; margin: 0; background: #fff; color: #222; }\n"
-                  "table { border-collapse: collapse; margin: 8px 20px 24px 20px; font-size: 13px; }\n"
-                  "th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: right; }\n"
-                  "th { background: #f0f0f0; }\n"
-                  "td.l, th.l { text-align: left; }\n"
-                  "h2 { font-size: 16px; margin: 16px 20px 4px 20px; }\n"
-                  /* the drawing scales down with the window, never up */
-                  "svg { display: block; width: 100%%; max-width: %.0fpx; height: auto; }\n"
-                  ".wide { overflow-x: auto; }\n"
-                  "</style>\n</head>\n<body>\n", RP_WIDTH);
-    svg_body(&b, in, &L);
-    util_buf_printf(&b, "<h2>Strategies</h2>\n<div class=\"wide\"><table>\n<tr><th>#</th><th>time (s)</th>"
-                  "<th>samples/s</th><th>tp</th><th>dp</th><th>pp</th><th>mbs</th>"
-                  "<th>micro-batches</th><th class=\"l\">placement</th><th>bubble (s)</th>"
-                  "<th>dp comm (s)</th><th>peak memory (GiB)</th><th>fits</th></tr>\n");
-    for (i = 0; i < in->n; i++) {
-        double peak = 0;
-        s = &in->s[i];
-        r = &in->r[i];
-        for (j = 0; j < r->nranks; j++)
-            if (r->mem_bytes && r->mem_bytes[j] > peak)
-                peak = r->mem_bytes[j];
-        util_buf_printf(&b, "<tr><td>%d</td><td>%.4f</td><td>%.2f</td><td>%d</td><td>%d</td>"
-                      "<td>%d</td><td>%d</td><td>%d</td><td class=\"l\">",
-                  i + 1, r->iter_s, r->iter_s > 0 ? in->global_batch / r->iter_s : 0.0,
-                  s->tp, s->dp, s->pp, s->mbs, s->gas);
-        rb_text(&b, s->placement);
-        util_buf_printf(&b, "</td><td>%.4f</td><td>%.4f</td><td>%.2f</td><td>%s</td></tr>\n",
-                  r->bd.bubble, r->bd.dp_comm, peak / RP_GIB, r->fits ? "yes" : "no");
-    }
-    util_buf_printf(&b, "</table></div>\n");
-    s = &in->s[in->shown];
-    r = &in->r[in->shown];
-    util_buf_printf(&b, "<h2>Stages of strategy #%d</h2>\n<div class=\"wide\"><table>\n<tr><th>stage</th>"
-                  "<th class=\"l\">layers</th><th class=\"l\">devices</th>"
-                  "<th>time per micro-batch (ms)</th><th>peak memory (GiB)</th>"
-                  "<th>capacity (GiB)</th></tr>\n", in->shown + 1);
-    for (j = 0; j < s->pp; j++) {
-        double mem = 0, cap = 0;
-        util_buf_printf(&b, "<tr><td>%d</td><td class=\"l\">%d-%d (", j, s->bounds[j],
-                  s->bounds[j + 1] - 1);
-        rb_text(&b, in->m->layers[s->bounds[j]].name);
-        util_buf_printf(&b, " .. ");
-        rb_text(&b, in->m->layers[s->bounds[j + 1] - 1].name);
-        util_buf_printf(&b, ")</td><td class=\"l\">");
-        for (t = 0; t < s->tp * s->dp; t++) {
-            int rank = j * s->tp * s->dp + t;
-            if (t)
-                util_buf_printf(&b, ", ");
-            util_buf_printf(&b, "%d:", s->ranks[rank]);
-            rb_text(&b, fmt_device(in->c, s->ranks[rank])->name);
-            if (r->mem_bytes && rank < r->nranks && r->mem_bytes[rank] > mem) {
-                mem = r->mem_bytes[rank];
-                cap = r->mem_cap[rank];
-            }
-        }
-        util_buf_printf(&b, "</td><td>");
-        if (r->stage_s && j < r->pp)
-            util_buf_printf(&b, "%.3f", r->stage_s[j] * 1e3);
-        else
-            util_buf_printf(&b, "-");
-        util_buf_printf(&b, "</td><td>%.2f</td><td>%.2f</td></tr>\n", mem / RP_GIB, cap / RP_GIB);
-    }
-    util_buf_printf(&b, "</table></div>\n</body>\n</html>\n");
-    if (b.failed) {
-        free(b.p);
-        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-    }
-    if (layout)
-        *layout = L;
-    *html = b.p;
     return UTIL_OK;
 }

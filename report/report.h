@@ -17,6 +17,8 @@ typedef struct report_input {
     const cost_timeline *timeline; /* one iteration of s[shown]; NULL = section says
                                       it is unavailable */
     int global_batch;
+    const char *idle_reason;    /* why s[shown] leaves GPUs idle, shown with them;
+                                   NULL or "" = not recorded */
 } report_input;
 
 /* A rectangle of the drawing, in SVG user units (= CSS pixels). */
