@@ -228,6 +228,7 @@ typedef struct cmd_plan_run {
     cost_timeline tl;            /* simulated iteration of the first strategy */
     double t0;                   /* cmd_seconds() at the start */
     char prof_path[4096];
+    char precision_note[320];    /* plan: why it fell back to another precision */
 } cmd_plan_run;
 
 /* Parse the options of evaluate (evaluate = 1) or plan, load the inputs
@@ -238,6 +239,11 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r);
 /* Print and/or write the plan document of the n strategies s and their
  * results rs (with the simulated timeline of s[0] under --fidelity
  * simulate); returns an exit code. */
+/* evaluate: CMD_EXIT_OK when every rank of the n strategies s runs on a
+ * device that trains in the model's precision, else CMD_EXIT_INPUT after
+ * a message naming the strategy, rank and node. */
+int cmd_plan_check_precision(const cmd_plan_run *r, const fmt_strategy *s, int n);
+
 int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
                   int n);
 

@@ -24,6 +24,8 @@ int cmd_evaluate(int argc, char **argv)
         code = cmd_report_error(&err);
         goto done;
     }
+    if ((code = cmd_plan_check_precision(&r, strats, nstrat)) != CMD_EXIT_OK)
+        goto done;
     rs = calloc((size_t)(nstrat > 0 ? nstrat : 1), sizeof *rs);
     if (rs == NULL) {
         code = cmd_out_of_memory();

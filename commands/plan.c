@@ -301,26 +301,54 @@ static int plan_params(cmd_plan_run *r, util_error *err)
     return CMD_EXIT_OK;
 }
 
-/* Every device of the cluster should run the model's precision (a plan
- * uses them all): bf16 needs bf16 units, which V100 and T4 lack.  The
- * time model then takes the device's fp16 rate; say so, and that the
- * exports refuse such a plan. */
-static void plan_precision_warn(const cmd_plan_run *r)
+/* A plan never uses a precision a device lacks: the search leaves such
+ * devices idle; when no device (with --use-all, not every device) trains
+ * in the model's precision, plan in the one search_precision_fallback
+ * picks and say so on stderr and in settings.precision_note. */
+static int plan_precision_fallback(cmd_plan_run *r, util_error *err)
 {
-    int prec = fmt_model_precision(&r->m), k;
+    int prec = fmt_model_precision(&r->m);
+    int fb = search_precision_fallback(&r->c, prec, r->o.use_all);
+    char lack[200];
 
-    for (k = 0; k < r->c.nnodes; k++) {
-        const fmt_device_type *dt = &r->c.types[r->c.nodes[k].type];
-        if (!fmt_device_supports(dt, prec)) {
-            fprintf(stderr, "planner: warning: the model trains in %s, but node "
-                            "'%s' has %s devices without %s units: its times use "
-                            "the fp16 rate and 'planner export' refuses the plan; "
-                            "give '--precision fp16' to plan what can run\n",
-                    fmt_precision_name(prec), r->c.nodes[k].name, dt->name,
-                    fmt_precision_name(prec));
-            return;
+    if (fb == prec)
+        return UTIL_OK;
+    search_precision_lacking(&r->c, prec, lack, sizeof lack);
+    if (r->o.use_all)
+        snprintf(r->precision_note, sizeof r->precision_note, "planned in %s "
+                 "instead of %s: '--use-all' runs a rank on every device, and %.180s",
+                 fmt_precision_name(fb), fmt_precision_name(prec), lack);
+    else
+        snprintf(r->precision_note, sizeof r->precision_note, "planned in %s "
+                 "instead of %s: no device of the cluster trains in %s (%.180s)",
+                 fmt_precision_name(fb), fmt_precision_name(prec),
+                 fmt_precision_name(prec), lack);
+    r->meta.requested_precision = fmt_precision_name(prec);
+    r->meta.precision_note = r->precision_note;
+    if (!r->o.out.quiet)
+        fprintf(stderr, "planner: note: %s\n", r->precision_note);
+    return fmt_model_set_precision(&r->m, fb, err);
+}
+
+int cmd_plan_check_precision(const cmd_plan_run *r, const fmt_strategy *s, int n)
+{
+    int prec = fmt_model_precision(&r->m), i, k;
+
+    for (i = 0; i < n; i++)
+        for (k = 0; k < s[i].tp * s[i].dp * s[i].pp; k++) {
+            int node = r->c.device_node[s[i].ranks[k]];
+            const fmt_device_type *dt = &r->c.types[r->c.nodes[node].type];
+            if (fmt_device_supports(dt, prec))
+                continue;
+            fprintf(stderr, "planner: %s: strategies[%d]: rank %d runs on node "
+                            "'%s', whose '%s' devices cannot train in %s: give "
+                            "'--precision %s' or leave that node out\n",
+                    r->o.strategies, i, k, r->c.nodes[node].name, dt->name,
+                    fmt_precision_name(prec),
+                    fmt_device_supports(dt, FMT_PREC_FP16) ? "fp16" : "fp32");
+            return CMD_EXIT_INPUT;
         }
-    }
+    return CMD_EXIT_OK;
 }
 
 int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
@@ -339,13 +367,12 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
         fmt_load_model(o->in.model, &r->m, &err) != UTIL_OK ||
         (o->precision >= 0 && /* --precision overrides training.precision */
          fmt_model_set_precision(&r->m, o->precision, &err) != UTIL_OK) ||
+        (!evaluate && plan_precision_fallback(r, &err) != UTIL_OK) ||
         cmd_load_profile(&o->in, &r->m, &r->prof, r->prof_path, sizeof r->prof_path,
                          &r->meta.profile_amp_key, &err) != UTIL_OK)
         return cmd_report_error(&err);
     if (o->in.profile || o->in.amp_profile)
         r->profile = &r->prof;
-    if (!o->out.quiet)
-        plan_precision_warn(r);
     if (o->global_batch == 0)
         o->global_batch = r->m.global_batch;
     if (o->global_batch == 0) {

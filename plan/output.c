@@ -122,7 +122,12 @@ static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
                           meta->requested_batch == meta->global_batch ||
                           (util_json_put_num(o, "requested_global_batch",
                                              meta->requested_batch) &&
-                           util_json_put_str(o, "batch_note", meta->batch_note))));
+                           util_json_put_str(o, "batch_note", meta->batch_note))) &&
+                         (meta->requested_precision == NULL ||
+                          (util_json_put_str(o, "requested_precision",
+                                             meta->requested_precision) &&
+                           util_json_put_str(o, "precision_note",
+                                             meta->precision_note))));
 }
 
 static cJSON *search_json(const plan_meta *meta)

@@ -40,6 +40,10 @@ typedef struct plan_meta {
     int requested_batch;        /* global batch asked for when the plan rounded it
                                    (settings.requested_global_batch); 0 = not rounded */
     const char *batch_note;     /* why it was rounded (settings.batch_note) */
+    const char *requested_precision; /* precision asked for when the plan fell
+                                        back to another (settings.requested_precision);
+                                        NULL = the one asked for is used */
+    const char *precision_note; /* why it fell back (settings.precision_note) */
 } plan_meta;
 
 

@@ -84,4 +84,17 @@ void search_anneal_shards(const fmt_cluster *c, const fmt_model *m,
 /* Seed of one run: seed mixed with s's degrees and mbs (splitmix64). */
 uint64_t search_anneal_seed(uint64_t seed, const fmt_strategy *s);
 
+/* ---- device subsets (search/subset.c, search/precision.c) ---------- */
+
+/* out = the nodes nodes[0..n) of c in that order, device memory scaled
+ * by mem_scale; dev_map (out->ndevices entries, may be NULL) gets each
+ * device's index in c.  Free out with fmt_cluster_free.  UTIL_ENOMEM. */
+int search_sub_cluster(const fmt_cluster *c, const int *nodes, int n,
+                       double mem_scale, fmt_cluster *out, int *dev_map);
+/* search_plan_devices on every node of c, whatever their precision. */
+int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        const search_params *sp, search_result *out,
+                        util_error *err);
+
 #endif

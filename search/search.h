@@ -357,10 +357,29 @@ int search_ga(const fmt_cluster *c, const fmt_model *m,
  * sp->memory_headroom.  Candidates' ranks index c's devices and may
  * leave some idle (idle_reason says why); results are evaluated on c.
  * sp->method megatron, or a single placement rule, keeps the file
- * order and does not anneal. */
+ * order and does not anneal.  Only the nodes whose devices train in the
+ * model's precision (fmt_device_supports) are searched; the others stay
+ * idle and idle_reason names them first ("'V100' has no bf16 units").
+ * UTIL_EINVAL when no device trains in it, or with sp->use_all when one
+ * does not (search_precision_fallback gives a precision that works). */
 int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *cp,
                         const search_params *sp, search_result *out,
                         util_error *err);
+
+/* ---- precision per device (search/precision.c) ----------------------- */
+
+/* 1 when a plan of c can train in precision prec: some node's devices
+ * support it (fmt_device_supports), with use_all every node's. */
+int search_precision_usable(const fmt_cluster *c, int prec, int use_all);
+/* prec when usable, else the precision a plan falls back to: fp16 (bf16
+ * and fp16 store 2 bytes an element; fp16 adds loss scaling), then fp32,
+ * which every device runs. */
+int search_precision_fallback(const fmt_cluster *c, int prec, int use_all);
+/* Into buf (n bytes, NUL-terminated, truncated): the device types of c's
+ * nodes that lack prec, e.g. "'V100' and 'T4' have no bf16 units"; ""
+ * when none does.  Returns the length it needed. */
+size_t search_precision_lacking(const fmt_cluster *c, int prec, char *buf,
+                                size_t n);
 
 #endif

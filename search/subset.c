@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "internal.h"
 
 static const char *const objective_names[SEARCH_OBJ_N] = {"time", "cost"};
 
@@ -152,10 +152,7 @@ void search_canonical_nodes(const fmt_cluster *c, int *order)
 
 /* ---- sub-clusters ----------------------------------------------------- */
 
-/* out = the nodes nodes[0..n) of c in that order, device memory scaled
- * by mem_scale; dev_map (out->ndevices entries, may be NULL) gets each
- * device's index in c. */
-static int sub_cluster(const fmt_cluster *c, const int *nodes, int n,
+int search_sub_cluster(const fmt_cluster *c, const int *nodes, int n,
                        double mem_scale, fmt_cluster *out, int *dev_map)
 {
     int *where = NULL, i, g, k = 0;
@@ -319,7 +316,7 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
     memset(&e, 0, sizeof e);
     dev_map = malloc(((size_t)set_gpus(x, nodes, n) + 1) * sizeof *dev_map);
     if (dev_map == NULL ||
-        sub_cluster(x->c, nodes, n, 1.0 - x->sp->memory_headroom, &sc, dev_map) != UTIL_OK) {
+        search_sub_cluster(x->c, nodes, n, 1.0 - x->sp->memory_headroom, &sc, dev_map) != UTIL_OK) {
         free(dev_map);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
@@ -584,7 +581,7 @@ static int check_prices(const fmt_cluster *c, int objective, util_error *err)
     return UTIL_OK;
 }
 
-int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
+int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *cp,
                         const search_params *sp, search_result *out,
                         util_error *err)
@@ -638,7 +635,7 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
         nodes[i] = i;
     /* the work cluster: c in file order, memory scaled by the headroom */
     if (make_groups(&x) != UTIL_OK ||
-        sub_cluster(c, nodes, c->nnodes, 1.0 - sp->memory_headroom, &x.wc, NULL) != UTIL_OK) {
+        search_sub_cluster(c, nodes, c->nnodes, 1.0 - sp->memory_headroom, &x.wc, NULL) != UTIL_OK) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }

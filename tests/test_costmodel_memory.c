@@ -408,6 +408,8 @@ static int planner(const char *args, char **out, char **errtext)
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* An H100 node: a cluster with V100 or T4 devices would plan bf16 on
+ * fewer devices or fall back to fp16 (tests/test_search_precision.c). */
 START_TEST(cli_precision_recorded)
 {
     char args[2048], *out = NULL, *err = NULL;
@@ -416,7 +418,7 @@ START_TEST(cli_precision_recorded)
     int rc;
 
     snprintf(args, sizeof args,
-             "--cluster '" EXAMPLES "amp-het.json' --model '" EXAMPLES
+             "--cluster '" EXAMPLES "h100-node4.json' --model '" EXAMPLES
              "gpt2-amp.json' --precision bf16 --max-mbs 2 --top-k 1 --format json");
     rc = planner(args, &out, &err);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err ? err : "");
