@@ -3,7 +3,7 @@
  * in the model's precision (fmt_device_supports) and leaves the others
  * idle with the reason; search_precision_fallback picks the precision a
  * plan falls back to when too few devices have the one asked for
- * (docs/algorithms.md, "Precision"). */
+ * (docs/algorithms.md, "Precision per device"). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
