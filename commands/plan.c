@@ -507,7 +507,14 @@ int cmd_plan(int argc, char **argv)
     rc = search_plan_devices(&r.c, &r.m, r.profile, &r.cp, &sp, &res, &err);
     cmd_progress_clear(&progress_drawn);
     if (rc != UTIL_OK) {
+        char lack[200];
         code = cmd_report_error(&err);
+        if (rc == UTIL_EINFEASIBLE && !sp.use_all &&
+            search_precision_lacking(&r.c, fmt_model_precision(&r.m), lack,
+                                     sizeof lack) > 0)
+            fprintf(stderr, "planner: note: only the devices that train in %s "
+                            "were searched (%s); '--precision fp16' can use them\n",
+                    fmt_precision_name(fmt_model_precision(&r.m)), lack);
         goto done;
     }
     ss = calloc((size_t)res.n + 1, sizeof *ss);

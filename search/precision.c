@@ -153,13 +153,6 @@ int search_plan_devices(const fmt_cluster *c, const fmt_model *m,
     rc = search_plan_subsets(&pc, m, prof, cp, sp, out, err);
     if (rc == UTIL_OK)
         rc = map_back(c, m, prof, cp, lack, dev_map, out, err);
-    else if (err != NULL) { /* say which devices the search left out */
-        size_t len = strlen(err->msg);
-        if (len + 1 < sizeof err->msg)
-            snprintf(err->msg + len, sizeof err->msg - len,
-                     " (searched only the devices that train in %s: %s)",
-                     pn ? pn : "?", lack);
-    }
     if (rc != UTIL_OK) {
         int subsets = out->subsets;
         search_result_free(out);

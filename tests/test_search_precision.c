@@ -254,6 +254,27 @@ START_TEST(evaluate_refuses_bf16_on_v100)
 }
 END_TEST
 
+/* One A100 cannot hold llama2-70b (bf16) and the V100s cannot run bf16:
+ * no plan, and the message says the V100s were left out and how to use
+ * them. */
+START_TEST(infeasible_subset_says_why)
+{
+    const char *args[] = {"--cluster", "c.json", "--model", EX "llama2-70b.json", NULL};
+    tp_run_out r;
+
+    tp_write("c.json",
+             "{\"name\": \"small\", \"nodes\": [{\"name\": \"a\", \"device\": "
+             "\"A100-80GB\", \"gpus\": 1, \"intra_gbps\": 2400, \"nic_gbps\": 200}, "
+             "{\"name\": \"v\", \"count\": 4, \"device\": \"V100\", \"gpus\": 8, "
+             "\"intra_gbps\": 1200, \"nic_gbps\": 100}]}\n");
+    tp_run(&r, args);
+    ck_assert_int_eq(r.status, 4);
+    ck_assert_msg(strstr(r.err, "only the devices that train in bf16 were searched "
+                                "('V100' has no bf16 units)") != NULL, "stderr: %s", r.err);
+    tp_run_free(&r);
+}
+END_TEST
+
 START_TEST(library_fallback_rules)
 {
     fmt_cluster mixed, het;
@@ -323,6 +344,7 @@ static Suite *suite(void)
     tcase_add_test(tc, use_all_falls_back_and_uses_every_device);
     tcase_add_test(tc, fp16_plans_keep_every_device);
     tcase_add_test(tc, evaluate_refuses_bf16_on_v100);
+    tcase_add_test(tc, infeasible_subset_says_why);
     tcase_add_test(tc, library_fallback_rules);
     tcase_add_test(tc, library_use_all_refuses);
     suite_add_tcase(s, tc);
