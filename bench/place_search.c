@@ -167,14 +167,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "place-search: cannot load the examples\n");
         return 1;
     }
+    /* fp16: every device of the cluster has it (its V100s and T4s have no
+     * bf16 units), so the every-GPU cases can run and the subsets compare
+     * placements, not precisions */
+    if (fmt_model_set_precision(&m, FMT_PREC_FP16, &err) != UTIL_OK) {
+        fprintf(stderr, "place-search: %s\n", err.msg);
+        return 1;
+    }
     cost_params_init(&cp);
-    printf("{\n \"mixed-generations+llama-7b\": {\n");
+    printf("{\n \"mixed-generations+llama-7b, fp16\": {\n");
     run("every_gpu_rules_only", &c, &m, &cp, 512, 1, -1, 0);
     run("every_gpu_annealed", &c, &m, &cp, 512, 1, 0, 0);
     run("default", &c, &m, &cp, 512, 0, 0, 0);
     run("nodes_reversed", &r, &m, &cp, 512, 0, 0, 0);
     run("h100_a100_only_by_hand", &p, &m, &cp, 512, 0, 0, 1);
-    printf(" },\n \"sa-vs-ga mixed-generations+llama-7b\": {\n");
+    printf(" },\n \"sa-vs-ga mixed-generations+llama-7b, fp16\": {\n");
     sa_vs_ga(&c, &m, &cp, 512, 0, 0);
     printf("  \"every_gpu\": {\n");
     sa_vs_ga(&c, &m, &cp, 512, 1, 1);
