@@ -228,7 +228,7 @@ static int memory_fits(const fmt_cluster *c, const fmt_model *m,
 
     if (s->tp_heads != NULL)
         return 1;
-    search_strategy_params(cp, s, &ps);
+    search_strategy_params(cp, NULL, s, &ps);
     for (j = 0; j < s->pp; j++) {
         cost_memory mem;
         double cap = INFINITY, need;
