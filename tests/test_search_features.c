@@ -1,7 +1,8 @@
 /* tests/test_search_features.c: the layer assignment's memory check sees
  * the strategy's training features (sequence parallelism, interleaved
  * schedule) as the cost model does: a split that fits per the cost
- * model's stage memory is not rejected, and a split it returns fits. */
+ * model's stage memory is not rejected, and a split it returns fits;
+ * a fixed interleaving no strategy admits is named in the error. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -198,6 +199,49 @@ START_TEST(interleaved_split_fits)
 }
 END_TEST
 
+/* Megatron-LM's 530B model (Narayanan et al. 2021, Table 1: 105 blocks,
+ * h 20480, 128 heads) on 5,120 A100 with batch 2520 = 2^3 3^2 5 7: with
+ * 3 chunks per device fixed, pp must divide gas = 2520 / (dp mbs) and
+ * 105 / 3 = 35 >= pp: no point exists, and the error says why
+ * interleaving failed rather than blaming the many pipeline degrees
+ * above 108 that no model could fill. */
+START_TEST(fixed_vpp_says_why)
+{
+    fmt_cluster c;
+    fmt_model m;
+    cost_params cp;
+    search_params sp;
+    search_result res;
+    util_error err;
+    static const char cj[] =
+        "{\"name\":\"big\",\"nodes\":[{\"name\":\"a\",\"count\":640,"
+        "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
+        "\"nic_gbps\":1600}]}";
+    static const char mj[] =
+        "{\"name\":\"530b\",\"training\":{\"global_batch\":2520,"
+        "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
+        "\"layers\":105,\"hidden\":20480,\"heads\":128,\"seq\":2048,"
+        "\"vocab\":51200}}";
+
+    memset(&c, 0, sizeof c);
+    memset(&m, 0, sizeof m);
+    memset(&res, 0, sizeof res);
+    ck_assert_int_eq(fmt_parse_cluster(cj, "big.json", &c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_parse_model(mj, "530b.json", &m, &err), UTIL_OK);
+    cost_params_init(&cp);
+    search_params_init(&sp);
+    sp.global_batch = 2520;
+    sp.vpp = 3;
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &res, &err),
+                     UTIL_EINFEASIBLE);
+    ck_assert_msg(strstr(err.msg, "3 model chunks per device") != NULL, "%s",
+                  err.msg);
+    search_result_free(&res);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 static Suite *features_suite(void)
 {
     Suite *s = suite_create("features");
@@ -206,6 +250,7 @@ static Suite *features_suite(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, sp_split_not_rejected);
     tcase_add_test(tc, interleaved_split_fits);
+    tcase_add_test(tc, fixed_vpp_says_why);
     suite_add_tcase(s, tc);
     return s;
 }
