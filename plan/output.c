@@ -523,15 +523,54 @@ done:
 
 /* ---- text table ------------------------------------------------------ */
 
-#define TCOLS 13
+#define TCOLS 14
 #define CELL 40
 
 static const char *const tab_head[TCOLS] = {
     "#", "time (s)", "samples/s", "tp", "dp", "pp", "mbs", "micro",
-    "placement", "bubble (s)", "dp comm (s)", "peak mem (GiB)", "fits"
+    "placement", "bubble (s)", "dp comm (s)", "peak mem (GiB)", "fits",
+    "features"
 };
-/* Column 8 (placement) is left-aligned, the others right-aligned. */
-#define TCOL_LEFT 8
+/* Columns 8 (placement) and 13 (features) are left-aligned, the others
+ * right-aligned. */
+#define TCOL_LEFT(k) ((k) == 8 || (k) == 13)
+
+/* Training features of s, compact: "vpp4" (interleaved schedule, model
+ * chunks per device), "sp" (sequence parallelism), "sel" / "full"
+ * (activation recomputation), "zero1".."zero3" (ZeRO stage, 1 being
+ * Megatron's distributed optimizer), comma-separated; "-" for none.
+ * Fields a strategy leaves to cost_params (-1) are not shown. */
+static void feature_cell(const fmt_strategy *s, char *out, size_t n)
+{
+    size_t used = 0;
+    int w;
+
+    out[0] = '\0';
+#define FEAT(...)                                                           \
+    do {                                                                    \
+        if (used < n) {                                                     \
+            w = snprintf(out + used, n - used, "%s", used ? "," : "");      \
+            used += w > 0 ? (size_t)w : 0;                                  \
+        }                                                                   \
+        if (used < n) {                                                     \
+            w = snprintf(out + used, n - used, __VA_ARGS__);                \
+            used += w > 0 ? (size_t)w : 0;                                  \
+        }                                                                   \
+    } while (0)
+    if (s->vpp > 1)
+        FEAT("vpp%d", s->vpp);
+    if (s->sp > 0 && s->tp > 1)
+        FEAT("sp");
+    if (s->recompute == FMT_RECOMPUTE_SELECTIVE)
+        FEAT("sel");
+    else if (s->recompute == FMT_RECOMPUTE_FULL)
+        FEAT("full");
+    if (s->zero > 0)
+        FEAT("zero%d", s->zero);
+#undef FEAT
+    if (out[0] == '\0')
+        snprintf(out, n, "-");
+}
 
 /* Peak memory of a result in bytes, or -1 when unknown. */
 static double result_peak(const cost_result *r)
@@ -575,6 +614,7 @@ static void fmt_row(char row[TCOLS][CELL], const fmt_model *m,
     snprintf(row[12], CELL, "%s", cost_empty_stage(m, s) >= 0 ? "no*"
                                   : r->fits                    ? "yes"
                                                                : "no");
+    feature_cell(s, row[13], CELL);
 }
 
 static void emit_row(util_buf *b, const char *const cells[TCOLS],
@@ -583,8 +623,8 @@ static void emit_row(util_buf *b, const char *const cells[TCOLS],
     int k;
 
     for (k = 0; k < TCOLS; k++)
-        util_buf_printf(b, k == TCOL_LEFT ? "%s%-*s" : "%s%*s", k ? " " : "",
-                  w[k], cells[k]);
+        util_buf_printf(b, TCOL_LEFT(k) ? "%s%-*s" : "%s%*s", k ? " " : "",
+                  k == TCOLS - 1 ? 0 : w[k], cells[k]); /* no trailing blanks */
     util_buf_printf(b, "\n");
 }
 

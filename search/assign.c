@@ -137,7 +137,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     lt_cache cache;
 
     memset(&cache, 0, sizeof cache);
-    search_strategy_params(cp0, s, &cpv);
+    search_strategy_params(cp0, prof, s, &cpv);
     tt = calloc((size_t)k * (size_t)L, sizeof *tt);
     e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
     mem = calloc((size_t)k * (size_t)L, sizeof *mem);
@@ -165,6 +165,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     }
     for (j = 0; j < k; j++) {
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
+        double held = search_inflight(cp, s, j);
         /* memory: per-layer sums plus a bound of the rest */
         double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
                                                  inflight, s->gas);
@@ -204,9 +205,12 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                     cap[j] = dt->mem_bytes - over;
             }
         }
+        /* model state plus the activations of the micro-batches in
+         * flight, interleaved or not (cost_rank_stage_memory's count) */
         for (l = 0; l < L; l++)
-            mem[j * L + l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs,
-                                               inflight);
+            mem[j * L + l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs, 0) +
+                             (double)s->mbs * held *
+                                 cost_layer_stored(m, cp, l, s->tp);
         if (cap[j] < 0.0)
             cap[j] = 0.0;
     }

@@ -33,6 +33,8 @@ typedef struct dp_ctx {
     int *cur;               /* k + 1 bounds of the last reconstruction */
     int *bal;               /* k + 1 bounds of the best balanced split */
     double A;               /* least stage time allowed (balancing), 0 = none */
+    double M;               /* most memory a stage may take besides its cap
+                               (peak-memory ties), HUGE_VAL = none */
 } dp_ctx;
 
 static int dp_bad(double x)
@@ -205,7 +207,7 @@ static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
     if (c->P[o + (size_t)b] - c->P[o + (size_t)a] > T)
         return 0;
     if (c->Q != NULL &&
-        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > c->in->cap[j])
+        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > fmin(c->in->cap[j], c->M))
         return 0;
     return 1;
 }
@@ -235,7 +237,7 @@ static double dp_solve(dp_ctx *c, double T)
         pj = c->P + (size_t)j * n1;
         if (c->Q != NULL) {
             qj = c->Q + (size_t)j * n1;
-            capj = c->in->cap[j];
+            capj = fmin(c->in->cap[j], c->M);
         }
         if (c->in->e != NULL)
             ej = c->in->e + (size_t)j * n1;
@@ -341,6 +343,7 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
 
     memset(c, 0, sizeof *c);
     c->in = in;
+    c->M = HUGE_VAL;
     c->L = in->L;
     c->k = in->k;
     c->n1 = n1;
@@ -480,6 +483,85 @@ static void dp_balance(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
     }
 }
 
+/* Largest stage memory of bounds b (prefix sums); 0 without memory. */
+static double dp_peak(const dp_ctx *c, const int *b)
+{
+    double mx = 0.0;
+    int j;
+
+    for (j = 0; c->Q != NULL && j < c->k; j++) {
+        const double *qj = c->Q + (size_t)j * c->n1;
+        mx = fmax(mx, qj[b[j + 1]] - qj[b[j]]);
+    }
+    return mx;
+}
+
+/* Split under memory bound M (window [c->A, B]) into c->bal when it is
+ * as good as (objective, sum) and returns 1; *peak its peak memory. */
+static int dp_peak_probe(dp_ctx *c, double B, double M, double bestv,
+                         double sum0, double tol, double *peak,
+                         search_dp_stats *st)
+{
+    double v, mx, mn;
+
+    c->M = M;
+    st->solves++;
+    if (!(dp_solve(c, B) < HUGE_VAL))
+        return 0;
+    dp_rebuild(c, B);
+    v = search_dp_objective(c->in, c->cur);
+    dp_range(c, c->cur, &mx, &mn);
+    if (v > bestv + tol || v - (double)(c->in->gas - 1) * mx > sum0 + tol)
+        return 0;
+    *peak = dp_peak(c, c->cur);
+    memcpy(c->bal, c->cur, ((size_t)c->k + 1) * sizeof *c->bal);
+    return 1;
+}
+
+/* After dp_balance: among the splits as good as best, with its stage
+ * times' range [A, B] (as balanced) and its sum, the one of least peak
+ * stage memory, then the lexicographically smallest.  A bisection on a
+ * memory bound M, then a descending sweep over the peaks reached (each
+ * strictly lower than the last) until none is left below. */
+static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
+{
+    const search_dp_input *in = c->in;
+    double B, A, lo = 0.0, hi, mid, sum0, tol;
+    int it, found = 0;
+
+    if (c->Q == NULL)
+        return;
+    dp_range(c, best, &B, &A);
+    hi = dp_peak(c, best);
+    c->A = A;
+    sum0 = *bestv - (double)(in->gas - 1) * B;
+    tol = DP_TIE * fmax(fabs(*bestv), fabs(sum0));
+    /* no qualifying split has peak <= lo; best reaches hi */
+    for (it = 0; it < 40 && hi - lo > 1e-9 * hi; it++) {
+        mid = lo + 0.5 * (hi - lo);
+        if (dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+            found = 1;
+        else
+            lo = mid;
+    }
+    for (it = 0; it < 64; it++) {
+        mid = nextafter(hi, -HUGE_VAL);
+        if (!(mid > lo) || !dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+            break;
+        found = 1;
+    }
+    /* the last probe may have admitted peaks above the least: again at
+     * exactly the least, for the lexicographically smallest */
+    if (found)
+        found = dp_peak_probe(c, B, hi, *bestv, sum0, tol, &hi, st);
+    c->M = HUGE_VAL;
+    c->A = 0.0;
+    if (found) {
+        memcpy(best, c->bal, ((size_t)c->k + 1) * sizeof *best);
+        *bestv = search_dp_objective(in, best);
+    }
+}
+
 int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                            double *objective, search_dp_stats *stats,
                            util_error *err)
@@ -517,8 +599,10 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     dp_consider(in, c.cur, bounds, &bestv, &have);
     if (in->gas > 1 && in->k > 1)
         dp_sweep(&c, f_inf, bneck, bounds, &bestv, &have, &st);
-    if (in->k > 1)
+    if (in->k > 1) {
         dp_balance(&c, bounds, &bestv, &st);
+        dp_lowpeak(&c, bounds, &bestv, &st);
+    }
     *objective = bestv;
 cleanup:
     if (stats != NULL)
@@ -548,19 +632,25 @@ static int dp_next_composition(int *b, int k, int L)
     return 1;
 }
 
-/* Largest and smallest stage time and sum of times and cuts of b. */
+/* Largest and smallest stage time, sum of times and cuts, and largest
+ * stage memory (0 without memory) of b. */
 static void bf_stats(const search_dp_input *in, const int *b, double *mx,
-                     double *mn, double *sum)
+                     double *mn, double *sum, double *peak)
 {
     size_t L = (size_t)in->L, j, l;
 
     *mx = 0.0;
     *mn = HUGE_VAL;
     *sum = 0.0;
+    *peak = 0.0;
     for (j = 0; j < (size_t)in->k; j++) {
-        double t = 0.0;
-        for (l = (size_t)b[j]; l < (size_t)b[j + 1]; l++)
+        double t = 0.0, q = 0.0;
+        for (l = (size_t)b[j]; l < (size_t)b[j + 1]; l++) {
             t += in->t[j * L + l];
+            if (in->mem != NULL && in->cap != NULL)
+                q += in->mem[j * L + l];
+        }
+        *peak = fmax(*peak, q);
         *mx = fmax(*mx, t);
         *mn = fmin(*mn, t);
         *sum += t;
@@ -583,7 +673,7 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
 {
     int *b = NULL, rc, have = 0, more, pass;
     double v, bestv = HUGE_VAL, B0 = -1.0, amax = -HUGE_VAL, smin = HUGE_VAL;
-    double mx, mn, sum, tol;
+    double mx, mn, sum, peak, pmin = HUGE_VAL, tol;
 
     if (bounds == NULL || objective == NULL) {
         rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
@@ -602,15 +692,16 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
     /* pass 0: least objective; pass 1: bottleneck B0 of the first split
      * within tolerance; pass 2: among those within tolerance and B0 the
      * largest smallest stage; pass 3: least sum among those; pass 4:
-     * the first of them (search_dp_assign's balanced ties) */
-    for (pass = 0; pass <= 4; pass++) {
+     * least peak stage memory among those (k > 1); pass 5: the first of
+     * them (search_dp_assign's balanced ties) */
+    for (pass = 0; pass <= 5; pass++) {
         bf_first(b, in->k, in->L);
         tol = DP_TIE * fabs(bestv);
         do {
             if (search_dp_fits(in, b)) {
                 v = search_dp_objective(in, b);
                 have = 1;
-                bf_stats(in, b, &mx, &mn, &sum);
+                bf_stats(in, b, &mx, &mn, &sum, &peak);
                 if (pass == 0 && v < bestv) {
                     bestv = v;
                 } else if (pass > 0 && v <= bestv + tol) {
@@ -626,7 +717,11 @@ int search_dp_bruteforce(const search_dp_input *in, int *bounds,
                         ;
                     else if (pass == 3)
                         smin = fmin(smin, sum);
-                    else if (sum <= smin + DP_TIE * fabs(smin)) {
+                    else if (!(sum <= smin + DP_TIE * fabs(smin)))
+                        ;
+                    else if (pass == 4)
+                        pmin = fmin(pmin, in->k > 1 ? peak : 0.0);
+                    else if (in->k == 1 || peak <= pmin) {
                         memcpy(bounds, b, ((size_t)in->k + 1) * sizeof *b);
                         *objective = v;
                         break;

@@ -228,7 +228,7 @@ static int memory_fits(const fmt_cluster *c, const fmt_model *m,
 
     if (s->tp_heads != NULL)
         return 1;
-    search_strategy_params(cp, s, &ps);
+    search_strategy_params(cp, NULL, s, &ps);
     for (j = 0; j < s->pp; j++) {
         cost_memory mem;
         double cap = INFINITY, need;
@@ -611,16 +611,7 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                             out->rejected_other);
         goto done;
     }
-    if (out->n == 0 && out->rejected_stages > 0 && out->rejected_memory == 0) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no runnable strategy: model '%s' has %d layers "
-                            "holding parameters, and every pipeline stage needs "
-                            "one (%ld candidates with more stages ruled out, %ld "
-                            "for divisibility)", m->name, cost_param_layers(m),
-                            out->rejected_stages,
-                            out->rejected_other - out->rejected_stages);
-        goto done;
-    }
+    /* a fixed interleaving that no point admits says so first */
     if (out->n == 0 && out->space == 0 && sp->vpp > 1 &&
         sp->method == SEARCH_METHOD_AMP) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
@@ -629,6 +620,16 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                             "a micro-batch count divisible by pp and at least "
                             "pp chunks of %d blocks (model '%s' has %d blocks)",
                             sp->vpp, sp->vpp, m->name, search_blocks(m));
+        goto done;
+    }
+    if (out->n == 0 && out->rejected_stages > 0 && out->rejected_memory == 0) {
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                            "no runnable strategy: model '%s' has %d layers "
+                            "holding parameters, and every pipeline stage needs "
+                            "one (%ld candidates with more stages ruled out, %ld "
+                            "for divisibility)", m->name, cost_param_layers(m),
+                            out->rejected_stages,
+                            out->rejected_other - out->rejected_stages);
         goto done;
     }
     if (out->n == 0) {

@@ -41,10 +41,16 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
  * *out; returns the count, -1 when out of memory or n is too large. */
 int search_divisors(long n, long cap, long **out);
 
-/* cp with the strategy's own recompute, ZeRO stage and schedule, as
- * cost_evaluate applies them. */
-void search_strategy_params(const cost_params *cp, const fmt_strategy *s,
-                            cost_params *out);
+/* cp with the strategy's own recompute, ZeRO stage, schedule and
+ * sequence parallelism and the calibration in force (cp's, else prof's,
+ * prof may be NULL), as cost_evaluate applies them; s->vpp acts through
+ * search_inflight. */
+void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
+                            const fmt_strategy *s, cost_params *out);
+/* Micro-batches' worth of activations stage keeps under s and p's
+ * schedule: cost_inflight_interleaved with vpp > 1 on 1F1B, else
+ * cost_inflight (as cost_rank_stage_memory counts them). */
+double search_inflight(const cost_params *p, const fmt_strategy *s, int stage);
 
 /* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
 int search_plan_exact(const fmt_cluster *c, const fmt_model *m,

@@ -32,7 +32,8 @@ typedef struct search_dp_input {
  * (bounds[0] = 0, bounds[k] = L); *objective gets its value.  Ties go
  * to balanced stages: among optimal splits whose bottleneck is not above
  * the first one's, the largest smallest stage time, then the least sum,
- * then the lexicographically smallest bounds (docs/algorithms.md).
+ * then the least peak stage memory (with mem and cap), then the
+ * lexicographically smallest bounds (docs/algorithms.md).
  * UTIL_EINFEASIBLE when no assignment satisfies memory (or L < k).
  * Runs in O(k * L) per distinct bottleneck value it visits, instead of
  * AMP's O(k * L^4); see docs/algorithms.md. */

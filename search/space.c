@@ -47,13 +47,23 @@ int search_divisors(long n, long cap, long **out)
     return nlo;
 }
 
-void search_strategy_params(const cost_params *cp, const fmt_strategy *s,
-                            cost_params *out)
+void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
+                            const fmt_strategy *s, cost_params *out)
 {
     *out = *cp;
     out->recompute = cost_strategy_recompute(cp, s);
     out->zero_stage = cost_strategy_zero(cp, s);
     out->schedule = s->schedule;
+    /* sequence parallelism only splits work over a TP group */
+    out->sp = s->sp > 0 && s->tp > 1;
+    out->calib = cost_calibration_of(cp, prof);
+}
+
+double search_inflight(const cost_params *p, const fmt_strategy *s, int stage)
+{
+    if (s->vpp > 1 && p->schedule == FMT_SCHED_1F1B)
+        return cost_inflight_interleaved(stage, s->pp, s->gas, s->vpp);
+    return (double)cost_inflight(p, stage, s->pp, s->gas);
 }
 
 int search_blocks(const fmt_model *m)

@@ -585,11 +585,17 @@ END_TEST
 
 START_TEST(table_aligned)
 {
-    char *t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 2, 16);
-    char *line, *save = NULL;
-    size_t lens[4];
+    char *t, *line, *save = NULL, *lines[4];
+    size_t off = 0;
     int i = 0;
 
+    /* #2 with every feature; #1 (fixture: vpp 1, sp 0, recompute and
+     * zero left to cost_params) with none */
+    fx_s[1].vpp = 2;
+    fx_s[1].sp = 1;
+    fx_s[1].recompute = FMT_RECOMPUTE_SELECTIVE;
+    fx_s[1].zero = 1;
+    t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 2, 16);
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_nonnull(strstr(t, "time (s)"));
     ck_assert_ptr_nonnull(strstr(t, "peak mem (GiB)"));
@@ -601,15 +607,25 @@ START_TEST(table_aligned)
     ck_assert_ptr_nonnull(strstr(t, "2xT4"));
     ck_assert_ptr_nonnull(strstr(t, "2-3"));
     ck_assert_ptr_nonnull(strstr(t, "25.000"));
-    /* header, rule, two data lines: all the same length, <= 100 */
+    /* header, rule, two data lines: every column up to the last
+     * (features, left-aligned, unpadded) ends at the same place */
     for (line = strtok_r(t, "\n", &save); line != NULL && i < 4;
          line = strtok_r(NULL, "\n", &save))
-        lens[i++] = strlen(line);
+        lines[i++] = line;
     ck_assert_int_eq(i, 4);
-    for (i = 0; i < 4; i++) {
-        ck_assert_uint_eq(lens[i], lens[0]);
-        ck_assert_uint_le(lens[i], 100);
-    }
+    ck_assert_ptr_nonnull(strstr(lines[0], " features"));
+    off = (size_t)(strstr(lines[0], " features") - lines[0]) + 1;
+    ck_assert_uint_eq(strlen(lines[0]), off + strlen("features"));
+    /* the rule spans the widest features cell */
+    ck_assert_uint_eq(strlen(lines[1]), off + strlen("vpp2,sp,sel,zero1"));
+    ck_assert_str_eq(lines[2] + off, "-");
+    ck_assert_str_eq(lines[3] + off, "vpp2,sp,sel,zero1");
+    ck_assert_int_eq(lines[2][off - 1], ' ');
+    ck_assert_int_eq(lines[3][off - 1], ' ');
+    ck_assert_int_ne(lines[2][off - 2], ' '); /* "fits" right-aligned */
+    ck_assert_int_ne(lines[3][off - 2], ' ');
+    for (i = 0; i < 4; i++)
+        ck_assert_uint_le(strlen(lines[i]), 120);
     free(t);
 
     t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 0, 16);
@@ -627,7 +643,8 @@ START_TEST(table_lines_fit)
     ck_assert_ptr_nonnull(t);
     for (line = strtok_r(t, "\n", &save); line != NULL;
          line = strtok_r(NULL, "\n", &save)) {
-        ck_assert_msg(strlen(line) <= 100, "line too long: '%s'", line);
+        /* a 120-column terminal shows every line whole */
+        ck_assert_msg(strlen(line) <= 120, "line too long: '%s'", line);
         ck_assert_msg(line[strlen(line) - 1] != ' ', "trailing space: '%s'", line);
     }
     free(t);

@@ -605,6 +605,45 @@ START_TEST(test_balanced_equal_layers)
 }
 END_TEST
 
+/* Balanced ties go to the lower peak memory: 3 layers of time 1 on 2
+ * equal stages, gas 4.  Both 1 | 2 and 2 | 1 have bottleneck 2, least
+ * stage 1, sum 3, objective 3 * 2 + 3 = 9.  Layer memory 1, 1, 5 (both
+ * stages): 1 | 2 peaks at 1 + 5 = 6, 2 | 1 at 5, so bounds {0, 2, 3},
+ * not the lexicographically smaller {0, 1, 3}; with memory 5, 1, 1 the
+ * peaks are 5 and 6 and {0, 1, 3} stays. */
+START_TEST(test_balanced_low_peak)
+{
+    double t[6] = {1, 1, 1, 1, 1, 1}, mem[6], cap[2] = {100, 100}, o;
+    static const double m1[3] = {1, 1, 5}, m2[3] = {5, 1, 1};
+    search_dp_input in;
+    util_error err;
+    int b[3], j;
+
+    memset(&in, 0, sizeof in);
+    in.L = 3;
+    in.k = 2;
+    in.gas = 4;
+    in.t = t;
+    in.mem = mem;
+    in.cap = cap;
+    for (j = 0; j < 6; j++)
+        mem[j] = m1[j % 3];
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_OK);
+    ck_assert_double_eq_tol(o, 9.0, 1e-12);
+    ck_assert_int_eq(b[1], 2);
+    for (j = 0; j < 6; j++)
+        mem[j] = m2[j % 3];
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_OK);
+    ck_assert_double_eq_tol(o, 9.0, 1e-12);
+    ck_assert_int_eq(b[1], 1);
+    /* without memory the lexicographic rule decides */
+    in.mem = NULL;
+    in.cap = NULL;
+    ck_assert_int_eq(search_dp_assign(&in, b, &o, &err), UTIL_OK);
+    ck_assert_int_eq(b[1], 1);
+}
+END_TEST
+
 /* Random small instances against the oracle above: the same optimum,
  * and no optimal split with the same bottleneck has a larger smallest
  * stage than the one returned. */
@@ -666,6 +705,7 @@ static Suite *dp_suite(void)
     tcase_add_test(tc, test_large);
     tcase_add_test(tc, test_balanced_equal_layers);
     tcase_add_test(tc, test_balanced_vs_oracle);
+    tcase_add_test(tc, test_balanced_low_peak);
     suite_add_tcase(s, tc);
     return s;
 }
