@@ -16,7 +16,9 @@ enum cmd_exit {
     CMD_EXIT_USAGE = 2,     /* bad command line */
     CMD_EXIT_INPUT = 3,     /* an input file is missing or invalid */
     CMD_EXIT_NOPLAN = 4,    /* no strategy fits the cluster */
-    CMD_EXIT_OUTPUT = 5     /* an output cannot be written */
+    CMD_EXIT_OUTPUT = 5,    /* an output cannot be written */
+    CMD_EXIT_TIMEOUT = 6    /* --time-limit ended the search early: the best
+                               plan so far was written, or none was found */
 };
 
 /* ---- the subcommands -------------------------------------------------- */
@@ -32,6 +34,13 @@ int cmd_whatif(int argc, char **argv);
 int cmd_replan(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* The planner: runs the subcommand that argv[1] names, plan when argv[1]
+ * is an option (argv as main() receives it); returns the exit code.
+ * --help and --version after a subcommand's name print and exit(0)
+ * (cmd_parse_options).  Called by main.c and, in-process, by the
+ * command-line fuzz harness. */
+int cmd_dispatch(int argc, char **argv);
 
 /* Help of plan and evaluate, which is also the planner's own help. */
 extern const char cmd_plan_usage[];
@@ -143,6 +152,10 @@ int cmd_split_param(const char *p, char *name, size_t n, double *v);
 /* Print the error and return its exit code. */
 int cmd_report_error(const util_error *err);
 
+/* --time-limit's value v into *seconds (> 0, at most a year): exit code,
+ * after the message naming the command's help when not CMD_EXIT_OK. */
+int cmd_parse_time_limit(const char *command, const char *v, double *seconds);
+
 /* Print "out of memory"; returns CMD_EXIT_INTERNAL. */
 int cmd_out_of_memory(void);
 
@@ -200,6 +213,7 @@ typedef struct cmd_plan_opts {
     int precision;          /* enum fmt_precision, -1 = the model's */
     int nparams;
     const char *params[CMD_MAX_PARAMS];
+    double time_limit;      /* --time-limit SECONDS of the search, 0 = none */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */

@@ -46,6 +46,9 @@ const char cmd_plan_usage[] =
     "                         training.precision, else fp16 mixed precision)\n"
     "  --param NAME=VALUE     override a cost-model constant (repeatable; see\n"
     "                         docs/cost-model.md), e.g. --param net_eff=0.8\n"
+    "  --time-limit SECONDS   stop the search after SECONDS and keep the best\n"
+    "                         strategies found so far (exit code 6, search.status\n"
+    "                         \"time-limit\" in the plan)\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
@@ -54,11 +57,13 @@ const char cmd_plan_usage[] =
     "\n"
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid input file,\n"
-    "  4 no strategy fits, 5 cannot write the output\n";
+    "  4 no strategy fits, 5 cannot write the output, 6 the time limit ended\n"
+    "  the search (the best plan so far is written)\n";
 
 /* Options that plan_option stores. */
 enum {
-    OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY
+    OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
+    OPT_TIME_LIMIT
 };
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
@@ -71,6 +76,8 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
     switch (id) {
     case OPT_PARAM:
         return cmd_add_param(o->params, &o->nparams, v);
+    case OPT_TIME_LIMIT:
+        return cmd_parse_time_limit(NULL, v, &o->time_limit);
     case OPT_PRECISION:
         o->precision = fmt_precision_from_name(v);
         if (o->precision < 0)
@@ -133,6 +140,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_CALL("--placement", OPT_PLACEMENT),
         CMD_CALL("--schedule", OPT_SCHEDULE),
         CMD_CALL("--fidelity", OPT_FIDELITY),
+        CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = cmd_plan_usage, .options = table, .version = 1,
@@ -156,6 +164,10 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     if (!evaluate && o->strategies != NULL)
         return cmd_usage_error(NULL, "%s", "'--strategies' belongs to 'planner "
                                            "evaluate'");
+    if (evaluate && o->time_limit > 0.0)
+        return cmd_usage_error(NULL, "%s", "'--time-limit' bounds a search: "
+                                           "'planner evaluate' scores the given "
+                                           "strategies only");
     return CMD_EXIT_OK;
 }
 
@@ -329,6 +341,7 @@ int cmd_plan(int argc, char **argv)
     sp.top_k = r.o.top_k;
     sp.max_tp = r.o.max_tp;
     sp.max_mbs = r.o.max_mbs;
+    sp.time_limit_s = r.o.time_limit;
     if (r.o.placements >= 0)
         sp.placements = (unsigned)r.o.placements;
     if (!r.o.out.quiet && isatty(STDERR_FILENO)) { /* progress on a terminal only */
@@ -355,11 +368,19 @@ int cmd_plan(int argc, char **argv)
     r.meta.evaluated = res.evaluated;
     r.meta.rejected_memory = res.rejected_memory;
     r.meta.elapsed_s = cmd_seconds() - r.t0;
+    r.meta.timed_out = res.timed_out;
+    r.meta.time_limit_s = r.o.time_limit;
     if (r.o.out.verbose)
         fprintf(stderr, "planner: %ld candidates scored, %ld rejected for memory, "
                         "%ld ruled out, %.3f s\n", res.evaluated,
                 res.rejected_memory, res.rejected_other, r.meta.elapsed_s);
     code = cmd_plan_emit(&r, ss, rs, res.n);
+    if (code == CMD_EXIT_OK && res.timed_out) {
+        fprintf(stderr, "planner: note: time limit of %g s reached after %ld "
+                        "candidates: the plan holds the best found so far\n",
+                r.o.time_limit, res.evaluated);
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     free(ss);
     free(rs);

@@ -116,7 +116,11 @@ static cJSON *search_json(const plan_meta *meta)
                          util_json_put_num(o, "evaluated", (double)meta->evaluated) &&
                          util_json_put_num(o, "rejected_memory",
                                  (double)meta->rejected_memory) &&
-                         util_json_put_num(o, "elapsed_s", meta->elapsed_s));
+                         util_json_put_num(o, "elapsed_s", meta->elapsed_s) &&
+                         util_json_put_str(o, "status", meta->timed_out
+                                                ? "time-limit" : "complete") &&
+                         (meta->time_limit_s <= 0.0 ||
+                          util_json_put_num(o, "time_limit_s", meta->time_limit_s)));
 }
 
 static const char *type_name(const fmt_cluster *c, int node)

@@ -29,6 +29,10 @@ typedef struct plan_meta {
     double elapsed_s;           /* planning wall time */
     const cost_timeline *timeline; /* simulated iteration of the first strategy,
                                       written as its "timeline"; NULL = none */
+    int timed_out;              /* 1: a time limit ended the search early; the
+                                   plan holds the best strategies found so far
+                                   (search.status "time-limit", else "complete") */
+    double time_limit_s;        /* the search's time limit, s; 0 = none */
 } plan_meta;
 
 

@@ -453,10 +453,13 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     int N = c->ndevices, gbs = sp->global_batch, tp, pp, mbs, rc = UTIL_OK;
     int max_tp;
     progress_state ps = {0.0, 0.0, 0};
+    double deadline = 0.0;
 
     memset(out, 0, sizeof *out);
-    if (sp->progress)
+    if (sp->progress || sp->time_limit_s > 0.0)
         ps.t0 = progress_now();
+    if (sp->time_limit_s > 0.0) /* checked once per candidate below */
+        deadline = ps.t0 + sp->time_limit_s;
     if (gbs < 1)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "global batch must be a positive integer, got %d", gbs);
@@ -495,6 +498,8 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                     if (rc != UTIL_OK)
                         goto done;
                     progress_tick(sp, out, &ps, 0);
+                    if (deadline > 0.0 && progress_now() >= deadline)
+                        goto stop;
                 }
             }
             continue;
@@ -510,10 +515,24 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                 if (rc != UTIL_OK)
                     goto done;
                 progress_tick(sp, out, &ps, 0);
+                if (deadline > 0.0 && progress_now() >= deadline)
+                    goto stop;
             }
         }
     }
+    deadline = 0.0; /* the enumeration ran to its end */
+stop:
     progress_tick(sp, out, &ps, 1);
+    if (deadline > 0.0) {
+        out->timed_out = 1;
+        if (out->n == 0) {
+            rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
+                                "time limit of %g s reached after %ld candidates, "
+                                "none of which fits", sp->time_limit_s,
+                                out->evaluated + out->rejected_other);
+            goto done;
+        }
+    }
     if (out->n == 0 && out->miss.need > 0.0) {
         const search_memory_miss *x = &out->miss;
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,

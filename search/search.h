@@ -94,6 +94,8 @@ typedef struct search_params {
     int tp_granule;         /* MLP columns of uneven shards come in multiples of this (64) */
     search_progress_fn progress; /* progress callback, NULL = none (NULL) */
     void *progress_ctx;     /* passed to progress (NULL) */
+    double time_limit_s;    /* stop after this many seconds, keeping the best
+                               so far (out->timed_out); <= 0 = none (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -121,10 +123,13 @@ typedef struct search_result {
                                parameters (a stage without any cannot run) */
     search_memory_miss miss; /* of the rejected candidate closest to fitting
                                 (recorded while none fits) */
+    int timed_out;          /* 1: time_limit_s ended the enumeration early;
+                               the candidates are the best of those scored */
 } search_result;
 
 /* Run the search.  out is overwritten; free with search_result_free.
- * UTIL_EINFEASIBLE (with a reason in err) when no strategy fits. */
+ * UTIL_EINFEASIBLE (with a reason in err) when no strategy fits;
+ * UTIL_ETIMEOUT when sp->time_limit_s passed before any strategy fit. */
 int search_plan(const fmt_cluster *c, const fmt_model *m,
                 const fmt_profile *prof, const cost_params *cp,
                 const search_params *sp, search_result *out,
