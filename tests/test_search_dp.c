@@ -1,4 +1,5 @@
-/* tests/test_search_dp.c: pipeline layer assignment against exhaustive search,
+/* tests/test_search_dp.c: pipeline layer assignment against the test's own
+ * exhaustive search of AMP eq. 5,
  * an independent slow DP, hand-worked cases and bad input. */
 #include <check.h>
 #include <math.h>
@@ -131,12 +132,114 @@ static int close_rel(double a, double b, double rel)
     return fabs(a - b) <= rel * fmax(1.0, fmax(fabs(a), fabs(b)));
 }
 
+static void solve_ok(const search_dp_input *in, int *b, double *o);
+
+/* ---- the test's own oracle ------------------------------------------
+ * Written here from AMP eq. 5, sharing no code with search/dp.c:
+ *   (gas - 1) * max_j t_j + sum_j t_j + sum_j e_j,
+ * t_j the sum of stage j's layer times on stage j's device, e_j the cost
+ * of the cut at bounds[j + 1] between stages j and j + 1. */
+static double oracle_objective(const search_dp_input *in, const int *b)
+{
+    double mx = 0.0, sum = 0.0;
+    int j, l;
+
+    for (j = 0; j < in->k; j++) {
+        double tj = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++)
+            tj += in->t[j * in->L + l];
+        mx = tj > mx ? tj : mx;
+        sum += tj;
+        if (in->e && j + 1 < in->k)
+            sum += in->e[j * (in->L + 1) + b[j + 1]];
+    }
+    return (in->gas - 1) * mx + sum;
+}
+
+/* Every stage's layers within its device's memory. */
+static int oracle_fits(const search_dp_input *in, const int *b)
+{
+    int j, l;
+
+    if (in->mem == NULL || in->cap == NULL)
+        return 1;
+    for (j = 0; j < in->k; j++) {
+        double m = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++)
+            m += in->mem[j * in->L + l];
+        if (m > in->cap[j])
+            return 0;
+    }
+    return 1;
+}
+
+/* Every split of L layers into k non-empty stages, in lexicographic
+ * order of the bounds (stage j's first layer chosen in increasing order,
+ * recursively): the least objective among those that fit (HUGE_VAL when
+ * none does) and, in best, the first split that reaches it exactly. */
+static void oracle_walk(const search_dp_input *in, int *b, int j, double *bestv,
+                        int *best)
+{
+    int first;
+
+    if (j == in->k) {
+        double v;
+        if (!oracle_fits(in, b))
+            return;
+        v = oracle_objective(in, b);
+        if (v < *bestv) {
+            *bestv = v;
+            memcpy(best, b, (size_t)(in->k + 1) * sizeof *b);
+        }
+        return;
+    }
+    /* stage j starts at b[j]; stage j + 1 at first, leaving at least one
+     * layer to each later stage */
+    for (first = b[j] + 1; first <= in->L - (in->k - j - 1); first++) {
+        if (j + 1 == in->k && first != in->L)
+            continue;
+        b[j + 1] = first;
+        oracle_walk(in, b, j + 1, bestv, best);
+    }
+}
+
+static double oracle_optimum(const search_dp_input *in, int *best)
+{
+    int b[16];
+    double bestv = HUGE_VAL;
+
+    ck_assert_int_lt(in->k, 16);
+    b[0] = 0;
+    oracle_walk(in, b, 0, &bestv, best);
+    return bestv;
+}
+
+/* The enumeration itself, checked by hand: L = 4 layers, k = 2 stages,
+ * gas = 3, times 1 2 3 4 on stage 0 and twice that on stage 1, no cut
+ * cost.  Splits: [1 | 2 3 4] -> t = 1, 18: 2 * 18 + 19 = 55;
+ * [1 2 | 3 4] -> 3, 14: 2 * 14 + 17 = 45; [1 2 3 | 4] -> 6, 8: 2 * 8 + 14
+ * = 30.  Optimum 30 at bounds {0, 3, 4}. */
+START_TEST(test_oracle_by_hand)
+{
+    const double t[] = {1, 2, 3, 4, 2, 4, 6, 8};
+    search_dp_input in = {4, 2, 3, t, NULL, NULL, NULL};
+    int best[3], b[3];
+    double o;
+
+    ck_assert_double_eq(oracle_optimum(&in, best), 30.0);
+    ck_assert_int_eq(best[1], 3);
+    solve_ok(&in, b, &o);
+    ck_assert_double_eq_tol(o, 30.0, 1e-12);
+    ck_assert_int_eq(b[1], 3);
+}
+END_TEST
+
 START_TEST(test_random_vs_bruteforce)
 {
     util_pcg32 r;
     int it, L, k, gas, rc1, rc2, infeasible = 0, same = 0, integral = 0;
-    int b1[7], b2[7];
-    double o1, o2;
+    int b1[7], b2[7], bo[7];
+    double o1, o2, oo;
     util_error e1, e2;
     inst x;
 
@@ -150,8 +253,12 @@ START_TEST(test_random_vs_bruteforce)
         memset(&e2, 0, sizeof e2);
         rc1 = search_dp_assign(&x.in, b1, &o1, &e1);
         rc2 = search_dp_bruteforce(&x.in, b2, &o2, &e2);
+        oo = oracle_optimum(&x.in, bo);
         ck_assert_msg(rc1 == rc2, "instance %d: dp rc %d, brute rc %d",
                       it, rc1, rc2);
+        /* the oracle finds no split exactly when the DP reports none */
+        ck_assert_msg((rc1 == UTIL_EINFEASIBLE) == !(oo < HUGE_VAL),
+                      "instance %d: dp rc %d, oracle %g", it, rc1, oo);
         if (rc1 == UTIL_EINFEASIBLE) {
             infeasible++;
             ck_assert(e1.code == UTIL_EINFEASIBLE && e1.msg[0] != '\0');
@@ -160,18 +267,27 @@ START_TEST(test_random_vs_bruteforce)
         }
         ck_assert_int_eq(rc1, UTIL_OK);
         ck_assert(bounds_valid(b1, k, L));
-        ck_assert(search_dp_fits(&x.in, b1));
-        ck_assert_msg(close_rel(o1, o2, 1e-9),
-                      "instance %d (L %d k %d gas %d): dp %.17g brute %.17g",
-                      it, L, k, gas, o1, o2);
-        ck_assert(close_rel(search_dp_objective(&x.in, b1), o1, 1e-12));
-        if (memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0)
+        /* against the test's own oracle: the split fits, its objective is
+         * the one reported, and it is the least of all splits */
+        ck_assert(oracle_fits(&x.in, b1));
+        ck_assert_msg(close_rel(oracle_objective(&x.in, b1), o1, 1e-12),
+                      "instance %d: reported %.17g, the split's objective %.17g",
+                      it, o1, oracle_objective(&x.in, b1));
+        ck_assert_msg(close_rel(o1, oo, 1e-9),
+                      "instance %d (L %d k %d gas %d): dp %.17g oracle %.17g",
+                      it, L, k, gas, o1, oo);
+        /* the library's brute force (a public function) agrees too */
+        ck_assert_msg(close_rel(o2, oo, 1e-9), "instance %d: brute %.17g oracle "
+                      "%.17g", it, o2, oo);
+        if (memcmp(b1, bo, (size_t)(k + 1) * sizeof *b1) == 0)
             same++;
         if (x.integral) {
-            /* exact arithmetic: the lexicographic tie-break must agree */
+            /* exact arithmetic: the DP's tie-break (the lexicographically
+             * first optimal split) must give the oracle's first optimum */
             integral++;
-            ck_assert_msg(memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0,
+            ck_assert_msg(memcmp(b1, bo, (size_t)(k + 1) * sizeof *b1) == 0,
                           "instance %d: integer tie broken differently", it);
+            ck_assert(memcmp(b2, bo, (size_t)(k + 1) * sizeof *b2) == 0);
         }
         inst_free(&x);
     }
@@ -496,6 +612,7 @@ static Suite *dp_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_oracle_by_hand);
     tcase_add_test(tc, test_random_vs_bruteforce);
     tcase_add_test(tc, test_random_vs_slow_reference);
     tcase_add_test(tc, test_hand_cases);
