@@ -180,7 +180,7 @@ END_TEST
 
 /* A batch of 10^9 makes the enumeration try micro-batch sizes up to 10^9
  * (hours of work); a limit of 0.3 s stops it with the best strategies
- * found so far, written as a plan that reads back, exit code 6. */
+ * found so far (up to --top-k 3; fewer under valgrind), exit code 6. */
 START_TEST(time_limit_keeps_best_so_far)
 {
     const char *args[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
@@ -196,7 +196,8 @@ START_TEST(time_limit_keeps_best_so_far)
     ck_assert_str_eq(child(search, "status")->valuestring, "time-limit");
     ck_assert_double_eq(child(search, "time_limit_s")->valuedouble, 0.3);
     strategies = child(plan, "strategies");
-    ck_assert_int_eq(cJSON_GetArraySize(strategies), 3);
+    ck_assert_int_ge(cJSON_GetArraySize(strategies), 1);
+    ck_assert_int_le(cJSON_GetArraySize(strategies), 3);
     cJSON_ArrayForEach(s, strategies) {
         double t = child(s, "predicted_s")->valuedouble;
         ck_assert_msg(cJSON_IsNumber(child(s, "predicted_s")) && isfinite(t) && t > 0,

@@ -9,7 +9,7 @@
  * /dev/null anyway).  --help, -h and --version, which exit, are skipped
  * too.  Every search is bounded: "decentralized" gets "--seconds 0.2"
  * before its options and any later "--seconds" becomes "--stall".  The
- * contract checked: the exit code is one of the planner's (0-5), no crash,
+ * contract checked: the exit code is one of the planner's (0-6), no crash,
  * no leak, no sanitizer report. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <fcntl.h>
@@ -204,7 +204,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (ok) {
         code = run(n, args);
-        if (code < CMD_EXIT_OK || code > CMD_EXIT_OUTPUT) {
+        if (code < CMD_EXIT_OK || code > CMD_EXIT_TIMEOUT) {
             char why[64];
             snprintf(why, sizeof why, "exit code %d", code);
             fuzz_fail("planner", why);
