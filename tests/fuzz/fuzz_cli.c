@@ -8,7 +8,8 @@
  * starting with '/', or holding "..", or "-" (standard input is
  * /dev/null anyway).  --help, -h and --version, which exit, are skipped
  * too.  Every search is bounded: "decentralized" gets "--seconds 0.2"
- * before its options and any later "--seconds" becomes "--stall".  The
+ * and plan "--time-limit 2" before their options, and any later
+ * "--seconds" becomes "--stall", "--time-limit" "--top-k".  The
  * contract checked: the exit code is one of the planner's (0-6), no crash,
  * no leak, no sanitizer report. */
 #define _XOPEN_SOURCE 700 /* nftw */
@@ -183,8 +184,9 @@ static int allowed(const char *a)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *text = fuzz_text(data, size), *line, *save = NULL;
-    char *args[MAX_ARGS + 2];
+    char *args[MAX_ARGS + 4];
     static char seconds[] = "--seconds", limit[] = "0.2", stall[] = "--stall";
+    static char time_limit[] = "--time-limit", budget[] = "2", top_k[] = "--top-k";
     int n = 0, ok = 1, code, i;
 
     if (text == NULL)
@@ -195,11 +197,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ok = 0;
         else if (strcmp(line, "--seconds") == 0)
             args[n++] = stall;
-        else
+        else if (strcmp(line, "--time-limit") == 0)
+            args[n++] = top_k;
+        else if (n == 0 && line[0] == '-') { /* plan, named or not */
+            args[n++] = time_limit;
+            args[n++] = budget;
+            args[n++] = line;
+        } else
             args[n++] = line;
         if (n == 1 && strcmp(line, "decentralized") == 0) {
             args[n++] = seconds;
             args[n++] = limit;
+        } else if (n == 1 && strcmp(line, "plan") == 0) {
+            args[n++] = time_limit;
+            args[n++] = budget;
         }
     }
     if (ok) {
