@@ -240,6 +240,34 @@ START_TEST(status_complete)
 }
 END_TEST
 
+/* replan of a plan with a batch of 10^9 tries micro-batch sizes up to
+ * 10^9 / dp for every pipeline depth (seconds); with a limit of 0.1 s it
+ * stops with each phase's best so far: status "time-limit", exit 6. */
+START_TEST(replan_time_limit)
+{
+    const char *plan_args[] = {"--cluster", EX("amp-het.json"), "--model",
+                               EX("gpt2-amp.json"), "--global-batch", "1000000000",
+                               "--top-k", "1", "--time-limit", "0.3", "--quiet",
+                               "--output", "p.json", NULL};
+    const char *args[] = {"replan", "--plan", "p.json", "--frozen", "3", "--time-limit",
+                          "0.1", "--format", "json", "--output", "r.json", "--quiet",
+                          NULL};
+    const char *bad[] = {"replan", "--plan", "p.json", "--frozen", "3", "--time-limit",
+                         "-2", NULL};
+    cJSON *doc;
+
+    expect_run(plan_args, 6, NULL, NULL);
+    expect_run(args, 6, "planner: note: time limit of 0.1 s reached", NULL);
+    doc = read_plan("r.json");
+    ck_assert_str_eq(child(doc, "schema")->valuestring, "hetplan-replan/1");
+    ck_assert_str_eq(child(doc, "status")->valuestring, "time-limit");
+    ck_assert(isfinite(child(doc, "replanned_total_s")->valuedouble));
+    cJSON_Delete(doc);
+    expect_run(bad, 2, "option '--time-limit' expects seconds in (0, 31536000], "
+                       "got '-2'", "planner replan --help");
+}
+END_TEST
+
 /* ---- extreme numbers within the ranges ------------------------------- */
 
 /* A rate of 1e-300 TFLOP/s is positive but would make times overflow
@@ -326,6 +354,7 @@ static Suite *limits_suite(void)
     tcase_add_test(tl, time_limit_keeps_best_so_far);
     tcase_add_test(tl, time_limit_before_any_fit);
     tcase_add_test(tl, status_complete);
+    tcase_add_test(tl, replan_time_limit);
     tcase_add_test(ex, tiny_rates_refused);
     tcase_add_test(ex, extremes_stay_finite);
     suite_add_tcase(s, in);
