@@ -3,15 +3,15 @@
  * at most 48 of 512 bytes.  It works in a temporary folder holding
  * read-only copies of the examples (examples/NAME), of the calibration
  * seeds (profiles/NAME) and of plans the planner wrote at start-up
- * (plans/amp.json, plans/megatron.json, plans/evaluate.json); whatever a command writes there is removed after
- * each input.  Inputs that could reach outside it are skipped: an argument
- * starting with '/', or holding "..", or "-" (standard input is
- * /dev/null anyway).  --help, -h and --version, which exit, are skipped
- * too.  Every search is bounded: "decentralized" gets "--seconds 0.2"
- * and plan "--time-limit 2" before their options, and any later
- * "--seconds" becomes "--stall", "--time-limit" "--top-k".  The
- * contract checked: the exit code is one of the planner's (0-6), no crash,
- * no leak, no sanitizer report. */
+ * (plans/amp.json, plans/megatron.json, plans/evaluate.json); whatever a
+ * command writes there is removed after each input.  Inputs that could
+ * reach outside it are skipped: an argument starting with '/', or holding
+ * "..", or "-" (standard input is /dev/null anyway).  --help, -h and
+ * --version, which exit, are skipped too.  Every search is bounded:
+ * "decentralized" gets "--seconds 0.2" and plan "--time-limit 2" before
+ * their options, and any later "--seconds" becomes "--stall",
+ * "--time-limit" "--top-k".  The contract checked: the exit code is one
+ * of the planner's (0-6), no crash, no leak, no sanitizer report. */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <fcntl.h>
 #include <ftw.h>
