@@ -17,7 +17,9 @@ enum cmd_exit {
     CMD_EXIT_INPUT = 3,     /* an input file is missing or invalid */
     CMD_EXIT_NOPLAN = 4,    /* no strategy fits the cluster */
     CMD_EXIT_OUTPUT = 5,    /* an output cannot be written */
-    CMD_EXIT_REFUSED = 6    /* an export cannot express the plan exactly */
+    CMD_EXIT_REFUSED = 6,   /* an export cannot express the plan exactly */
+    CMD_EXIT_TIMEOUT = 7    /* --time-limit ended the search early: the best
+                               plan so far was written, or none was found */
 };
 
 /* ---- the subcommands -------------------------------------------------- */
@@ -33,6 +35,13 @@ int cmd_whatif(int argc, char **argv);
 int cmd_replan(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+
+/* The planner: runs the subcommand that argv[1] names, plan when argv[1]
+ * is an option (argv as main() receives it); returns the exit code.
+ * --help and --version after a subcommand's name print and exit(0)
+ * (cmd_parse_options).  Called by main.c and, in-process, by the
+ * command-line fuzz harness. */
+int cmd_dispatch(int argc, char **argv);
 
 /* Help of plan and evaluate, which is also the planner's own help. */
 extern const char cmd_plan_usage[];
@@ -144,6 +153,10 @@ int cmd_split_param(const char *p, char *name, size_t n, double *v);
 /* Print the error and return its exit code. */
 int cmd_report_error(const util_error *err);
 
+/* --time-limit's value v into *seconds (> 0, at most a year): exit code,
+ * after the message naming the command's help when not CMD_EXIT_OK. */
+int cmd_parse_time_limit(const char *command, const char *v, double *seconds);
+
 /* Print "out of memory"; returns CMD_EXIT_INTERNAL. */
 int cmd_out_of_memory(void);
 
@@ -214,6 +227,7 @@ typedef struct cmd_plan_opts {
     int placement_search;   /* enum search_place_search (plan only) */
     int ga_population;      /* --ga-population, 0 = the default (plan only) */
     int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
+    double time_limit;      /* --time-limit SECONDS of the search, 0 = none */
 } cmd_plan_opts;
 
 /* A run of plan or evaluate: its options and the inputs they name. */

@@ -1,5 +1,5 @@
-/* commands/common.c: messages, output files and progress lines shared by
- * the commands. */
+/* commands/common.c: the dispatcher of subcommands, and the messages,
+ * output files and progress lines shared by the commands. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +20,23 @@ int cmd_report_error(const util_error *err)
         return CMD_EXIT_INTERNAL;
     case UTIL_EINFEASIBLE:
         return CMD_EXIT_NOPLAN;
+    case UTIL_ETIMEOUT:
+        return CMD_EXIT_TIMEOUT;
     default:
         return CMD_EXIT_INPUT;
     }
+}
+
+int cmd_parse_time_limit(const char *command, const char *v, double *seconds)
+{
+    char *end;
+    double s = strtod(v, &end);
+
+    if (end == v || *end != '\0' || !(s > 0.0 && s <= 31536000.0))
+        return cmd_usage_error(command, "option '--time-limit' expects seconds in "
+                                        "(0, 31536000], got '%s'", v);
+    *seconds = s;
+    return CMD_EXIT_OK;
 }
 
 int cmd_out_of_memory(void)
@@ -144,4 +158,35 @@ const char *cmd_basename(const char *path)
 {
     const char *s = strrchr(path, '/');
     return s ? s + 1 : path;
+}
+
+static const struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} subcommands[] = {
+    {"plan", cmd_plan},           {"evaluate", cmd_evaluate},
+    {"calibrate", cmd_calibrate}, {"decentralized", cmd_decentralized},
+    {"whatif", cmd_whatif},       {"replan", cmd_replan},
+    {"export", cmd_export},       {"report", cmd_report},
+};
+
+int cmd_dispatch(int argc, char **argv)
+{
+    size_t k;
+
+    if (argc < 2 || argv[1][0] == '-') {
+        if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+            fputs(cmd_plan_usage, stdout);
+            return CMD_EXIT_OK;
+        }
+        if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+            cmd_print_version();
+            return CMD_EXIT_OK;
+        }
+        return cmd_plan(argc, argv); /* options from argv[1] on */
+    }
+    for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+        if (strcmp(argv[1], subcommands[k].name) == 0)
+            return subcommands[k].run(argc - 1, argv + 1);
+    return cmd_usage_error(NULL, "unknown command '%s'", argv[1]);
 }

@@ -34,10 +34,8 @@ const char cmd_plan_usage[] =
     "  --global-batch N       global batch size (default: the model's training.global_batch)\n"
     "  --top-k K              strategies kept in the plan (default 5)\n"
     "  --method amp|megatron  search: AMP Algorithm 1 (default) or the Megatron heuristic\n"
-    "  --placement HOW        anneal (default: rules, then annealing; also 'all'),\n"
-    "                         rules (rules only), ga (rules, annealing, then the\n"
-    "                         genetic algorithm), megatron or fastest-first (one\n"
-    "                         rule, file order, no search)\n"
+    "  --placement HOW        anneal (default; also 'all'), rules, ga (annealing,\n"
+    "                         then a genetic algorithm), megatron or fastest-first\n"
     "  --objective time|cost  minimise the iteration time (default) or its price\n"
     "                         (needs prices in the cluster file)\n"
     "  --memory-headroom PCT  keep PCT per cent of every GPU's memory free\n"
@@ -62,8 +60,8 @@ const char cmd_plan_usage[] =
     "                         to one that factors better (default 0: exact)\n"
     "  --precision fp16|bf16|fp32  training precision (default: the model's\n"
     "                         training.precision, else fp16 mixed precision)\n"
-    "  --param NAME=VALUE     override a cost-model constant (repeatable; see\n"
-    "                         docs/cost-model.md), e.g. --param net_eff=0.8\n"
+    "  --param NAME=VALUE     override a cost-model constant (docs/cost-model.md)\n"
+    "  --time-limit SECONDS   stop the search after SECONDS, keep the best so far\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
@@ -73,14 +71,16 @@ const char cmd_plan_usage[] =
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid input file,\n"
     "  4 no strategy fits, 5 cannot write the output,\n"
-    "  6 'planner export' cannot express the plan exactly (see its --help)\n"
+    "  6 'planner export' cannot express the plan exactly (see its --help),\n"
+    "  7 the time limit ended the search (the best plan so far is written)\n"
     "every option also takes the form --name=value\n";
 
 /* Options that plan_option stores. */
 enum {
     OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
     OPT_OBJECTIVE, OPT_HEADROOM,
-    OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL
+    OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL,
+    OPT_TIME_LIMIT
 };
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
@@ -93,6 +93,8 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
     switch (id) {
     case OPT_PARAM:
         return cmd_add_param(o->params, &o->nparams, v);
+    case OPT_TIME_LIMIT:
+        return cmd_parse_time_limit(NULL, v, &o->time_limit);
     case OPT_PRECISION:
         o->precision = fmt_precision_from_name(v);
         if (o->precision < 0)
@@ -211,6 +213,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_INT("--anneal-steps", &o->anneal_steps, 0, 1000000),
         CMD_INT("--ga-population", &o->ga_population, 2, 10000),
         CMD_INT("--ga-generations", &o->ga_generations, 1, 100000),
+        CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = cmd_plan_usage, .options = table, .version = 1,
@@ -247,6 +250,10 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     if (!evaluate && o->strategies != NULL)
         return cmd_usage_error(NULL, "%s", "'--strategies' belongs to 'planner "
                                            "evaluate'");
+    if (evaluate && o->time_limit > 0.0)
+        return cmd_usage_error(NULL, "%s", "'--time-limit' bounds a search: "
+                                           "'planner evaluate' scores the given "
+                                           "strategies only");
     return CMD_EXIT_OK;
 }
 
@@ -485,6 +492,7 @@ int cmd_plan(int argc, char **argv)
     sp.top_k = r.o.top_k;
     sp.max_tp = r.o.max_tp;
     sp.max_mbs = r.o.max_mbs;
+    sp.time_limit_s = r.o.time_limit;
     if (r.o.placements >= 0)
         sp.placements = (unsigned)r.o.placements;
     sp.objective = r.o.objective;
@@ -557,12 +565,20 @@ int cmd_plan(int argc, char **argv)
     r.meta.evaluated = res.evaluated;
     r.meta.rejected_memory = res.rejected_memory;
     r.meta.elapsed_s = cmd_seconds() - r.t0;
+    r.meta.timed_out = res.timed_out;
+    r.meta.time_limit_s = r.o.time_limit;
     if (r.o.out.verbose)
         fprintf(stderr, "planner: %ld candidates scored, %ld rejected for memory, "
                         "%ld ruled out, %d device subsets, %ld annealing moves, "
                         "%.3f s\n", res.evaluated, res.rejected_memory,
                 res.rejected_other, res.subsets, res.anneal_moves, r.meta.elapsed_s);
     code = cmd_plan_emit(&r, ss, rs, res.n);
+    if (code == CMD_EXIT_OK && res.timed_out) {
+        fprintf(stderr, "planner: note: time limit of %g s reached after %ld "
+                        "candidates: the plan holds the best found so far\n",
+                r.o.time_limit, res.evaluated);
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     free(ss);
     free(rs);

@@ -25,12 +25,14 @@ static const char replan_usage[] =
     "  --strategy K           strategy of the plan, 1 = best (default 1)\n"
     "  --max-mbs N            largest micro-batch size tried\n"
     "  --no-compress          keep the number of pipeline stages\n"
+    "  --time-limit SECONDS   stop searching after SECONDS, keeping the best plans\n"
+    "                         found so far (status \"time-limit\", exit code 7)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 4 no plan fits,\n"
-    "  5 cannot write\n";
+    "  5 cannot write, 6 the time limit cut the search short\n";
 
 /* What the command line sets. */
 typedef struct replan_opts {
@@ -39,6 +41,16 @@ typedef struct replan_opts {
     int strategy, frozen;
     replan_params rp;
 } replan_opts;
+
+/* --time-limit into the replan_params ctx; exit code. */
+static int replan_option(void *ctx, int id, const char *opt, const char *v)
+{
+    replan_opts *o = ctx;
+
+    (void)id;
+    (void)opt;
+    return cmd_parse_time_limit("replan", v, &o->rp.time_limit_s);
+}
 
 /* Parse the command line into o; exit code. */
 static int replan_args(int argc, char **argv, replan_opts *o)
@@ -50,10 +62,12 @@ static int replan_args(int argc, char **argv, replan_opts *o)
         CMD_STRING("--schedule", NULL, &o->schedule),
         CMD_INT("--max-mbs", &o->rp.max_mbs, 1, INT_MAX / 2),
         CMD_SET("--no-compress", NULL, &o->rp.compress, 0),
+        CMD_CALL("--time-limit", 1),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = replan_usage, .options = table,
-                          .unknown = " for 'replan'"};
+                          .unknown = " for 'replan'", .handle = replan_option,
+                          .ctx = o};
     int code;
 
     memset(o, 0, sizeof *o);
@@ -127,6 +141,11 @@ int cmd_replan(int argc, char **argv)
                         "keeping the first plan\n", r.n, r.speedup);
     code = cmd_emit_report(replan_json(&r, &d.cluster, o.plan), replan_table(&r, o.plan),
                            &o.out);
+    if (code == CMD_EXIT_OK && r.timed_out) {
+        fprintf(stderr, "planner: note: time limit of %g s reached: each phase's plan "
+                        "is the best found so far\n", o.rp.time_limit_s);
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     replan_free(&r);
     replan_freeze_free(&f);

@@ -112,6 +112,20 @@ static const num_limit limits[] = {
     {"mbs", 1e9, ""},
 };
 
+/* Smallest value (in .max) of a positive rate the model divides by
+ * (docs/inputs.md, "Ranges"): a rate of 1e-300 would make times overflow
+ * to infinity. */
+static const num_limit floors[] = {
+    {"tflops_fp16", 1e-6, " TFLOP/s"},
+    {"tflops_bf16", 1e-6, " TFLOP/s"},
+    {"tflops_fp32", 1e-6, " TFLOP/s"},
+    {"mem_bw_gbs", 1e-6, " GB/s"},
+    {"intra_gbps", 1e-6, " Gbit/s"},
+    {"nic_gbps", 1e-6, " Gbit/s"},
+    {"gbps", 1e-6, " Gbit/s"},
+    {"bandwidth_gbps", 1e-6, " Gbit/s"},
+};
+
 /* Any other number (AMP profile times, device indices, boundaries). */
 static const num_limit other = {"", 1e15, ""};
 
@@ -128,6 +142,20 @@ static const num_limit *limit_of(const char *p)
         if (strlen(limits[i].key) == n && strncmp(limits[i].key, key, n) == 0)
             return &limits[i];
     return &other;
+}
+
+/* The floor of the positive rate at JSON path p, or NULL. */
+static const num_limit *floor_of(const char *p)
+{
+    const char *key = strrchr(p, '.');
+    size_t n, i;
+
+    key = key ? key + 1 : p;
+    n = strcspn(key, "[");
+    for (i = 0; i < sizeof floors / sizeof floors[0]; i++)
+        if (strlen(floors[i].key) == n && strncmp(floors[i].key, key, n) == 0)
+            return &floors[i];
+    return NULL;
 }
 
 /* The error for d outside what flags and the field's limit allow. */
@@ -176,6 +204,9 @@ int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
         ((flags & FMT_F_FRAC) && d > 1))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
                         num_want(flags), d);
+    if (d > 0 && (lim = floor_of(p)) != NULL && d < lim->max)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at least %g%s, got %.10g",
+                        num_want(flags), lim->max, lim->unit, d);
     *out = d;
     return UTIL_OK;
 }

@@ -144,7 +144,11 @@ static cJSON *search_json(const plan_meta *meta)
                            util_json_put_num(o, "memory_headroom", meta->memory_headroom) &&
                            util_json_put_num(o, "device_subsets", meta->subsets) &&
                            util_json_put_num(o, "anneal_moves", (double)meta->anneal_moves) &&
-                           util_json_put_num(o, "seed", (double)meta->seed))));
+                           util_json_put_num(o, "seed", (double)meta->seed))) &&
+                         util_json_put_str(o, "status", meta->timed_out
+                                                ? "time-limit" : "complete") &&
+                         (meta->time_limit_s <= 0.0 ||
+                          util_json_put_num(o, "time_limit_s", meta->time_limit_s)));
 }
 
 static const char *type_name(const fmt_cluster *c, int node)

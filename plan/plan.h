@@ -44,6 +44,10 @@ typedef struct plan_meta {
                                         back to another (settings.requested_precision);
                                         NULL = the one asked for is used */
     const char *precision_note; /* why it fell back (settings.precision_note) */
+    int timed_out;              /* 1: a time limit ended the search early; the
+                                   plan holds the best strategies found so far
+                                   (search.status "time-limit", else "complete") */
+    double time_limit_s;        /* the search's time limit, s; 0 = none */
 } plan_meta;
 
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cjson/cJSON.h>
 
@@ -199,12 +200,24 @@ static int score(const fmt_cluster *c, const fmt_model *m,
     return cost_evaluate(c, m, prof, cp, cand, r, err);
 }
 
+/* Seconds of a monotonic clock. */
+static double replan_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Every placement rule and micro-batch size for (tp, dp, pp); *fit set
- * when a candidate fits. */
+ * when a candidate fits.  *deadline (monotonic s, 0 = none) is checked
+ * after every candidate scored and every 2^20 sizes; once passed it
+ * becomes -1 and the search stops. */
 static int try_shape(const fmt_cluster *c, const fmt_model *m,
                      const fmt_profile *prof, const cost_params *cp,
                      const fmt_strategy *s0, const replan_params *rp,
-                     int pp, replan_phase *ph, int *fit, util_error *err)
+                     int pp, replan_phase *ph, int *fit, double *deadline,
+                     util_error *err)
 {
     /* the first plan's GPUs: all of c's, or those it runs on when it
      * leaves some idle (they stay idle) */
@@ -214,7 +227,7 @@ static int try_shape(const fmt_cluster *c, const fmt_model *m,
 
     if (n % (tp * pp) != 0 || gbs % dp != 0 || pp > m->nlayers)
         return UTIL_OK;
-    for (rule = -1; rule < SEARCH_PLACE_NPLACEMENTS; rule++) {
+    for (rule = -1; rule < SEARCH_PLACE_NPLACEMENTS && *deadline >= 0.0; rule++) {
         /* rule -1: the first plan's own ranks in their order, when the
          * shape is its own or its GPUs are a subset (TP groups stay whole:
          * they are runs of tp consecutive ranks); the rules place on all
@@ -227,6 +240,11 @@ static int try_shape(const fmt_cluster *c, const fmt_model *m,
             fmt_strategy cand;
             cost_result r;
             int arc;
+            /* a batch of 10^9 has few divisors among many sizes */
+            if ((mbs & 0xfffff) == 0 && *deadline > 0.0 && replan_now() >= *deadline) {
+                *deadline = -1.0;
+                break;
+            }
             if ((gbs / dp) % mbs != 0 || (rp->max_mbs > 0 && mbs > rp->max_mbs))
                 continue;
             memset(&r, 0, sizeof r);
@@ -256,6 +274,10 @@ static int try_shape(const fmt_cluster *c, const fmt_model *m,
             if (r.fits)
                 *fit = 1;
             keep_best(&cand, &r, &ph->s, &ph->r);
+            if (*deadline > 0.0 && replan_now() >= *deadline) {
+                *deadline = -1.0;
+                break;
+            }
         }
     }
     return rc;
@@ -277,7 +299,8 @@ static int eval_copy(const fmt_cluster *c, const fmt_model *m,
 static int plan_phase(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp0,
                       const fmt_strategy *s, const replan_params *rp,
-                      int frozen, replan_phase *ph, util_error *err)
+                      int frozen, replan_phase *ph, double *deadline,
+                      util_error *err)
 {
     cost_params cp = *cp0;
     fmt_strategy reb;
@@ -325,9 +348,10 @@ static int plan_phase(const fmt_cluster *c, const fmt_model *m,
         goto chosen;
     }
     /* halve the stage count while some candidate still fits memory */
-    for (pp = s->pp; pp >= 1; pp = pp % 2 == 0 ? pp / 2 : 0) {
+    for (pp = s->pp; pp >= 1 && *deadline >= 0.0; pp = pp % 2 == 0 ? pp / 2 : 0) {
         int fit = 0;
-        if ((rc = try_shape(c, m, prof, &cp, s, rp, pp, ph, &fit, err)) != UTIL_OK)
+        if ((rc = try_shape(c, m, prof, &cp, s, rp, pp, ph, &fit, deadline,
+                            err)) != UTIL_OK)
             return rc;
         if (!rp->compress || !fit)
             break;
@@ -351,6 +375,7 @@ int replan_run(const fmt_cluster *c, const fmt_model *m,
 {
     cost_params p0 = *cp;
     int i, rc = UTIL_OK, total = 0;
+    double deadline = rp->time_limit_s > 0.0 ? replan_now() + rp->time_limit_s : 0.0;
 
     memset(out, 0, sizeof *out);
     if (f == NULL || f->n < 1 || rp->global_batch < 1)
@@ -369,13 +394,15 @@ int replan_run(const fmt_cluster *c, const fmt_model *m,
         int end = i + 1 < f->n ? f->phases[i + 1].epoch : f->total_epochs;
         ph->epoch = f->phases[i].epoch;
         ph->epochs = end - ph->epoch;
-        rc = plan_phase(c, m, prof, cp, s, rp, f->phases[i].frozen, ph, err);
+        rc = plan_phase(c, m, prof, cp, s, rp, f->phases[i].frozen, ph, &deadline,
+                        err);
         if (rc != UTIL_OK)
             goto done;
         out->keep_total_s += (double)ph->epochs * ph->keep_s;
         out->best_total_s += (double)ph->epochs * ph->best_s;
         total += ph->epochs;
     }
+    out->timed_out = deadline < 0.0;
     out->speedup = out->best_total_s > 0.0 ? out->keep_total_s / out->best_total_s : 1.0;
     out->speedup_unfrozen = out->best_total_s > 0.0
                                 ? (double)total * out->first_s / out->best_total_s
@@ -415,6 +442,7 @@ char *replan_json(const replan_result *r, const fmt_cluster *c,
     cJSON_AddNumberToObject(doc, "replanned_total_s", r->best_total_s);
     cJSON_AddNumberToObject(doc, "speedup_over_keeping", r->speedup);
     cJSON_AddNumberToObject(doc, "speedup_over_no_freezing", r->speedup_unfrozen);
+    cJSON_AddStringToObject(doc, "status", r->timed_out ? "time-limit" : "complete");
     cJSON_AddStringToObject(doc, "note",
                             "totals are per-iteration times weighted by the epochs "
                             "of each phase (the same iterations per epoch)");

@@ -51,6 +51,8 @@ typedef struct replan_result {
     double best_total_s;    /* sum over phases of epochs * best_s */
     double speedup;         /* keep_total_s / best_total_s */
     double speedup_unfrozen;/* epochs * first_s / best_total_s */
+    int timed_out;          /* 1: time_limit_s cut a phase's search short; its
+                               plan is the best of the candidates scored */
 } replan_result;
 
 typedef struct replan_params {
@@ -58,6 +60,9 @@ typedef struct replan_params {
     int max_mbs;            /* largest micro-batch size tried, 0 = any (0) */
     int compress;           /* 1: try fewer stages, more replicas (1) */
     unsigned placements;    /* placement rules tried (all) */
+    double time_limit_s;    /* stop searching after this many seconds over all
+                               phases, keeping each phase's best so far
+                               (out->timed_out); <= 0 = none (0) */
 } replan_params;
 
 void replan_params_init(replan_params *p);

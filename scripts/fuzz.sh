@@ -48,10 +48,13 @@ while read -r target exe seeds regress; do
     mkdir -p "$corpus" "$findings" "$fz/logs"
     dirs=("$corpus" "$seeds")
     [ -d "$regress" ] && dirs+=("$regress")
+    # a target's own dictionary (tests/fuzz/TARGET.dict), else JSON's
+    dict=$root/tests/fuzz/$target.dict
+    [ -f "$dict" ] || dict=$root/tests/fuzz/json.dict
     # new inputs go to the first folder, the working corpus
     # shellcheck disable=SC2086
     "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
-        -dict="$root/tests/fuzz/json.dict" -artifact_prefix="$findings/" \
+        -dict="$dict" -artifact_prefix="$findings/" \
         -print_final_stats=1 ${HETPLAN_FUZZ_ARGS:-} "${dirs[@]}" </dev/null >"$log" 2>&1
     rc=$?
     ran=$((ran + 1))

@@ -15,4 +15,6 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # Fuzzing (scripts/fuzz.sh, docs/testing.md): clang with libFuzzer and the
 # sanitizer runtimes.
 $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >/dev/null
+# CI's memory check of the command-line tests (.ci/run, docs/testing.md).
+$SUDO apt-get install -y -qq --no-install-recommends valgrind >/dev/null
 echo "hetplan dependencies installed"

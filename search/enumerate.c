@@ -422,9 +422,11 @@ static int consider(const fmt_cluster *c, const fmt_model *m,
 typedef struct progress_state {
     double t0, last;
     int calls;
+    double deadline;        /* search_now() at which to stop, 0 = none */
+    int stopped;            /* 1: the deadline ended the enumeration */
 } progress_state;
 
-static double progress_now(void)
+double search_now(void)
 {
     struct timespec ts;
 
@@ -440,7 +442,7 @@ static void progress_tick(const search_params *sp, const search_result *out,
 
     if (sp->progress == NULL)
         return;
-    t = progress_now();
+    t = search_now();
     if (!final && ps->calls > 0 && t - ps->last < 0.2)
         return;
     ps->last = t;
@@ -484,6 +486,10 @@ static int search_megatron(const fmt_cluster *c, const fmt_model *m,
                 if (rc != UTIL_OK)
                     goto done;
                 progress_tick(sp, out, ps, 0);
+                if (ps->deadline > 0.0 && search_now() >= ps->deadline) {
+                    ps->stopped = 1;
+                    goto done;
+                }
             }
         }
     }
@@ -531,6 +537,10 @@ static int search_amp(const fmt_cluster *c, const fmt_model *m,
         if (rc != UTIL_OK)
             break;
         progress_tick(sp, out, ps, 0);
+        if (ps->deadline > 0.0 && search_now() >= ps->deadline) {
+            ps->stopped = 1; /* checked once per candidate */
+            break;
+        }
     }
     free(keys);
     return rc;
@@ -544,13 +554,15 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
 {
     int N = c->ndevices, gbs = sp->global_batch, rc = UTIL_OK;
     int max_tp;
-    progress_state ps = {0.0, 0.0, 0};
+    progress_state ps = {0};
     enum_state est;
 
     memset(out, 0, sizeof *out);
     memset(&est, 0, sizeof est);
-    if (sp->progress)
-        ps.t0 = progress_now();
+    if (sp->progress || sp->time_limit_s > 0.0)
+        ps.t0 = search_now();
+    if (sp->time_limit_s > 0.0) /* checked once per candidate */
+        ps.deadline = ps.t0 + sp->time_limit_s;
     if (gbs < 1)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "global batch must be a positive integer, got %d", gbs);
@@ -596,6 +608,16 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     if (rc != UTIL_OK)
         goto done;
     progress_tick(sp, out, &ps, 1);
+    if (ps.stopped) {
+        out->timed_out = 1;
+        if (out->n == 0) {
+            rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
+                                "time limit of %g s reached after %ld candidates, "
+                                "none of which fits", sp->time_limit_s,
+                                out->evaluated + out->rejected_other);
+            goto done;
+        }
+    }
     if (out->n == 0 && out->miss.need > 0.0) {
         const search_memory_miss *x = &out->miss;
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,

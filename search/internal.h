@@ -103,4 +103,7 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
                         const search_params *sp, search_result *out,
                         util_error *err);
 
+/* Monotonic clock, s (time limits of the search). */
+double search_now(void);
+
 #endif

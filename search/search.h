@@ -136,6 +136,8 @@ typedef struct search_params {
     int ga_population;      /* GA placements kept per generation, 0 =
                                SEARCH_GA_POPULATION (0) */
     int ga_generations;     /* GA generations, 0 = SEARCH_GA_GENERATIONS (0) */
+    double time_limit_s;    /* stop after this many seconds, keeping the best
+                               so far (out->timed_out); <= 0 = none (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -174,13 +176,16 @@ typedef struct search_result {
                                the rounded one (batch_tolerance) */
     double exact_samples_s; /* with a tolerance: samples/s of the best strategy
                                at the exact batch, 0 when none runs it */
+    int timed_out;          /* 1: time_limit_s ended the enumeration early;
+                               the candidates are the best of those scored */
 } search_result;
 
 /* Run the search on the cluster c (any sub-cluster works alike: it is
  * the entry point for searches over device subsets).  out is
  * overwritten; free with search_result_free.  UTIL_EINFEASIBLE (with a
- * reason in err) when no strategy fits.  With sp->batch_tolerance, the
- * batch used is out->global_batch. */
+ * reason in err) when no strategy fits; UTIL_ETIMEOUT when
+ * sp->time_limit_s passed before any strategy fit.  With
+ * sp->batch_tolerance, the batch used is out->global_batch. */
 int search_plan(const fmt_cluster *c, const fmt_model *m,
                 const fmt_profile *prof, const cost_params *cp,
                 const search_params *sp, search_result *out,

@@ -225,6 +225,7 @@ typedef struct subset_ctx {
     int *group;             /* group of each position of order */
     int ngroups;
     int max_sets, canonical;
+    double deadline;        /* search_now() when sp->time_limit_s ends, 0 = none */
     pooled *pool;
     int npool, cap;
     double all_v;           /* best objective using every device */
@@ -308,10 +309,15 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
 {
     fmt_cluster sc;
     search_result res;
+    search_params lsp;
     util_error e;
     int *dev_map = NULL, rc, i, j;
 
     *best = HUGE_VAL;
+    if (!is_all && x->deadline > 0.0 && search_now() >= x->deadline) {
+        x->out->timed_out = 1; /* no time left for another subset */
+        return UTIL_OK;
+    }
     memset(&res, 0, sizeof res);
     memset(&e, 0, sizeof e);
     dev_map = malloc(((size_t)set_gpus(x, nodes, n) + 1) * sizeof *dev_map);
@@ -321,10 +327,28 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
     x->out->subsets++;
-    rc = search_plan(&sc, x->m, x->prof, x->cp, x->sp, &res, &e);
+    lsp = *x->sp;
+    if (x->deadline > 0.0) { /* the time limit covers every subset */
+        lsp.time_limit_s = x->deadline - search_now();
+        if (lsp.time_limit_s <= 0.0)
+            lsp.time_limit_s = 1e-9;
+    }
+    rc = search_plan(&sc, x->m, x->prof, x->cp, &lsp, &res, &e);
+    if (rc == UTIL_ETIMEOUT) /* name the user's limit, not what was left of it */
+        util_error_set(&e, UTIL_ETIMEOUT, NULL, NULL, "time limit of %g s reached "
+                       "after %ld candidates, none of which fits", x->sp->time_limit_s,
+                       x->out->evaluated + x->out->rejected_memory +
+                           x->out->rejected_other + res.evaluated +
+                           res.rejected_memory + res.rejected_other);
     if (is_all) {
         x->all_rc = rc;
         x->all_err = e;
+    }
+    if (res.timed_out || rc == UTIL_ETIMEOUT)
+        x->out->timed_out = 1;
+    if (rc == UTIL_ETIMEOUT) {
+        rc = UTIL_OK;
+        goto done;
     }
     if (rc == UTIL_EINFEASIBLE) {
         rc = UTIL_OK;
@@ -609,6 +633,7 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
     x.out = out;
     x.all_v = HUGE_VAL;
     x.best_v = HUGE_VAL;
+    x.deadline = sp->time_limit_s > 0.0 ? search_now() + sp->time_limit_s : 0.0;
     x.max_sets = sp->max_subsets;
     if (x.max_sets <= 0) { /* fewer searches of a large cluster */
         x.max_sets = c->ndevices > 1024
@@ -668,6 +693,8 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
     qsort(x.pool, (size_t)x.npool, sizeof *x.pool, pool_cmp);
     /* anneal the placement of the best few, then rank again */
     steps = sp->anneal_steps == 0 ? SEARCH_ANNEAL_STEPS : sp->anneal_steps;
+    if (out->timed_out || (x.deadline > 0.0 && search_now() >= x.deadline))
+        steps = -1; /* the time limit has passed: no placement search */
     keep = x.canonical && sp->placement_search != SEARCH_PSEARCH_RULES &&
                    (steps > 0 || sp->placement_search == SEARCH_PSEARCH_GA)
                ? SEARCH_ANNEAL_KEEP : 0;

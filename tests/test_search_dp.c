@@ -1,4 +1,5 @@
-/* tests/test_search_dp.c: pipeline layer assignment against exhaustive search,
+/* tests/test_search_dp.c: pipeline layer assignment against the test's own
+ * exhaustive search of AMP eq. 5,
  * an independent slow DP, hand-worked cases and bad input. */
 #include <check.h>
 #include <math.h>
@@ -131,12 +132,221 @@ static int close_rel(double a, double b, double rel)
     return fabs(a - b) <= rel * fmax(1.0, fmax(fabs(a), fabs(b)));
 }
 
+static void solve_ok(const search_dp_input *in, int *b, double *o);
+
+/* ---- the test's own oracle ------------------------------------------
+ * Written here from AMP eq. 5, sharing no code with search/dp.c:
+ *   (gas - 1) * max_j t_j + sum_j t_j + sum_j e_j,
+ * t_j the sum of stage j's layer times on stage j's device, e_j the cost
+ * of the cut at bounds[j + 1] between stages j and j + 1. */
+static double oracle_objective(const search_dp_input *in, const int *b)
+{
+    double mx = 0.0, sum = 0.0;
+    int j, l;
+
+    for (j = 0; j < in->k; j++) {
+        double tj = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++)
+            tj += in->t[j * in->L + l];
+        mx = tj > mx ? tj : mx;
+        sum += tj;
+        if (in->e && j + 1 < in->k)
+            sum += in->e[j * (in->L + 1) + b[j + 1]];
+    }
+    return (in->gas - 1) * mx + sum;
+}
+
+/* Every stage's layers within its device's memory. */
+static int oracle_fits(const search_dp_input *in, const int *b)
+{
+    int j, l;
+
+    if (in->mem == NULL || in->cap == NULL)
+        return 1;
+    for (j = 0; j < in->k; j++) {
+        double m = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++)
+            m += in->mem[j * in->L + l];
+        if (m > in->cap[j])
+            return 0;
+    }
+    return 1;
+}
+
+/* Every split of L layers into k non-empty stages, in lexicographic
+ * order of the bounds (stage j's first layer chosen in increasing order,
+ * recursively): the least objective among those that fit (HUGE_VAL when
+ * none does) and, in best, the first split that reaches it exactly. */
+static void oracle_walk(const search_dp_input *in, int *b, int j, double *bestv,
+                        int *best)
+{
+    int first;
+
+    if (j == in->k) {
+        double v;
+        if (!oracle_fits(in, b))
+            return;
+        v = oracle_objective(in, b);
+        if (v < *bestv) {
+            *bestv = v;
+            memcpy(best, b, (size_t)(in->k + 1) * sizeof *b);
+        }
+        return;
+    }
+    /* stage j starts at b[j]; stage j + 1 at first, leaving at least one
+     * layer to each later stage */
+    for (first = b[j] + 1; first <= in->L - (in->k - j - 1); first++) {
+        if (j + 1 == in->k && first != in->L)
+            continue;
+        b[j + 1] = first;
+        oracle_walk(in, b, j + 1, bestv, best);
+    }
+}
+
+static double oracle_optimum(const search_dp_input *in, int *best)
+{
+    int b[16];
+    double bestv = HUGE_VAL;
+
+    ck_assert_int_lt(in->k, 16);
+    b[0] = 0;
+    oracle_walk(in, b, 0, &bestv, best);
+    return bestv;
+}
+
+/* Stage times and stage memory of a split: the largest and smallest
+ * stage time (without cut costs), the sum of stage times and cut costs,
+ * and the peak stage memory. */
+static void oracle_stats(const search_dp_input *in, const int *b, double *mx,
+                         double *mn, double *sum, double *peak)
+{
+    int j, l;
+
+    *mx = 0.0;
+    *mn = HUGE_VAL;
+    *sum = 0.0;
+    *peak = 0.0;
+    for (j = 0; j < in->k; j++) {
+        double t = 0.0, m = 0.0;
+        for (l = b[j]; l < b[j + 1]; l++) {
+            t += in->t[j * in->L + l];
+            if (in->mem != NULL)
+                m += in->mem[j * in->L + l];
+        }
+        *mx = fmax(*mx, t);
+        *mn = fmin(*mn, t);
+        *sum += t;
+        if (in->e != NULL && j + 1 < in->k)
+            *sum += in->e[j * (in->L + 1) + b[j + 1]];
+        *peak = fmax(*peak, m);
+    }
+}
+
+/* The documented tie rule (search.h, search_dp_assign) applied by brute
+ * force to exact (integer) instances: among the optimal splits whose
+ * bottleneck is not above that of the lexicographically first optimum
+ * (first, from oracle_optimum), the largest smallest stage, then the
+ * least sum, then (with memory) the least peak stage memory, then the
+ * lexicographically first.  Each pass walks every split again. */
+typedef struct tie_oracle {
+    const search_dp_input *in;
+    double opt, B0, amax, smin, pmin;
+    int pass;
+    int best[16];
+    int found;
+} tie_oracle;
+
+static void tie_visit(tie_oracle *o, const int *b)
+{
+    double mx, mn, sum, peak;
+
+    if (!oracle_fits(o->in, b) || oracle_objective(o->in, b) != o->opt)
+        return;
+    oracle_stats(o->in, b, &mx, &mn, &sum, &peak);
+    if (mx > o->B0)
+        return;
+    if (o->in->k > 1 && o->pass > 0 && mn < o->amax)
+        return;
+    if (o->pass > 1 && sum > o->smin)
+        return;
+    if (o->pass > 2 && o->in->k > 1 && o->in->mem != NULL && o->in->cap != NULL &&
+        peak > o->pmin)
+        return;
+    switch (o->pass) {
+    case 0: o->amax = o->in->k > 1 ? fmax(o->amax, mn) : 0.0; break;
+    case 1: o->smin = fmin(o->smin, sum); break;
+    case 2: o->pmin = fmin(o->pmin, peak); break;
+    default:
+        if (!o->found) {
+            memcpy(o->best, b, (size_t)(o->in->k + 1) * sizeof *b);
+            o->found = 1;
+        }
+    }
+}
+
+static void tie_walk_all(tie_oracle *o, int *b, int j)
+{
+    int first;
+
+    if (j == o->in->k) {
+        tie_visit(o, b);
+        return;
+    }
+    for (first = b[j] + 1; first <= o->in->L - (o->in->k - j - 1); first++) {
+        if (j + 1 == o->in->k && first != o->in->L)
+            continue;
+        b[j + 1] = first;
+        tie_walk_all(o, b, j + 1);
+    }
+}
+
+static void oracle_tie(const search_dp_input *in, const int *first, int *best)
+{
+    tie_oracle o;
+    double mn, sum, peak;
+    int b[16];
+
+    memset(&o, 0, sizeof o);
+    o.in = in;
+    o.opt = oracle_objective(in, first);
+    oracle_stats(in, first, &o.B0, &mn, &sum, &peak);
+    o.amax = -HUGE_VAL;
+    o.smin = HUGE_VAL;
+    o.pmin = HUGE_VAL;
+    for (o.pass = 0; o.pass <= 3; o.pass++) {
+        b[0] = 0;
+        tie_walk_all(&o, b, 0);
+    }
+    ck_assert(o.found);
+    memcpy(best, o.best, (size_t)(in->k + 1) * sizeof *best);
+}
+
+/* The enumeration itself, checked by hand: L = 4 layers, k = 2 stages,
+ * gas = 3, times 1 2 3 4 on stage 0 and twice that on stage 1, no cut
+ * cost.  Splits: [1 | 2 3 4] -> t = 1, 18: 2 * 18 + 19 = 55;
+ * [1 2 | 3 4] -> 3, 14: 2 * 14 + 17 = 45; [1 2 3 | 4] -> 6, 8: 2 * 8 + 14
+ * = 30.  Optimum 30 at bounds {0, 3, 4}. */
+START_TEST(test_oracle_by_hand)
+{
+    const double t[] = {1, 2, 3, 4, 2, 4, 6, 8};
+    search_dp_input in = {4, 2, 3, t, NULL, NULL, NULL};
+    int best[3], b[3];
+    double o;
+
+    ck_assert_double_eq(oracle_optimum(&in, best), 30.0);
+    ck_assert_int_eq(best[1], 3);
+    solve_ok(&in, b, &o);
+    ck_assert_double_eq_tol(o, 30.0, 1e-12);
+    ck_assert_int_eq(b[1], 3);
+}
+END_TEST
+
 START_TEST(test_random_vs_bruteforce)
 {
     util_pcg32 r;
     int it, L, k, gas, rc1, rc2, infeasible = 0, same = 0, integral = 0;
-    int b1[7], b2[7];
-    double o1, o2;
+    int b1[7], b2[7], bo[7];
+    double o1, o2, oo;
     util_error e1, e2;
     inst x;
 
@@ -150,8 +360,12 @@ START_TEST(test_random_vs_bruteforce)
         memset(&e2, 0, sizeof e2);
         rc1 = search_dp_assign(&x.in, b1, &o1, &e1);
         rc2 = search_dp_bruteforce(&x.in, b2, &o2, &e2);
+        oo = oracle_optimum(&x.in, bo);
         ck_assert_msg(rc1 == rc2, "instance %d: dp rc %d, brute rc %d",
                       it, rc1, rc2);
+        /* the oracle finds no split exactly when the DP reports none */
+        ck_assert_msg((rc1 == UTIL_EINFEASIBLE) == !(oo < HUGE_VAL),
+                      "instance %d: dp rc %d, oracle %g", it, rc1, oo);
         if (rc1 == UTIL_EINFEASIBLE) {
             infeasible++;
             ck_assert(e1.code == UTIL_EINFEASIBLE && e1.msg[0] != '\0');
@@ -160,18 +374,29 @@ START_TEST(test_random_vs_bruteforce)
         }
         ck_assert_int_eq(rc1, UTIL_OK);
         ck_assert(bounds_valid(b1, k, L));
-        ck_assert(search_dp_fits(&x.in, b1));
-        ck_assert_msg(close_rel(o1, o2, 1e-9),
-                      "instance %d (L %d k %d gas %d): dp %.17g brute %.17g",
-                      it, L, k, gas, o1, o2);
-        ck_assert(close_rel(search_dp_objective(&x.in, b1), o1, 1e-12));
-        if (memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0)
+        /* against the test's own oracle: the split fits, its objective is
+         * the one reported, and it is the least of all splits */
+        ck_assert(oracle_fits(&x.in, b1));
+        ck_assert_msg(close_rel(oracle_objective(&x.in, b1), o1, 1e-12),
+                      "instance %d: reported %.17g, the split's objective %.17g",
+                      it, o1, oracle_objective(&x.in, b1));
+        ck_assert_msg(close_rel(o1, oo, 1e-9),
+                      "instance %d (L %d k %d gas %d): dp %.17g oracle %.17g",
+                      it, L, k, gas, o1, oo);
+        /* the library's brute force (a public function) agrees too */
+        ck_assert_msg(close_rel(o2, oo, 1e-9), "instance %d: brute %.17g oracle "
+                      "%.17g", it, o2, oo);
+        if (memcmp(b1, bo, (size_t)(k + 1) * sizeof *b1) == 0)
             same++;
         if (x.integral) {
-            /* exact arithmetic: the lexicographic tie-break must agree */
+            /* exact arithmetic: the DP's tie-break must be the
+             * documented rule, applied here by brute force */
+            int bt[7];
             integral++;
-            ck_assert_msg(memcmp(b1, b2, (size_t)(k + 1) * sizeof *b1) == 0,
+            oracle_tie(&x.in, bo, bt);
+            ck_assert_msg(memcmp(b1, bt, (size_t)(k + 1) * sizeof *b1) == 0,
                           "instance %d: integer tie broken differently", it);
+            ck_assert(memcmp(b2, bt, (size_t)(k + 1) * sizeof *b2) == 0);
         }
         inst_free(&x);
     }
@@ -527,7 +752,7 @@ static oracle_split oracle_eval(const search_dp_input *in, const int *b)
 }
 
 /* Every split of L layers into k stages, by recursion on the bounds. */
-static void oracle_walk(const search_dp_input *in, int *b, int j,
+static void tie_walk(const search_dp_input *in, int *b, int j,
                         void (*visit)(void *, const int *), void *ctx)
 {
     int i;
@@ -538,7 +763,7 @@ static void oracle_walk(const search_dp_input *in, int *b, int j,
     }
     for (i = b[j - 1] + 1; i <= in->L - (in->k - j); i++) {
         b[j] = i;
-        oracle_walk(in, b, j + 1, visit, ctx);
+        tie_walk(in, b, j + 1, visit, ctx);
     }
 }
 
@@ -673,7 +898,7 @@ START_TEST(test_balanced_vs_oracle)
         ox.pass = 1;
         w[0] = 0;
         w[k] = L;
-        oracle_walk(&x.in, w, 1, oracle_visit, &ox);
+        tie_walk(&x.in, w, 1, oracle_visit, &ox);
         got = oracle_eval(&x.in, b);
         ck_assert(got.fits);
         ck_assert_msg(close_rel(got.obj, ox.best, 1e-9),
@@ -681,7 +906,7 @@ START_TEST(test_balanced_vs_oracle)
         ox.pass = 2;
         ox.cap_mx = got.mx;
         ox.best_mn = -HUGE_VAL;
-        oracle_walk(&x.in, w, 1, oracle_visit, &ox);
+        tie_walk(&x.in, w, 1, oracle_visit, &ox);
         ck_assert_msg(got.mn >= ox.best_mn - 1e-9 * fmax(1.0, ox.best_mn),
                       "instance %d: smallest stage %.17g, oracle finds %.17g",
                       it, got.mn, ox.best_mn);
@@ -698,6 +923,7 @@ static Suite *dp_suite(void)
     TCase *tc = tcase_create("core");
 
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_oracle_by_hand);
     tcase_add_test(tc, test_random_vs_bruteforce);
     tcase_add_test(tc, test_random_vs_slow_reference);
     tcase_add_test(tc, test_hand_cases);

@@ -1,0 +1,411 @@
+/* tests/test_commands_limits.c: the limits of docs/limits.md, each with
+ * the message and exit code a user gets from the planner, the search's
+ * time limit (--time-limit), and extreme inputs within the ranges, which
+ * must give finite numbers or a located error, never infinity. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cJSON.h>
+
+#include "tp_cli.h"
+
+#define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
+
+/* Run the planner on args; check its exit code and that stderr holds
+ * each of the (up to two) fragments. */
+static void expect_run(const char *const *args, int status, const char *frag1,
+                       const char *frag2)
+{
+    tp_run_out r;
+
+    tp_run(&r, args);
+    ck_assert_msg(r.status == status, "exit %d, want %d; stderr: %s", r.status,
+                  status, r.err);
+    if (frag1)
+        ck_assert_msg(strstr(r.err, frag1) != NULL, "stderr lacks '%s': %s", frag1,
+                      r.err);
+    if (frag2)
+        ck_assert_msg(strstr(r.err, frag2) != NULL, "stderr lacks '%s': %s", frag2,
+                      r.err);
+    tp_run_free(&r);
+}
+
+/* plan --cluster CLUSTER --model MODEL, expecting an input error (exit 3)
+ * whose message holds both fragments. */
+static void expect_input_error(const char *cluster, const char *model,
+                               const char *frag1, const char *frag2)
+{
+    const char *args[] = {"--cluster", cluster, "--model", model, NULL};
+
+    expect_run(args, 3, frag1, frag2);
+}
+
+/* The plan file name in tp_dir, parsed (caller deletes). */
+static cJSON *read_plan(const char *name)
+{
+    char *text = tp_read(name);
+    cJSON *j;
+
+    ck_assert_msg(text != NULL, "no plan '%s' written", name);
+    j = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+static const cJSON *child(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    ck_assert_msg(v != NULL, "no '%s' in the plan", key);
+    return v;
+}
+
+/* ---- limits on the inputs ------------------------------------------- */
+
+/* 16,385 nodes of 64 GPUs = 1,048,640 GPUs, 64 over 2^20 = 1,048,576. */
+START_TEST(devices_in_a_cluster)
+{
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 16385, \"device\": "
+                       "\"H100-SXM\", \"gpus\": 64, \"intra_gbps\": 1, \"nic_gbps\": 1}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"),
+                       "'c.json': nodes[0].count: expected at most 1048576 GPUs "
+                       "in the cluster", "got 1048640");
+}
+END_TEST
+
+START_TEST(gpus_in_a_node)
+{
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"device\": \"H100-SXM\", "
+                       "\"gpus\": 65537, \"intra_gbps\": 1, \"nic_gbps\": 1}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"),
+                       "'c.json': nodes[0].gpus: expected a positive integer of "
+                       "at most 65536", "got 65537");
+}
+END_TEST
+
+/* Nodes: one GPU each, so the node count meets the device limit first. */
+START_TEST(nodes_in_a_cluster)
+{
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 1048577, \"device\": "
+                       "\"H100-SXM\", \"gpus\": 1, \"intra_gbps\": 1, \"nic_gbps\": 1}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"), "'c.json': nodes[0].count: "
+                       "expected a positive integer of at most", "got 1048577");
+}
+END_TEST
+
+/* Two layer entries repeated 1,000,000 times each: 2,000,000 layers, over
+ * 2^20 = 1,048,576; and a transformer of 1,000,001 blocks, over 10^6. */
+START_TEST(layers_in_a_model)
+{
+    const char *layer = "{\"name\": \"l\", \"kind\": \"generic\", \"repeat\": 1000000, "
+                        "\"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1, "
+                        "\"act_bytes\": 1}";
+    char text[1024];
+
+    snprintf(text, sizeof text, "{\"name\": \"m\", \"training\": {\"global_batch\": 8}, "
+             "\"layers\": [%s, %s]}", layer, layer);
+    tp_write("m.json", text);
+    expect_input_error(EX("amp-het.json"), "m.json", "'m.json': layers[1].repeat: "
+                       "expected at most 1048576 layers in the model", NULL);
+    tp_write("t.json", "{\"name\": \"t\", \"training\": {\"global_batch\": 8}, "
+                       "\"transformer\": {\"family\": \"gpt3\", \"layers\": 1000001, "
+                       "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
+    expect_input_error(EX("amp-het.json"), "t.json", "'t.json': transformer.layers: "
+                       "expected a positive integer of at most 1e+06", "got 1000001");
+}
+END_TEST
+
+/* The batch: 10^9 in a model file, 2^30 - 1 = 1073741823 on the command line. */
+START_TEST(global_batch)
+{
+    const char *over[] = {"--cluster", EX("amp-het.json"), "--model",
+                          EX("gpt2-amp.json"), "--global-batch", "1073741824", NULL};
+
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 2000000000}, "
+                       "\"transformer\": {\"family\": \"gpt3\", \"layers\": 2, "
+                       "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
+    expect_input_error(EX("amp-het.json"), "m.json", "'m.json': training.global_batch: "
+                       "expected a positive integer of at most 1e+09", "got 2000000000");
+    expect_run(over, 2, "option '--global-batch' expects an integer in "
+                        "1..1073741823, got '1073741824'", NULL);
+}
+END_TEST
+
+/* An input file of 300 MiB (sparse: no disk used) against the 256 MiB
+ * limit, refused before it is read. */
+START_TEST(input_file_size)
+{
+    char p[TP_PATHN];
+    FILE *f = fopen(tp_path(p, "big.json"), "wb");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 300L * 1024 * 1024 - 1, SEEK_SET), 0);
+    ck_assert_int_eq(fputc(' ', f), ' ');
+    ck_assert_int_eq(fclose(f), 0);
+    expect_input_error("big.json", EX("gpt2-amp.json"),
+                       "'big.json': file too large: 314572800 bytes (limit 256 MiB)",
+                       NULL);
+}
+END_TEST
+
+/* Search effort: strategies kept and the time limit's range. */
+START_TEST(search_effort_options)
+{
+    const char *topk[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
+                          "--top-k", "100001", NULL};
+    const char *bad[] = {"0", "-1", "nan", "inf", "1e400", "31536001", "2s", "", NULL};
+    const char *eval[] = {"evaluate", "--cluster", EX("amp-het.json"), "--model",
+                          EX("gpt2-amp.json"), "--strategies",
+                          EX("strategies-amp-het.json"), "--time-limit", "1", NULL};
+    int i;
+
+    expect_run(topk, 2, "option '--top-k' expects an integer in 1..100000, got "
+                        "'100001'", NULL);
+    for (i = 0; bad[i] != NULL; i++) {
+        const char *args[] = {"--cluster", EX("amp-het.json"), "--model",
+                              EX("gpt2-amp.json"), "--time-limit", bad[i], NULL};
+        char want[128];
+        snprintf(want, sizeof want, "got '%s'", bad[i]);
+        expect_run(args, 2, "option '--time-limit' expects seconds in (0, 31536000]",
+                   want);
+    }
+    expect_run(eval, 2, "'--time-limit' bounds a search", NULL);
+}
+END_TEST
+
+/* ---- the search's time limit ----------------------------------------- */
+
+/* A cluster whose full search takes about a second on a desktop core
+ * (4,096 GPUs of two generations, llama2-70b: over 5,000 candidates and
+ * three device subsets, then the placement annealing). */
+static void write_big_cluster(void)
+{
+    tp_write("big.json",
+             "{\"name\": \"big\", \"nodes\": ["
+             "{\"name\": \"a\", \"count\": 256, \"device\": \"A100-80GB\", \"gpus\": 8,"
+             " \"intra_gbps\": 2400, \"nic_gbps\": 200},"
+             "{\"name\": \"v\", \"count\": 256, \"device\": \"V100\", \"gpus\": 8,"
+             " \"intra_gbps\": 1200, \"nic_gbps\": 100}]}");
+}
+
+/* A model no GPU of that cluster can hold a layer of (hidden 131072: 206
+ * billion parameters per layer, 26 billion per GPU even at tp 8). */
+static void write_huge_model(void)
+{
+    tp_write("huge.json",
+             "{\"name\": \"huge\", \"transformer\": {\"family\": \"gpt3\", "
+             "\"layers\": 128, \"hidden\": 131072, \"heads\": 128, \"seq\": 2048, "
+             "\"vocab\": 51200}, \"training\": {\"global_batch\": 4096, "
+             "\"precision\": \"fp16\"}}");
+}
+
+/* The limit given to the planner: base seconds, times the slowdown of a
+ * run under valgrind (CI sets CK_TIMEOUT_MULTIPLIER there), so that the
+ * search scores some candidates before it stops. */
+static const char *limit_arg(double base, char *buf, size_t n)
+{
+    const char *mul = getenv("CK_TIMEOUT_MULTIPLIER");
+    double f = mul != NULL && atof(mul) > 1.0 ? atof(mul) : 1.0;
+
+    snprintf(buf, n, "%g", base * f);
+    return buf;
+}
+
+/* The full search of the big cluster takes about a second; a limit of
+ * 0.3 s stops it with the best strategies found so far (up to --top-k
+ * 3), exit code 7. */
+START_TEST(time_limit_keeps_best_so_far)
+{
+    char lim[32];
+    const char *args[] = {"--cluster", "big.json", "--model", EX("llama2-70b.json"),
+                          "--precision", "fp16", "--global-batch", "4096",
+                          "--top-k", "3", "--time-limit", limit_arg(0.3, lim, sizeof lim),
+                          "--quiet", "--output", "p.json", NULL};
+    const cJSON *search, *strategies, *s;
+    cJSON *plan;
+    char frag[96];
+
+    write_big_cluster();
+    snprintf(frag, sizeof frag, "planner: note: time limit of %s s reached after", lim);
+    expect_run(args, 7, frag, "the plan holds the best found so far");
+    plan = read_plan("p.json");
+    search = child(plan, "search");
+    ck_assert_str_eq(child(search, "status")->valuestring, "time-limit");
+    ck_assert_double_eq_tol(child(search, "time_limit_s")->valuedouble, atof(lim), 1e-9);
+    strategies = child(plan, "strategies");
+    ck_assert_int_ge(cJSON_GetArraySize(strategies), 1);
+    ck_assert_int_le(cJSON_GetArraySize(strategies), 3);
+    cJSON_ArrayForEach(s, strategies) {
+        double t = child(s, "predicted_s")->valuedouble;
+        ck_assert_msg(cJSON_IsNumber(child(s, "predicted_s")) && isfinite(t) && t > 0,
+                      "predicted_s %g", t);
+    }
+    cJSON_Delete(plan);
+}
+END_TEST
+
+/* No strategy of the huge model fits: with the limit the search gives up
+ * with exit code 7 and no plan. */
+START_TEST(time_limit_before_any_fit)
+{
+    char lim[32], frag[96];
+    const char *args[] = {"--cluster", "big.json", "--model", "huge.json",
+                          "--time-limit", limit_arg(0.2, lim, sizeof lim),
+                          "--output", "p.json", NULL};
+    char *plan;
+
+    write_big_cluster();
+    write_huge_model();
+    snprintf(frag, sizeof frag, "planner: time limit of %s s reached after", lim);
+    expect_run(args, 7, frag, "none of which fits");
+    plan = tp_read("p.json");
+    ck_assert_ptr_null(plan);
+}
+END_TEST
+
+/* A search that ends states it: status "complete", no time_limit_s. */
+START_TEST(status_complete)
+{
+    const char *args[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
+                          "--quiet", "--output", "p.json", NULL};
+    cJSON *plan;
+    const cJSON *search;
+
+    expect_run(args, 0, NULL, NULL);
+    plan = read_plan("p.json");
+    search = child(plan, "search");
+    ck_assert_str_eq(child(search, "status")->valuestring, "complete");
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(search, "time_limit_s"));
+    cJSON_Delete(plan);
+}
+END_TEST
+
+/* replan of a plan with a batch of 10^9 tries micro-batch sizes up to
+ * 10^9 / dp for every pipeline depth (seconds); with a limit of 0.1 s it
+ * stops with each phase's best so far: status "time-limit", exit 7. */
+START_TEST(replan_time_limit)
+{
+    const char *plan_args[] = {"--cluster", EX("amp-het.json"), "--model",
+                               EX("gpt2-amp.json"), "--global-batch", "1000000000",
+                               "--top-k", "1", "--quiet", "--output", "p.json", NULL};
+    const char *args[] = {"replan", "--plan", "p.json", "--frozen", "3", "--time-limit",
+                          "0.1", "--format", "json", "--output", "r.json", "--quiet",
+                          NULL};
+    const char *bad[] = {"replan", "--plan", "p.json", "--frozen", "3", "--time-limit",
+                         "-2", NULL};
+    cJSON *doc;
+
+    expect_run(plan_args, 0, NULL, NULL); /* divisors of the batch: fast */
+    expect_run(args, 7, "planner: note: time limit of 0.1 s reached", NULL);
+    doc = read_plan("r.json");
+    ck_assert_str_eq(child(doc, "schema")->valuestring, "hetplan-replan/1");
+    ck_assert_str_eq(child(doc, "status")->valuestring, "time-limit");
+    ck_assert(isfinite(child(doc, "replanned_total_s")->valuedouble));
+    cJSON_Delete(doc);
+    expect_run(bad, 2, "option '--time-limit' expects seconds in (0, 31536000], "
+                       "got '-2'", "planner replan --help");
+}
+END_TEST
+
+/* ---- extreme numbers within the ranges ------------------------------- */
+
+/* A rate of 1e-300 TFLOP/s is positive but would make times overflow
+ * (10^18 FLOP / 10^-288 FLOP/s): refused with its floor. */
+START_TEST(tiny_rates_refused)
+{
+    tp_write("c.json", "{\"device_types\": {\"X\": {\"memory_gib\": 80, "
+                       "\"tflops_fp16\": 1e-300, \"mem_bw_gbs\": 1000}}, \"nodes\": "
+                       "[{\"name\": \"a\", \"device\": \"X\", \"gpus\": 4, "
+                       "\"intra_gbps\": 100, \"nic_gbps\": 100}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"), "'c.json': "
+                       "device_types.X.tflops_fp16: expected a positive number of at "
+                       "least 1e-06 TFLOP/s", "got 1e-300");
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 4, "
+                       "\"intra_gbps\": 100, \"nic_gbps\": 1e-9}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"), "'c.json': nodes[0].nic_gbps: "
+                       "expected a positive number of at least 1e-06 Gbit/s",
+                       "got 1e-09");
+}
+END_TEST
+
+/* Every rate at its floor or its ceiling, the largest FLOP and byte
+ * counts, a batch of 10^9: the predictions are huge (compute alone is
+ * 10^18 FLOP x 10^9 samples x 4 layers x 3 (forward + backward) / 8 GPUs
+ * at 10^6 FLOP/s, about 1.5e21 s) but finite, and the report of that plan
+ * is drawn (within the test's timeout). */
+START_TEST(extremes_stay_finite)
+{
+    const char *plan_args[] = {"--cluster", "c.json", "--model", "m.json", "--top-k", "2",
+                               "--time-limit", "1", "--quiet", "--output", "p.json", NULL};
+    const char *report_args[] = {"report", "--plan", "p.json", "--output", "r.svg",
+                                 "--quiet", NULL};
+    const cJSON *s, *v;
+    cJSON *plan;
+    tp_run_out r;
+
+    tp_write("c.json", "{\"device_types\": {\"X\": {\"memory_gib\": 1e6, "
+                       "\"tflops_fp16\": 1e-6, \"mem_bw_gbs\": 1e-6}}, \"nodes\": ["
+                       "{\"name\": \"a\", \"device\": \"X\", \"gpus\": 4, \"intra_gbps\": "
+                       "1e-6, \"nic_gbps\": 1e-6, \"intra_latency_us\": 1e9, "
+                       "\"nic_latency_us\": 1e9}, {\"name\": \"b\", \"device\": \"X\", "
+                       "\"gpus\": 4, \"intra_gbps\": 1e7, \"nic_gbps\": 1e7}]}");
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 1000000000}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", \"repeat\": 4, "
+                       "\"params\": 1e9, \"fwd_flops\": 1e18, \"out_bytes\": 1e15, "
+                       "\"act_bytes\": 1e9, \"tp_comm_bytes\": 1e15, \"tp_collectives\": "
+                       "1e6, \"traffic_bytes\": 1e15}]}");
+    tp_run(&r, plan_args);
+    ck_assert_msg(r.status == 0 || r.status == 7, "exit %d: %s", r.status, r.err);
+    tp_run_free(&r);
+    plan = read_plan("p.json");
+    cJSON_ArrayForEach(s, child(plan, "strategies")) {
+        ck_assert(cJSON_IsNumber(child(s, "predicted_s")));
+        ck_assert(isfinite(child(s, "predicted_s")->valuedouble));
+        ck_assert(child(s, "predicted_s")->valuedouble > 1e20);
+        cJSON_ArrayForEach(v, child(s, "breakdown"))
+            ck_assert_msg(cJSON_IsNumber(v) && isfinite(v->valuedouble),
+                          "breakdown.%s is not a finite number", v->string);
+    }
+    cJSON_Delete(plan);
+    expect_run(report_args, 0, NULL, NULL);
+}
+END_TEST
+
+static Suite *limits_suite(void)
+{
+    Suite *s = suite_create("limits");
+    TCase *in = tcase_create("inputs"), *tl = tcase_create("time_limit"),
+          *ex = tcase_create("extremes");
+
+    tcase_add_checked_fixture(in, tp_setup, tp_teardown);
+    tcase_add_checked_fixture(tl, tp_setup, tp_teardown);
+    tcase_add_checked_fixture(ex, tp_setup, tp_teardown);
+    tcase_set_timeout(in, 60);
+    tcase_set_timeout(tl, 60);
+    tcase_set_timeout(ex, 60);
+    tcase_add_test(in, devices_in_a_cluster);
+    tcase_add_test(in, gpus_in_a_node);
+    tcase_add_test(in, nodes_in_a_cluster);
+    tcase_add_test(in, layers_in_a_model);
+    tcase_add_test(in, global_batch);
+    tcase_add_test(in, input_file_size);
+    tcase_add_test(in, search_effort_options);
+    tcase_add_test(tl, time_limit_keeps_best_so_far);
+    tcase_add_test(tl, time_limit_before_any_fit);
+    tcase_add_test(tl, status_complete);
+    tcase_add_test(tl, replan_time_limit);
+    tcase_add_test(ex, tiny_rates_refused);
+    tcase_add_test(ex, extremes_stay_finite);
+    suite_add_tcase(s, in);
+    suite_add_tcase(s, tl);
+    suite_add_tcase(s, ex);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(limits_suite());
+}
