@@ -41,7 +41,7 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
         *rec = 0.0;
     for (l = x->s->bounds[stage]; l < x->s->bounds[stage + 1]; l++) {
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
-                           lat, node->intra_bw * x->p->intra_eff, &lt);
+                           lat, node->intra_bw * cost_link_eff(x->p, FMT_LINK_INTRA, node->intra_bw), &lt);
         cost_rank_layer_adjust(x->m, x->p, dt, x->s, dev, l, &lt);
         *total += lt.fwd + lt.bwd;
         *comm += lt.comm;

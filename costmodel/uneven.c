@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "costmodel.h"
+#include "internal.h"
 
 static int model_ffn(const fmt_model *m)
 {
@@ -231,7 +232,7 @@ int cost_rank_time_of(const fmt_cluster *c, const fmt_model *m,
         cost_layer_time lt;
         double df, gf, half, work;
         cost_layer_time_of(m, prof, p, dt, l, s->tp, s->mbs, bw, lat,
-                           node->intra_bw * p->intra_eff, &lt);
+                           node->intra_bw * cost_link_eff(p, FMT_LINK_INTRA, node->intra_bw), &lt);
         layer_split(m, p, dt, l, s->tp, s->mbs, &df, &gf);
         half = 0.5 * lt.comm;
         work = (lt.fwd - half > 0.0 ? lt.fwd - half : 0.0);
