@@ -416,10 +416,21 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
              * PyTorch DDP, sec. 3.2.3) */
             double params = stage_grad_bytes(&x, j) / (double)m->dtype_bytes;
             double nb = p->dp_bucket > 0.0 ? ceil(params / p->dp_bucket) : 1.0;
-            double w = sb[j];
+            double w = sb[j], last, first = 0.0;
+            int l;
             if (nb < 1.0)
                 nb = 1.0;
-            t = t / nb > t - w * (1.0 - 1.0 / nb) ? t / nb : t - w * (1.0 - 1.0 / nb);
+            /* the stage's first layer gets its gradients last; a layer
+             * larger than a bucket is a bucket of its own (PyTorch DDP,
+             * Li et al. 2020 sec. 3.2.3): the input embedding's
+             * reduction starts only when the backward ends */
+            for (l = s->bounds[j]; l < s->bounds[j + 1] && first <= 0.0; l++)
+                if (l >= p->frozen_layers)
+                    first = m->layers[l].params / (double)s->tp;
+            last = params > 0.0 && first > params / nb ? t * first / params : t / nb;
+            if (last > t)
+                last = t;
+            t = last > t - w * (1.0 - 1.0 / nb) ? last : t - w * (1.0 - 1.0 / nb);
         }
         if (t > out->bd.dp_comm)
             out->bd.dp_comm = t;

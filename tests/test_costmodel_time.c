@@ -386,6 +386,15 @@ START_TEST(test_dp_overlap_exposed)
     /* W = 4 layers x 2 ms = 8 ms: t - W (3/4) = 10 ms > t / 4 = 4 ms */
     ck_assert_double_eq_tol(r1.bd.dp_comm, t - w * 0.75, 1e-12);
     ck_assert_double_eq_tol(r0.iter_s - r1.iter_s, w * 0.75, 1e-12);
+    cost_result_free(&r1);
+    /* a first layer of 70e6 parameters (an input embedding) is a bucket of
+     * its own, ready when the backward ends: 0.7 t = 11.2 ms exposed,
+     * more than t - W (3/4) = 10 ms */
+    m.layers[0].params = 70e6;
+    for (l = 1; l < 4; l++)
+        m.layers[l].params = 10e6;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r1.bd.dp_comm, 0.7 * t, 1e-12);
     cost_result_free(&r0);
     cost_result_free(&r1);
     fmt_strategy_free(&s);
@@ -395,8 +404,6 @@ START_TEST(test_dp_overlap_exposed)
 }
 END_TEST
 
-/* Per-precision peaks: bf16 its own, fp32 TF32 when allowed and present,
- * else the fp32 units. */
 /* One attention switch: the model's training.attention drives the
  * kernels, an explicit attention parameter overrides it for time and
  * activation memory alike. */
@@ -464,6 +471,8 @@ START_TEST(test_head_by_hand)
 }
 END_TEST
 
+/* Per-precision peaks: bf16 its own, fp32 TF32 when allowed and present,
+ * else the fp32 units. */
 START_TEST(test_precision_peaks)
 {
     fmt_model m;
