@@ -123,6 +123,9 @@ static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
     rc = fmt_model_from_transformer(&sp, m, err);
     if (rc == UTIL_OK)
         rc = fmt_model_set_precision(m, fmt_precision_from_name(r->precision), err);
+    /* Megatron-LM of 2021: scores in memory, fused scale-mask-softmax
+       (flash attention came later) */
+    m->attention = FMT_ATTN_EAGER;
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "costmodel.h"
+#include "internal.h"
 
 const fmt_calibration *cost_calibration_of(const cost_params *p,
                                             const fmt_profile *prof)
@@ -24,6 +25,19 @@ double cost_calibration_eff(const cost_params *p, int cls)
     if (cal != NULL && cls >= 0 && cls < FMT_LINK_NCLASSES && cal->bw_frac[cls] > 0.0)
         return cal->bw_frac[cls];
     return cls == FMT_LINK_INTRA ? p->intra_eff : p->net_eff;
+}
+
+double cost_link_eff(const cost_params *p, int cls, double bw)
+{
+    const fmt_calibration *cal = p->calib;
+
+    if (cal != NULL && cls >= 0 && cls < FMT_LINK_NCLASSES && cal->bw_frac[cls] > 0.0)
+        return cal->bw_frac[cls];
+    /* NVLink / NVSwitch: faster than any PCIe x16 link (PCIe 5.0: 63 GB/s
+     * per direction); NCCL's all-reduce reaches nvlink_eff of it */
+    if (cls == FMT_LINK_INTRA && bw > COST_PCIE_MAX_BW)
+        return p->nvlink_eff;
+    return cost_calibration_eff(p, cls);
 }
 
 /* Compute time at micro-batch b with efficiency eff(b) = e_inf b / (b +

@@ -43,7 +43,9 @@ typedef struct cost_params {
     /* time model of shaped transformers (docs/time-model.md) */
     double gemm_eff;        /* fraction of dense peak reached by large GEMMs; 0 = the
                                device generation's measured figure (0) */
-    int attention;          /* enum cost_attention: attention-core kernels (fused) */
+    int attention;          /* enum cost_attention: attention-core kernels; -1 = the
+                               model's training.attention (flash, or fused for
+                               eager), which also sets the activation memory (-1) */
     int tf32;               /* 1: fp32 matmuls run on TF32 tensor cores where the
                                device has them, as NGC containers default (1) */
     int sp;                 /* 1: sequence parallelism of strategies the search
@@ -65,6 +67,9 @@ typedef struct cost_params {
                                gradient buffer in place (Megatron
                                --gradient-accumulation-fusion); 0: a separate
                                add per micro-batch (PyTorch) (0) */
+    double nvlink_eff;      /* fraction of NVLink / NVSwitch line rate (intra-node
+                               links faster than PCIe 5.0 x16) NCCL reaches;
+                               intra_eff applies to PCIe-class links (0.78) */
 } cost_params;
 
 /* cost_params.attention */

@@ -41,7 +41,7 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
         *rec = 0.0;
     for (l = x->s->bounds[stage]; l < x->s->bounds[stage + 1]; l++) {
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
-                           lat, node->intra_bw * x->p->intra_eff, &lt);
+                           lat, node->intra_bw * cost_link_eff(x->p, FMT_LINK_INTRA, node->intra_bw), &lt);
         cost_rank_layer_adjust(x->m, x->p, dt, x->s, dev, l, &lt);
         *total += lt.fwd + lt.bwd;
         *comm += lt.comm;
@@ -416,10 +416,21 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
              * PyTorch DDP, sec. 3.2.3) */
             double params = stage_grad_bytes(&x, j) / (double)m->dtype_bytes;
             double nb = p->dp_bucket > 0.0 ? ceil(params / p->dp_bucket) : 1.0;
-            double w = sb[j];
+            double w = sb[j], last, first = 0.0;
+            int l;
             if (nb < 1.0)
                 nb = 1.0;
-            t = t / nb > t - w * (1.0 - 1.0 / nb) ? t / nb : t - w * (1.0 - 1.0 / nb);
+            /* the stage's first layer gets its gradients last; a layer
+             * larger than a bucket is a bucket of its own (PyTorch DDP,
+             * Li et al. 2020 sec. 3.2.3): the input embedding's
+             * reduction starts only when the backward ends */
+            for (l = s->bounds[j]; l < s->bounds[j + 1] && first <= 0.0; l++)
+                if (l >= p->frozen_layers)
+                    first = m->layers[l].params / (double)s->tp;
+            last = params > 0.0 && first > params / nb ? t * first / params : t / nb;
+            if (last > t)
+                last = t;
+            t = last > t - w * (1.0 - 1.0 / nb) ? last : t - w * (1.0 - 1.0 / nb);
         }
         if (t > out->bd.dp_comm)
             out->bd.dp_comm = t;

@@ -74,6 +74,17 @@ void cost_layer_kernels(const fmt_model *m, const cost_params *p,
  * p->tf32 and the device has it). */
 double cost_gemm_peak(const fmt_model *m, const cost_params *p,
                       const fmt_device_type *dt);
+/* Fastest PCIe x16 link, B/s per direction (PCIe 5.0); faster
+ * intra-node links are NVLink-class. */
+#define COST_PCIE_MAX_BW 64e9
+/* Fraction of line rate of a link of class cls (enum fmt_link_class) and
+ * bandwidth bw: calibrated when set, p->nvlink_eff for NVLink-class
+ * intra-node links, else cost_calibration_eff. */
+double cost_link_eff(const cost_params *p, int cls, double bw);
+/* Attention-core kernels of a run (enum cost_attention): p->attention
+ * when set (>= 0), else the model's training.attention (cost_attention;
+ * eager = fused scale-mask-softmax). */
+int cost_attention_kernel(const fmt_model *m, const cost_params *p);
 /* Large-GEMM efficiency on dt: p->gemm_eff, else its generation's. */
 double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt);
 

@@ -147,6 +147,19 @@ static double gemm_bwd(const kctx *k, double M, double N, double K,
     return gemm(k, M, K, N, batch) + gemm(k, K, N, M, batch);
 }
 
+int cost_attention_kernel(const fmt_model *m, const cost_params *p)
+{
+    if (p->attention >= COST_ATTN_FUSED && p->attention <= COST_ATTN_UNFUSED)
+        return p->attention;
+    /* the model's training.attention (unstated: flash in fp16 / bf16,
+     * eager in fp32, cost_attention; eager for a layer list, whose
+     * memory comes from its stated act_bytes); eager runs Megatron's
+     * fused scale-mask-softmax */
+    if (m->attention == FMT_ATTN_DEFAULT && !cost_act_from_shape(m))
+        return COST_ATTN_FUSED; /* a layer list states its activations */
+    return cost_attention(m) == FMT_ATTN_FLASH ? COST_ATTN_FLASH : COST_ATTN_FUSED;
+}
+
 static void kctx_init(const fmt_model *m, const cost_params *p,
                       const fmt_device_type *dt, kctx *k)
 {
@@ -171,7 +184,8 @@ static void block_time(const fmt_model *m, const cost_params *p,
     double ft = f / t, E, Er, F, S2, mask, fwd_g, bwd_g, core_f, core_b;
     double ew_f, ew_b, core_ew_f, core_ew_b, attn_flops;
     int gated = m->mlp == FMT_MLP_SWIGLU, drop = m->dropout != FMT_FLAG_OFF;
-    int causal = strcmp(m->family, "bert") != 0;
+    int causal = strcmp(m->family, "bert") != 0, bias = m->bias != FMT_FLAG_OFF;
+    int attn = cost_attention_kernel(m, p);
 
     /* GEMMs: QKV (column-parallel), projection (row-parallel), fc1 (gate
      * and up for SwiGLU), fc2 (Shoeybi et al. 2019, section 3) */
@@ -200,12 +214,25 @@ static void block_time(const fmt_model *m, const cost_params *p,
      * (read gate, up and gradient, write two) */
     ew_b = 6.0 * Er + 2.0 * (2.0 * Er + (drop ? Er / d : 0.0)) + 2.0 * 3.0 * Er +
            (gated ? 5.0 : 3.0) * F;
+    /* the attention output's [b, heads, s, dh] -> [s, b, h] layout copy
+     * before the projection (Megatron's permute().contiguous()): read,
+     * write, in the forward and the backward */
+    if (attn != COST_ATTN_FLASH) {
+        ew_f += 2.0 * T * at * dh * d;
+        ew_b += 2.0 * T * at * dh * d;
+    }
+    /* bias gradients: a column sum of each linear layer's output gradient
+     * (torch.nn.functional.linear's backward, Megatron's
+     * grad_output.sum(0)): one read of QKV's, fc1's, the projection's
+     * and fc2's */
+    if (bias)
+        ew_b += T * (at + 2.0 * kvt) * dh * d + (gated ? 2.0 : 1.0) * F + 2.0 * Er;
     if (m->positions == FMT_POS_ROTARY) { /* rotate Q and K: read, write */
         ew_f += 2.0 * T * (at + kvt) * dh * d;
         ew_b += 2.0 * T * (at + kvt) * dh * d;
     }
     /* attention core */
-    if (p->attention == COST_ATTN_FLASH) {
+    if (attn == COST_ATTN_FLASH) {
         /* one fused kernel (Dao et al. 2022): 4 b s^2 h / t FLOPs, half of
          * them skipped under a causal mask; backward 2.5x the forward
          * FLOPs (recomputes the scores); reads Q, K, V, writes O */
@@ -224,11 +251,11 @@ static void block_time(const fmt_model *m, const cost_params *p,
          * (read, write); dropout reads, writes and stores its mask */
         core_f = gemm(k, s, s, dh, b * at) + gemm(k, s, dh, s, b * at);
         core_b = gemm_bwd(k, s, s, dh, b * at) + gemm_bwd(k, s, dh, s, b * at);
-        core_ew_f = 2.0 * S2 + (p->attention == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
+        core_ew_f = 2.0 * S2 + (attn == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
                     (drop ? 2.0 * S2 + mask : 0.0);
         /* softmax backward reads output and gradient, writes; unfused
          * adds the scale's pass; dropout backward reads gradient, mask */
-        core_ew_b = 3.0 * S2 + (p->attention == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
+        core_ew_b = 3.0 * S2 + (attn == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
                     (drop ? 2.0 * S2 + mask : 0.0);
     }
     o->gemm_fwd = fwd_g + core_f;
@@ -238,7 +265,7 @@ static void block_time(const fmt_model *m, const cost_params *p,
      * (Korthikanti et al. 2022, section 5: QK^T, softmax, dropout,
      * attention over V); flash attention already recomputes it inside
      * its backward, so nothing more */
-    o->core_fwd = p->attention == COST_ATTN_FLASH ? 0.0 : core_f + core_ew_f / k->bw;
+    o->core_fwd = attn == COST_ATTN_FLASH ? 0.0 : core_f + core_ew_f / k->bw;
 }
 
 /* Layers without a transformer shape: FLOPs at the large-GEMM (or the
@@ -253,14 +280,25 @@ static void generic_time(const fmt_model *m, const cost_params *p,
     double bytes = l->traffic / t + l->traffic_rep, g, mu;
 
     if (shaped_head) {
-        /* LM head: logits GEMM [b s, v / t] over h; the loss's passes over
-         * the logits are its traffic (costmodel reads them as given) */
-        double T = b * (double)m->seq;
-        g = gemm(k, T, (double)m->vocab / t, (double)m->hidden, 1.0);
+        /* LM head: logits GEMM [b s, v / t] over h, then Megatron's
+         * vocabulary-parallel cross-entropy in fp32 (Shoeybi et al. 2019,
+         * mpu/cross_entropy.py), bytes per logit: the fp32 copy (read d,
+         * write 4, none in fp32), max (read), subtract, exp and divide in
+         * place (read, write each), sum (read); backward: scale the saved
+         * softmax in place (read, write) and the copy's gradient back to
+         * d bytes (read 4, write d) */
+        double T = b * (double)m->seq, V = (double)m->vocab / t;
+        double cast = k->d < 4.0 ? k->d + 4.0 : 0.0;
+        g = gemm(k, T, V, (double)m->hidden, 1.0);
         o->gemm_fwd = g;
-        o->fwd = g + b * bytes / k->bw;
-        o->bwd = gemm_bwd(k, T, (double)m->vocab / t, (double)m->hidden, 1.0) +
-                 p->bwd_traffic * b * bytes / k->bw;
+        o->fwd = g + T * V * (cast + 32.0) / k->bw;
+        o->bwd = gemm_bwd(k, T, V, (double)m->hidden, 1.0) +
+                 T * V * (8.0 + cast) / k->bw;
+        if (!cost_act_from_shape(m)) { /* a layer list: its stated bytes */
+            o->fwd = g + b * bytes / k->bw;
+            o->bwd = gemm_bwd(k, T, V, (double)m->hidden, 1.0) +
+                     p->bwd_traffic * b * bytes / k->bw;
+        }
         return;
     }
     g = flops > 0.0 ? b * flops / (k->peak * p->compute_eff) : 0.0;

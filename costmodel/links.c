@@ -27,7 +27,7 @@ double cost_flow_bw(const fmt_cluster *c, const cost_params *p, int da,
     fmt_link_between(c, da, db, &bw, lat);
     if (p->calib != NULL) /* calibrated latency and link class */
         *lat += p->calib->msg_latency;
-    eff = cost_calibration_eff(p, fmt_link_class_of(c, da, db));
+    eff = cost_link_eff(p, fmt_link_class_of(c, da, db), bw);
     if (na == nb)
         return bw * eff;
     bw *= eff;

@@ -63,13 +63,33 @@ static int frozen(const cost_params *p, int l)
     return l < p->frozen_layers;
 }
 
+/* m, or a copy of it in *tmp whose training.attention is p->attention
+ * when that is set (the time model's switch, costmodel/kernels.c): time
+ * and memory follow one attention kernel. */
+static const fmt_model *attn_model(const fmt_model *m, const cost_params *p,
+                                   fmt_model *tmp)
+{
+    int want;
+
+    if (p->attention < COST_ATTN_FUSED || p->attention > COST_ATTN_UNFUSED)
+        return m;
+    want = p->attention == COST_ATTN_FLASH ? FMT_ATTN_FLASH : FMT_ATTN_EAGER;
+    if (cost_attention(m) == want)
+        return m;
+    *tmp = *m;
+    tmp->attention = want;
+    return tmp;
+}
+
 double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
                          int tp)
 {
     cost_act x;
+    fmt_model tmp;
 
     if (frozen(p, l))
         return 0.0;
+    m = attn_model(m, p, &tmp);
     cost_layer_act(m, l, p->recompute, &x);
     return cost_act_bytes(&x, tp, p->sp);
 }
@@ -100,9 +120,11 @@ double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
     double t = tp > 1 ? (double)tp : 1.0, v = (double)m->seq * m->vocab;
     double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0, tr = 0.0;
     cost_act full, kept;
+    fmt_model tmp;
 
     if (frozen(p, l))
         return 0.0;
+    m = attn_model(m, p, &tmp);
     if (x->kind == FMT_KIND_HEAD) {
         if (!cost_act_from_shape(m)) /* a layer list: an fp32 clone */
             return 4.0 * v / t;

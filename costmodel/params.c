@@ -23,13 +23,16 @@ void cost_params_init(cost_params *p)
     p->recompute = 0;
     p->mem_reserve = 1073741824.0; /* docs/cost-model.md, "Memory" */
     p->gemm_eff = 0.0; /* per device generation (costmodel/kernels.c) */
-    p->attention = COST_ATTN_FUSED;
+    p->attention = -1; /* the model's training.attention */
     p->tf32 = 1;
     p->sp = 0;
     p->overlap_grad_reduce = 0;
     p->dp_bucket = 40e6;
     p->p2p_scatter = 1;
     p->grad_accum_fusion = 1;
+    /* nccl-tests all-reduce on DGX A100: bus bandwidth about 230-240 GB/s
+     * of NVLink 3's 300 GB/s per direction */
+    p->nvlink_eff = 0.78;
 }
 
 /* Settable fields: name, offset, is-integer, range. */
@@ -51,10 +54,10 @@ static const param_field param_fields[] = {
     PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, 0.0, 1e15),
     PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
     PF(frozen_layers, 1, 0, 1e9),    PF(gemm_eff, 0, 0.0, 1.0),
-    PF(attention, 1, 0, 2),          PF(tf32, 1, 0, 1),
+    PF(attention, 1, -1, 2),          PF(tf32, 1, 0, 1),
     PF(sp, 1, 0, 1),                 PF(overlap_grad_reduce, 1, 0, 1),
     PF(dp_bucket, 0, 0.0, 1e15),     PF(p2p_scatter, 1, 0, 1),
-    PF(grad_accum_fusion, 1, 0, 1),
+    PF(grad_accum_fusion, 1, 0, 1),  PF(nvlink_eff, 0, 1e-6, 1.0),
 };
 #undef PF
 

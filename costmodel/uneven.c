@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "costmodel.h"
+#include "internal.h"
 
 static int model_ffn(const fmt_model *m)
 {
@@ -110,15 +111,6 @@ int cost_tp_group_mixed(const fmt_cluster *c, const fmt_strategy *s,
     return 0;
 }
 
-static double peak_of(const fmt_model *m, const fmt_device_type *dt)
-{
-    if (m->dtype_bytes >= 4)
-        return dt->flops_fp16 / 4.0;
-    if (m->bf16 && dt->flops_bf16 > 0.0)
-        return dt->flops_bf16;
-    return dt->flops_fp16;
-}
-
 /* Analytic split of a layer's forward + backward compute at TP degree tp:
  * *div = part that TP divides, *gemm = part that is TP-divided matrix
  * multiplication (backward GEMMs do twice the forward FLOPs, element-wise
@@ -129,7 +121,7 @@ static void layer_split(const fmt_model *m, const cost_params *p,
 {
     const fmt_layer *l = &m->layers[layer];
     double t = (double)tp, b = (double)mbs;
-    double pk = peak_of(m, dt) * p->compute_eff, bw = dt->mem_bw * p->memory_eff;
+    double pk = cost_gemm_peak(m, p, dt) * p->compute_eff, bw = dt->mem_bw * p->memory_eff;
     double gd = pk > 0.0 ? l->fwd_flops * l->tp_flops_frac / t / pk : 0.0;
     double gr = pk > 0.0 ? l->fwd_flops * (1.0 - l->tp_flops_frac) / pk : 0.0;
     double md = bw > 0.0 ? l->traffic / t / bw : 0.0;
@@ -185,10 +177,15 @@ void cost_rank_memory_line(const fmt_model *m, const cost_params *p,
                            double *per_share)
 {
     int j = rank / (s->tp * s->dp), inflight = cost_inflight(p, j, s->pp, s->gas);
-    double m1 = cost_stage_memory(m, p, s->bounds[j], s->bounds[j + 1], s->tp,
-                                  s->dp, s->mbs, inflight);
-    double m2 = cost_stage_memory(m, p, s->bounds[j], s->bounds[j + 1],
-                                  2 * s->tp, s->dp, s->mbs, inflight);
+    cost_params q = *p; /* the strategy's recomputation and sequence parallelism */
+    double m1, m2;
+
+    q.recompute = cost_strategy_recompute(p, s);
+    q.sp = s->sp > 0;
+    m1 = cost_stage_memory(m, &q, s->bounds[j], s->bounds[j + 1], s->tp, s->dp,
+                           s->mbs, inflight);
+    m2 = cost_stage_memory(m, &q, s->bounds[j], s->bounds[j + 1], 2 * s->tp,
+                           s->dp, s->mbs, inflight);
 
     /* the memory model is linear in 1 / tp: M = A + B / tp */
     *per_share = 2.0 * (double)s->tp * (m1 - m2);
@@ -231,7 +228,7 @@ int cost_rank_time_of(const fmt_cluster *c, const fmt_model *m,
         cost_layer_time lt;
         double df, gf, half, work;
         cost_layer_time_of(m, prof, p, dt, l, s->tp, s->mbs, bw, lat,
-                           node->intra_bw * p->intra_eff, &lt);
+                           node->intra_bw * cost_link_eff(p, FMT_LINK_INTRA, node->intra_bw), &lt);
         layer_split(m, p, dt, l, s->tp, s->mbs, &df, &gf);
         half = 0.5 * lt.comm;
         work = (lt.fwd - half > 0.0 ? lt.fwd - half : 0.0);

@@ -41,6 +41,7 @@ static void make_block(fmt_model *m)
     m->positions = FMT_POS_LEARNED;
     m->norm = FMT_NORM_LAYERNORM;
     m->dropout = FMT_FLAG_OFF;
+    m->attention = FMT_ATTN_EAGER; /* scores in memory, fused softmax */
     m->nlayers = 1;
     m->layers = calloc(1, sizeof *m->layers);
     strcpy(m->layers[0].name, "block");
@@ -81,8 +82,10 @@ static void params_exact(cost_params *p)
  *        8 589 934 592 FLOP / 8e13 (107.4 us > 75.5 us of bytes)
  * element-wise bytes, E = 2048 * 1024 * 2 = 4 194 304,
  * F = 2048 * 4096 * 2 = 16 777 216, S2 = 8 * 2048^2 * 2 = 67 108 864:
- *   two layer norms 4E, two bias-add-residual 6E, bias-GeLU 2F, fused
- *   softmax 2 S2 = 209 715 200 bytes at 1 TB/s. */
+ *   two layer norms 4E, two bias-add-residual 6E, the context's layout
+ *   copy [b, a, s, h/a] -> [s, b, h] 2E (read, write), bias-GeLU 2F,
+ *   fused softmax 2 S2 = 12 * 4 194 304 + 2 * 16 777 216 + 2 * 67 108 864
+ *   = 218 103 808 bytes at 1 TB/s. */
 static double hand_fwd(double *core)
 {
     double gemms = 12884901888.0 / 8e13 + 4294967296.0 / 8e13 +
@@ -90,7 +93,7 @@ static double hand_fwd(double *core)
     double scores = 8589934592.0 / (1e14 * 12.8 / 13.0);
     double context = 8589934592.0 / 8e13;
     double S2 = 67108864.0;
-    double ew = 10.0 * 4194304.0 + 2.0 * 16777216.0;
+    double ew = 12.0 * 4194304.0 + 2.0 * 16777216.0;
 
     *core = scores + context + 2.0 * S2 / 1e12;
     return gemms + scores + context + (ew + 2.0 * S2) / 1e12;
@@ -113,7 +116,7 @@ START_TEST(test_block_forward_by_hand)
     ck_assert(lt.comm == 0.0 && lt.recompute == 0.0);
     /* backward: every GEMM twice (input and weight gradients) plus the
      * backward kernels: more than 2x the GEMM part, less than 3x fwd */
-    ck_assert(lt.bwd > 2.0 * (fwd - (10.0 * 4194304.0 + 2.0 * 16777216.0 +
+    ck_assert(lt.bwd > 2.0 * (fwd - (12.0 * 4194304.0 + 2.0 * 16777216.0 +
                                       2.0 * 67108864.0) / 1e12));
     ck_assert(lt.bwd < 3.0 * fwd);
     /* a launch cost per kernel adds kernels x overhead to the forward */
@@ -383,12 +386,88 @@ START_TEST(test_dp_overlap_exposed)
     /* W = 4 layers x 2 ms = 8 ms: t - W (3/4) = 10 ms > t / 4 = 4 ms */
     ck_assert_double_eq_tol(r1.bd.dp_comm, t - w * 0.75, 1e-12);
     ck_assert_double_eq_tol(r0.iter_s - r1.iter_s, w * 0.75, 1e-12);
+    cost_result_free(&r1);
+    /* a first layer of 70e6 parameters (an input embedding) is a bucket of
+     * its own, ready when the backward ends: 0.7 t = 11.2 ms exposed,
+     * more than t - W (3/4) = 10 ms */
+    m.layers[0].params = 70e6;
+    for (l = 1; l < 4; l++)
+        m.layers[l].params = 10e6;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r1.bd.dp_comm, 0.7 * t, 1e-12);
     cost_result_free(&r0);
     cost_result_free(&r1);
     fmt_strategy_free(&s);
     fmt_profile_free(&prof);
     fmt_model_free(&m);
     fmt_cluster_free(&c);
+}
+END_TEST
+
+/* One attention switch: the model's training.attention drives the
+ * kernels, an explicit attention parameter overrides it for time and
+ * activation memory alike. */
+START_TEST(test_attention_switch)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time eager, flash, forced;
+    double mem_eager, mem_flash, mem_forced;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    ck_assert_int_eq(p.attention, -1); /* the default: the model's */
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &eager);
+    mem_eager = cost_layer_stored(&m, &p, 0, 1);
+    p.attention = COST_ATTN_FLASH; /* explicit, over the model's eager */
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &forced);
+    mem_forced = cost_layer_stored(&m, &p, 0, 1);
+    p.attention = -1;
+    m.attention = FMT_ATTN_FLASH;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &flash);
+    mem_flash = cost_layer_stored(&m, &p, 0, 1);
+    ck_assert_double_eq_tol(forced.fwd, flash.fwd, 1e-15);
+    ck_assert_double_eq_tol(forced.bwd, flash.bwd, 1e-15);
+    ck_assert_double_eq_tol(mem_forced, mem_flash, 1e-6);
+    /* eager keeps the 8 x 2048^2 fp16 scores (Korthikanti et al. 2022:
+     * 2 a s^2 bytes, no dropout), flash only statistics */
+    ck_assert(mem_eager - mem_flash > 0.99 * 2.0 * 8.0 * 2048.0 * 2048.0);
+    ck_assert(eager.fwd != flash.fwd);
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* The LM head by hand, tp 1, mbs 1: T = 2048 tokens, V = 32768, h = 1024.
+ *   logits GEMM [2048, 32768] K 1024: 8 x 256 = 2048 tiles, 25.6 waves
+ *   of 26 on 80 SMs: 2 * 2048 * 32768 * 1024 = 137 438 953 472 FLOP /
+ *   (1e14 * 25.6 / 26) = 1.3958 ms (its bytes, 205 520 896, take 0.21 ms)
+ *   cross-entropy in fp32, per logit: copy 2 + 4, max 4, subtract 8,
+ *   exp 8, sum 4, divide 8 = 38 bytes: 2048 * 32768 * 38 =
+ *   2 550 136 832 bytes at 1 TB/s = 2.5501 ms;
+ *   backward: scale 8, copy's gradient 4 + 2 = 14 bytes per logit. */
+START_TEST(test_head_by_hand)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time k;
+    double g = 137438953472.0 / (1e14 * 25.6 / 26.0);
+    double logits = 2048.0 * 32768.0;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    m.vocab = 32768;
+    m.layers[0].kind = FMT_KIND_HEAD;
+    m.layers[0].params = 32768.0 * 1024.0;
+    m.layers[0].tp_collectives = 0;
+    m.layers[0].kernels = 0;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &k);
+    ck_assert_double_eq_tol(k.fwd, g + logits * 38.0 / 1e12, 1e-12);
+    ck_assert(k.bwd > 2.0 * g + logits * 14.0 / 1e12 - 1e-12);
+    fmt_model_free(&m);
 }
 END_TEST
 
@@ -432,6 +511,8 @@ int main(void)
     tcase_add_test(tc, test_p2p_scatter_gather);
     tcase_add_test(tc, test_dp_overlap_exposed);
     tcase_add_test(tc, test_precision_peaks);
+    tcase_add_test(tc, test_attention_switch);
+    tcase_add_test(tc, test_head_by_hand);
     suite_add_tcase(su, tc);
     sr = srunner_create(su);
     srunner_run_all(sr, CK_NORMAL);

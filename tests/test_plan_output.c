@@ -310,7 +310,8 @@ START_TEST(json_header)
         "bwd_ratio", "bwd_traffic", "optimizer_bytes", "schedule", "state_bytes",
         "zero_stage", "recompute", "mem_reserve", "fidelity", "overlap_dp",
         "frozen_layers", "gemm_eff", "attention", "tf32", "sp",
-        "overlap_grad_reduce", "dp_bucket", "p2p_scatter", "grad_accum_fusion"};
+        "overlap_grad_reduce", "dp_bucket", "p2p_scatter", "grad_accum_fusion",
+        "nvlink_eff"};
     size_t i;
 
     ck_assert_str_eq(str(doc, "schema"), PLAN_SCHEMA);
