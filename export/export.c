@@ -109,6 +109,8 @@ void export_free(export_result *e)
 static int node_of(const export_ctx *x, int rank);
 
 static void add_note(export_ctx *x, int approx, const char *fmt, va_list ap)
+    UTIL_PRINTF_LIKE(3, 0);
+static void add_note(export_ctx *x, int approx, const char *fmt, va_list ap)
 {
     if (approx)
         x->out->napprox++;
