@@ -489,8 +489,9 @@ static int passed[4], refused[4];
 static char *file_in(const char *dir, const char *name)
 {
     char p[PATHN];
+    int n = snprintf(p, sizeof p, "%s/%s", dir, name);
 
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    ck_assert_msg(n > 0 && (size_t)n < sizeof p, "path too long: %s/%s", dir, name);
     return tu_slurp(p);
 }
 
