@@ -192,8 +192,9 @@ static int has_feature(const mega_run *r, const char *name)
 }
 
 /* The run's features as the evaluation states them. */
-static void features_used(const mega_run *r, const fmt_strategy *s,
-                          const cost_params *cp, cJSON *out)
+static void features_used(const mega_run *r, const fmt_model *m,
+                          const fmt_strategy *s, const cost_params *cp,
+                          cJSON *out)
 {
     cJSON *x = cJSON_AddObjectToObject(out, "evaluated_with");
 
@@ -201,21 +202,35 @@ static void features_used(const mega_run *r, const fmt_strategy *s,
     cJSON_AddStringToObject(x, "recompute", fmt_recompute_name(s->recompute));
     cJSON_AddBoolToObject(x, "overlap_grad_reduce", cp->overlap_grad_reduce);
     cJSON_AddBoolToObject(x, "p2p_scatter", cp->p2p_scatter);
+    cJSON_AddBoolToObject(x, "overlap_p2p", cp->overlap_p2p);
+    cJSON_AddNumberToObject(x, "optimizer_bytes", cost_optimizer_bytes(m, cp));
     cJSON_AddBoolToObject(x, "scatter_gather_listed",
                           has_feature(r, "scatter_gather_p2p"));
 }
 
+/* Where the predicted time goes; the terms add up to the prediction. */
 static void put_breakdown(cJSON *out, const cost_breakdown *bd)
 {
     cJSON *x = cJSON_AddObjectToObject(out, "breakdown_s");
 
-    cJSON_AddNumberToObject(x, "compute", bd->compute);
+    cJSON_AddNumberToObject(x, "compute", bd->compute - bd->recompute);
+    cJSON_AddNumberToObject(x, "recompute", bd->recompute);
     cJSON_AddNumberToObject(x, "tp_comm", bd->tp_comm);
-    cJSON_AddNumberToObject(x, "bubble", bd->bubble);
     cJSON_AddNumberToObject(x, "p2p", bd->p2p);
-    cJSON_AddNumberToObject(x, "dp_comm", bd->dp_comm);
+    cJSON_AddNumberToObject(x, "dp_exposed", bd->dp_comm);
+    cJSON_AddNumberToObject(x, "bubble", bd->bubble);
     cJSON_AddNumberToObject(x, "optimizer", bd->optimizer);
-    cJSON_AddNumberToObject(x, "recompute_in_compute", bd->recompute);
+}
+
+/* Model FLOP/s per GPU at iteration time t: the paper's eq. 3,
+ * 96 B s l h^2 (1 + s / 6h + V / 16 l h), over t and the GPUs. */
+static double tflops_per_gpu(const mega_run *r, double t)
+{
+    double B = r->global_batch, s = r->seq, l = r->layers, h = r->hidden;
+    double f = 96.0 * B * s * l * h * h *
+               (1.0 + s / (6.0 * h) + (double)r->vocab / (16.0 * l * h));
+
+    return t > 0.0 ? f / (t * (double)r->gpus) / 1e12 : 0.0;
 }
 
 /* Evaluate run r: out gets its object, *t its trial. */
@@ -241,6 +256,12 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     /* Megatron-LM of 2021 added every micro-batch's weight gradients into
        main_grad in a separate pass (no gradient-accumulation fusion yet) */
     cp.grad_accum_fusion = 0;
+    /* and waited for every pipeline exchange, interleaved or not
+       (p2p_communication.py: batch_isend_irecv, wait, then
+       torch.cuda.synchronize) */
+    cp.overlap_p2p = 0;
+    /* Megatron's fp16 optimizer: fp32 main weights and gradients */
+    cp.optimizer_bytes = -1.0;
     rc = dgx_cluster(r->nodes, &c, err);
     if (rc == UTIL_OK)
         rc = gpt_model(r, &m, err);
@@ -269,11 +290,13 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     cJSON_AddNumberToObject(out, "measured_s", r->measured_s);
     cJSON_AddNumberToObject(out, "predicted_s", res.iter_s);
     cJSON_AddNumberToObject(out, "ratio", res.iter_s / r->measured_s);
+    cJSON_AddNumberToObject(out, "measured_tflops_per_gpu", tflops_per_gpu(r, r->measured_s));
+    cJSON_AddNumberToObject(out, "predicted_tflops_per_gpu", tflops_per_gpu(r, res.iter_s));
     put_breakdown(out, &res.bd);
     cJSON_AddNumberToObject(out, "predicted_peak_gib", peak / (1024.0 * 1024.0 * 1024.0));
     cJSON_AddNumberToObject(out, "capacity_gib", cap / (1024.0 * 1024.0 * 1024.0));
     cJSON_AddBoolToObject(out, "fits", res.fits);
-    features_used(r, &s, &cp, out);
+    features_used(r, &m, &s, &cp, out);
 done:
     cost_result_free(&res);
     fmt_strategy_free(&s);

@@ -20,7 +20,10 @@ typedef struct cost_params {
     double intra_eff;       /* fraction of intra-node line rate reached (1.0) */
     double bwd_ratio;       /* backward / forward time of layers with no FLOPs or traffic (2.0) */
     double bwd_traffic;     /* backward / forward memory traffic of element-wise kernels (1.5) */
-    double optimizer_bytes; /* memory traffic of the optimizer step per parameter, bytes (32) */
+    double optimizer_bytes; /* memory traffic of the optimizer step per parameter,
+                               bytes (32: Adam and the gradient norm in fp32);
+                               negative = the precision's whole step: fp16
+                               54, bf16 42, fp32 36 (cost_optimizer_bytes) */
     int schedule;           /* enum fmt_schedule for strategies the search makes (1F1B);
                                cost_evaluate uses the strategy's own */
     /* memory model */
@@ -70,6 +73,13 @@ typedef struct cost_params {
     double nvlink_eff;      /* fraction of NVLink / NVSwitch line rate (intra-node
                                links faster than PCIe 5.0 x16) NCCL reaches;
                                intra_eff applies to PCIe-class links (0.78) */
+    int overlap_p2p;        /* 1: the steady-state pipeline P2P of 1F1B runs
+                               behind compute, only the fill and drain cross
+                               the cuts (AMP eq. 5; Megatron
+                               --overlap-p2p-communication, interleaved);
+                               0: every stage waits for each exchange with
+                               its neighbours (Megatron-LM before 2023,
+                               its non-interleaved 1F1B) (1) */
 } cost_params;
 
 /* cost_params.attention */
@@ -79,6 +89,10 @@ enum cost_attention {
     COST_ATTN_FLASH = 1,    /* flash attention: no scores in memory */
     COST_ATTN_UNFUSED = 2   /* eager PyTorch: separate mask and softmax kernels */
 };
+
+/* Memory traffic of one optimizer step per parameter, bytes: p's
+ * optimizer_bytes when >= 0, else the precision's (docs/time-model.md). */
+double cost_optimizer_bytes(const fmt_model *m, const cost_params *p);
 
 /* Fill defaults (values in parentheses above). */
 void cost_params_init(cost_params *p);

@@ -271,12 +271,13 @@ static double tied_sync(const eval_ctx *x)
     return worst;
 }
 
-/* Optimizer step: bandwidth-bound pass over the parameters a device owns
- * (of stage `only` when >= 0). */
+/* Optimizer step: streaming passes over the parameters a device owns
+ * (of stage `only` when >= 0), cost_optimizer_bytes per parameter at
+ * memory_eff of the memory bandwidth, once per iteration. */
 static double optimizer_time(const eval_ctx *x, int only)
 {
     const fmt_strategy *s = x->s;
-    double worst = 0.0;
+    double worst = 0.0, bytes = cost_optimizer_bytes(x->m, x->p);
     int j, d, k;
 
     for (j = 0; j < s->pp; j++) {
@@ -288,7 +289,7 @@ static double optimizer_time(const eval_ctx *x, int only)
         for (d = 0; d < s->dp; d++)
             for (k = 0; k < s->tp; k++) {
                 const fmt_device_type *dt = fmt_device(x->c, fmt_rank_device(s, j, d, k));
-                double t = params * x->p->optimizer_bytes / (dt->mem_bw * x->p->memory_eff);
+                double t = params * bytes / (dt->mem_bw * x->p->memory_eff);
                 if (t > worst)
                     worst = t;
             }
@@ -352,7 +353,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     }
     /* AMP eq. 5 per replica, eq. 4 max over replicas */
     for (d = 0; d < s->dp; d++) {
-        double sum = 0.0, max = 0.0, esum = 0.0, tpp, rarg = 0.0;
+        double sum = 0.0, max = 0.0, esum = 0.0, tpp, rarg = 0.0, period;
         int arg = 0;
         for (j = 0; j < s->pp; j++) {
             double bw, lat, rj = 0.0;
@@ -390,13 +391,30 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
          * SC'21 sec. 2.2.2) the fill and drain shrink v-fold, bubble
          * (p - 1) t / v, while each micro-batch crosses the cuts v times */
         tpp = (double)s->gas * max + (sum - max) / v + v * esum;
+        /* blocking P2P in the steady state (overlap_p2p 0): after each of
+         * its v chunk passes per micro-batch and direction, stage j waits
+         * for the exchange with its neighbours (Megatron-LM's
+         * send_forward_recv_backward and send_backward_recv_forward:
+         * batched isend/irecv, wait), one way over each adjacent
+         * cut, (e_{j-1} + e_j) / 2 with e both ways: the 1F1B period is
+         * max_j t_j + v (e_{j-1} + e_j) / 2 for the gas - 1 micro-batches
+         * after the first, which the fill already carries */
+        period = max;
+        if (s->schedule == FMT_SCHED_1F1B && s->pp > 1 && !p->overlap_p2p) {
+            for (j = 0; j < s->pp; j++) {
+                double cj = ((j > 0 ? e[j - 1] : 0.0) + (j + 1 < s->pp ? e[j] : 0.0)) / 2.0;
+                if (st[j] + v * cj > period)
+                    period = st[j] + v * cj;
+            }
+            tpp += (double)(s->gas - 1) * (period - max);
+        }
         if (tpp > best_tpp) {
             best_tpp = tpp;
             out->bd.compute = (double)s->gas * (st[arg] - sc[arg]);
             out->bd.tp_comm = (double)s->gas * sc[arg];
             out->bd.recompute = (double)s->gas * rarg;
             out->bd.bubble = (sum - max) / v;
-            out->bd.p2p = v * esum;
+            out->bd.p2p = v * esum + (double)(s->gas - 1) * (period - max);
             for (j = 0; j < s->pp; j++) {
                 if (st[j] > out->stage_s[j])
                     out->stage_s[j] = st[j];

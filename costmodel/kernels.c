@@ -208,11 +208,13 @@ static void block_time(const fmt_model *m, const cost_params *p,
      * fused bias-GeLU (read, write) or SwiGLU (read gate and up, write) */
     ew_f = 4.0 * Er + 2.0 * (3.0 * Er + (drop ? Er / d : 0.0)) +
            (gated ? 3.0 : 2.0) * F;
-    /* backward: layer norms (read input and gradient, write), dropout-add
-     * (read gradient and mask, write) and the residual gradient sums
-     * (read two, write), GeLU (read input and gradient, write) or SwiGLU
-     * (read gate, up and gradient, write two) */
-    ew_b = 6.0 * Er + 2.0 * (2.0 * Er + (drop ? Er / d : 0.0)) + 2.0 * 3.0 * Er +
+    /* backward: layer norms in two kernels each (apex's and Megatron's
+     * fused layer_norm_cuda_kernel.cu: the weight and bias gradients'
+     * partial sums read input and gradient, the input gradient reads them
+     * again and writes), dropout-add (read gradient and mask, write) and
+     * the residual gradient sums (read two, write), GeLU (read input and
+     * gradient, write) or SwiGLU (read gate, up and gradient, write two) */
+    ew_b = 2.0 * 5.0 * Er + 2.0 * (2.0 * Er + (drop ? Er / d : 0.0)) + 2.0 * 3.0 * Er +
            (gated ? 5.0 : 3.0) * F;
     /* the attention output's [b, heads, s, dh] -> [s, b, h] layout copy
      * before the projection (Megatron's permute().contiguous()): read,

@@ -16,6 +16,8 @@ void cost_params_init(cost_params *p)
     p->intra_eff = 1.0;
     p->bwd_ratio = 2.0;
     p->bwd_traffic = 1.5;
+    /* Adam in fp32: weight, gradient, m, v read (16), weight, m, v
+     * written (12), the gradient norm read (4) */
     p->optimizer_bytes = 32.0;
     p->schedule = FMT_SCHED_1F1B;
     p->state_bytes = 0.0; /* from the precision (costmodel/memory.c) */
@@ -33,6 +35,27 @@ void cost_params_init(cost_params *p)
     /* nccl-tests all-reduce on DGX A100: bus bandwidth about 230-240 GB/s
      * of NVLink 3's 300 GB/s per direction */
     p->nvlink_eff = 0.78;
+    p->overlap_p2p = 1; /* AMP eq. 5: steady-state P2P behind compute */
+}
+
+/* Megatron-LM's mixed-precision step (optimizer/optimizer.py,
+ * Float16OptimizerWithFloat16Params, apex multi_tensor_adam), bytes per
+ * parameter read + written: copy the 16-bit gradient into the fp32 main
+ * gradient 2 + 4, unscale it and check for inf/nan in place 4 + 4, its
+ * norm for clipping 4, Adam over the fp32 weight, gradient, m and v 16 +
+ * 12, the fp32 weight back to 16 bits 4 + 2, zero the 16-bit gradient
+ * for the next iteration 2: 54 in fp16.  bf16 accumulates its gradients
+ * in fp32 and scales no loss: norm 4, Adam 28, copy back 6, zero 4: 42.
+ * fp32: norm, Adam and zero, 36. */
+double cost_optimizer_bytes(const fmt_model *m, const cost_params *p)
+{
+    if (p->optimizer_bytes >= 0.0)
+        return p->optimizer_bytes;
+    if (m->dtype_bytes >= 4)
+        return 4.0 + 28.0 + 4.0;
+    if (m->bf16)
+        return 4.0 + 28.0 + 6.0 + 4.0;
+    return 6.0 + 8.0 + 4.0 + 28.0 + 6.0 + 2.0;
 }
 
 /* Settable fields: name, offset, is-integer, range. */
@@ -49,7 +72,7 @@ static const param_field param_fields[] = {
     PF(kernel_overhead, 0, 0.0, 1.0), PF(net_eff, 0, 1e-6, 1.0),
     PF(intra_eff, 0, 1e-6, 1.0),     PF(bwd_ratio, 0, 0.0, 100.0),
     PF(bwd_traffic, 0, 0.0, 100.0),
-    PF(optimizer_bytes, 0, 0.0, 1e4), PF(schedule, 1, 0, 1),
+    PF(optimizer_bytes, 0, -1.0, 1e4), PF(schedule, 1, 0, 1),
     PF(state_bytes, 0, 0.0, 1e3),    PF(zero_stage, 1, 0, 3),
     PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, 0.0, 1e15),
     PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
@@ -58,6 +81,7 @@ static const param_field param_fields[] = {
     PF(sp, 1, 0, 1),                 PF(overlap_grad_reduce, 1, 0, 1),
     PF(dp_bucket, 0, 0.0, 1e15),     PF(p2p_scatter, 1, 0, 1),
     PF(grad_accum_fusion, 1, 0, 1),  PF(nvlink_eff, 0, 1e-6, 1.0),
+    PF(overlap_p2p, 1, 0, 1),
 };
 #undef PF
 

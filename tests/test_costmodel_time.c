@@ -294,6 +294,24 @@ START_TEST(test_interleaved_bubble)
     ck_assert_double_eq_tol(r2.iter_s, 8.0 * t + 1.5 * t + 6.0 * e, 1e-12);
     cost_result_free(&r1);
     cost_result_free(&r2);
+    /* blocking P2P (overlap_p2p 0): after each micro-batch a stage waits
+     * one way on each adjacent cut, (e_{j-1} + e_j) / 2: e for the two
+     * inner stages, the period t + e (v = 1) or t + 2 e (v = 2) for the
+     * 7 micro-batches after the first:
+     *   v = 1: 8 t + 3 t + 3 e + 7 e,  P2P 10 e
+     *   v = 2: 8 t + 1.5 t + 6 e + 7 x 2 e,  P2P 20 e */
+    p.overlap_p2p = 0;
+    s.vpp = 1;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r1.bd.p2p, 10.0 * e, 1e-12);
+    ck_assert_double_eq_tol(r1.iter_s, 8.0 * t + 3.0 * t + 10.0 * e, 1e-12);
+    s.vpp = 2;
+    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r2, NULL), UTIL_OK);
+    ck_assert_double_eq_tol(r2.bd.p2p, 20.0 * e, 1e-12);
+    ck_assert_double_eq_tol(r2.iter_s, 8.0 * t + 1.5 * t + 20.0 * e, 1e-12);
+    ck_assert_double_eq_tol(r2.bd.bubble, 1.5 * t, 1e-12);
+    cost_result_free(&r1);
+    cost_result_free(&r2);
     fmt_strategy_free(&s);
     fmt_profile_free(&prof);
     fmt_model_free(&m);
@@ -306,6 +324,31 @@ END_TEST
  * 4.1) sends half the activation per TP rank, the two flows sharing the
  * NIC, then all-gathers it inside the receiving node; sequence
  * parallelism needs no gather. */
+/* The optimizer step's bytes per parameter (costmodel/params.c, from
+ * Megatron-LM's optimizer): fp16 2 + 4 copy, 4 + 4 unscale, 4 norm, 16 +
+ * 12 Adam, 4 + 2 copy back, 2 zero = 54; bf16 4 + 28 + 6 + 4 = 42; fp32
+ * 4 + 28 + 4 = 36; a stated figure wins. */
+START_TEST(test_optimizer_bytes)
+{
+    fmt_model m;
+    cost_params p;
+
+    memset(&m, 0, sizeof m);
+    cost_params_init(&p);
+    ck_assert_double_eq(cost_optimizer_bytes(&m, &p), 32.0); /* the default */
+    p.optimizer_bytes = -1.0;
+    m.dtype_bytes = 2;
+    ck_assert_double_eq(cost_optimizer_bytes(&m, &p), 54.0);
+    m.bf16 = 1;
+    ck_assert_double_eq(cost_optimizer_bytes(&m, &p), 42.0);
+    m.bf16 = 0;
+    m.dtype_bytes = 4;
+    ck_assert_double_eq(cost_optimizer_bytes(&m, &p), 36.0);
+    p.optimizer_bytes = 12.0;
+    ck_assert_double_eq(cost_optimizer_bytes(&m, &p), 12.0);
+}
+END_TEST
+
 START_TEST(test_p2p_scatter_gather)
 {
     fmt_cluster c;
@@ -508,6 +551,7 @@ int main(void)
     tcase_add_test(tc, test_recompute_time);
     tcase_add_test(tc, test_tp_comm_once_per_pass);
     tcase_add_test(tc, test_interleaved_bubble);
+    tcase_add_test(tc, test_optimizer_bytes);
     tcase_add_test(tc, test_p2p_scatter_gather);
     tcase_add_test(tc, test_dp_overlap_exposed);
     tcase_add_test(tc, test_precision_peaks);
