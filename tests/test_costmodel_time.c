@@ -127,6 +127,49 @@ START_TEST(test_block_forward_by_hand)
 }
 END_TEST
 
+/* The same block's backward by hand.  Each GEMM [M, N] K gives an input
+ * gradient [M, K] over N and a weight gradient [K, N] over M; tile use x
+ * wave use (80 SMs) as in the forward:
+ *   QKV  dA [2048, 1024] N 3072: 64 tiles -> 0.8; dW [1024, 3072] M 2048:
+ *        4 x 24 = 96 tiles, 1.2 of 2 waves -> 0.6; 12 884 901 888 FLOP each
+ *   proj dA [2048, 1024]: 0.8; dW [1024, 1024]: 32 tiles -> 0.4;
+ *        4 294 967 296 FLOP each
+ *   fc1  dA [2048, 1024] K 4096: 0.8; dW [1024, 4096]: 128 tiles, 1.6 of 2
+ *        -> 0.8; 17 179 869 184 FLOP each
+ *   fc2  dA [2048, 4096]: 256 tiles -> 0.8; dW [4096, 1024]: 0.8; same
+ *   scores dA 8 x [2048, 128] K 2048: 0.8; dW 8 x [128, 2048]: tile use
+ *        0.5, 128 tiles, 1.6 of 2 -> 0.4; context dA 8 x [2048, 2048] K
+ *        128: 12.8 / 13 waves; dW 8 x [2048, 128]: 0.8; 8 589 934 592
+ *        FLOP each, all compute-bound (75.5 us of bytes each)
+ * element-wise bytes (E, F, S2 as in the forward), no dropout: layer
+ * norms 2 x 5E (two kernels each: partial weight sums read input and
+ * gradient, the input gradient reads both again and writes), the
+ * residual branches' add backward 2 x 2E, residual gradient sums 6E,
+ * the layout copy 2E, GeLU 3F, bias gradients (column sums) of QKV 3E,
+ * fc1 F, projection and fc2 2E; softmax backward 3 S2:
+ *   27E + 4F + 3 S2 = 113 246 208 + 67 108 864 + 201 326 592 bytes. */
+START_TEST(test_block_backward_by_hand)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time lt;
+    double gemms = 12884901888.0 / 8e13 + 12884901888.0 / 6e13 +
+                   4294967296.0 / 8e13 + 4294967296.0 / 4e13 +
+                   4.0 * 17179869184.0 / 8e13;
+    double core = 8589934592.0 / 8e13 + 8589934592.0 / 4e13 +
+                  8589934592.0 / (1e14 * 12.8 / 13.0) + 8589934592.0 / 8e13;
+    double ew = (113246208.0 + 67108864.0 + 201326592.0) / 1e12;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_double_eq_tol(lt.bwd, gemms + core + ew, 1e-12);
+    fmt_model_free(&m);
+}
+END_TEST
+
 /* Full recomputation re-runs the block's forward before its backward:
  * the backward grows by exactly the forward (its TP all-reduces
  * included); selective re-runs the attention core only. */
@@ -551,6 +594,7 @@ int main(void)
     tcase_add_test(tc, test_recompute_time);
     tcase_add_test(tc, test_tp_comm_once_per_pass);
     tcase_add_test(tc, test_interleaved_bubble);
+    tcase_add_test(tc, test_block_backward_by_hand);
     tcase_add_test(tc, test_optimizer_bytes);
     tcase_add_test(tc, test_p2p_scatter_gather);
     tcase_add_test(tc, test_dp_overlap_exposed);
