@@ -3,10 +3,12 @@
  * Each run's exact strategy is evaluated with cost_evaluate twice: with
  * the shipped per-layer profile and analytically (no profile).
  * Usage: sailor-opt [DATA_DIR]   (default ../shared/data/sailor-opt).
- * Prints one JSON object on stdout and a summary line on stderr, after a
- * lines of peak-memory scores (docs/memory-model.md, "Against measured
- * runs"); the summary's memory figures are the model's own, with the
- * runtime memory derived per device.  When the data folder is absent the object says it was
+ * Prints one JSON object on stdout (with each run's memory terms at its
+ * peak rank, "peak_terms") and on stderr three lines of peak-memory
+ * scores (docs/memory-model.md, "Against measured runs") and a summary
+ * line; the summary's memory figures are the model's own, with the
+ * runtime memory derived per device and strategy.  When the data folder
+ * is absent the object says it was
  * skipped (exit status 0). */
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,6 @@
 #include "internal.h"
 
 #define MIB 1048576.0
-#define GIB 1073741824.0
 
 /* NCCL buffers of one connection (one peer, one channel), bytes: the
  * Simple protocol's NCCL_BUFFSIZE (4 MiB, NCCL documentation,
@@ -63,8 +62,9 @@ typedef struct rt_gen {
  * Transformers documentation, "Model training anatomy": 1.3 GB).  A
  * training process also loads cuDNN, cuBLASLt and NCCL's kernels.
  * Hopper builds carry the most images (sm_90 and sm_90a kernels of
- * PyTorch, cuBLASLt and cuDNN 9): the top of the range; Ampere and Ada
- * the published 1.3 GB; Volta and Turing the middle of the range.
+ * PyTorch, cuBLASLt and cuDNN 9): the top of the range, 2 GB; Ampere
+ * and Ada the measured 1.3 GB; Volta, Turing and Pascal, without bf16
+ * and TF32 kernels, 1 GB.
  * cuBLAS workspace: PyTorch's default CUBLAS_WORKSPACE_CONFIG, ":4096:8"
  * (32 MiB) on Hopper and ":4096:2:16:8" (8 MiB + 128 KiB) before
  * (aten/src/ATen/cuda/CublasHandlePool.cpp; cuBLAS documentation,
@@ -73,10 +73,10 @@ typedef struct rt_gen {
  * 16 on Ampere (12 NVLink 3 links) and 12 on Volta (6 NVLink 2 links),
  * NCCL's ring search giving about two channels per link pair. */
 static const rt_gen gens[] = {
-    {"GH", 2.0 * GIB, 32.0 * MIB, 32.0},   /* GH200 */
-    {"H100", 2.0 * GIB, 32.0 * MIB, 32.0},
-    {"H200", 2.0 * GIB, 32.0 * MIB, 32.0},
-    {"H800", 2.0 * GIB, 32.0 * MIB, 32.0},
+    {"GH", 2e9, 32.0 * MIB, 32.0},   /* GH200 */
+    {"H100", 2e9, 32.0 * MIB, 32.0},
+    {"H200", 2e9, 32.0 * MIB, 32.0},
+    {"H800", 2e9, 32.0 * MIB, 32.0},
     {"A100", 1.3e9, 8.125 * MIB, 16.0},
     {"A800", 1.3e9, 8.125 * MIB, 16.0},
     {"A10", 1.3e9, 8.125 * MIB, 16.0},    /* A10, A10G */
@@ -86,11 +86,11 @@ static const rt_gen gens[] = {
     {"3080", 1.3e9, 8.125 * MIB, 16.0},
     {"L4", 1.3e9, 8.125 * MIB, 16.0},     /* L4, L40, L40S (Ada) */
     {"4090", 1.3e9, 8.125 * MIB, 16.0},
-    {"V100", 1.0 * GIB, 8.125 * MIB, 12.0},
-    {"TITAN", 1.0 * GIB, 8.125 * MIB, 12.0}, /* Titan RTX, Titan V */
-    {"2080", 1.0 * GIB, 8.125 * MIB, 12.0},
-    {"T4", 1.0 * GIB, 8.125 * MIB, 12.0},
-    {"P100", 1.0 * GIB, 8.125 * MIB, 8.0},
+    {"V100", 1e9, 8.125 * MIB, 12.0},
+    {"TITAN", 1e9, 8.125 * MIB, 12.0}, /* Titan RTX, Titan V */
+    {"2080", 1e9, 8.125 * MIB, 12.0},
+    {"T4", 1e9, 8.125 * MIB, 12.0},
+    {"P100", 1e9, 8.125 * MIB, 8.0},
 };
 /* Anything else (AMD parts, unknown names): the published 1.3 GB. */
 static const rt_gen gen_default = {"", 1.3e9, 8.125 * MIB, 16.0};

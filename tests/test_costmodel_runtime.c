@@ -72,13 +72,13 @@ START_TEST(hopper_two_nodes)
     cost_params_init(&p);
     ck_assert(cost_runtime_derived(&p));
     total = cost_runtime_memory(&c, &p, &s, 0, &x);
-    ck_assert_double_eq(x.context, 2.0 * GIB);
+    ck_assert_double_eq(x.context, 2e9);
     ck_assert_double_eq(x.cublas, 2.0 * 32.0 * MIB); /* two handles, :4096:8 */
     /* TP 32 x 3 x CONN = 924844032; DP and world 2 x 3 x CONN = 57802752 */
     ck_assert_double_eq_tol(x.nccl, 924844032.0 + 2.0 * 57802752.0, 1e-3);
     ck_assert_double_eq(x.allocator, 22.0 * MIB);
-    /* 2147483648 + 67108864 + 1040449536 + 23068672 */
-    ck_assert_double_eq_tol(total, 3278110720.0, 1e-3);
+    /* 2000000000 + 67108864 + 1040449536 + 23068672 */
+    ck_assert_double_eq_tol(total, 3130627072.0, 1e-3);
     ck_assert_double_eq_tol(x.total, total, 1e-9);
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
@@ -127,8 +127,8 @@ START_TEST(single_gpu_no_nccl)
     cost_params_init(&p);
     cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq(x.nccl, 0.0);
-    ck_assert_double_eq(x.context, GIB);
-    ck_assert_double_eq_tol(x.total, GIB + 2.0 * 8.125 * MIB + 22.0 * MIB, 1e-3);
+    ck_assert_double_eq(x.context, 1e9);
+    ck_assert_double_eq_tol(x.total, 1e9 + 2.0 * 8.125 * MIB + 22.0 * MIB, 1e-3);
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
 }
