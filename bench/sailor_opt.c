@@ -3,10 +3,12 @@
  * Each run's exact strategy is evaluated with cost_evaluate twice: with
  * the shipped per-layer profile and analytically (no profile).
  * Usage: sailor-opt [DATA_DIR]   (default ../shared/data/sailor-opt).
- * Prints one JSON object on stdout and a summary line on stderr, after a
- * line of peak-memory scores (docs/memory-model.md, "Against measured
- * runs"); the summary's memory figures use the runtime reserve fitted
- * leave-one-out.  When the data folder is absent the object says it was
+ * Prints one JSON object on stdout (with each run's memory terms at its
+ * peak rank, "peak_terms") and on stderr three lines of peak-memory
+ * scores (docs/memory-model.md, "Against measured runs") and a summary
+ * line; the summary's memory figures are the model's own, with the
+ * runtime memory derived per device and strategy.  When the data folder
+ * is absent the object says it was
  * skipped (exit status 0). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +52,15 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
 
 /* ---- peak memory: the model predicts the device memory a process
  * holds (docs/memory-model.md, "Which counter"): the tensors' peak, what
- * torch.cuda.max_memory_allocated reports, plus the runtime reserve
- * (cost_params.mem_reserve: CUDA context, communication buffers,
- * allocator cache).  The reserve of a software stack is a property of
- * the stack, not of the run, so besides the default it is scored
- * leave-one-out: each run's reserve is the mean of the other runs'
- * measured minus predicted tensor peaks. */
-static double mem_tensor[MAX_RUNS]; /* predicted peak without the reserve */
+ * torch.cuda.max_memory_allocated reports, plus the runtime memory
+ * (CUDA context, cuBLAS workspaces, NCCL buffers, allocator segments)
+ * derived per device generation and strategy (costmodel/runtime.c).
+ * For comparison the runtime memory is also taken as a flat 1 GiB, and
+ * as one constant of the stack fitted leave-one-out (each run's constant
+ * the mean of the other runs' measured minus predicted tensor peaks). */
+static double mem_tensor[MAX_RUNS]; /* predicted peak without the runtime */
 static double mem_cap[MAX_RUNS];
 static int mem_pp[MAX_RUNS];
-static double mem_default_reserve; /* cost_params_init's mem_reserve */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -83,48 +84,114 @@ static double loo_reserve(const calib_trial *tm, int n, int skip)
     return k > 0 ? sum / k : 0.0;
 }
 
-/* Memory scores with the reserve taken leave-one-out, overall and per
- * pipeline depth, and a line on stderr comparing them with the default
- * reserve's; *mape and *rejects of the leave-one-out reserve. */
-static void memory_scores(cJSON *x, const calib_trial *tm, int n,
-                          double default_reserve, double default_mape,
-                          double *mape, int *rejects, double *reserve)
+/* Scores of trials tm under key, overall and per pipeline depth, on
+ * stderr after label; returns the overall MAPE. */
+static double scores_by_pp(cJSON *x, const char *key, const calib_trial *tm,
+                           int n, const char *label)
 {
-    calib_trial loo[MAX_RUNS], sub[MAX_RUNS];
+    calib_trial sub[MAX_RUNS];
     calib_ranking rk;
-    double all[MAX_RUNS];
-    char key[48];
+    char name[64];
+    double mape;
     int i, pp, k;
+
+    bench_put_scores(x, key, tm, n, &rk);
+    mape = rk.mape;
+    fprintf(stderr, "%s MAPE %.1f%%", label, 100.0 * mape);
+    for (pp = 1; pp <= 64; pp++) {
+        for (i = k = 0; i < n; i++)
+            if (mem_pp[i] == pp)
+                sub[k++] = tm[i];
+        if (k == 0)
+            continue;
+        snprintf(name, sizeof name, "%s_pp%d", key, pp);
+        bench_put_scores(x, name, sub, k, &rk);
+        fprintf(stderr, ", pp %d %.1f%%", pp, 100.0 * rk.mape);
+    }
+    return mape;
+}
+
+/* Memory scores of the model (tm: runtime memory derived) overall and per
+ * pipeline depth, and for comparison with a flat 1 GiB and with a
+ * constant fitted leave-one-out; *mape and *rejects of the model. */
+static void memory_scores(cJSON *x, const calib_trial *tm, int n,
+                          double *mape, int *rejects)
+{
+    calib_trial loo[MAX_RUNS], flat[MAX_RUNS];
+    double all[MAX_RUNS], reserve;
+    int i, flat_rejects = 0, loo_rejects = 0;
 
     *rejects = 0;
     for (i = 0; i < n; i++) {
+        *rejects += tm[i].predicted_s > mem_cap[i];
         all[i] = loo_reserve(tm, n, i);
         loo[i] = tm[i];
         loo[i].predicted_s = mem_tensor[i] + all[i];
         loo[i].fits = loo[i].predicted_s <= mem_cap[i];
-        *rejects += !loo[i].fits;
+        loo_rejects += !loo[i].fits;
+        flat[i] = tm[i];
+        flat[i].predicted_s = mem_tensor[i] + COST_RESERVE_UNKNOWN;
+        flat[i].fits = flat[i].predicted_s <= mem_cap[i];
+        flat_rejects += !flat[i].fits;
     }
     qsort(all, (size_t)n, sizeof all[0], cmp_double);
-    *reserve = n > 0 ? all[n / 2] : 0.0;
-    bench_put_scores(x, "peak_memory_reserve_loo", loo, n, &rk);
-    *mape = rk.mape;
-    cJSON_AddNumberToObject(x, "reserve_loo_bytes", *reserve); /* median over runs */
-    cJSON_AddNumberToObject(x, "false_rejects_reserve_loo", *rejects);
-    fprintf(stderr, "sailor-opt: peak memory with the runtime reserve fitted "
-            "leave-one-out (%.2f GiB): MAPE %.1f%%", *reserve / 1073741824.0,
-            100.0 * *mape);
-    for (pp = 1; pp <= 64; pp++) { /* per pipeline depth */
-        for (i = k = 0; i < n; i++)
-            if (mem_pp[i] == pp)
-                sub[k++] = loo[i];
-        if (k == 0)
-            continue;
-        snprintf(key, sizeof key, "peak_memory_reserve_loo_pp%d", pp);
-        bench_put_scores(x, key, sub, k, &rk);
-        fprintf(stderr, ", pp %d %.1f%%", pp, 100.0 * rk.mape);
+    reserve = n > 0 ? all[n / 2] : 0.0; /* median over runs */
+    fprintf(stderr, "sailor-opt: peak memory, runtime memory derived per "
+            "device and strategy:");
+    *mape = scores_by_pp(x, "peak_memory", tm, n, "");
+    fprintf(stderr, "; %d false rejects\nsailor-opt: peak memory, flat 1 GiB "
+            "runtime memory:", *rejects);
+    scores_by_pp(x, "peak_memory_flat_1gib", flat, n, "");
+    fprintf(stderr, "; %d false rejects\nsailor-opt: peak memory, runtime "
+            "constant fitted leave-one-out (%.2f GiB):", flat_rejects,
+            reserve / 1073741824.0);
+    scores_by_pp(x, "peak_memory_reserve_loo", loo, n, "");
+    fprintf(stderr, "; %d false rejects\n", loo_rejects);
+    cJSON_AddNumberToObject(x, "false_rejects_memory", *rejects);
+    cJSON_AddNumberToObject(x, "false_rejects_flat_1gib", flat_rejects);
+    cJSON_AddNumberToObject(x, "reserve_loo_bytes", reserve);
+    cJSON_AddNumberToObject(x, "false_rejects_reserve_loo", loo_rejects);
+}
+
+/* The memory terms of the rank holding the peak (the first rank of each
+ * stage, the runtime memory derived for it) into out's "peak_terms"
+ * (docs/memory-model.md, "The peak"); returns the tensors' part of that
+ * peak, without the runtime memory. */
+static double put_terms(cJSON *out, const fmt_cluster *c, const fmt_model *m,
+                        const cost_params *cp, const fmt_strategy *s)
+{
+    cost_memory mem, best;
+    cost_runtime rt;
+    cJSON *x;
+    int j, at = 0;
+
+    memset(&best, 0, sizeof best);
+    best.total = -1.0;
+    for (j = 0; j < s->pp; j++) {
+        cost_rank_stage_memory(m, cp, s, j * s->tp * s->dp, &mem);
+        cost_runtime_apply(c, cp, s, j * s->tp * s->dp, &mem);
+        if (mem.total > best.total) {
+            best = mem;
+            at = j;
+        }
     }
-    fprintf(stderr, "; with the default %.2f GiB: MAPE %.1f%%\n",
-            default_reserve / 1073741824.0, 100.0 * default_mape);
+    cost_runtime_memory(c, cp, s, at * s->tp * s->dp, &rt);
+    x = cJSON_AddObjectToObject(out, "peak_terms");
+    cJSON_AddNumberToObject(x, "stage", at);
+    cJSON_AddNumberToObject(x, "weights", best.weights);
+    cJSON_AddNumberToObject(x, "grads", best.grads);
+    cJSON_AddNumberToObject(x, "optimizer", best.optimizer);
+    cJSON_AddNumberToObject(x, "activations", best.activations);
+    cJSON_AddNumberToObject(x, "workspace", best.workspace);
+    cJSON_AddNumberToObject(x, "buffers", best.buffers);
+    cJSON_AddNumberToObject(x, "bucket", best.bucket);
+    cJSON_AddNumberToObject(x, "runtime_context", rt.context);
+    cJSON_AddNumberToObject(x, "runtime_cublas", rt.cublas);
+    cJSON_AddNumberToObject(x, "runtime_nccl", rt.nccl);
+    cJSON_AddNumberToObject(x, "runtime_allocator", rt.allocator);
+    cJSON_AddNumberToObject(x, "runtime", best.reserve);
+    cJSON_AddNumberToObject(x, "total", best.total);
+    return best.total - best.reserve;
 }
 
 /* Evaluate run r: out gets its object, t[0..2] its time (profile), time
@@ -139,7 +206,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     fmt_strategy *s = NULL;
     cost_params cp;
     cost_result rp, ra;
-    double cap = 0.0, peak;
+    double cap = 0.0, peak, tensor;
     int ns = 0, i, rc;
 
     memset(&c, 0, sizeof c);
@@ -185,11 +252,11 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     t[1].predicted_s = ra.iter_s;
     t[2].measured_s = r->measured_peak; /* the same scores over bytes */
     t[2].predicted_s = peak;
+    tensor = put_terms(out, &c, &m, &cp, &s[0]);
     if (index >= 0 && index < MAX_RUNS) {
-        mem_tensor[index] = peak - cp.mem_reserve;
+        mem_tensor[index] = tensor;
         mem_cap[index] = cap;
         mem_pp[index] = r->pp;
-        mem_default_reserve = cp.mem_reserve;
     }
 
     cJSON_AddStringToObject(out, "tag", r->tag);
@@ -208,7 +275,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     cJSON_AddNumberToObject(out, "measured_peak_bytes", r->measured_peak);
     cJSON_AddNumberToObject(out, "predicted_peak_bytes", peak);
     cJSON_AddNumberToObject(out, "peak_ratio", peak / r->measured_peak);
-    cJSON_AddNumberToObject(out, "predicted_tensor_peak_bytes", peak - cp.mem_reserve);
+    cJSON_AddNumberToObject(out, "predicted_tensor_peak_bytes", tensor);
     cJSON_AddNumberToObject(out, "capacity_bytes", cap);
     cJSON_AddBoolToObject(out, "fits", rp.fits);
     cJSON_AddBoolToObject(out, "runnable", rp.fits && rp.empty_stage < 0);
@@ -228,10 +295,10 @@ done:
 static void totals(cJSON *doc, const calib_trial *t, int n)
 {
     calib_trial tp[MAX_RUNS], ta[MAX_RUNS], tm[MAX_RUNS];
-    calib_ranking rp, ra, rm;
+    calib_ranking rp, ra;
     cJSON *x = cJSON_AddObjectToObject(doc, "totals");
-    double loo_mape, reserve;
-    int i, not_fit = 0, loo_rejects;
+    double mem_mape;
+    int i, not_fit = 0, mem_rejects;
 
     for (i = 0; i < n; i++) {
         tp[i] = t[3 * i];
@@ -242,15 +309,13 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
     cJSON_AddNumberToObject(x, "runs", n);
     bench_put_scores(x, "time_profile", tp, n, &rp);
     bench_put_scores(x, "time_analytic", ta, n, &ra);
-    bench_put_scores(x, "peak_memory", tm, n, &rm);
     cJSON_AddNumberToObject(x, "false_rejects", not_fit);
     cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
-    memory_scores(x, tm, n, mem_default_reserve, rm.mape, &loo_mape,
-                  &loo_rejects, &reserve);
+    memory_scores(x, tm, n, &mem_mape, &mem_rejects);
     fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
             "(rho %.3f), %.1f%% analytic (rho %.3f); peak memory MAPE %.1f%%; "
             "%d false rejects\n", n, 100.0 * rp.mape, rp.spearman,
-            100.0 * ra.mape, ra.spearman, 100.0 * loo_mape, loo_rejects);
+            100.0 * ra.mape, ra.spearman, 100.0 * mem_mape, mem_rejects);
 }
 
 /* What bench_each_run's callback needs. */

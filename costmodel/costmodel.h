@@ -33,8 +33,10 @@ typedef struct cost_params {
                                optimizer (1), + grads (2), + weights (3) across DP */
     int recompute;          /* enum fmt_recompute of strategies that do not state
                                theirs (none; 1 = full: store only block inputs) */
-    double mem_reserve;     /* CUDA context, NCCL and cuBLAS buffers, fragmentation per GPU,
-                               bytes (1 GiB) */
+    double mem_reserve;     /* runtime memory per GPU beyond the tensors (CUDA context,
+                               NCCL and cuBLAS buffers, allocator), bytes; < 0 = derived
+                               per device generation and strategy where the cluster is
+                               known (cost_runtime_memory), else 1 GiB (-1) */
     int frozen_layers;      /* the first K layers are frozen: forward only, no gradients,
                                no optimizer state (0; costmodel/uneven.c) */
     /* prediction fidelity (docs/simulator.md) */
@@ -370,7 +372,8 @@ typedef struct cost_memory {
     double workspace;       /* transient of the layer being run (one micro-batch) */
     double buffers;         /* pipeline send/receive buffers */
     double bucket;          /* DP all-reduce bucket (after the backward passes) */
-    double reserve;         /* cost_params.mem_reserve */
+    double reserve;         /* runtime memory: cost_params.mem_reserve, or
+                               cost_runtime_memory once cost_runtime_apply ran */
     double total;           /* peak */
 } cost_memory;
 
@@ -393,6 +396,35 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
 double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                                   int tp, int mbs, int stage, int pp,
                                   int inflight, int gas);
+
+/* ---- runtime memory (costmodel/runtime.c) ---------------------------- */
+
+/* Reserve of cost_device_memory when mem_reserve is negative (derived)
+ * and the device is unknown: 1 GiB. */
+#define COST_RESERVE_UNKNOWN 1073741824.0
+
+/* Device memory a training process holds beyond its tensors, bytes
+ * (docs/memory-model.md, "Runtime"). */
+typedef struct cost_runtime {
+    double context;         /* CUDA context with the kernel images */
+    double cublas;          /* cuBLAS workspaces of the process's handles */
+    double nccl;            /* NCCL buffers of the rank's communicators */
+    double allocator;       /* caching allocator's first segments */
+    double total;           /* sum; p->mem_reserve when that is stated */
+} cost_runtime;
+
+/* 1 when p derives the runtime reserve (mem_reserve < 0), 0 when the
+ * user stated it. */
+int cost_runtime_derived(const cost_params *p);
+/* Runtime memory of rank's process under strategy s on cluster c: per
+ * device generation and the communicators of the rank, or the stated
+ * p->mem_reserve; out (may be NULL) gets the terms.  Returns the total. */
+double cost_runtime_memory(const fmt_cluster *c, const cost_params *p,
+                           const fmt_strategy *s, int rank, cost_runtime *out);
+/* mem (from cost_rank_stage_memory for rank) with its reserve replaced
+ * by cost_runtime_memory when p derives it; returns mem->total. */
+double cost_runtime_apply(const fmt_cluster *c, const cost_params *p,
+                          const fmt_strategy *s, int rank, cost_memory *mem);
 
 /* ---- calibration applied (docs/calibration.md) ----------------------- */
 

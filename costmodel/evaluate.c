@@ -484,6 +484,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
                 out->mem_bytes[r] = out->mem_bytes[r - r % (s->tp * s->dp)];
             } else {
                 cost_rank_stage_memory(m, p, s, r, &mem);
+                cost_runtime_apply(c, p, s, r, &mem); /* costmodel/runtime.c */
                 out->mem_bytes[r] = mem.total;
                 out->mem_bytes[r] = cost_rank_memory(m, p, s, r, out->mem_bytes[r]);
             }

@@ -265,7 +265,7 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
         double gb = fmt_model_precision(m) == FMT_PREC_FP16 ? 2.0 : 4.0;
         x.bucket = (trained < BUCKET_ELEMS ? trained : BUCKET_ELEMS) * gb;
     }
-    x.reserve = p->mem_reserve;
+    x.reserve = p->mem_reserve >= 0.0 ? p->mem_reserve : COST_RESERVE_UNKNOWN;
     /* peak = resident state + the larger of the backward-pass phase and
      * the gradient-synchronisation phase + reserve */
     dyn = x.activations + x.workspace + x.buffers;
@@ -316,7 +316,8 @@ double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
         hidden = (double)m->seq * (double)m->hidden *
                  (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
     /* stages are cut where a block hands its hidden state on */
-    return p->mem_reserve + (double)mbs * ws +
+    return (p->mem_reserve >= 0.0 ? p->mem_reserve : COST_RESERVE_UNKNOWN) +
+           (double)mbs * ws +
            pipe_buffers(m, hidden, hidden, stage, pp, inflight, gas, mbs);
 }
 

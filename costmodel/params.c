@@ -23,7 +23,7 @@ void cost_params_init(cost_params *p)
     p->state_bytes = 0.0; /* from the precision (costmodel/memory.c) */
     p->zero_stage = 0;
     p->recompute = 0;
-    p->mem_reserve = 1073741824.0; /* docs/cost-model.md, "Memory" */
+    p->mem_reserve = -1.0; /* derived: costmodel/runtime.c */
     p->gemm_eff = 0.0; /* per device generation (costmodel/kernels.c) */
     p->attention = -1; /* the model's training.attention */
     p->tf32 = 1;
@@ -74,7 +74,7 @@ static const param_field param_fields[] = {
     PF(bwd_traffic, 0, 0.0, 100.0),
     PF(optimizer_bytes, 0, -1.0, 1e4), PF(schedule, 1, 0, 1),
     PF(state_bytes, 0, 0.0, 1e3),    PF(zero_stage, 1, 0, 3),
-    PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, 0.0, 1e15),
+    PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, -1.0, 1e15),
     PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
     PF(frozen_layers, 1, 0, 1e9),    PF(gemm_eff, 0, 0.0, 1.0),
     PF(attention, 1, -1, 2),          PF(tf32, 1, 0, 1),

@@ -164,6 +164,7 @@ static int describe(util_buf *o, const plan_doc *d, const fmt_strategy *s,
     {
         cost_memory mem;
         cost_rank_stage_memory(&d->model, &d->params, s, r, &mem);
+        cost_runtime_apply(&d->cluster, &d->params, s, r, &mem);
         util_buf_printf(o, "  memory model: %.2f GiB peak (weights %.2f, gradients %.2f, "
                            "optimizer %.2f, activations %.2f, pipeline buffers %.2f GiB)\n",
                         mem.total / 1073741824.0, mem.weights / 1073741824.0,

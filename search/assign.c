@@ -201,8 +201,14 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                             tt[j * L + l] = lt.fwd + lt.bwd;
                     }
                 }
-                if (dt->mem_bytes - over < cap[j])
-                    cap[j] = dt->mem_bytes - over;
+                /* the derived runtime memory in place of the bound's */
+                double rt = cost_runtime_derived(cp)
+                                ? cost_runtime_memory(c, cp, s, j * s->tp * s->dp +
+                                                      d * s->tp + t, NULL) -
+                                      COST_RESERVE_UNKNOWN
+                                : 0.0;
+                if (dt->mem_bytes - over - rt < cap[j])
+                    cap[j] = dt->mem_bytes - over - rt;
             }
         }
         /* model state plus the activations of the micro-batches in

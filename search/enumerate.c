@@ -238,6 +238,7 @@ static int memory_fits(const fmt_cluster *c, const fmt_model *m,
                 cap = b;
         }
         cost_rank_stage_memory(m, &ps, s, j * g, &mem);
+        cost_runtime_apply(c, &ps, s, j * g, &mem);
         need = cost_rank_memory(m, &ps, s, j * g, mem.total);
         if (need > cap)
             return 0;

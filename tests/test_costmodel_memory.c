@@ -350,6 +350,7 @@ START_TEST(evaluate_fits_and_worst_rank)
     ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), UTIL_OK);
     ck_assert(r.fits);
     cost_rank_stage_memory(&m, &p, &s, 1, &x);
+    cost_runtime_apply(&c, &p, &s, 1, &x); /* the runtime memory it derives */
     ck_assert_double_eq_tol(r.mem_bytes[1], x.total, 1e-6);
     ck_assert_double_eq(r.mem_cap[1], 80.0 * GIB);
     ck_assert(r.mem_bytes[0] > r.mem_bytes[1]); /* stage 0 keeps 2 micro-batches */

@@ -139,6 +139,9 @@ START_TEST(sp_split_not_rejected)
 
     load(&c, &m);
     cost_params_init(&cp);
+    /* stated runtime memory: worst_stage sums the memory model without
+     * a cluster, where a derived one falls back to 1 GiB */
+    cp.mem_reserve = COST_RESERVE_UNKNOWN;
     make(&s, 1, 1);
     make(&plain, 0, 1);
     with_sp = least_worst(&m, &cp, &s);
@@ -177,6 +180,9 @@ START_TEST(interleaved_split_fits)
     ck_assert_double_eq_tol(cost_inflight_interleaved(0, 4, 8, 2), 5.5, 1e-12);
     load(&c, &m);
     cost_params_init(&cp);
+    /* stated runtime memory: worst_stage sums the memory model without
+     * a cluster, where a derived one falls back to 1 GiB */
+    cp.mem_reserve = COST_RESERVE_UNKNOWN;
     make(&s, 1, 2);
     free_split(&c, &m, &cp, &s);
     need = worst_stage(&m, &cp, &s);
@@ -229,6 +235,9 @@ START_TEST(fixed_vpp_says_why)
     ck_assert_int_eq(fmt_parse_cluster(cj, "big.json", &c, &err), UTIL_OK);
     ck_assert_int_eq(fmt_parse_model(mj, "530b.json", &m, &err), UTIL_OK);
     cost_params_init(&cp);
+    /* stated runtime memory: worst_stage sums the memory model without
+     * a cluster, where a derived one falls back to 1 GiB */
+    cp.mem_reserve = COST_RESERVE_UNKNOWN;
     search_params_init(&sp);
     sp.global_batch = 2520;
     sp.vpp = 3;

@@ -172,6 +172,9 @@ static void make_instance(instance *x, util_pcg32 *g, int L, int k, int free_noo
         y->kernels = noop && free_noop ? 0 : 4;
     }
     cost_params_init(&x->cp);
+    /* stated runtime memory: the brute force sums the memory model
+     * without a cluster, where a derived one falls back to 1 GiB */
+    x->cp.mem_reserve = COST_RESERVE_UNKNOWN;
     ck_assert_int_eq(fmt_strategy_alloc(&x->s, 1, 1, k), UTIL_OK);
     x->s.mbs = 1 + (int)util_pcg32_bounded(g, 2);
     x->s.gas = 1 + (int)util_pcg32_bounded(g, 8);

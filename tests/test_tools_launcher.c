@@ -1300,6 +1300,7 @@ START_TEST(test_dry_run)
         cost_memory mem;
         char want[128];
         cost_rank_stage_memory(&d.model, &d.params, &d.s[0], 7, &mem);
+        cost_runtime_apply(&d.cluster, &d.params, &d.s[0], 7, &mem);
         snprintf(want, sizeof want, "memory model: %.2f GiB peak", mem.total / 1073741824.0);
         ck_assert_ptr_nonnull(strstr(strstr(text, "rank 7:"), want));
     }

@@ -1,0 +1,278 @@
+/* tests/test_costmodel_runtime.c: the runtime memory of a training
+ * process beyond its tensors (costmodel/runtime.c), every term computed
+ * by hand from the constants its comments cite. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+
+#define MIB 1048576.0
+#define GIB 1073741824.0
+/* one NCCL connection: Simple 4 MiB (NCCL_BUFFSIZE) + LL128 120 x 640 x
+ * 8 x 8 B = 4915200 + LL 8 x 512 x 8 x 16 B = 524288 */
+#define CONN (4194304.0 + 4915200.0 + 524288.0) /* 9633792 B */
+
+/* nodes x gpus of one device type at intra-node bandwidth intra_gbps */
+static void cluster(fmt_cluster *c, const char *device, int nodes, int gpus,
+                    double intra_gbps)
+{
+    char text[2048];
+    size_t n;
+    util_error err;
+    int i;
+
+    n = (size_t)snprintf(text, sizeof text,
+                         "{\"name\": \"c\", \"device_types\": {\"%s\": "
+                         "{\"memory_gib\": 80, \"tflops_fp16\": 100, "
+                         "\"mem_bw_gbs\": 1000}}, \"nodes\": [", device);
+    for (i = 0; i < nodes; i++)
+        n += (size_t)snprintf(text + n, sizeof text - n,
+                              "%s{\"name\": \"n%d\", \"device\": \"%s\", "
+                              "\"gpus\": %d, \"intra_gbps\": %g, "
+                              "\"nic_gbps\": 100}",
+                              i ? ", " : "", i, device, gpus, intra_gbps);
+    snprintf(text + n, sizeof text - n, "]}");
+    memset(c, 0, sizeof *c);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(fmt_parse_cluster(text, "c.json", c, &err), UTIL_OK);
+}
+
+/* degrees with ranks 0, 1, ... in order (tp fastest, then dp, then pp) */
+static void strategy(fmt_strategy *s, int tp, int dp, int pp)
+{
+    int i;
+
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
+    for (i = 0; i < tp * dp * pp; i++)
+        s->ranks[i] = i;
+}
+
+/* Two GH200 nodes of 4 (NVLink: 1003.68 Gb/s = 125 GB/s > PCIe 5.0's
+ * 64), tp 4 dp 2: rank 0's TP group is node 0 (NVLink, 32 channels), its
+ * DP group (ranks 0 and 4) and the world span both nodes (2 channels). */
+START_TEST(hopper_two_nodes)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    cost_params p;
+    cost_runtime x;
+    double total;
+
+    cluster(&c, "GH200", 2, 4, 1003.68);
+    strategy(&s, 4, 2, 1);
+    cost_params_init(&p);
+    ck_assert(cost_runtime_derived(&p));
+    total = cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq(x.context, 2e9);
+    ck_assert_double_eq(x.cublas, 2.0 * 32.0 * MIB); /* two handles, :4096:8 */
+    /* TP 32 x 3 x CONN = 924844032; DP and world 2 x 3 x CONN = 57802752 */
+    ck_assert_double_eq_tol(x.nccl, 924844032.0 + 2.0 * 57802752.0, 1e-3);
+    ck_assert_double_eq(x.allocator, 22.0 * MIB);
+    /* 2000000000 + 67108864 + 1040449536 + 23068672 */
+    ck_assert_double_eq_tol(total, 3130627072.0, 1e-3);
+    ck_assert_double_eq_tol(x.total, total, 1e-9);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* One PCIe node of four RTX 3090 (16 GB/s), tp 2 pp 2: rank 0's TP and
+ * world groups run over PCIe (2 channels), no DP group, and its pipeline
+ * neighbour (rank 2) is a point-to-point peer: 2 channels x (send +
+ * receive) x 128 KiB x 8 steps = 4 MiB.  Ampere: 1.3 GB context,
+ * workspaces of 8 MiB + 128 KiB. */
+START_TEST(ampere_pcie_pipeline)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    cost_params p;
+    cost_runtime x;
+    double total;
+
+    cluster(&c, "RTX3090", 1, 4, 128.0);
+    strategy(&s, 2, 1, 2);
+    cost_params_init(&p);
+    total = cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq(x.context, 1.3e9);
+    ck_assert_double_eq(x.cublas, 2.0 * 8.125 * MIB);
+    /* 2 x 57802752 + 4194304 */
+    ck_assert_double_eq_tol(x.nccl, 2.0 * 2.0 * 3.0 * CONN + 4.0 * MIB, 1e-3);
+    ck_assert_double_eq_tol(x.nccl, 119799808.0, 1e-3);
+    /* 1.3e9 + 17039360 + 119799808 + 23068672 */
+    ck_assert_double_eq_tol(total, 1459907840.0, 1e-3);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* A single GPU has no communicator: context, workspaces and segments. */
+START_TEST(single_gpu_no_nccl)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    cost_params p;
+    cost_runtime x;
+
+    cluster(&c, "V100", 1, 1, 300.0 * 8.0);
+    strategy(&s, 1, 1, 1);
+    cost_params_init(&p);
+    cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq(x.nccl, 0.0);
+    ck_assert_double_eq(x.context, 1e9);
+    ck_assert_double_eq_tol(x.total, 1e9 + 2.0 * 8.125 * MIB + 22.0 * MIB, 1e-3);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* A stated mem_reserve is used as it is, by cost_evaluate too; the
+ * derived one replaces the 1 GiB cost_device_memory assumes without a
+ * device. */
+START_TEST(stated_and_evaluated)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy s;
+    cost_params p;
+    cost_runtime x;
+    cost_result r;
+    cost_memory mem;
+    util_error err;
+    double derived;
+
+    cluster(&c, "GH200", 1, 4, 1003.68);
+    strategy(&s, 4, 1, 1);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-345m.json",
+                                    &m, &err), UTIL_OK);
+    s.bounds[1] = m.nlayers;
+    s.mbs = 1;
+    s.gas = 1;
+    cost_params_init(&p);
+    /* derived: TP and world, both NVLink on the node: 2 x 924844032 */
+    derived = cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq_tol(x.nccl, 2.0 * 924844032.0, 1e-3);
+    cost_rank_stage_memory(&m, &p, &s, 0, &mem);
+    ck_assert_double_eq(mem.reserve, COST_RESERVE_UNKNOWN);
+    memset(&r, 0, sizeof r);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), UTIL_OK);
+    ck_assert_double_eq_tol(r.mem_bytes[0], mem.total - COST_RESERVE_UNKNOWN + derived,
+                            1e-3);
+    cost_result_free(&r);
+    /* stated */
+    p.mem_reserve = 5e8;
+    ck_assert(!cost_runtime_derived(&p));
+    ck_assert_double_eq(cost_runtime_memory(&c, &p, &s, 0, &x), 5e8);
+    ck_assert_double_eq(x.nccl, 0.0);
+    cost_rank_stage_memory(&m, &p, &s, 0, &mem);
+    ck_assert_double_eq(mem.reserve, 5e8);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err), UTIL_OK);
+    ck_assert_double_eq_tol(r.mem_bytes[0], mem.total, 1e-3);
+    cost_result_free(&r);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* ---- Sailor's measured OPT-350 runs (../shared/data/sailor-opt) ----- */
+
+#define SAILOR TU_DATA "/sailor-opt/"
+
+/* Each run's predicted peak (largest over ranks, runtime memory derived)
+ * against its measured_peak_bytes (runs.json; the process's device
+ * memory, docs/memory-model.md, "Which counter"): every run fits, the
+ * mean absolute percentage error is at most 8% and no run is off by more
+ * than 15%. */
+START_TEST(sailor_peak_memory)
+{
+    char path[512], *text;
+    cJSON *runs, *run;
+    double sum = 0.0;
+    int n = 0;
+
+    text = tu_slurp(SAILOR "runs.json");
+    ck_assert_ptr_nonnull(text);
+    runs = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(runs);
+    cJSON_ArrayForEach(run, runs) {
+        const char *tag = cJSON_GetObjectItem(run, "tag")->valuestring;
+        int gbs = cJSON_GetObjectItem(run, "gbs")->valueint, ns = 0, i;
+        double measured = cJSON_GetObjectItem(run, "measured_peak_bytes")->valuedouble;
+        double peak = 0.0, e;
+        fmt_cluster c;
+        fmt_model m;
+        fmt_strategy *s = NULL;
+        cost_params p;
+        cost_result r;
+        util_error err;
+
+        memset(&err, 0, sizeof err);
+        snprintf(path, sizeof path, SAILOR "%s_cluster.json", tag);
+        ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
+        ck_assert_msg(fmt_load_model(SAILOR "model_OPT-350.json", &m, &err) == UTIL_OK,
+                      "%s", err.msg);
+        snprintf(path, sizeof path, SAILOR "%s_strat.json", tag);
+        ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &ns, &err) == UTIL_OK,
+                      "%s", err.msg);
+        ck_assert_int_eq(ns, 1);
+        cost_params_init(&p);
+        ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s[0], &r, &err), UTIL_OK);
+        ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
+        for (i = 0; i < r.nranks; i++)
+            if (r.mem_bytes[i] > peak)
+                peak = r.mem_bytes[i];
+        e = fabs(peak - measured) / measured;
+        ck_assert_msg(e <= 0.15, "%s: predicted %g, measured %g bytes", tag, peak,
+                      measured);
+        sum += e;
+        n++;
+        cost_result_free(&r);
+        fmt_strategy_free(&s[0]);
+        free(s);
+        fmt_model_free(&m);
+        fmt_cluster_free(&c);
+    }
+    cJSON_Delete(runs);
+    ck_assert_int_eq(n, 15);
+    ck_assert_msg(sum / n <= 0.08, "peak-memory MAPE %.3f", sum / n);
+}
+END_TEST
+
+static Suite *plain_suite(void)
+{
+    Suite *s = suite_create("runtime");
+    TCase *tc = tcase_create("core");
+
+    tcase_add_test(tc, hopper_two_nodes);
+    tcase_add_test(tc, ampere_pcie_pipeline);
+    tcase_add_test(tc, single_gpu_no_nccl);
+    tcase_add_test(tc, stated_and_evaluated);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+static Suite *data_suite(void)
+{
+    Suite *s = suite_create("runtime_data");
+    TCase *tc = tcase_create("sailor");
+
+    tcase_add_test(tc, sailor_peak_memory);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, plain_suite, data_suite, TU_DATA "/sailor-opt");
+}
