@@ -464,8 +464,7 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
     /* lossless: re-planned shards (the offline form of migration) */
     search_shard_params_init(&shp);
     shp.granule = wp->granule;
-    if (wp->deadline > 0.0 && wp->deadline - util_now() < shp.time_limit_s)
-        shp.time_limit_s = fmax(wp->deadline - util_now(), 1e-3);
+    shp.deadline = wp->deadline;
     if (cut(wp, out, WHATIF_REMEDY_RESHARD)) {
     } else if (any_tp) {
         if ((rc = fmt_strategy_copy(&resh, &slowed)) != UTIL_OK) {
@@ -477,6 +476,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
             snprintf(rm[WHATIF_REMEDY_RESHARD].note, sizeof rm[0].note, "%.200s",
                      err != NULL ? err->msg : "no shards for this model");
             rc = UTIL_OK;
+            fmt_strategy_free(&resh);
+        } else if (rc == UTIL_ETIMEOUT && cut(wp, out, WHATIF_REMEDY_RESHARD)) {
+            rc = UTIL_OK; /* some groups re-split only: not this remedy */
             fmt_strategy_free(&resh);
         } else if (rc != UTIL_OK) {
             goto done;
@@ -520,7 +522,7 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
         } else if (arc == UTIL_EINFEASIBLE) {
             snprintf(rm[WHATIF_REMEDY_REPLAN].note, sizeof rm[0].note,
                      "no layer assignment fits memory");
-        } else {
+        } else if (arc != UTIL_ETIMEOUT || !cut(wp, out, WHATIF_REMEDY_REPLAN)) {
             rc = arc;
             goto done;
         }

@@ -23,8 +23,8 @@ typedef struct whatif_params {
     double max_gamma;       /* largest pruning ratio of ZERO-resizing (0.9) */
     int granule;            /* MLP columns of re-planned shards, multiple of (64) */
     double deadline;        /* util_now() time after which no further remedy is
-                               evaluated (each shard program is bounded by it
-                               too); 0 = none (0) */
+                               evaluated (the shard planning checks it between
+                               TP groups too); 0 = none (0) */
 } whatif_params;
 
 void whatif_params_init(whatif_params *p);
