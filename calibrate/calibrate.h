@@ -26,6 +26,9 @@ typedef struct calib_params {
                                += reg * sum |x - neutral| / range per constant (0.01) */
     int max_rounds;         /* linearise-and-solve rounds at most (30) */
     double tol;             /* stop when a round improves the objective less (1e-7) */
+    double deadline;        /* util_now() time after which no further round
+                               starts (at least one runs) and calib_loo starts no
+                               further fit, keeping the best so far; 0 = none (0) */
 } calib_params;
 
 void calib_params_init(calib_params *p);
@@ -38,6 +41,8 @@ typedef struct calib_fit {
     int rounds;             /* linear programs solved */
     double mape;            /* in-sample mean |predicted - measured| / measured */
     double objective;       /* mape + the regularisation term */
+    int timed_out;          /* 1: sp->deadline stopped the rounds before the fit
+                               converged; cal is the best point reached */
 } calib_fit;
 
 /* Fit the calibration constants to measured iteration times by least
@@ -114,6 +119,16 @@ int calib_loo(const fmt_cluster *c, const fmt_model *m,
                        const fmt_trial_set *ts,
                        const calib_params *sp, calib_trial *t,
                        util_error *err);
+/* calib_loo within sp->deadline: once it has passed no further fit
+ * starts, and a fit it cut short counts as not done.  left_out (ts->n
+ * flags, may be NULL) gets 1 for each trial predicted by a complete fit
+ * without it, 0 for failed runs and for the trials left unfitted, which
+ * keep the prediction of the fit on all measured trials; *ndone (may be
+ * NULL) the number of 1s.  UTIL_OK whether or not the deadline cut it. */
+int calib_loo_until(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *cp,
+                    const fmt_trial_set *ts, const calib_params *sp,
+                    calib_trial *t, int *left_out, int *ndone, util_error *err);
 
 /* Cross-set: calibrate on the measured trials of fit_set (on cluster fc
  * with profile fprof), then predict every trial of ts (cluster c, profile

@@ -52,6 +52,7 @@ void calib_params_init(calib_params *p)
     p->reg = 0.01;
     p->max_rounds = 30;
     p->tol = 1e-7;
+    p->deadline = 0.0;
 }
 
 /* LP coordinates -> calibration.  mbs_half enters as compute_scale *
@@ -370,6 +371,10 @@ int calib_run(const fmt_cluster *c, const fmt_model *m,
     f = objective(&x, v, t);
     for (round = 0; round < sp->max_rounds && rho > 1e-4; round++) {
         double fy;
+        if (round > 0 && util_deadline_passed(sp->deadline)) {
+            out->timed_out = 1; /* the best point so far stands */
+            break;
+        }
         if (round > 0 && (rc = slopes(&x, v, t, g, tk)) != UTIL_OK)
             goto done;
         if ((rc = solve_lp(&x, v, t, g, rho, y)) != UTIL_OK)

@@ -66,6 +66,8 @@ char *calib_profile_json(const fmt_model *m,
         cJSON_AddNumberToObject(jf, "free_parameters", fit->nfree);
         cJSON_AddNumberToObject(jf, "rounds", fit->rounds);
         cJSON_AddNumberToObject(jf, "mape", fit->mape);
+        if (fit->timed_out) /* a time limit stopped the rounds early */
+            cJSON_AddStringToObject(jf, "status", "time-limit");
         if (loo_mape >= 0.0) {
             cJSON_AddNumberToObject(jf, "loo_mape", loo_mape);
             cJSON_AddNumberToObject(jf, "loo_spearman", loo_spearman);

@@ -274,12 +274,24 @@ int calib_loo(const fmt_cluster *c, const fmt_model *m,
                        const calib_params *sp, calib_trial *t,
                        util_error *err)
 {
+    return calib_loo_until(c, m, prof, cp, ts, sp, t, NULL, NULL, err);
+}
+
+int calib_loo_until(const fmt_cluster *c, const fmt_model *m,
+                    const fmt_profile *prof, const cost_params *cp,
+                    const fmt_trial_set *ts, const calib_params *sp,
+                    calib_trial *t, int *left_out, int *ndone, util_error *err)
+{
     double *meas = malloc((size_t)(ts->n > 0 ? ts->n : 1) * sizeof *meas);
     calib_fit fit;
     cost_params p = *cp;
     cost_result r;
     int i, rc;
 
+    if (ndone != NULL)
+        *ndone = 0;
+    for (i = 0; left_out != NULL && i < ts->n; i++)
+        left_out[i] = 0;
     if (meas == NULL)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     memcpy(meas, ts->measured_s, (size_t)ts->n * sizeof *meas);
@@ -289,14 +301,20 @@ int calib_loo(const fmt_cluster *c, const fmt_model *m,
         goto done;
     p.calib = &fit.cal;
     rc = calib_predict_trials(c, m, prof, &p, ts, t, err);
-    for (i = 0; rc == UTIL_OK && i < ts->n; i++) {
+    for (i = 0; rc == UTIL_OK && !fit.timed_out && i < ts->n; i++) {
         if (ts->measured_s[i] <= 0.0)
             continue;
+        if (util_deadline_passed(sp != NULL ? sp->deadline : 0.0))
+            break; /* the rest keep the fit on all */
         meas[i] = -1.0; /* left out of this fit */
         rc = calib_run(c, m, prof, cp, ts->s, meas, ts->n, sp, &fit, err);
         meas[i] = ts->measured_s[i];
-        if (rc != UTIL_OK)
+        if (rc != UTIL_OK || fit.timed_out)
             break;
+        if (left_out != NULL)
+            left_out[i] = 1;
+        if (ndone != NULL)
+            (*ndone)++;
         p.calib = &fit.cal;
         rc = cost_evaluate(c, m, prof, &p, &ts->s[i], &r, err);
         if (rc != UTIL_OK)

@@ -39,11 +39,17 @@ static const char calibrate_usage[] =
     "  --param NAME=VALUE     cost-model constant kept fixed during the fit (repeatable)\n"
     "  --reg X                pull towards the neutral values (default 0.01; 0 = none)\n"
     "  --no-loo               skip the leave-one-out scores (one fit per trial)\n"
+    "  --time-limit SECONDS   stop fitting SECONDS after the start, keeping the best\n"
+    "                         constants so far (at least one LP round); leave-one-out\n"
+    "                         scores only when every trial was left out in time\n"
+    "                         (status \"time-limit\", exit code 7)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print each trial's predictions on stderr, and\n"
     "                         the steps of the fit (shown on a terminal anyway)\n"
-    "  --help\n";
+    "  --help\n"
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad input, 5 cannot write,\n"
+    "  7 the time limit cut the fit short (the best so far is written)\n";
 
 /* What the command line sets. */
 typedef struct calibrate_opts {
@@ -53,10 +59,11 @@ typedef struct calibrate_opts {
     int global_batch, loo, nparams;
     double reg;
     const char *params[CMD_MAX_PARAMS];
+    double time_limit;      /* --time-limit SECONDS, 0 = none */
 } calibrate_opts;
 
 /* Options that calibrate_option stores. */
-enum { OPT_PARAM = 1, OPT_REG };
+enum { OPT_PARAM = 1, OPT_REG, OPT_TIME_LIMIT };
 
 /* Store the value v of option id in the calibrate_opts ctx; exit code. */
 static int calibrate_option(void *ctx, int id, const char *opt, const char *v)
@@ -67,6 +74,8 @@ static int calibrate_option(void *ctx, int id, const char *opt, const char *v)
     (void)opt;
     if (id == OPT_PARAM)
         return cmd_add_param(o->params, &o->nparams, v);
+    if (id == OPT_TIME_LIMIT)
+        return cmd_parse_time_limit("calibrate", v, &o->time_limit);
     o->reg = strtod(v, &end);
     if (end == v || *end != '\0' || !(o->reg >= 0.0 && o->reg <= 100.0))
         return cmd_usage_error(NULL, "option '--reg' expects a number in 0..100, "
@@ -85,6 +94,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_SET("--no-loo", NULL, &o->loo, 0),
         CMD_CALL("--param", OPT_PARAM),
         CMD_CALL("--reg", OPT_REG),
+        CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = calibrate_usage, .options = table,
@@ -171,7 +181,7 @@ int cmd_calibrate(int argc, char **argv)
     cJSON *doc = NULL;
     char *text = NULL, *json = NULL, path[4096];
     const char *key;
-    int code, i, failed = 0;
+    int code, i, failed = 0, loo, loo_done = 0;
 
     memset(&c, 0, sizeof c);
     memset(&m, 0, sizeof m);
@@ -214,6 +224,7 @@ int cmd_calibrate(int argc, char **argv)
     }
     calib_params_init(&sp);
     sp.reg = o.reg;
+    sp.deadline = o.time_limit > 0.0 ? start + o.time_limit : 0.0;
     t0 = calloc((size_t)ts.n, sizeof *t0);
     t1 = calloc((size_t)ts.n, sizeof *t1);
     t2 = calloc((size_t)ts.n, sizeof *t2);
@@ -244,20 +255,25 @@ int cmd_calibrate(int argc, char **argv)
         goto done;
     }
     cp.calib = NULL;
-    if (o.loo)
+    /* leave-one-out: not started once the time limit has passed */
+    loo = o.loo && !fit.timed_out && !util_deadline_passed(sp.deadline);
+    if (loo)
         calibrate_progress(&o, start, "leave-one-out: %d more fits, one per "
                            "measured trial", ts.n - failed);
-    if (o.loo && calib_loo(&c, &m, &prof, &cp, &ts, &sp, t2, &err) != UTIL_OK) {
+    if (loo && calib_loo_until(&c, &m, &prof, &cp, &ts, &sp, t2, NULL, &loo_done,
+                               &err) != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;
     }
+    if (loo && loo_done < ts.n - failed)
+        loo = 0; /* scores of some trials only would mislead: none */
     calibrate_progress(&o, start, "done");
     calib_score_trials(t0, ts.n, &r0);
     calib_score_trials(t1, ts.n, &r1);
-    if (o.loo)
+    if (loo)
         calib_score_trials(t2, ts.n, &r2);
     if (o.out.output) {
-        json = calib_profile_json(&m, &prof, &fit, o.loo ? r2.mape : -1.0, r2.spearman);
+        json = calib_profile_json(&m, &prof, &fit, loo ? r2.mape : -1.0, r2.spearman);
         if (json == NULL) {
             code = cmd_out_of_memory();
             goto done;
@@ -270,10 +286,10 @@ int cmd_calibrate(int argc, char **argv)
             fprintf(stderr, "trial %d: measured %s%.3f s, uncalibrated %.3f s, fitted "
                             "%.3f s%s%.3f s\n", i, ts.measured_s[i] > 0.0 ? "" : "(failed) ",
                     ts.measured_s[i] > 0.0 ? ts.measured_s[i] : 0.0, t0[i].predicted_s,
-                    t1[i].predicted_s, o.loo ? ", left out " : "",
-                    o.loo ? t2[i].predicted_s : 0.0);
+                    t1[i].predicted_s, loo ? ", left out " : "",
+                    loo ? t2[i].predicted_s : 0.0);
     if (o.out.quiet)
-        goto done;
+        goto finish;
     if (o.out.json) {
         cJSON *jp, *sc, *arr;
         doc = cJSON_CreateObject();
@@ -284,6 +300,12 @@ int cmd_calibrate(int argc, char **argv)
         cJSON_AddNumberToObject(doc, "free_parameters", fit.nfree);
         cJSON_AddNumberToObject(doc, "rounds", fit.rounds);
         cJSON_AddNumberToObject(doc, "reg", sp.reg);
+        cJSON_AddStringToObject(doc, "status", o.loo > loo || fit.timed_out
+                                                   ? "time-limit" : "complete");
+        if (o.loo > loo || fit.timed_out)
+            cJSON_AddNumberToObject(doc, "time_limit_s", o.time_limit);
+        if (o.loo > loo) /* trials left out before the limit */
+            cJSON_AddNumberToObject(doc, "loo_done", loo_done);
         jp = cJSON_AddObjectToObject(doc, "parameters");
         for (i = 0; jp != NULL && i < fit.cal.ntypes; i++) {
             char k[64];
@@ -305,7 +327,7 @@ int cmd_calibrate(int argc, char **argv)
         sc = cJSON_AddObjectToObject(doc, "scores");
         calibrate_score_json(sc, "uncalibrated", &r0);
         calibrate_score_json(sc, "in_sample", &r1);
-        if (o.loo)
+        if (loo)
             calibrate_score_json(sc, "loo", &r2);
         arr = cJSON_AddArrayToObject(doc, "predictions");
         for (i = 0; arr != NULL && i < ts.n; i++) {
@@ -319,7 +341,7 @@ int cmd_calibrate(int argc, char **argv)
                 cJSON_AddNullToObject(x, "measured_s");
             cJSON_AddNumberToObject(x, "uncalibrated_s", t0[i].predicted_s);
             cJSON_AddNumberToObject(x, "fitted_s", t1[i].predicted_s);
-            if (o.loo)
+            if (loo)
                 cJSON_AddNumberToObject(x, "loo_s", t2[i].predicted_s);
         }
         if (o.out.output)
@@ -354,12 +376,24 @@ int cmd_calibrate(int argc, char **argv)
                "top1-regret", "MAPE");
         calibrate_score_row("uncalibrated", &r0);
         calibrate_score_row("in-sample", &r1);
-        if (o.loo)
+        if (loo)
             calibrate_score_row("leave-one-out", &r2);
         if (o.out.output)
             printf("\ncalibrated profile written to '%s'\n", o.out.output);
     }
     code = cmd_flush_stdout();
+finish:
+    if (code == CMD_EXIT_OK && (fit.timed_out || o.loo > loo)) {
+        fprintf(stderr, "planner: note: time limit of %g s reached: ", o.time_limit);
+        if (fit.timed_out)
+            fprintf(stderr, "the fit stopped after %d LP round(s) with the best "
+                            "constants so far%s\n", fit.rounds,
+                    o.loo ? "; no leave-one-out scores" : "");
+        else
+            fprintf(stderr, "leave-one-out done for %d of %d measured trials: no "
+                            "leave-one-out scores\n", loo_done, ts.n - failed);
+        code = CMD_EXIT_TIMEOUT;
+    }
     goto done;
 nomem:
     code = cmd_out_of_memory();

@@ -28,6 +28,8 @@ static const char decentralized_usage[] =
     "  --seconds S            wall-time limit of the whole command, loading\n"
     "                         included; when hit, the best so far is kept\n"
     "                         (default 60)\n"
+    "  --time-limit SECONDS   the same limit as --seconds (given both, the smaller\n"
+    "                         wins); when it ends the search, exit code 7\n"
     "  --evals N              limit on cost evaluations (reproducible on any machine)\n"
     "  --stall N              stop after N offspring (sa: cycles, random: samples)\n"
     "                         without a new best (default 100 for ga/kl, 3 for sa;\n"
@@ -45,7 +47,8 @@ static const char decentralized_usage[] =
     "\n"
     "exit codes:\n"
     "  0 success, 1 internal error, 2 bad command line, 3 invalid input file,\n"
-    "  5 cannot write the output\n";
+    "  5 cannot write the output, 7 --time-limit ended the search (the best\n"
+    "  schedule so far is written; under --seconds alone that is exit code 0)\n";
 
 /* The search's progress on a terminal: one line, redrawn in place. */
 static void decentralized_progress(void *ctx, const search_progress *p)
@@ -60,14 +63,14 @@ static void decentralized_progress(void *ctx, const search_progress *p)
 typedef struct decentralized_opts {
     cmd_output_opts out;
     const char *cluster, *model;
-    int evals, stall;
-    double seed;
+    int evals, stall, seconds_set;
+    double seed, time_limit;    /* time_limit: --time-limit SECONDS, 0 = none */
     dtfm_options po;
     dtfm_search_params sp;
 } decentralized_opts;
 
 /* Options that decentralized_option stores. */
-enum { OPT_SEARCHER = 1, OPT_CONVENTION, OPT_SEED, OPT_SECONDS };
+enum { OPT_SEARCHER = 1, OPT_CONVENTION, OPT_SEED, OPT_SECONDS, OPT_TIME_LIMIT };
 
 /* s as a number in lo..hi for option opt: 0, else -1 after the message. */
 static int decentralized_double(const char *opt, const char *s, double lo,
@@ -115,9 +118,12 @@ static int decentralized_option(void *ctx, int id, const char *opt, const char *
             return CMD_EXIT_USAGE;
         }
         break;
+    case OPT_TIME_LIMIT:
+        return cmd_parse_time_limit("decentralized", v, &o->time_limit);
     default: /* OPT_SECONDS */
         if (decentralized_double(opt, v, 0.001, 1e6, &o->sp.seconds))
             return CMD_EXIT_USAGE;
+        o->seconds_set = 1;
     }
     return CMD_EXIT_OK;
 }
@@ -136,6 +142,7 @@ static int decentralized_args(int argc, char **argv, decentralized_opts *o)
         CMD_CALL("--convention", OPT_CONVENTION),
         CMD_CALL("--seed", OPT_SEED),
         CMD_CALL("--seconds", OPT_SECONDS),
+        CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = decentralized_usage, .options = table,
@@ -152,6 +159,8 @@ static int decentralized_args(int argc, char **argv, decentralized_opts *o)
     if (o->cluster == NULL)
         return cmd_usage_error("decentralized", "%s", "missing required option "
                                                       "'--cluster'");
+    if (o->time_limit > 0.0 && (!o->seconds_set || o->time_limit < o->sp.seconds))
+        o->sp.seconds = o->time_limit; /* the smaller of the two limits */
     o->sp.seed = (uint64_t)o->seed;
     o->sp.max_evals = o->evals;
     o->sp.stall = o->stall > 0 ? o->stall : (o->sp.method == DTFM_SA ? 3 : 100);
@@ -259,6 +268,12 @@ int cmd_decentralized(int argc, char **argv)
                 printf("plan written to '%s'\n", o.out.output);
         }
         code = cmd_flush_stdout();
+    }
+    if (code == CMD_EXIT_OK && sr.timed_out && o.time_limit > 0.0) {
+        fprintf(stderr, "planner: note: time limit of %g s reached after %ld "
+                        "evaluations: the schedule is the best found so far\n",
+                o.sp.seconds, sr.evaluated);
+        code = CMD_EXIT_TIMEOUT;
     }
 done:
     free(doc);

@@ -40,24 +40,31 @@ static const char export_usage[] =
     "  --quiet                print nothing on success; errors and approximations\n"
     "                         still go to stderr\n"
     "  --verbose              also print a summary line on stderr\n"
+    "  --time-limit SECONDS   checked once the plan and its inputs are read: the\n"
+    "                         files (bounded work) are then written complete, and\n"
+    "                         exit code 7 says the limit had passed\n"
     "Notes and warnings go to stderr; stdout carries only the files or the listing.\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
-    "            6 the target cannot express the plan (see --approximate)\n";
+    "            6 the target cannot express the plan (see --approximate),\n"
+    "            7 the time limit had passed (the files are complete)\n";
 
 /* What the command line sets. */
 typedef struct export_opts {
     cmd_output_opts out;
     const char *plan, *master_addr, *version;
     int target, strategy, master_port, approximate;
+    double time_limit;      /* --time-limit SECONDS, 0 = none */
 } export_opts;
 
-/* Store --to v in the export_opts ctx; exit code. */
+/* Store --to (id 0) or --time-limit (id 1) v in the export_opts ctx; exit
+ * code. */
 static int export_option(void *ctx, int id, const char *opt, const char *v)
 {
     export_opts *o = ctx;
 
-    (void)id;
     (void)opt;
+    if (id == 1)
+        return cmd_parse_time_limit("export", v, &o->time_limit);
     o->target = export_target_from_name(v);
     if (o->target < 0)
         return cmd_usage_error(NULL, "option '--to' expects megatron, deepspeed, "
@@ -76,6 +83,7 @@ static int export_args(int argc, char **argv, export_opts *o)
         CMD_INT("--master-port", &o->master_port, 1, 65535),
         CMD_STRING("--target-version", NULL, &o->version),
         CMD_SET("--approximate", NULL, &o->approximate, 1),
+        CMD_CALL("--time-limit", 1),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = export_usage, .options = table,
@@ -184,7 +192,8 @@ static int export_write(const export_opts *o, const export_result *ex)
 
 /* --format json on stdout: the files (their paths with --output, else their
  * text) and the notes. */
-static void export_print_json(const export_opts *o, const export_result *ex)
+static void export_print_json(const export_opts *o, const export_result *ex,
+                              int timed_out)
 {
     char path[4096];
     int i;
@@ -193,7 +202,8 @@ static void export_print_json(const export_opts *o, const export_result *ex)
     cmd_json_string(stdout, export_target_name(o->target));
     printf(", \"plan\": ");
     cmd_json_string(stdout, o->plan);
-    printf(", \"strategy\": %d, \"output\": ", o->strategy);
+    printf(", \"strategy\": %d, \"status\": \"%s\", \"output\": ", o->strategy,
+           timed_out ? "time-limit" : "complete");
     if (o->out.output)
         cmd_json_string(stdout, o->out.output);
     else
@@ -255,12 +265,13 @@ static void export_print_table(const export_opts *o, const export_result *ex)
 
 int cmd_export(int argc, char **argv)
 {
+    double start = cmd_seconds();
     export_opts o;
     plan_doc d;
     export_result ex;
     export_options eo;
     util_error err;
-    int code;
+    int code, timed_out;
 
     memset(&d, 0, sizeof d);
     memset(&ex, 0, sizeof ex);
@@ -270,6 +281,8 @@ int cmd_export(int argc, char **argv)
         return code;
     if ((code = cmd_export_load(o.plan, o.strategy, o.out.quiet, &d)) != CMD_EXIT_OK)
         goto done;
+    /* the one check: what follows is bounded and never cut */
+    timed_out = o.time_limit > 0.0 && util_deadline_passed(start + o.time_limit);
     export_options_init(&eo);
     eo.master_addr = o.master_addr;
     eo.master_port = o.master_port;
@@ -312,13 +325,19 @@ int cmd_export(int argc, char **argv)
                         "%d torchrun agents on %d hosts, %d notes\n",
                 o.strategy, o.plan, export_target_name(o.target), ex.nfiles,
                 ex.agents, ex.hosts, ex.nnotes);
-    if (o.out.quiet)
-        goto done;
-    if (o.out.json)
-        export_print_json(&o, &ex);
-    else
-        export_print_table(&o, &ex);
-    code = cmd_flush_stdout();
+    if (!o.out.quiet) {
+        if (o.out.json)
+            export_print_json(&o, &ex, timed_out);
+        else
+            export_print_table(&o, &ex);
+        code = cmd_flush_stdout();
+    }
+    if (code == CMD_EXIT_OK && timed_out) {
+        fprintf(stderr, "planner: note: time limit of %g s passed while reading the "
+                        "plan; the files are complete (nothing of an export is cut)\n",
+                o.time_limit);
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     export_free(&ex);
     plan_doc_free(&d);

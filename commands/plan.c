@@ -62,6 +62,7 @@ const char cmd_plan_usage[] =
     "                         training.precision, else fp16 mixed precision)\n"
     "  --param NAME=VALUE     override a cost-model constant (docs/cost-model.md)\n"
     "  --time-limit SECONDS   stop the search after SECONDS, keep the best so far\n"
+    "                         (evaluate: score no further strategy, keep those done)\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
@@ -72,7 +73,7 @@ const char cmd_plan_usage[] =
     "  0 success, 1 internal error, 2 bad command line, 3 invalid input file,\n"
     "  4 no strategy fits, 5 cannot write the output,\n"
     "  6 'planner export' cannot express the plan exactly (see its --help),\n"
-    "  7 the time limit ended the search (the best plan so far is written)\n"
+    "  7 the time limit ended the work early (the best so far is written)\n"
     "every option also takes the form --name=value\n";
 
 /* Options that plan_option stores. */
@@ -250,10 +251,6 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     if (!evaluate && o->strategies != NULL)
         return cmd_usage_error(NULL, "%s", "'--strategies' belongs to 'planner "
                                            "evaluate'");
-    if (evaluate && o->time_limit > 0.0)
-        return cmd_usage_error(NULL, "%s", "'--time-limit' bounds a search: "
-                                           "'planner evaluate' scores the given "
-                                           "strategies only");
     return CMD_EXIT_OK;
 }
 

@@ -32,7 +32,7 @@ static const char replan_usage[] =
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 4 no plan fits,\n"
-    "  5 cannot write, 6 the time limit cut the search short\n";
+    "  5 cannot write, 7 the time limit cut the search short\n";
 
 /* What the command line sets. */
 typedef struct replan_opts {

@@ -22,14 +22,28 @@ static const char report_usage[] =
     "  --format table|json    stdout: a summary table, or JSON\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
-    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";
+    "  --time-limit SECONDS   when SECONDS have passed before the timeline is\n"
+    "                         simulated, draw the report without it (exit code 7)\n"
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
+    "  7 the time limit left the timeline out (the report is written)\n";
 
 /* What the command line sets. */
 typedef struct report_opts {
     cmd_output_opts out;
     const char *plan;
     int strategy, top_k;
+    double time_limit;      /* --time-limit SECONDS, 0 = none */
 } report_opts;
+
+/* --time-limit into the report_opts ctx; exit code. */
+static int report_option(void *ctx, int id, const char *opt, const char *v)
+{
+    report_opts *o = ctx;
+
+    (void)id;
+    (void)opt;
+    return cmd_parse_time_limit("report", v, &o->time_limit);
+}
 
 /* Parse the command line into o; exit code. */
 static int report_args(int argc, char **argv, report_opts *o)
@@ -38,10 +52,12 @@ static int report_args(int argc, char **argv, report_opts *o)
         CMD_STRING("--plan", NULL, &o->plan),
         CMD_INT("--strategy", &o->strategy, 1, 100000),
         CMD_INT("--top-k", &o->top_k, 1, 100000),
+        CMD_CALL("--time-limit", 1),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = report_usage, .options = table,
-                          .unknown = " for 'report'"};
+                          .unknown = " for 'report'", .handle = report_option,
+                          .ctx = o};
     int code;
 
     memset(o, 0, sizeof *o);
@@ -65,12 +81,14 @@ static int report_ends_with(const char *s, const char *suffix)
 
 /* --format json on stdout: the drawing and the strategies compared. */
 static void report_print_json(const report_opts *o, const report_input *in,
-                              const report_layout *lay, const char *text, int html)
+                              const report_layout *lay, const char *text, int html,
+                              int timed_out)
 {
     int i;
 
     printf("{\"output\": ");
     cmd_json_string(stdout, o->out.output);
+    printf(", \"status\": \"%s\"", timed_out ? "time-limit" : "complete");
     printf(", \"format\": \"%s\", \"width_px\": %.0f, \"height_px\": %.0f, "
            "\"bytes\": %zu,\n \"timeline\": ", html ? "html" : "svg", lay->width,
            lay->height, strlen(text));
@@ -125,6 +143,7 @@ static void report_print_table(const report_opts *o, const report_input *in,
 
 int cmd_report(int argc, char **argv)
 {
+    double start = cmd_seconds();
     report_opts o;
     plan_doc d;
     util_error err;
@@ -133,7 +152,7 @@ int cmd_report(int argc, char **argv)
     report_input in;
     report_layout lay;
     char *text = NULL;
-    int code, i, n = 0, html, have_tl = 0;
+    int code, i, n = 0, html, have_tl = 0, timed_out = 0;
 
     memset(&d, 0, sizeof d);
     memset(&err, 0, sizeof err);
@@ -165,9 +184,11 @@ int cmd_report(int argc, char **argv)
             code = cmd_report_error(&err);
             goto done;
         }
-    if (cost_simulate(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL,
-                      &d.params, &d.s[o.strategy - 1], d.params.overlap_dp, &tl,
-                      &err) == UTIL_OK)
+    if (o.time_limit > 0.0 && util_deadline_passed(start + o.time_limit))
+        timed_out = 1; /* drawn without the timeline */
+    else if (cost_simulate(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL,
+                           &d.params, &d.s[o.strategy - 1], d.params.overlap_dp, &tl,
+                           &err) == UTIL_OK)
         have_tl = 1;
     else if (!o.out.quiet) {
         char buf[1024];
@@ -196,13 +217,19 @@ int cmd_report(int argc, char **argv)
         fprintf(stderr, "planner: report of %d strategies from '%s': %.0f x %.0f px, "
                         "%d timeline events\n", n, o.plan, lay.width, lay.height,
                 have_tl ? tl.nevents : 0);
-    if (o.out.quiet)
-        goto done;
-    if (o.out.json)
-        report_print_json(&o, &in, &lay, text, html);
-    else
-        report_print_table(&o, &in, &lay, html);
-    code = cmd_flush_stdout();
+    if (!o.out.quiet) {
+        if (o.out.json)
+            report_print_json(&o, &in, &lay, text, html, timed_out);
+        else
+            report_print_table(&o, &in, &lay, html);
+        code = cmd_flush_stdout();
+    }
+    if (code == CMD_EXIT_OK && timed_out) {
+        fprintf(stderr, "planner: note: time limit of %g s reached before the "
+                        "timeline of strategy %d was simulated: the report is drawn "
+                        "without it\n", o.time_limit, o.strategy);
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     free(text);
     if (rs) {

@@ -27,11 +27,15 @@ static const char whatif_usage[] =
     "  --tolerance F          a lossy remedy must beat the best lossless one by this\n"
     "                         fraction to be recommended (default 0.05)\n"
     "  --granule N            MLP columns of re-planned shards in multiples of N (64)\n"
+    "  --time-limit SECONDS   evaluate no further remedy SECONDS after the start; the\n"
+    "                         ones left are listed as skipped and the recommendation\n"
+    "                         is among those evaluated (status \"time-limit\", exit 7)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
-    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";
+    "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
+    "  7 the time limit left remedies unevaluated (the report is written)\n";
 
 /* What the command line sets. */
 typedef struct whatif_opts {
@@ -40,10 +44,11 @@ typedef struct whatif_opts {
     int strategy, nslow;
     whatif_slow slow[64];
     whatif_params wp;
+    double time_limit;      /* --time-limit SECONDS, 0 = none */
 } whatif_opts;
 
 /* Options that whatif_option stores. */
-enum { OPT_SLOW = 1, OPT_ITERATIONS, OPT_TOLERANCE };
+enum { OPT_SLOW = 1, OPT_ITERATIONS, OPT_TOLERANCE, OPT_TIME_LIMIT };
 
 /* s as a number >= lo (and at most 1e15) for option opt; sets *bad after
  * the message when it is not. */
@@ -92,6 +97,8 @@ static int whatif_option(void *ctx, int id, const char *opt, const char *v)
 
     if (id == OPT_SLOW)
         return whatif_slow_option(o, v);
+    if (id == OPT_TIME_LIMIT)
+        return cmd_parse_time_limit("whatif", v, &o->time_limit);
     if (id == OPT_ITERATIONS) {
         o->wp.iterations = whatif_number(opt, v, 1.0, &bad);
     } else {
@@ -113,6 +120,7 @@ static int whatif_args(int argc, char **argv, whatif_opts *o)
         CMD_CALL("--slow", OPT_SLOW),
         CMD_CALL("--iterations", OPT_ITERATIONS),
         CMD_CALL("--tolerance", OPT_TOLERANCE),
+        CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = whatif_usage, .options = table,
@@ -152,6 +160,7 @@ int cmd_whatif_load(const char *plan, int strategy, int quiet, plan_doc *d)
 
 int cmd_whatif(int argc, char **argv)
 {
+    double start = cmd_seconds();
     whatif_opts o;
     whatif_result w;
     plan_doc d;
@@ -168,6 +177,7 @@ int cmd_whatif(int argc, char **argv)
         goto done;
     o.wp.slow = o.slow;
     o.wp.nslow = o.nslow;
+    o.wp.deadline = o.time_limit > 0.0 ? start + o.time_limit : 0.0;
     rc = whatif_run(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL, &d.params,
                     &d.s[o.strategy - 1], &o.wp, &w, &err);
     if (rc == UTIL_EINVAL) {
@@ -185,6 +195,16 @@ int cmd_whatif(int argc, char **argv)
                 whatif_remedy_name(w.recommended));
     code = cmd_emit_report(whatif_json(&w, o.plan, o.strategy),
                            whatif_table(&w, o.plan, o.strategy), &o.out);
+    if (code == CMD_EXIT_OK && w.timed_out) {
+        int i, k = 0;
+        fprintf(stderr, "planner: note: time limit of %g s reached: remedies not "
+                        "evaluated:", o.time_limit);
+        for (i = 0; i < WHATIF_NREMEDIES; i++)
+            if (w.remedies[i].skipped)
+                fprintf(stderr, "%s '%s'", k++ ? "," : "", whatif_remedy_name(i));
+        fprintf(stderr, "; the recommendation is the best of those evaluated\n");
+        code = CMD_EXIT_TIMEOUT;
+    }
 done:
     whatif_free(&w);
     plan_doc_free(&d);

@@ -215,6 +215,9 @@ typedef struct search_shard_rank {
 typedef struct search_shard_params {
     int granule;            /* MLP columns come in multiples of this (64) */
     double time_limit_s;    /* GLPK time limit per group, s (10) */
+    double deadline;        /* search_shard_strategy: time of the monotonic clock
+                               (util_now) after which no further group is
+                               planned (checked between groups); 0 = none (0) */
 } search_shard_params;
 
 void search_shard_params_init(search_shard_params *p);
@@ -236,7 +239,9 @@ int search_shard_solve(const search_shard_rank *ranks, int n, int heads,
  * that mix device types; the others split evenly) from the cost model's
  * per-rank times (cost_rank_time_of, with s->slow) and memory.  A group
  * whose program has no solution keeps the even split.  s->tp_heads and
- * s->tp_cols are set, or cleared when every group is even. */
+ * s->tp_cols are set, or cleared when every group is even.  UTIL_ETIMEOUT
+ * when sp->deadline passed before every group was planned: s is set all
+ * the same, the groups left with the even split. */
 int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
                           const fmt_profile *prof, const cost_params *cp,
                           const search_shard_params *sp, int all_groups,

@@ -10,12 +10,14 @@
 #include <string.h>
 
 #include "search.h"
+#include "internal.h"
 
 void search_shard_params_init(search_shard_params *p)
 {
     memset(p, 0, sizeof *p);
     p->granule = 64;
     p->time_limit_s = 10.0;
+    p->deadline = 0.0;
 }
 
 /* Columns of the program: h_r, g_r (granules), T, then u_r, v_r (the
@@ -246,7 +248,7 @@ int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
                           const search_shard_params *sp, int all_groups,
                           fmt_strategy *s, util_error *err)
 {
-    int nr = s->tp * s->dp * s->pp, H, F, j, d, k, rc, uneven = 0;
+    int nr = s->tp * s->dp * s->pp, H, F, j, d, k, rc, uneven = 0, late = 0;
     int *h = NULL, *cl = NULL;
     search_shard_rank *rk = NULL;
     double am = cost_attn_frac(m, 1), at = cost_attn_frac(m, 0);
@@ -275,6 +277,9 @@ int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
             int r0 = s->tp * d + s->tp * s->dp * j, src;
             even_split(s->tp, H, F, h + r0, cl + r0);
             if (!all_groups && !cost_tp_group_mixed(c, s, j, d))
+                continue;
+            /* past the deadline: this group and the rest keep the even split */
+            if ((late = late || (sp->deadline > 0.0 && search_now() >= sp->deadline)))
                 continue;
             for (k = 0; k < s->tp; k++) {
                 cost_rank_time t;
@@ -306,6 +311,8 @@ int search_shard_strategy(const fmt_cluster *c, const fmt_model *m,
     rc = fmt_strategy_set_shards(s, uneven ? h : NULL, uneven ? cl : NULL);
     if (rc != UTIL_OK)
         rc = util_error_set(err, rc, NULL, NULL, "out of memory");
+    else if (late)
+        rc = UTIL_ETIMEOUT;
 done:
     fmt_strategy_free(&even);
     free(h);

@@ -155,6 +155,60 @@ START_TEST(test_recovers_exact)
 }
 END_TEST
 
+/* A deadline already passed (1e-9 s of the monotonic clock, long gone):
+ * the fit stops after its first LP round, which is the whole of a fit
+ * limited to one round, and leave-one-out starts no fit without a trial. */
+START_TEST(test_deadline_keeps_first_round)
+{
+    synth x;
+    fmt_calibration want;
+    cost_params cp;
+    calib_params sp, one;
+    calib_fit cut, first, full;
+    fmt_trial_set ts;
+    calib_trial t[64];
+    int left[64], ndone = -1, i;
+
+    truth(&want);
+    make_synth(&x, &want);
+    cost_params_init(&cp);
+    calib_params_init(&sp);
+    one = sp;
+    one.max_rounds = 1;
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n, &sp,
+                               &full, NULL), UTIL_OK);
+    ck_assert_int_gt(full.rounds, 1);
+    ck_assert_int_eq(full.timed_out, 0);
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n, &one,
+                               &first, NULL), UTIL_OK);
+    sp.deadline = 1e-9;
+    ck_assert_int_eq(calib_run(&x.c, &x.m, &x.prof, &cp, x.s, x.measured, x.n, &sp,
+                               &cut, NULL), UTIL_OK);
+    ck_assert_int_eq(cut.rounds, 1);
+    ck_assert_int_eq(cut.timed_out, 1);
+    ck_assert_int_eq(first.timed_out, 0);
+    ck_assert_double_eq(cut.objective, first.objective);
+    ck_assert_double_eq(cut.cal.tp_fixed, first.cal.tp_fixed);
+    ck_assert(cut.objective >= full.objective);
+    /* leave-one-out: the fit on all (cut) predicts every trial */
+    memset(&ts, 0, sizeof ts);
+    ts.s = x.s;
+    ts.measured_s = x.measured;
+    ts.failed_memory = calloc((size_t)x.n, sizeof *ts.failed_memory);
+    ts.n = x.n;
+    ck_assert_ptr_nonnull(ts.failed_memory);
+    for (i = 0; i < x.n; i++)
+        left[i] = -1;
+    ck_assert_int_eq(calib_loo_until(&x.c, &x.m, &x.prof, &cp, &ts, &sp, t, left,
+                                     &ndone, NULL), UTIL_OK);
+    ck_assert_int_eq(ndone, 0);
+    for (i = 0; i < x.n; i++)
+        ck_assert_int_eq(left[i], 0);
+    free(ts.failed_memory);
+    free_synth(&x);
+}
+END_TEST
+
 START_TEST(test_robust_to_outliers)
 {
     synth x;
@@ -522,6 +576,7 @@ int main(void)
     tcase_add_test(tc, test_neutral_is_identity);
     tcase_add_test(tc, test_recovers_exact);
     tcase_add_test(tc, test_robust_to_outliers);
+    tcase_add_test(tc, test_deadline_keeps_first_round);
     tcase_add_test(tc, test_too_few_trials);
     suite_add_tcase(s, tc);
     tcase_set_timeout(cli, 120);

@@ -157,9 +157,6 @@ START_TEST(search_effort_options)
     const char *topk[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
                           "--top-k", "100001", NULL};
     const char *bad[] = {"0", "-1", "nan", "inf", "1e400", "31536001", "2s", "", NULL};
-    const char *eval[] = {"evaluate", "--cluster", EX("amp-het.json"), "--model",
-                          EX("gpt2-amp.json"), "--strategies",
-                          EX("strategies-amp-het.json"), "--time-limit", "1", NULL};
     int i;
 
     expect_run(topk, 2, "option '--top-k' expects an integer in 1..100000, got "
@@ -172,7 +169,6 @@ START_TEST(search_effort_options)
         expect_run(args, 2, "option '--time-limit' expects seconds in (0, 31536000]",
                    want);
     }
-    expect_run(eval, 2, "'--time-limit' bounds a search", NULL);
 }
 END_TEST
 

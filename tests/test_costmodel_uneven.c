@@ -173,6 +173,32 @@ static void tp4(const fmt_model *m, fmt_strategy *s)
     s->gas = 4;
 }
 
+/* A deadline already passed (1e-9 s of the monotonic clock): no group is
+ * planned, every one keeps the even split, and the call says so. */
+START_TEST(shards_deadline_passed)
+{
+    fmt_cluster c;
+    fmt_model m;
+    cost_params p;
+    fmt_strategy s;
+    search_shard_params sp;
+
+    load(&c, &m);
+    cost_params_init(&p);
+    tp4(&m, &s);
+    search_shard_params_init(&sp);
+    ck_assert_double_eq(sp.deadline, 0.0);
+    sp.deadline = 1e-9;
+    ck_assert_int_eq(search_shard_strategy(&c, &m, NULL, &p, &sp, 0, &s, NULL),
+                     UTIL_ETIMEOUT);
+    ck_assert_ptr_null(s.tp_heads);
+    ck_assert_ptr_null(s.tp_cols);
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 START_TEST(model_uneven_beats_even)
 {
     fmt_cluster c;
@@ -378,6 +404,7 @@ static Suite *suite(void)
     tcase_add_test(ip, ip_memory_bound);
     tcase_add_test(ip, ip_even_when_equal);
     tcase_add_test(mo, model_uneven_beats_even);
+    tcase_add_test(mo, shards_deadline_passed);
     tcase_add_test(mo, model_shard_check);
     tcase_add_test(mo, model_slowdown);
     tcase_add_test(mo, model_frozen);

@@ -159,4 +159,12 @@ uint32_t util_pcg32_bounded(util_pcg32 *rng, uint32_t bound);
 /* Uniform double in [0, 1) with 53 random bits. */
 double util_pcg32_double(util_pcg32 *rng);
 
+/* ---- time limits ----------------------------------------------------- */
+
+/* Seconds of the monotonic clock (CLOCK_MONOTONIC): the clock of the
+ * deadlines in the rooms' parameter structs. */
+double util_now(void);
+/* 1 when deadline (a util_now() time; 0 = none) has passed. */
+int util_deadline_passed(double deadline);
+
 #endif

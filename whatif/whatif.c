@@ -22,6 +22,7 @@ void whatif_params_init(whatif_params *p)
     p->tolerance = 0.05;
     p->max_gamma = 0.9;
     p->granule = 64;
+    p->deadline = 0.0;
 }
 
 const char *whatif_remedy_name(int kind)
@@ -390,6 +391,17 @@ static double semi_factors(const fmt_cluster *c, const fmt_model *m,
     return gmax;
 }
 
+/* 1 when wp's deadline has passed: remedy r is marked skipped. */
+static int cut(const whatif_params *wp, whatif_result *out, int r)
+{
+    if (!util_deadline_passed(wp->deadline))
+        return 0;
+    out->remedies[r].skipped = out->timed_out = 1;
+    snprintf(out->remedies[r].note, sizeof out->remedies[r].note,
+             "not evaluated: the time limit ended the run first");
+    return 1;
+}
+
 int whatif_run(const fmt_cluster *c, const fmt_model *m,
                     const fmt_profile *prof, const cost_params *cp,
                     const fmt_strategy *s, const whatif_params *wp,
@@ -452,7 +464,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
     /* lossless: re-planned shards (the offline form of migration) */
     search_shard_params_init(&shp);
     shp.granule = wp->granule;
-    if (any_tp) {
+    shp.deadline = wp->deadline;
+    if (cut(wp, out, WHATIF_REMEDY_RESHARD)) {
+    } else if (any_tp) {
         if ((rc = fmt_strategy_copy(&resh, &slowed)) != UTIL_OK) {
             rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;
@@ -462,6 +476,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
             snprintf(rm[WHATIF_REMEDY_RESHARD].note, sizeof rm[0].note, "%.200s",
                      err != NULL ? err->msg : "no shards for this model");
             rc = UTIL_OK;
+            fmt_strategy_free(&resh);
+        } else if (rc == UTIL_ETIMEOUT && cut(wp, out, WHATIF_REMEDY_RESHARD)) {
+            rc = UTIL_OK; /* some groups re-split only: not this remedy */
             fmt_strategy_free(&resh);
         } else if (rc != UTIL_OK) {
             goto done;
@@ -481,7 +498,8 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                  "no straggler is in a tensor-parallel group (tp = 1)");
     }
     /* lossless: shards and pipeline layers */
-    if (s->pp > 1 || rm[WHATIF_REMEDY_RESHARD].applicable) {
+    if (cut(wp, out, WHATIF_REMEDY_REPLAN)) {
+    } else if (s->pp > 1 || rm[WHATIF_REMEDY_RESHARD].applicable) {
         int arc;
         if ((rc = fmt_strategy_copy(&repl, resh.ranks ? &resh : &slowed)) != UTIL_OK) {
             rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
@@ -504,7 +522,7 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
         } else if (arc == UTIL_EINFEASIBLE) {
             snprintf(rm[WHATIF_REMEDY_REPLAN].note, sizeof rm[0].note,
                      "no layer assignment fits memory");
-        } else {
+        } else if (arc != UTIL_ETIMEOUT || !cut(wp, out, WHATIF_REMEDY_REPLAN)) {
             rc = arc;
             goto done;
         }
@@ -513,7 +531,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                  "one stage and no tensor parallelism: nothing to move");
     }
     /* lossy: ZERO-resizing with eq. 1 */
-    if (any_tp) {
+    if (cut(wp, out, WHATIF_REMEDY_RESIZE)) {
+        cut(wp, out, WHATIF_REMEDY_SEMI);
+    } else if (any_tp) {
         double g = resize_factors(c, m, prof, cp, &slowed, slow, wp->max_gamma, 0,
                                   eff, out);
         if (g < 0.0) {
@@ -530,7 +550,7 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                  "matrix multiplications each iteration, to keep pace with "
                  "their tensor-parallel group; accuracy drops as that share "
                  "grows", 100.0 * g);
-        {
+        if (!cut(wp, out, WHATIF_REMEDY_SEMI)) {
             int mig = 0, res = 0;
             g = semi_factors(c, m, prof, cp, &slowed, slow, wp->max_gamma, eff, &mig,
                              &res, out);
@@ -589,6 +609,9 @@ int whatif_run(const fmt_cluster *c, const fmt_model *m,
                  "more is skipped)",
                  whatif_remedy_name(by), 100.0 * (1.0 - best_lossy / best_lossless),
                  whatif_remedy_name(bl), best_lossless, 100.0 * rm[by].max_gamma);
+    } else if (bl == WHATIF_REMEDY_NONE && out->timed_out) {
+        snprintf(out->reason, sizeof out->reason, "keep the plan: the time limit "
+                 "ended the run before a remedy that helps was evaluated");
     } else if (bl == WHATIF_REMEDY_NONE) {
         out->recommended = WHATIF_REMEDY_NONE;
         snprintf(out->reason, sizeof out->reason,
@@ -660,6 +683,7 @@ char *whatif_json(const whatif_result *w, const char *plan_path,
     cJSON_AddStringToObject(doc, "schema", "hetplan-whatif/1");
     cJSON_AddStringToObject(doc, "plan", plan_path ? plan_path : "");
     cJSON_AddNumberToObject(doc, "strategy", strategy);
+    cJSON_AddStringToObject(doc, "status", w->timed_out ? "time-limit" : "complete");
     jnum(doc, "base_s", w->base_s);
     jnum(doc, "slowed_s", w->remedies[WHATIF_REMEDY_NONE].iter_s);
     arr = cJSON_AddArrayToObject(doc, "stragglers");
@@ -690,6 +714,8 @@ char *whatif_json(const whatif_result *w, const char *plan_path,
         cJSON_AddStringToObject(o, "name", whatif_remedy_name(i));
         cJSON_AddBoolToObject(o, "applicable", r->applicable);
         cJSON_AddBoolToObject(o, "lossless", r->lossless);
+        if (r->skipped)
+            cJSON_AddBoolToObject(o, "skipped", 1);
         if (r->applicable) {
             jnum(o, "predicted_s", r->iter_s);
             jnum(o, "speedup", w->remedies[0].iter_s / r->iter_s);

@@ -22,6 +22,9 @@ typedef struct whatif_params {
                                the best lossless one by this fraction (0.05) */
     double max_gamma;       /* largest pruning ratio of ZERO-resizing (0.9) */
     int granule;            /* MLP columns of re-planned shards, multiple of (64) */
+    double deadline;        /* util_now() time after which no further remedy is
+                               evaluated (the shard planning checks it between
+                               TP groups too); 0 = none (0) */
 } whatif_params;
 
 void whatif_params_init(whatif_params *p);
@@ -46,6 +49,8 @@ typedef struct whatif_remedy {
     double max_gamma;       /* largest pruning ratio it applies (lossy ones) */
     int fits;               /* memory verdict of the cost model */
     char note[256];
+    int skipped;            /* 1: the deadline passed before it was evaluated
+                               (applicable 0, the note says so) */
 } whatif_remedy;
 
 typedef struct whatif_straggler {
@@ -67,10 +72,14 @@ typedef struct whatif_result {
     char reason[640];       /* why, one or two sentences */
     fmt_strategy best;     /* strategy of the recommended remedy (lossless
                                ones: shards and bounds to apply), owned */
+    int timed_out;          /* 1: wp->deadline left some remedies unevaluated;
+                               the recommendation is among those evaluated */
 } whatif_result;
 
 /* Predict the iteration time of strategy s with the stragglers of wp and
- * compare the remedies (docs/whatif-replan.md).  out is overwritten; free
+ * compare the remedies (docs/whatif-replan.md), in the order of enum
+ * whatif_remedy_kind; keeping the plan is always evaluated, the others
+ * only while wp->deadline has not passed.  out is overwritten; free
  * with whatif_free.  UTIL_EINVAL (message names the rank) for bad
  * stragglers. */
 int whatif_run(const fmt_cluster *c, const fmt_model *m,

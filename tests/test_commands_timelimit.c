@@ -1,0 +1,461 @@
+/* tests/test_commands_timelimit.c: --time-limit on every command other
+ * than plan and replan (tests/test_commands_limits.c has those).
+ *
+ * Each command gets the same two runs:
+ * - a limit of a microsecond: the limit counts from the start of the
+ *   command, and reading its input files (open, read, parse, hash) takes
+ *   longer than that on any machine, so the first check of the limit
+ *   always finds it passed, however slow the build.  The command must end
+ *   with exit code 7, a note on stderr naming what was cut, a complete
+ *   output with status "time-limit", and the work before the first check
+ *   done;
+ * - a limit of a year (the largest accepted): exit code 0 and the output
+ *   of a run without the option, byte for byte (apart from the seconds a
+ *   run took, which no two runs share).
+ * No test asserts that anything finishes within a time. */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cJSON.h>
+
+#include "tp_cli.h"
+
+#define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
+#define TINY "1e-6"
+#define YEAR "31536000"
+
+/* Run args; check the exit code and that stderr holds frag (if any).
+ * Returns stdout (caller frees). */
+static char *run_expect(const char *const *args, int status, const char *frag)
+{
+    tp_run_out r;
+    char *out;
+
+    tp_run(&r, args);
+    ck_assert_msg(r.status == status, "%s: exit %d, want %d; stderr: %s", args[0],
+                  r.status, status, r.err);
+    if (frag)
+        ck_assert_msg(strstr(r.err, frag) != NULL, "stderr lacks '%s': %s", frag, r.err);
+    if (status == 0)
+        ck_assert_msg(strstr(r.err, "time limit") == NULL, "stderr: %s", r.err);
+    out = r.out;
+    r.out = NULL;
+    tp_run_free(&r);
+    return out;
+}
+
+static cJSON *parse(const char *text, const char *what)
+{
+    cJSON *j;
+
+    ck_assert_msg(text != NULL, "no %s", what);
+    j = cJSON_Parse(text);
+    ck_assert_msg(j != NULL, "%s is not JSON: %.200s", what, text);
+    return j;
+}
+
+static cJSON *parse_file(const char *name)
+{
+    char *text = tp_read(name);
+    cJSON *j = parse(text, name);
+
+    free(text);
+    return j;
+}
+
+static const cJSON *child(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+    ck_assert_msg(v != NULL, "no '%s'", key);
+    return v;
+}
+
+static void expect_str(const cJSON *o, const char *key, const char *want)
+{
+    const cJSON *v = child(o, key);
+
+    ck_assert_msg(cJSON_IsString(v) && strcmp(v->valuestring, want) == 0,
+                  "'%s' is not '%s'", key, want);
+}
+
+/* Two files of tp_dir with the same bytes. */
+static void expect_same_file(const char *a, const char *b)
+{
+    char *x = tp_read(a), *y = tp_read(b);
+
+    ck_assert_msg(x != NULL && y != NULL, "'%s' or '%s' missing", a, b);
+    ck_assert_msg(strcmp(x, y) == 0, "'%s' and '%s' differ", a, b);
+    free(x);
+    free(y);
+}
+
+/* Two JSON documents equal once obj.key (the seconds a run took) is
+ * removed from both. */
+static void expect_same_json(cJSON *a, cJSON *b, const char *obj, const char *key)
+{
+    if (obj != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(a, obj), key);
+        cJSON_DeleteItemFromObjectCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(b, obj), key);
+    }
+    ck_assert_msg(cJSON_Compare(a, b, 1), "the documents differ");
+}
+
+/* A plan of the AMP heterogeneous cluster (examples): its best strategy
+ * has tp 2 and 8 pipeline stages, so that every what-if remedy applies. */
+static void write_plan(void)
+{
+    const char *args[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
+                          "--quiet", "--output", "plan.json", NULL};
+
+    free(run_expect(args, 0, NULL));
+}
+
+/* ---- evaluate: between strategies ----------------------------------- */
+
+/* strategies-amp-het.json holds 4 strategies: the first is always scored,
+ * the other 3 come after the first check. */
+START_TEST(evaluate_scores_those_done)
+{
+    const char *tiny[] = {"evaluate", "--cluster", EX("amp-het.json"), "--model",
+                          EX("gpt2-amp.json"), "--strategies",
+                          EX("strategies-amp-het.json"), "--time-limit", TINY,
+                          "--quiet", "--output", "tiny.json", NULL};
+    const char *none[] = {"evaluate", "--cluster", EX("amp-het.json"), "--model",
+                          EX("gpt2-amp.json"), "--strategies",
+                          EX("strategies-amp-het.json"), "--quiet", "--output",
+                          "none.json", NULL};
+    const char *year[] = {"evaluate", "--cluster", EX("amp-het.json"), "--model",
+                          EX("gpt2-amp.json"), "--strategies",
+                          EX("strategies-amp-het.json"), "--time-limit", YEAR,
+                          "--quiet", "--output", "year.json", NULL};
+    cJSON *t, *n, *y;
+    const cJSON *s0, *n0;
+
+    free(run_expect(tiny, 7, "strategies 2 to 4 of"));
+    free(run_expect(none, 0, NULL));
+    free(run_expect(year, 0, NULL));
+    t = parse_file("tiny.json");
+    n = parse_file("none.json");
+    y = parse_file("year.json");
+    expect_str(child(t, "search"), "status", "time-limit");
+    ck_assert_double_eq_tol(child(child(t, "search"), "time_limit_s")->valuedouble,
+                            1e-6, 1e-12);
+    ck_assert_int_eq(child(child(t, "search"), "evaluated")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetArraySize(child(t, "strategies")), 1);
+    ck_assert_int_eq(cJSON_GetArraySize(child(n, "strategies")), 4);
+    /* the strategy scored is the file's first, scored as without a limit */
+    s0 = cJSON_GetArrayItem(child(t, "strategies"), 0);
+    n0 = cJSON_GetArrayItem(child(n, "strategies"), 0);
+    ck_assert(cJSON_Compare(s0, n0, 1));
+    expect_str(child(n, "search"), "status", "complete");
+    expect_same_json(n, y, "search", "elapsed_s");
+    cJSON_Delete(t);
+    cJSON_Delete(n);
+    cJSON_Delete(y);
+}
+END_TEST
+
+/* ---- calibrate: between fit rounds and leave-one-out fits ------------ */
+
+/* Four measured runs of the example strategies (times made up: the fit
+ * needs several LP rounds from neutral, and leave-one-out four more
+ * fits). */
+static void write_trials(void)
+{
+    tp_write("trials.json",
+             "{\"global_batch\": 32, \"strategies\": [\n"
+             "{\"tp\": 1, \"dp\": 4, \"pp\": 4, \"mbs\": 1, \"stage_boundaries\": "
+             "[0, 7, 14, 20, 30], \"measured_s\": 2.31},\n"
+             "{\"tp\": 1, \"dp\": 2, \"pp\": 8, \"mbs\": 1, \"stage_boundaries\": "
+             "[0, 5, 9, 12, 15, 18, 21, 24, 30], \"measured_s\": 2.9},\n"
+             "{\"tp\": 2, \"dp\": 2, \"pp\": 4, \"mbs\": 4, \"stage_boundaries\": "
+             "[0, 8, 14, 20, 30], \"measured_s\": 1.7},\n"
+             "{\"tp\": 1, \"dp\": 16, \"pp\": 1, \"mbs\": 1, \"stage_boundaries\": "
+             "[0, 30], \"measured_s\": 1.32}]}\n");
+    tp_write("profile.json", "{\"format\": \"hetplan-profile/1\", \"entries\": []}\n");
+}
+
+START_TEST(calibrate_keeps_best_fit)
+{
+#define CAL "calibrate", "--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"), \
+            "--profile", "profile.json", "--trials", "trials.json", "--format", "json"
+    const char *tiny[] = {CAL, "--time-limit", TINY, "--output", "tiny.json", NULL};
+    const char *none[] = {CAL, "--output", "none.json", NULL};
+    const char *year[] = {CAL, "--time-limit", YEAR, "--output", "year.json", NULL};
+#undef CAL
+    char *out_t, *out_n, *out_y;
+    cJSON *t, *n, *y, *prof;
+    const cJSON *fit;
+
+    write_trials();
+    out_t = run_expect(tiny, 7, "planner: note: time limit of 1e-06 s reached: the fit "
+                                "stopped after 1 LP round(s)");
+    out_n = run_expect(none, 0, NULL);
+    out_y = run_expect(year, 0, NULL);
+    t = parse(out_t, "calibrate's report");
+    n = parse(out_n, "calibrate's report");
+    y = parse(out_y, "calibrate's report");
+    /* one LP round (always run), then the limit: no leave-one-out */
+    expect_str(t, "status", "time-limit");
+    ck_assert_int_eq(child(t, "rounds")->valueint, 1);
+    ck_assert_int_eq(child(t, "loo_done")->valueint, 0);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(child(t, "scores"), "loo"));
+    ck_assert_int_eq(cJSON_GetArraySize(child(t, "predictions")), 4);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(child(t, "scores"),
+                                                           "in_sample"));
+    expect_str(n, "status", "complete");
+    ck_assert_int_gt(child(n, "rounds")->valueint, 1);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(child(n, "scores"), "loo"));
+    /* the calibrated profile is whole, and says its fit was cut */
+    prof = parse_file("tiny.json");
+    fit = child(child(prof, "calibration"), "fit");
+    expect_str(fit, "status", "time-limit");
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(fit, "loo_mape"));
+    cJSON_Delete(prof);
+    /* a year: the run without a limit (its --output named differently) */
+    cJSON_ReplaceItemInObject(y, "output", cJSON_CreateString("none.json"));
+    expect_same_json(n, y, NULL, NULL);
+    expect_same_file("none.json", "year.json");
+    cJSON_Delete(t);
+    cJSON_Delete(n);
+    cJSON_Delete(y);
+    free(out_t);
+    free(out_n);
+    free(out_y);
+}
+END_TEST
+
+/* ---- whatif: between remedies --------------------------------------- */
+
+START_TEST(whatif_lists_remedies_not_evaluated)
+{
+    const char *tiny[] = {"whatif", "--plan", "plan.json", "--slow", "1:2", "--slow",
+                          "3:1.5", "--time-limit", TINY, "--quiet", "--output",
+                          "tiny.json", NULL};
+    const char *none[] = {"whatif", "--plan", "plan.json", "--slow", "1:2", "--slow",
+                          "3:1.5", "--quiet", "--output", "none.json", NULL};
+    const char *year[] = {"whatif", "--plan", "plan.json", "--slow", "1:2", "--slow",
+                          "3:1.5", "--time-limit", YEAR, "--quiet", "--output",
+                          "year.json", NULL};
+    cJSON *t, *n;
+    const cJSON *r;
+    int k = 0;
+
+    write_plan();
+    free(run_expect(tiny, 7, "remedies not evaluated: 'reshard', 'replan', 'resize', "
+                             "'semi'"));
+    free(run_expect(none, 0, NULL));
+    free(run_expect(year, 0, NULL));
+    t = parse_file("tiny.json");
+    n = parse_file("none.json");
+    expect_str(t, "status", "time-limit");
+    expect_str(n, "status", "complete");
+    /* keeping the plan is evaluated before the first check, as without a
+     * limit; the other four are listed as skipped */
+    ck_assert_double_eq(child(t, "slowed_s")->valuedouble,
+                        child(n, "slowed_s")->valuedouble);
+    cJSON_ArrayForEach(r, child(t, "remedies")) {
+        if (k++ == 0) {
+            ck_assert(cJSON_IsTrue(child(r, "applicable")));
+            ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(r, "skipped"));
+        } else {
+            ck_assert(cJSON_IsTrue(child(r, "skipped")));
+            ck_assert(cJSON_IsFalse(child(r, "applicable")));
+        }
+    }
+    ck_assert_int_eq(k, 5);
+    expect_str(child(t, "recommendation"), "remedy", "none");
+    cJSON_ArrayForEach(r, child(n, "remedies"))
+        ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(r, "skipped"));
+    expect_same_file("none.json", "year.json");
+    cJSON_Delete(t);
+    cJSON_Delete(n);
+}
+END_TEST
+
+/* ---- decentralized: --time-limit and --seconds ----------------------- */
+
+/* --evals makes the search's end reproducible; the time limit cuts it
+ * after the first schedule. */
+START_TEST(decentralized_time_limit)
+{
+#define DC "decentralized", "--cluster", EX("dtfm-campuses.json"), "--evals", "3000", \
+           "--quiet"
+    const char *tiny[] = {DC, "--time-limit", TINY, "--output", "tiny.json", NULL};
+    const char *both[] = {DC, "--seconds", "1000", "--time-limit", TINY, "--output",
+                          "both.json", NULL};
+    const char *secs[] = {DC, "--seconds", "1000000", "--output", "secs.json", NULL};
+    const char *tl[] = {DC, "--time-limit", "1000000", "--output", "tl.json", NULL};
+#undef DC
+    cJSON *t, *b, *s, *l;
+
+    free(run_expect(tiny, 7, "planner: note: time limit of 1e-06 s reached"));
+    free(run_expect(both, 7, "planner: note: time limit of 1e-06 s reached"));
+    free(run_expect(secs, 0, NULL));
+    free(run_expect(tl, 0, NULL));
+    t = parse_file("tiny.json");
+    b = parse_file("both.json");
+    s = parse_file("secs.json");
+    l = parse_file("tl.json");
+    ck_assert(cJSON_IsTrue(child(child(t, "search"), "timed_out")));
+    ck_assert_double_eq_tol(child(child(t, "settings"), "seconds")->valuedouble, 1e-6,
+                            1e-12);
+    /* given both, the smaller limit wins */
+    ck_assert_double_eq_tol(child(child(b, "settings"), "seconds")->valuedouble, 1e-6,
+                            1e-12);
+    ck_assert(cJSON_IsTrue(child(child(b, "search"), "timed_out")));
+    /* --time-limit S is --seconds S */
+    ck_assert(cJSON_IsFalse(child(child(l, "search"), "timed_out")));
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(s, "search"),
+                                            "best_at_s");
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(l, "search"),
+                                            "best_at_s");
+    expect_same_json(s, l, "search", "elapsed_s");
+    cJSON_Delete(t);
+    cJSON_Delete(b);
+    cJSON_Delete(s);
+    cJSON_Delete(l);
+}
+END_TEST
+
+/* ---- report: the timeline is left out ------------------------------- */
+
+START_TEST(report_without_timeline)
+{
+    const char *tiny[] = {"report", "--plan", "plan.json", "--output", "tiny.svg",
+                          "--format", "json", "--time-limit", TINY, NULL};
+    const char *none[] = {"report", "--plan", "plan.json", "--output", "none.svg",
+                          "--format", "json", NULL};
+    const char *year[] = {"report", "--plan", "plan.json", "--output", "year.svg",
+                          "--format", "json", "--time-limit", YEAR, NULL};
+    char *out_t, *out_n, *out_y, *svg;
+    cJSON *t, *n, *y;
+    size_t len;
+
+    write_plan();
+    out_t = run_expect(tiny, 7, "the report is drawn without it");
+    out_n = run_expect(none, 0, NULL);
+    out_y = run_expect(year, 0, NULL);
+    t = parse(out_t, "report's summary");
+    n = parse(out_n, "report's summary");
+    y = parse(out_y, "report's summary");
+    expect_str(t, "status", "time-limit");
+    ck_assert(cJSON_IsNull(child(t, "timeline")));
+    expect_str(n, "status", "complete");
+    ck_assert(cJSON_IsObject(child(n, "timeline")));
+    /* a whole SVG document, without the timeline */
+    svg = tp_read("tiny.svg");
+    ck_assert_ptr_nonnull(svg);
+    len = strlen(svg);
+    ck_assert_ptr_nonnull(strstr(svg, "<svg"));
+    ck_assert_msg(len > 6 && strcmp(svg + len - 7, "</svg>\n") == 0, "SVG cut: ...%s",
+                  svg + (len > 40 ? len - 40 : 0));
+    free(svg);
+    cJSON_ReplaceItemInObject(y, "output", cJSON_CreateString("none.svg"));
+    expect_same_json(n, y, NULL, NULL);
+    expect_same_file("none.svg", "year.svg");
+    cJSON_Delete(t);
+    cJSON_Delete(n);
+    cJSON_Delete(y);
+    free(out_t);
+    free(out_n);
+    free(out_y);
+}
+END_TEST
+
+/* ---- export: bounded, never cut ------------------------------------- */
+
+START_TEST(export_checks_once)
+{
+    const char *tiny[] = {"export", "--plan", "plan.json", "--to", "torchrun",
+                          "--output", "tiny", "--format", "json", "--time-limit", TINY,
+                          NULL};
+    const char *none[] = {"export", "--plan", "plan.json", "--to", "torchrun",
+                          "--output", "none", "--quiet", NULL};
+    const char *year[] = {"export", "--plan", "plan.json", "--to", "torchrun",
+                          "--output", "year", "--quiet", "--time-limit", YEAR, NULL};
+    const char *files[] = {"torchrun.sh", "ranks.txt", NULL};
+    char *out, a[64], b[64], c[64];
+    cJSON *t;
+    int i;
+
+    write_plan();
+    out = run_expect(tiny, 7, "the files are complete");
+    free(run_expect(none, 0, NULL));
+    free(run_expect(year, 0, NULL));
+    t = parse(out, "export's listing");
+    expect_str(t, "status", "time-limit");
+    cJSON_Delete(t);
+    free(out);
+    /* the files cut by nothing: the same as without a limit */
+    for (i = 0; files[i] != NULL; i++) {
+        snprintf(a, sizeof a, "tiny/%s", files[i]);
+        snprintf(b, sizeof b, "none/%s", files[i]);
+        snprintf(c, sizeof c, "year/%s", files[i]);
+        expect_same_file(a, b);
+        expect_same_file(c, b);
+    }
+}
+END_TEST
+
+/* ---- the option on every command ------------------------------------ */
+
+/* Each command takes --time-limit, lists it in its --help, and refuses a
+ * limit out of range naming its own help. */
+START_TEST(every_command_takes_it)
+{
+    const char *cmds[] = {"plan", "evaluate", "calibrate", "decentralized", "whatif",
+                          "replan", "export", "report", NULL};
+    int i;
+
+    for (i = 0; cmds[i] != NULL; i++) {
+        const char *help[] = {cmds[i], "--help", NULL};
+        const char *bad[] = {cmds[i], "--time-limit", "0", NULL};
+        char *out = run_expect(help, 0, NULL), want[64];
+        tp_run_out r;
+
+        ck_assert_msg(strstr(out, "--time-limit SECONDS") != NULL,
+                      "'%s --help' lacks --time-limit", cmds[i]);
+        free(out);
+        tp_run(&r, bad);
+        ck_assert_msg(r.status == 2, "%s: exit %d", cmds[i], r.status);
+        ck_assert_msg(strstr(r.err, "option '--time-limit' expects seconds in "
+                                    "(0, 31536000], got '0'") != NULL,
+                      "%s: %s", cmds[i], r.err);
+        if (strcmp(cmds[i], "plan") == 0 || strcmp(cmds[i], "evaluate") == 0)
+            snprintf(want, sizeof want, "planner --help"); /* they share it */
+        else
+            snprintf(want, sizeof want, "planner %s --help", cmds[i]);
+        ck_assert_msg(strstr(r.err, want) != NULL, "%s: %s", cmds[i], r.err);
+        tp_run_free(&r);
+    }
+}
+END_TEST
+
+static Suite *timelimit_suite(void)
+{
+    Suite *s = suite_create("timelimit");
+    TCase *tc = tcase_create("commands");
+
+    tcase_add_checked_fixture(tc, tp_setup, tp_teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, evaluate_scores_those_done);
+    tcase_add_test(tc, calibrate_keeps_best_fit);
+    tcase_add_test(tc, whatif_lists_remedies_not_evaluated);
+    tcase_add_test(tc, decentralized_time_limit);
+    tcase_add_test(tc, report_without_timeline);
+    tcase_add_test(tc, export_checks_once);
+    tcase_add_test(tc, every_command_takes_it);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return tu_run(timelimit_suite());
+}
