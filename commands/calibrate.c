@@ -40,6 +40,8 @@ static const char calibrate_usage[] =
     "  --reg X                pull towards the neutral values (default 0.01; 0 = none)\n"
     "  --no-loo               skip the leave-one-out scores (one fit per trial)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               an unknown key in an input file is an error (exit 3),\n"
+    "                         not a warning\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print each trial's predictions on stderr, and\n"
     "                         the steps of the fit (shown on a terminal anyway)\n"
@@ -206,9 +208,9 @@ int cmd_calibrate(int argc, char **argv)
         double v;
         if (!cmd_split_param(o.params[i], name, sizeof name, &v) ||
             cost_params_set(&cp, name, v, &err) != UTIL_OK) {
-            fprintf(stderr, "planner: option '--param %s' expects a known parameter "
-                            "and a number in its range\n", o.params[i]);
-            code = CMD_EXIT_USAGE;
+            code = cmd_usage_error(NULL, "option '--param %s' expects a known "
+                                         "parameter and a number in its range",
+                                   o.params[i]);
             goto done;
         }
     }

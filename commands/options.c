@@ -8,6 +8,14 @@
 
 #include "commands.h"
 
+/* The subcommand being run (cmd_dispatch), NULL for plan by default. */
+static const char *current_command;
+
+void cmd_set_command(const char *name)
+{
+    current_command = name;
+}
+
 int cmd_usage_error(const char *command, const char *fmt, ...)
 {
     va_list ap;
@@ -16,6 +24,8 @@ int cmd_usage_error(const char *command, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+    if (command == NULL)
+        command = current_command;
     if (command)
         fprintf(stderr, "\ntry 'planner %s --help'\n", command);
     else

@@ -23,6 +23,9 @@ enum launch_exit {
 int launch_cli_dry_run(const launch_options *o, const launch_env *env);
 /* --spawn N: start the ranks and wait; argv without --spawn is theirs. */
 int launch_cli_spawn(int argc, char **argv, const launch_options *o);
+/* --strategy, --spawn and --rank against the plan d: LAUNCH_EXIT_OK, else
+ * LAUNCH_EXIT_USAGE after the message naming the option. */
+int launch_cli_check_options(const launch_options *o, const plan_doc *d);
 /* One rank of a multi-rank launch (torchrun environment). */
 int launch_cli_rank(const launch_options *o, const launch_env *env);
 

@@ -234,15 +234,35 @@ static void expect_in(const char *hay, const char *needle, const char *what,
                   "%s of '%s' lacks \"%s\": %.600s", what, r->cmd, needle, hay);
 }
 
+/* The hint line of a usage error of r: "try 'planner COMMAND --help'"
+ * for a subcommand named first, else "try 'planner --help'". */
+static void usage_hint(const run *r, char *buf, size_t n)
+{
+    static const char *const names[] = {"plan", "evaluate", "calibrate",
+                                        "decentralized", "whatif", "replan",
+                                        "export", "report"};
+    const char *first = r->cmd + strlen("planner");
+    size_t k, len;
+
+    snprintf(buf, n, "try 'planner --help'");
+    if (*first != ' ')
+        return;
+    first++;
+    len = strcspn(first, " ");
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strlen(names[k]) == len && strncmp(first, names[k], len) == 0)
+            snprintf(buf, n, "try 'planner %s --help'", names[k]);
+}
+
 /* stderr of a failed run: exactly one "planner: " message (plus, for
- * usage errors, the "try 'planner --help'" hint), lowercase (its first
+ * usage errors, the hint naming the command's help), lowercase (its first
  * letter, after the "'FILE': " and "PATH: " prefixes when given), no
  * trailing full stop on any line, and the given substrings present. */
 static void expect_message(const run *r, const char *file, const char *path,
                            const char *key1, const char *key2)
 {
     const char *e = r->err, *msg, *nl;
-    char pre[PATHN + 8];
+    char pre[PATHN + 8], hint[64];
     size_t len;
     int lines = 0;
 
@@ -259,7 +279,8 @@ static void expect_message(const run *r, const char *file, const char *path,
         ck_assert_msg(msg[len - 1] != '.' && msg[len - 1] != ' ',
                       "stderr line of '%s' ends with '%c': %.*s", r->cmd,
                       msg[len - 1], (int)len, msg);
-        if (strncmp(msg, "try 'planner --help'", 20) != 0) {
+        usage_hint(r, hint, sizeof hint);
+        if (len != strlen(hint) || strncmp(msg, hint, len) != 0) {
             ck_assert_msg(strncmp(msg, "planner: ", 9) == 0,
                           "stderr line of '%s' lacks the 'planner: ' prefix: %.*s",
                           r->cmd, (int)len, msg);
@@ -294,8 +315,12 @@ static void expect_message(const run *r, const char *file, const char *path,
 /* A usage error: exit 2 and a well-formed message with the key words. */
 static void expect_usage(const run *r, const char *key1, const char *key2)
 {
+    char hint[64];
+
     expect_exit(r, 2);
     expect_message(r, NULL, NULL, key1, key2);
+    usage_hint(r, hint, sizeof hint);
+    expect_in(r->err, hint, "stderr", r);
     ck_assert_msg(r->out[0] == '\0', "'%s' printed on stdout: %.200s", r->cmd,
                   r->out);
 }
