@@ -786,6 +786,70 @@ START_TEST(input_negative_gpus)
 }
 END_TEST
 
+/* A misspelled key: a warning naming file, path and the nearest known
+ * key, the run going on; under --strict (anywhere on the line, any
+ * command) an input error. */
+START_TEST(input_unknown_key)
+{
+    char p[PATHN], plan[PATHN], svg[PATHN];
+    run r;
+
+    wpath(svg, "x.svg");
+    put_file(p, "typo.json",
+             "{\"name\": \"t\", \"training\": {\"global_batch\": 32, "
+             "\"precison\": \"bf16\"}, \"transformer\": {\"layers\": 4, "
+             "\"hidden\": 256, \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}\n");
+    wpath(plan, "plan.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", p, "--quiet", "--output", plan);
+    expect_exit(&r, 0);
+    ck_assert_msg(r.out[0] == '\0', "printed on stdout: %.200s", r.out);
+    expect_in(r.err, "planner: warning: '", "stderr", &r);
+    expect_in(r.err, "typo.json': training.precison: unknown key 'precison', did you "
+                     "mean 'precision'?\n", "stderr", &r);
+    run_free(&r);
+    PLANNER(&r, "--strict", "--cluster", CLUSTER, "--model", p);
+    expect_input(&r, p, "training.precison", "unknown key 'precison'",
+                 "did you mean 'precision'?");
+    run_free(&r);
+    /* a command reading the plan: the model it names is read again */
+    PLANNER(&r, "report", "--plan", plan, "--output", svg, "--strict");
+    expect_input(&r, p, "training.precison", "unknown key", "precision");
+    run_free(&r);
+    /* the shipped examples raise none */
+    PLANNER(&r, "evaluate", "--strict", "--cluster", CLUSTER, "--model", MODEL,
+            "--strategies", STRATS, "--quiet");
+    expect_exit(&r, 0);
+    ck_assert_msg(r.err[0] == '\0', "stderr: %.300s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* Option values that only the inputs show wrong are still usage errors:
+ * exit 2, the option, the value and what it expects. */
+START_TEST(usage_values_against_inputs)
+{
+    char plan[PATHN];
+    run r;
+
+    /* 64 devices: divisors 1, 2, 4, 8, 16, 32, 64 */
+    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-datacenter.json", "--pp",
+            "7", "--seconds", "5");
+    expect_usage(&r, "option '--pp'", "(1, 2, 4, 8, 16, 32, 64), got 7");
+    run_free(&r);
+    wpath(plan, "plan.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "2", "--quiet",
+            "--output", plan);
+    expect_exit(&r, 0);
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", plan, "--to", "hostfile", "--strategy", "3");
+    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
+    run_free(&r);
+    PLANNER(&r, "whatif", "--plan", plan, "--slow", "0:2", "--strategy", "3");
+    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(input_zero_nic)
 {
     char p[PATHN];
@@ -1486,6 +1550,8 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_missing_nodes);
     tcase_add_test(ti, input_negative_gpus);
     tcase_add_test(ti, input_zero_nic);
+    tcase_add_test(ti, input_unknown_key);
+    tcase_add_test(tu, usage_values_against_inputs);
     tcase_add_test(ti, input_unknown_device);
     tcase_add_test(ti, input_total_gpus_mismatch);
     tcase_add_test(ti, input_model_without_layers);
