@@ -90,7 +90,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = calibrate_usage, .options = table,
-                          .unknown = " (see 'planner calibrate --help')",
+                          .unknown = " for 'calibrate'",
                           .value_first = 1, .handle = calibrate_option, .ctx = o};
     int code;
 

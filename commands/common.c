@@ -252,5 +252,11 @@ static int dispatch(int argc, char **argv)
             cmd_set_command(subcommands[k].name);
             return subcommands[k].run(argc - 1, argv + 1);
         }
-    return cmd_usage_error(NULL, "unknown command '%s'", argv[1]);
+    for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+        if (util_near_name(argv[1], subcommands[k].name))
+            return cmd_usage_error(NULL, "unknown command '%s', did you mean '%s'?",
+                                   argv[1], subcommands[k].name);
+    return cmd_usage_error(NULL, "unknown command '%s' (commands: plan, evaluate, "
+                                 "calibrate, decentralized, whatif, replan, export, "
+                                 "report)", argv[1]);
 }

@@ -222,8 +222,11 @@ int cmd_decentralized(int argc, char **argv)
     if (progress)
         fprintf(stderr, "\r%72s\r", "");
     if (rc != UTIL_OK && rc != UTIL_ETIMEOUT) {
-        code = err.code == UTIL_EINVAL ? cmd_usage_error(NULL, "%s", err.msg)
-                                       : cmd_report_error(&err);
+        code = err.code != UTIL_EINVAL ? cmd_report_error(&err)
+               : o.sp.method == DTFM_EXACT
+                   ? cmd_usage_error(NULL, "option '--searcher exact' with '%s': %s",
+                                     o.cluster, err.msg)
+                   : cmd_usage_error(NULL, "%s", err.msg);
         goto done;
     }
     if (dtfm_evaluate(&in.prob, sr.group_of, &res, &err) != UTIL_OK) {

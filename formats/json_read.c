@@ -2,7 +2,6 @@
  * located error of a reader, number, integer, string and sub-object
  * getters that check their value, the document parse and the prefixing
  * of errors left by other modules.  Declared in formats/internal.h. */
-#include <ctype.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -435,34 +434,6 @@ void fmt_warnings_free(fmt_warnings *w)
     w->n = w->cap = w->dropped = 0;
 }
 
-/* Edit distance (insertions, deletions, substitutions and swaps of two
- * neighbours, ASCII case ignored) between a and b, capped at 9. */
-static int edit_distance(const char *a, const char *b)
-{
-    int d[33][33], i, j, la = (int)strlen(a), lb = (int)strlen(b);
-
-    if (la > 32 || lb > 32)
-        return 9;
-    for (i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (i = 1; i <= la; i++)
-        for (j = 1; j <= lb; j++) {
-            int x = tolower((unsigned char)a[i - 1]), y = tolower((unsigned char)b[j - 1]);
-            int best = d[i - 1][j - 1] + (x != y);
-            if (d[i - 1][j] + 1 < best)
-                best = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < best)
-                best = d[i][j - 1] + 1;
-            if (i > 1 && j > 1 && x == tolower((unsigned char)b[j - 2]) &&
-                tolower((unsigned char)a[i - 2]) == y && d[i - 2][j - 2] + 1 < best)
-                best = d[i - 2][j - 2] + 1;
-            d[i][j] = best;
-        }
-    return d[la][lb] < 9 ? d[la][lb] : 9;
-}
-
 /* The message about the unknown key: the closest known key when near
  * enough (at most a third of its letters wrong, at least one allowed),
  * else the known keys. */
@@ -476,14 +447,14 @@ static void unknown_key_msg(const char *key, const char *const *known, char *msg
 
     list[0] = '\0';
     for (k = 0; known[k] != NULL; k++) {
-        d = edit_distance(key, known[k]);
+        d = util_edit_distance(key, known[k]);
         if (d < bd) {
             bd = d;
             best = known[k];
         }
         fmt_list_add(list, sizeof list, &used, known[k]);
     }
-    if (best != NULL && bd <= (int)(strlen(best) + 2) / 3)
+    if (best != NULL && util_near_name(key, best))
         snprintf(msg, n, "unknown key '%s', did you mean '%s'?", key, best);
     else
         snprintf(msg, n, "unknown key '%s' (known: %s)", key, list);

@@ -223,8 +223,17 @@ int fmt_parse_strategies_keys(const char *text, const char *file,
         return fmt_fail(&cx, UTIL_EINVAL, "",
                         "no global batch size given (none on the command line "
                         "nor in the model's training.global_batch)");
-    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
-        (root_keys != NULL && (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK) ||
+    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK)
+        goto done;
+    js = fmt_field(root, "schema");
+    if (cJSON_IsString(js) && strncmp(js->valuestring, "hetplan-plan/", 13) == 0) {
+        rc = fmt_fail(&cx, UTIL_EFIELD, "schema", "expected a strategies file "
+                      "(docs/inputs.md), got a plan ('%.40s'): a plan is read by "
+                      "'--plan' of whatif, replan, export and report",
+                      js->valuestring);
+        goto done;
+    }
+    if ((root_keys != NULL && (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK) ||
         (rc = fmt_sub_field(&cx, root, "", "strategies",
                             FMT_F_REQ | FMT_F_NONEMPTY, FMT_K_ARR, &js)) !=
             UTIL_OK)

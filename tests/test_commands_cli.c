@@ -815,11 +815,37 @@ START_TEST(input_unknown_key)
     PLANNER(&r, "report", "--plan", plan, "--output", svg, "--strict");
     expect_input(&r, p, "training.precison", "unknown key", "precision");
     run_free(&r);
+    /* a plan is not a strategies file: said once, not key by key */
+    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+            plan);
+    expect_input(&r, plan, "schema", "expected a strategies file", "got a plan");
+    run_free(&r);
     /* the shipped examples raise none */
     PLANNER(&r, "evaluate", "--strict", "--cluster", CLUSTER, "--model", MODEL,
             "--strategies", STRATS, "--quiet");
     expect_exit(&r, 0);
     ck_assert_msg(r.err[0] == '\0', "stderr: %.300s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* A typo of a command or an option names the nearest one. */
+START_TEST(usage_did_you_mean)
+{
+    run r;
+
+    PLANNER(&r, "plna", "--cluster", CLUSTER);
+    expect_usage(&r, "unknown command 'plna'", "did you mean 'plan'?");
+    run_free(&r);
+    PLANNER(&r, "--clusters", CLUSTER, "--model", MODEL);
+    expect_usage(&r, "unknown option '--clusters'", "did you mean '--cluster'?");
+    run_free(&r);
+    PLANNER(&r, "export", "--too", "hostfile");
+    expect_usage(&r, "unknown option '--too'", "did you mean '--to'?");
+    run_free(&r);
+    /* nothing near: the commands are listed */
+    PLANNER(&r, "frobnicate");
+    expect_usage(&r, "unknown command 'frobnicate'", "(commands: plan, evaluate,");
     run_free(&r);
 }
 END_TEST
@@ -1552,6 +1578,7 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_zero_nic);
     tcase_add_test(ti, input_unknown_key);
     tcase_add_test(tu, usage_values_against_inputs);
+    tcase_add_test(tu, usage_did_you_mean);
     tcase_add_test(ti, input_unknown_device);
     tcase_add_test(ti, input_total_gpus_mismatch);
     tcase_add_test(ti, input_model_without_layers);
