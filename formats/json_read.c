@@ -460,23 +460,37 @@ static void unknown_key_msg(const char *key, const char *const *known, char *msg
         snprintf(msg, n, "unknown key '%s' (known: %s)", key, list);
 }
 
+/* key as it may reach a terminal: control characters as '?', at most 48
+ * bytes (then "..."). */
+static void safe_key(const char *key, char *out, size_t n)
+{
+    size_t i;
+
+    for (i = 0; key[i] != '\0' && i + 1 < n; i++)
+        out[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
+    out[i] = '\0';
+    if (key[i] != '\0' && n > 4)
+        memcpy(out + n - 4, "...", 4);
+}
+
 int fmt_check_keys(const char *file, const cJSON *obj, const char *path,
                    const char *const *known, util_error *err)
 {
     const cJSON *e;
-    char p[FMT_PATH_N], msg[320];
+    char p[FMT_PATH_N], msg[320], key[52];
     int k;
 
     if (warn_sink == NULL || !cJSON_IsObject(obj))
         return UTIL_OK;
     cJSON_ArrayForEach(e, obj)
     {
-        const char *key = e->string ? e->string : "";
+        const char *name = e->string ? e->string : "";
         for (k = 0; known[k] != NULL; k++)
-            if (strcmp(key, known[k]) == 0)
+            if (strcmp(name, known[k]) == 0)
                 break;
         if (known[k] != NULL)
             continue;
+        safe_key(name, key, sizeof key);
         util_json_key(p, sizeof p, path, key);
         unknown_key_msg(key, known, msg, sizeof msg);
         if (warn_sink->strict)

@@ -10,7 +10,8 @@
 enum launch_exit {
     LAUNCH_EXIT_OK = 0,
     LAUNCH_EXIT_INTERNAL = 1,  /* out of memory, CUDA/cuBLAS/NCCL failure */
-    LAUNCH_EXIT_USAGE = 2,     /* bad command line or environment */
+    LAUNCH_EXIT_USAGE = 2,     /* bad command line or environment, or an
+                                  option that does not fit the plan */
     LAUNCH_EXIT_INPUT = 3,     /* the plan or its inputs cannot be read, or
                                   do not fit the world */
     LAUNCH_EXIT_PEER = 4,      /* another rank failed or was lost, or the

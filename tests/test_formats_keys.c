@@ -98,6 +98,16 @@ START_TEST(model_keys)
     expect_warning(1, "l.json", "layers[0].colour", "unknown key 'colour' (known:",
                    "tp_flops_frac");
     fmt_model_free(&m);
+    fmt_warnings_free(&warn);
+    /* a key with a control character reaches the terminal without it */
+    ck_assert_int_eq(fmt_parse_model("{\"name\": \"m\", \"a\\u001b[2Jb\": 1,"
+                                     " \"transformer\": {\"layers\": 2, \"hidden\": 64,"
+                                     " \"heads\": 2, \"seq\": 8, \"vocab\": 10}}",
+                                     "e.json", &m, &err),
+                     UTIL_OK);
+    ck_assert_int_eq(warn.n, 1);
+    expect_warning(0, "e.json", "a?[2Jb", "unknown key 'a?[2Jb'", NULL);
+    fmt_model_free(&m);
     sink_off();
 }
 END_TEST
