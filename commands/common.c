@@ -252,6 +252,22 @@ static int dispatch(int argc, char **argv)
             cmd_set_command(subcommands[k].name);
             return subcommands[k].run(argc - 1, argv + 1);
         }
+    if (strcmp(argv[1], "help") == 0) { /* help [COMMAND]: its --help */
+        static char help_opt[] = "--help";
+        char *hv[3];
+        if (argc < 3) {
+            fputs(cmd_plan_usage, stdout);
+            return CMD_EXIT_OK;
+        }
+        for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+            if (strcmp(argv[2], subcommands[k].name) == 0) {
+                hv[0] = argv[2];
+                hv[1] = help_opt;
+                hv[2] = NULL;
+                return subcommands[k].run(2, hv);
+            }
+        return cmd_usage_error(NULL, "unknown command '%s' after 'help'", argv[2]);
+    }
     for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
         if (util_near_name(argv[1], subcommands[k].name))
             return cmd_usage_error(NULL, "unknown command '%s', did you mean '%s'?",

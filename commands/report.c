@@ -20,8 +20,7 @@ static const char report_usage[] =
     "  --top-k K              strategies compared (default 5, at most those in the plan)\n"
     "  --strategy K           strategy whose timeline and memory are drawn (default 1)\n"
     "  --format table|json    stdout: a summary table, or JSON\n"
-    "  --strict               an unknown key in an input file is an error (exit 3),\n"
-    "                         not a warning\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";

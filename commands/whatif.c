@@ -29,8 +29,7 @@ static const char whatif_usage[] =
     "  --granule N            MLP columns of re-planned shards in multiples of N (64)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
-    "  --strict               an unknown key in an input file is an error (exit 3),\n"
-    "                         not a warning\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write\n";

@@ -843,6 +843,11 @@ START_TEST(usage_did_you_mean)
     PLANNER(&r, "export", "--too", "hostfile");
     expect_usage(&r, "unknown option '--too'", "did you mean '--to'?");
     run_free(&r);
+    /* "help COMMAND" is "COMMAND --help" */
+    PLANNER(&r, "help", "export");
+    expect_exit(&r, 0);
+    expect_in(r.out, "usage: planner export --plan FILE", "stdout", &r);
+    run_free(&r);
     /* nothing near: the commands are listed */
     PLANNER(&r, "frobnicate");
     expect_usage(&r, "unknown command 'frobnicate'", "(commands: plan, evaluate,");
