@@ -241,6 +241,12 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
                                            "'--use-all', '--seed', '--anneal-steps', "
                                            "'--ga-population', '--ga-generations' and "
                                            "'--placement rules|ga' belong to 'planner plan'");
+    if (evaluate && (o->vpp > 0 || o->seq_par >= 0 || o->batch_tolerance > 0.0))
+        return cmd_usage_error(NULL, "%s", "'--vpp', '--sequence-parallel' and "
+                                           "'--batch-tolerance' belong to 'planner "
+                                           "plan': evaluate takes vpp and "
+                                           "sequence_parallel from each strategy of "
+                                           "the strategies file");
     if ((code = cmd_require_inputs(&o->in)) != CMD_EXIT_OK)
         return code;
     if (o->in.profile && o->in.amp_profile)

@@ -829,6 +829,24 @@ START_TEST(input_unknown_key)
 }
 END_TEST
 
+/* evaluate takes interleaving and sequence parallelism from the file:
+ * the options that set them for plan's search are refused, not ignored. */
+START_TEST(usage_evaluate_strategy_features)
+{
+    static const char *const opts[][2] = {{"--vpp", "2"}, {"--sequence-parallel", "on"},
+                                          {"--batch-tolerance", "5"}};
+    size_t i;
+    run r;
+
+    for (i = 0; i < 3; i++) {
+        PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+                STRATS, opts[i][0], opts[i][1]);
+        expect_usage(&r, opts[i][0], "belong to 'planner plan'");
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* A typo of a command or an option names the nearest one. */
 START_TEST(usage_did_you_mean)
 {
@@ -1584,6 +1602,7 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_unknown_key);
     tcase_add_test(tu, usage_values_against_inputs);
     tcase_add_test(tu, usage_did_you_mean);
+    tcase_add_test(tu, usage_evaluate_strategy_features);
     tcase_add_test(ti, input_unknown_device);
     tcase_add_test(ti, input_total_gpus_mismatch);
     tcase_add_test(ti, input_model_without_layers);
