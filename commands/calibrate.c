@@ -44,6 +44,7 @@ static const char calibrate_usage[] =
     "                         scores only when every trial was left out in time\n"
     "                         (status \"time-limit\", exit code 7)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print each trial's predictions on stderr, and\n"
     "                         the steps of the fit (shown on a terminal anyway)\n"
@@ -98,7 +99,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = calibrate_usage, .options = table,
-                          .unknown = " (see 'planner calibrate --help')",
+                          .unknown = " for 'calibrate'",
                           .value_first = 1, .handle = calibrate_option, .ctx = o};
     int code;
 
@@ -216,9 +217,9 @@ int cmd_calibrate(int argc, char **argv)
         double v;
         if (!cmd_split_param(o.params[i], name, sizeof name, &v) ||
             cost_params_set(&cp, name, v, &err) != UTIL_OK) {
-            fprintf(stderr, "planner: option '--param %s' expects a known parameter "
-                            "and a number in its range\n", o.params[i]);
-            code = CMD_EXIT_USAGE;
+            code = cmd_usage_error(NULL, "option '--param %s' expects a known "
+                                         "parameter and a number in its range",
+                                   o.params[i]);
             goto done;
         }
     }

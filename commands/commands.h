@@ -109,7 +109,7 @@ typedef struct cmd_parser {
     const char *usage;          /* printed on stdout by --help and -h */
     const cmd_option *options;  /* ends with CMD_END */
     const char *hint;           /* errors end "try 'planner HINT --help'";
-                                 * NULL: "try 'planner --help'" */
+                                 * NULL: the subcommand being run */
     const char *unknown;        /* appended to "unknown option 'X'", or NULL */
     int version;                /* --version prints the version */
     int value_first;            /* an unknown option at the end of the line
@@ -126,12 +126,17 @@ typedef struct cmd_parser {
 int cmd_parse_options(const cmd_parser *p, int argc, char **argv);
 
 /* Print "planner: MESSAGE" and the hint line naming command (NULL: the
- * planner's own help) on stderr; returns CMD_EXIT_USAGE. */
+ * subcommand being run, else the planner's own help) on stderr; returns
+ * CMD_EXIT_USAGE. */
 int cmd_usage_error(const char *command, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Name the subcommand being run (NULL: plan by default) for the hint
+ * line of cmd_usage_error. */
+void cmd_set_command(const char *name);
 
 /* --cluster and --model given: CMD_EXIT_OK, else CMD_EXIT_USAGE after the
  * message. */
@@ -150,8 +155,16 @@ int cmd_split_param(const char *p, char *name, size_t n, double *v);
 
 /* ---- messages and output (common.c) ---------------------------------- */
 
-/* Print the error and return its exit code. */
+/* Print the error (after the pending warnings) and return its exit
+ * code. */
 int cmd_report_error(const util_error *err);
+
+/* Print the warnings about unknown keys in input files that the readers
+ * recorded since the last call ("planner: warning: 'FILE': PATH: unknown
+ * key ..."); cmd_dispatch collects them (fmt_warnings_use) and prints the
+ * rest at the end of the run.  With the global option --strict they are
+ * errors instead (exit 3). */
+void cmd_warnings_flush(void);
 
 /* --time-limit's value v into *seconds (> 0, at most a year): exit code,
  * after the message naming the command's help when not CMD_EXIT_OK. */

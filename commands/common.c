@@ -8,10 +8,31 @@
 
 #include "commands.h"
 
+/* The unknown input keys of this run (cmd_dispatch), and how many of
+ * them are printed. */
+static fmt_warnings run_warnings;
+static int warnings_printed;
+
+void cmd_warnings_flush(void)
+{
+    char buf[1024];
+
+    for (; warnings_printed < run_warnings.n; warnings_printed++) {
+        util_error_format(&run_warnings.items[warnings_printed], buf, sizeof buf);
+        fprintf(stderr, "planner: warning: %s\n", buf);
+    }
+    if (run_warnings.dropped > 0) {
+        fprintf(stderr, "planner: warning: %d more unknown keys not shown\n",
+                run_warnings.dropped);
+        run_warnings.dropped = 0;
+    }
+}
+
 int cmd_report_error(const util_error *err)
 {
     char buf[1024];
 
+    cmd_warnings_flush();
     util_error_format(err, buf, sizeof buf);
     fprintf(stderr, "planner: %s\n", buf);
     switch (err->code) {
@@ -170,10 +191,51 @@ static const struct subcommand {
     {"export", cmd_export},       {"report", cmd_report},
 };
 
+/* Remove the global option --strict from argv (argc updated): 1 when it
+ * was given. */
+static int take_strict(int *argc, char **argv)
+{
+    int i, j = 1, strict = 0;
+
+    for (i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], "--") == 0) { /* nothing after it is an option */
+            for (; i < *argc; i++)
+                argv[j++] = argv[i];
+            break;
+        }
+        if (strcmp(argv[i], "--strict") == 0)
+            strict = 1;
+        else
+            argv[j++] = argv[i];
+    }
+    *argc = j;
+    argv[j] = NULL;
+    return strict;
+}
+
+static int dispatch(int argc, char **argv);
+
 int cmd_dispatch(int argc, char **argv)
+{
+    fmt_warnings *old;
+    int code;
+
+    memset(&run_warnings, 0, sizeof run_warnings);
+    warnings_printed = 0;
+    run_warnings.strict = take_strict(&argc, argv);
+    old = fmt_warnings_use(&run_warnings);
+    code = dispatch(argc, argv);
+    cmd_warnings_flush();
+    fmt_warnings_use(old);
+    fmt_warnings_free(&run_warnings);
+    return code;
+}
+
+static int dispatch(int argc, char **argv)
 {
     size_t k;
 
+    cmd_set_command(NULL);
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             fputs(cmd_plan_usage, stdout);
@@ -186,7 +248,31 @@ int cmd_dispatch(int argc, char **argv)
         return cmd_plan(argc, argv); /* options from argv[1] on */
     }
     for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
-        if (strcmp(argv[1], subcommands[k].name) == 0)
+        if (strcmp(argv[1], subcommands[k].name) == 0) {
+            cmd_set_command(subcommands[k].name);
             return subcommands[k].run(argc - 1, argv + 1);
-    return cmd_usage_error(NULL, "unknown command '%s'", argv[1]);
+        }
+    if (strcmp(argv[1], "help") == 0) { /* help [COMMAND]: its --help */
+        static char help_opt[] = "--help";
+        char *hv[3];
+        if (argc < 3) {
+            fputs(cmd_plan_usage, stdout);
+            return CMD_EXIT_OK;
+        }
+        for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+            if (strcmp(argv[2], subcommands[k].name) == 0) {
+                hv[0] = argv[2];
+                hv[1] = help_opt;
+                hv[2] = NULL;
+                return subcommands[k].run(2, hv);
+            }
+        return cmd_usage_error(NULL, "unknown command '%s' after 'help'", argv[2]);
+    }
+    for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
+        if (util_near_name(argv[1], subcommands[k].name))
+            return cmd_usage_error(NULL, "unknown command '%s', did you mean '%s'?",
+                                   argv[1], subcommands[k].name);
+    return cmd_usage_error(NULL, "unknown command '%s' (commands: plan, evaluate, "
+                                 "calibrate, decentralized, whatif, replan, export, "
+                                 "report)", argv[1]);
 }

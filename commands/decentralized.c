@@ -41,6 +41,7 @@ static const char decentralized_usage[] =
     "                         (beyond the paper)\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print search statistics on stderr\n"
     "  --help\n"
@@ -82,8 +83,10 @@ static int decentralized_double(const char *opt, const char *s, double lo,
     errno = 0;
     v = strtod(s, &end);
     if (errno != 0 || end == s || *end != '\0' || !(v >= lo && v <= hi)) {
-        cmd_usage_error("decentralized", "option '%s' expects a number in %g..%g, "
-                                         "got '%s'", opt, lo, hi, s);
+        char l[UTIL_NUM_N], h[UTIL_NUM_N];
+        cmd_usage_error("decentralized", "option '%s' expects a number in %s..%s, "
+                                         "got '%s'", opt, util_num_text(lo, l, sizeof l),
+                        util_num_text(hi, h, sizeof h), s);
         return -1;
     }
     *out = v;
@@ -113,8 +116,8 @@ static int decentralized_option(void *ctx, int id, const char *opt, const char *
         if (decentralized_double(opt, v, 0, 4294967295.0, &o->seed) ||
             o->seed != (double)(unsigned long long)o->seed) {
             if (o->seed != (double)(unsigned long long)o->seed)
-                fprintf(stderr, "planner: option '--seed' expects an integer, "
-                                "got '%s'\n", v);
+                return cmd_usage_error(NULL, "option '--seed' expects an integer in "
+                                             "0..4294967295, got '%s'", v);
             return CMD_EXIT_USAGE;
         }
         break;
@@ -204,8 +207,13 @@ int cmd_decentralized(int argc, char **argv)
         }
         o.po.model = &m;
     }
-    if (dtfm_load(o.cluster, &o.po, &in, &err) != UTIL_OK) {
-        code = cmd_report_error(&err);
+    if (dtfm_load(o.cluster, &o.po, &in, &err) == UTIL_OK) {
+        cmd_warnings_flush(); /* before the search */
+    } else {
+        code = err.code == UTIL_EINVAL
+                   ? cmd_usage_error(NULL, "option '--pp' with '%s': %s", o.cluster,
+                                     err.msg)
+                   : cmd_report_error(&err);
         goto done;
     }
     if (cmd_digest_file(o.cluster, meta.cluster_digest, &err) != UTIL_OK ||
@@ -222,9 +230,11 @@ int cmd_decentralized(int argc, char **argv)
     if (progress)
         fprintf(stderr, "\r%72s\r", "");
     if (rc != UTIL_OK && rc != UTIL_ETIMEOUT) {
-        code = err.code == UTIL_EINVAL ? (fprintf(stderr, "planner: %s\n", err.msg),
-                                          CMD_EXIT_USAGE)
-                                       : cmd_report_error(&err);
+        code = err.code != UTIL_EINVAL ? cmd_report_error(&err)
+               : o.sp.method == DTFM_EXACT
+                   ? cmd_usage_error(NULL, "option '--searcher exact' with '%s': %s",
+                                     o.cluster, err.msg)
+                   : cmd_usage_error(NULL, "%s", err.msg);
         goto done;
     }
     if (dtfm_evaluate(&in.prob, sr.group_of, &res, &err) != UTIL_OK) {

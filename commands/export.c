@@ -37,6 +37,7 @@ static const char export_usage[] =
     "  --master-addr HOST     rendezvous host (default: host of node rank 0)\n"
     "  --master-port N        rendezvous port (default 29500)\n"
     "  --format table|json    stdout: files (or list of files written), or JSON\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success; errors and approximations\n"
     "                         still go to stderr\n"
     "  --verbose              also print a summary line on stderr\n"
@@ -115,9 +116,9 @@ int cmd_export_load(const char *plan, int strategy, int quiet, plan_doc *d)
         return CMD_EXIT_INPUT;
     }
     if (strategy > d->n) {
-        fprintf(stderr, "planner: option '--strategy' asks for strategy %d, "
-                        "'%s' has %d\n", strategy, plan, d->n);
-        return CMD_EXIT_USAGE;
+        return cmd_usage_error(NULL, "option '--strategy' expects 1..%d (the "
+                                     "strategies of '%s'), got %d", d->n, plan,
+                               strategy);
     }
     if (d->digest_mismatch && !quiet)
         fprintf(stderr, "planner: warning: an input of '%s' changed since the "

@@ -8,6 +8,14 @@
 
 #include "commands.h"
 
+/* The subcommand being run (cmd_dispatch), NULL for plan by default. */
+static const char *current_command;
+
+void cmd_set_command(const char *name)
+{
+    current_command = name;
+}
+
 int cmd_usage_error(const char *command, const char *fmt, ...)
 {
     va_list ap;
@@ -16,6 +24,8 @@ int cmd_usage_error(const char *command, const char *fmt, ...)
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
+    if (command == NULL)
+        command = current_command;
     if (command)
         fprintf(stderr, "\ntry 'planner %s --help'\n", command);
     else
@@ -34,11 +44,23 @@ static const cmd_option *find_option(const cmd_parser *p, const char *a)
     return NULL;
 }
 
-/* Report that a is not one of p's options; returns CMD_EXIT_USAGE. */
+/* Report that a is not one of p's options, with the nearest one when
+ * near enough (a typo); returns CMD_EXIT_USAGE. */
 static int unknown_option(const cmd_parser *p, const char *a)
 {
-    return cmd_usage_error(p->hint, "unknown option '%s'%s", a,
-                           p->unknown ? p->unknown : "");
+    const cmd_option *o, *best = NULL;
+    char near[96] = "";
+    int bd = 10, d;
+
+    for (o = p->options; o->name != NULL; o++)
+        if ((d = util_edit_distance(a, o->name)) < bd) {
+            bd = d;
+            best = o;
+        }
+    if (best != NULL && a[0] == '-' && util_near_name(a, best->name))
+        snprintf(near, sizeof near, ", did you mean '%s'?", best->name);
+    return cmd_usage_error(p->hint, "unknown option '%s'%s%s", a,
+                           p->unknown ? p->unknown : "", near);
 }
 
 /* s as an integer in lo..hi for option opt: 0, else -1 after the

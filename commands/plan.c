@@ -18,7 +18,7 @@ const char cmd_plan_usage[] =
     "       planner replan --plan FILE --frozen K [options]\n"
     "       planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile [options]\n"
     "       planner report --plan FILE --output FILE.svg|FILE.html [options]\n"
-    "       planner COMMAND --help   (options of one command)\n"
+    "       planner COMMAND --help, planner help COMMAND  (options of one command)\n"
     "       planner --help | --version\n"
     "\n"
     "Finds tensor/pipeline/data-parallel strategies for training a model on a\n"
@@ -65,6 +65,7 @@ const char cmd_plan_usage[] =
     "                         (evaluate: score no further strategy, keep those done)\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print search statistics on stderr\n"
     "  --help, --version\n"
@@ -241,6 +242,12 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
                                            "'--use-all', '--seed', '--anneal-steps', "
                                            "'--ga-population', '--ga-generations' and "
                                            "'--placement rules|ga' belong to 'planner plan'");
+    if (evaluate && (o->vpp > 0 || o->seq_par >= 0 || o->batch_tolerance > 0.0))
+        return cmd_usage_error(NULL, "%s", "'--vpp', '--sequence-parallel' and "
+                                           "'--batch-tolerance' belong to 'planner "
+                                           "plan': evaluate takes vpp and "
+                                           "sequence_parallel from each strategy of "
+                                           "the strategies file");
     if ((code = cmd_require_inputs(&o->in)) != CMD_EXIT_OK)
         return code;
     if (o->in.profile && o->in.amp_profile)
@@ -282,6 +289,35 @@ int cmd_load_profile(const cmd_input_opts *in, fmt_model *m, fmt_profile *prof,
     return UTIL_OK;
 }
 
+/* --vpp N > 1 against the model: interleaving splits the transformer
+ * blocks into chunks of N, at least two stages of one chunk each, under
+ * 1F1B; else a usage error saying which values the model admits. */
+static int plan_check_vpp(const cmd_plan_run *r)
+{
+    char ok[160];
+    size_t used = 0;
+    int blocks = 0, l, v;
+
+    if (r->o.vpp <= 1)
+        return CMD_EXIT_OK;
+    if (r->o.schedule_set && r->o.schedule != FMT_SCHED_1F1B)
+        return cmd_usage_error(NULL, "option '--vpp %d' interleaves stages, which "
+                                     "needs '--schedule 1f1b'", r->o.vpp);
+    for (l = 0; l < r->m.nlayers; l++)
+        blocks += r->m.layers[l].kind == FMT_KIND_TRANSFORMER;
+    if (blocks % r->o.vpp == 0 && blocks / r->o.vpp >= 2)
+        return CMD_EXIT_OK;
+    ok[0] = '\0';
+    for (v = 1; v <= blocks / 2 && v <= FMT_MAX_VPP && used + 16 < sizeof ok; v++)
+        if (blocks % v == 0)
+            used += (size_t)snprintf(ok + used, sizeof ok - used, "%s%d",
+                                     used ? ", " : "", v);
+    return cmd_usage_error(NULL, "option '--vpp' expects a chunk count that "
+                                 "divides the %d transformer blocks of model '%s' "
+                                 "into at least pp >= 2 chunks (one of %s), got %d",
+                           blocks, r->m.name, used ? ok : "1", r->o.vpp);
+}
+
 /* Apply the --param options to r->cp; exit code. */
 static int plan_params(cmd_plan_run *r, util_error *err)
 {
@@ -291,15 +327,13 @@ static int plan_params(cmd_plan_run *r, util_error *err)
         char name[64];
         double v;
         if (!cmd_split_param(r->o.params[i], name, sizeof name, &v)) {
-            fprintf(stderr, "planner: option '--param %s' expects a number after '='\n",
-                    r->o.params[i]);
-            return CMD_EXIT_USAGE;
+            return cmd_usage_error(NULL, "option '--param %s' expects a number "
+                                         "after '='", r->o.params[i]);
         }
         if (cost_params_set(&r->cp, name, v, err) != UTIL_OK) {
             char buf[512];
             util_error_format(err, buf, sizeof buf);
-            fprintf(stderr, "planner: option '--param': %s\n", buf);
-            return CMD_EXIT_USAGE;
+            return cmd_usage_error(NULL, "option '--param': %s", buf);
         }
     }
     return CMD_EXIT_OK;
@@ -380,9 +414,8 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
     if (o->global_batch == 0)
         o->global_batch = r->m.global_batch;
     if (o->global_batch == 0) {
-        fprintf(stderr, "planner: no global batch: give '--global-batch N' or "
-                        "training.global_batch in '%s'\n", o->in.model);
-        return CMD_EXIT_USAGE;
+        return cmd_usage_error(NULL, "no global batch: give '--global-batch N' or "
+                                     "training.global_batch in '%s'", o->in.model);
     }
     if (cmd_digest_file(o->in.cluster, r->meta.cluster_digest, &err) != UTIL_OK ||
         cmd_digest_file(o->in.model, r->meta.model_digest, &err) != UTIL_OK)
@@ -395,6 +428,9 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
         return cmd_report_error(&err);
     r->meta.global_batch = o->global_batch;
 
+    cmd_warnings_flush(); /* before a search that may take long */
+    if ((code = plan_check_vpp(r)) != CMD_EXIT_OK)
+        return code;
     cost_params_init(&r->cp);
     r->cp.calib = r->profile ? r->prof.calib : NULL; /* a calibrated profile */
     r->cp.schedule = o->schedule;

@@ -29,6 +29,7 @@ static const char replan_usage[] =
     "                         found so far (status \"time-limit\", exit code 7)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 4 no plan fits,\n"
@@ -97,10 +98,9 @@ static int replan_freeze_of(const replan_opts *o, const plan_doc *d, replan_free
         return CMD_EXIT_OK;
     }
     if (o->frozen >= d->model.nlayers) {
-        fprintf(stderr, "planner: option '--frozen' is %d but the model of '%s' "
-                        "has %d layers: expected 0..%d\n", o->frozen, o->plan,
-                d->model.nlayers, d->model.nlayers - 1);
-        return CMD_EXIT_USAGE;
+        return cmd_usage_error(NULL, "option '--frozen' is %d but the model of "
+                                     "'%s' has %d layers: expected 0..%d", o->frozen,
+                               o->plan, d->model.nlayers, d->model.nlayers - 1);
     }
     f->phases = calloc(1, sizeof *f->phases);
     if (f->phases == NULL)

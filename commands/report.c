@@ -20,6 +20,7 @@ static const char report_usage[] =
     "  --top-k K              strategies compared (default 5, at most those in the plan)\n"
     "  --strategy K           strategy whose timeline and memory are drawn (default 1)\n"
     "  --format table|json    stdout: a summary table, or JSON\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "  --time-limit SECONDS   when SECONDS have passed before the timeline is\n"

@@ -32,6 +32,7 @@ static const char whatif_usage[] =
     "                         is among those evaluated (status \"time-limit\", exit 7)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
+    "  --strict               unknown keys in input files are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
@@ -58,8 +59,9 @@ static double whatif_number(const char *opt, const char *s, double lo, int *bad)
     double v = strtod(s, &end);
 
     if (end == s || *end != '\0' || !(v >= lo) || v > 1e15) {
-        cmd_usage_error("whatif", "option '%s' expects a number >= %g, got '%s'", opt,
-                        lo, s);
+        char l[UTIL_NUM_N];
+        cmd_usage_error("whatif", "option '%s' expects a number >= %s, got '%s'", opt,
+                        util_num_text(lo, l, sizeof l), s);
         *bad = 1;
     }
     return v;
@@ -151,9 +153,9 @@ int cmd_whatif_load(const char *plan, int strategy, int quiet, plan_doc *d)
         fprintf(stderr, "planner: warning: an input of '%s' changed since the plan "
                         "was written (SHA-256 differs)\n", plan);
     if (strategy > d->n) {
-        fprintf(stderr, "planner: option '--strategy' is %d but '%s' holds %d "
-                        "strateg%s\n", strategy, plan, d->n, d->n == 1 ? "y" : "ies");
-        return CMD_EXIT_USAGE;
+        return cmd_usage_error(NULL, "option '--strategy' expects 1..%d (the "
+                                     "strategies of '%s'), got %d", d->n, plan,
+                               strategy);
     }
     return CMD_EXIT_OK;
 }

@@ -103,11 +103,15 @@ int cost_params_set(cost_params *p, const char *name, double value,
         if (strcmp(f->name, name) != 0)
             continue;
         if (!(value >= f->lo && value <= f->hi) ||
-            (f->integer && value != floor(value)))
+            (f->integer && value != floor(value))) {
+            char lo[UTIL_NUM_N], hi[UTIL_NUM_N], v[UTIL_NUM_N];
             return util_error_set(err, UTIL_EINVAL, NULL, name,
-                                  "expected %s in %g..%g, got %g",
-                                  f->integer ? "an integer" : "a number", f->lo,
-                                  f->hi, value);
+                                  "expected %s in %s..%s, got %s",
+                                  f->integer ? "an integer" : "a number",
+                                  util_num_text(f->lo, lo, sizeof lo),
+                                  util_num_text(f->hi, hi, sizeof hi),
+                                  util_num_text(value, v, sizeof v));
+        }
         if (f->integer)
             *(int *)(void *)base = (int)value;
         else

@@ -220,7 +220,8 @@ typedef struct dtfm_input {
 
 /* Parse a decentralized cluster file (regions, or full matrices) and
  * derive d_pp, d_dp, c_pp, c_dp (and compute times).  On failure err
- * names the file, the JSON path and what was expected; out is empty. */
+ * names the file, the JSON path and what was expected; out is empty.
+ * UTIL_EINVAL when o->d_pp (given) does not divide the devices. */
 int dtfm_parse(const char *text, const char *file,
                     const dtfm_options *o, dtfm_input *out,
                     util_error *err);

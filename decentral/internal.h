@@ -179,5 +179,9 @@ void dtfm_run_sa(dtfm_ctx *c, dtfm_work *w);
 void dtfm_run_random(dtfm_ctx *c, dtfm_work *w);
 /* Every balanced partition (decentral/exact.c). */
 void dtfm_run_exact(dtfm_ctx *c, dtfm_work *w);
+/* The unknown keys of the scenario document root of file, by
+ * fmt_check_keys: UTIL_OK, or the error in err under strict
+ * (decentral/keys.c). */
+int dtfm_scenario_keys(const char *file, const cJSON *root, util_error *err);
 
 #endif

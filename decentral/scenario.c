@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "decentral.h"
+#include "internal.h"
 
 #define PATH_N 160               /* = sizeof util_error.path */
 #define MAX_DTFM_DEVICES 4096    /* devices in one decentralized cluster */
@@ -136,12 +136,18 @@ static int num_at(const pctx *cx, const cJSON *v, const char *p,
             max = limits[i].max;
             unit = limits[i].unit;
         }
-    if (!isfinite(d) || d > max || d < -max)
-        return fail(cx, p, "expected %s of at most %g%s, got %.10g",
-                    want(flags, 0), max, unit, d);
+    if (!isfinite(d) || d > max || d < -max) {
+        char mx[UTIL_NUM_N], got[UTIL_NUM_N];
+        return fail(cx, p, "expected %s of at most %s%s, got %s", want(flags, 0),
+                    util_num_text(max, mx, sizeof mx), unit,
+                    util_num_text(d, got, sizeof got));
+    }
     if (((flags & F_POS) && !(d > 0)) ||
-        ((flags & F_NONNEG) && d < 0))
-        return fail(cx, p, "expected %s, got %.10g", want(flags, 0), d);
+        ((flags & F_NONNEG) && d < 0)) {
+        char got[UTIL_NUM_N];
+        return fail(cx, p, "expected %s, got %s", want(flags, 0),
+                    util_num_text(d, got, sizeof got));
+    }
     *out = d;
     return UTIL_OK;
 }
@@ -179,8 +185,11 @@ static int int_field(const pctx *cx, const cJSON *obj, const char *parent,
     if (!cJSON_IsNumber(v))
         return fail(cx, p, "expected %s, got %s", want(flags, 1), util_json_type(v));
     d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d) || d < lo || d > hi)
-        return fail(cx, p, "expected an integer in %d..%d, got %.10g", lo, hi, d);
+    if (!isfinite(d) || d != floor(d) || d < lo || d > hi) {
+        char got[UTIL_NUM_N];
+        return fail(cx, p, "expected an integer in %d..%d, got %s", lo, hi,
+                    util_num_text(d, got, sizeof got));
+    }
     *out = (int)d;
     return UTIL_OK;
 }
@@ -611,6 +620,20 @@ static int derive_workload(const pctx *cx, const cJSON *root,
     }
     if (o->d_pp > 0)
         d_pp = o->d_pp;
+    if (o->d_pp > 0 && r->n % d_pp != 0) {
+        char divs[160];
+        size_t used = 0;
+        int k;
+
+        divs[0] = '\0';
+        for (k = 1; k <= r->n && used + 16 < sizeof divs; k++)
+            if (r->n % k == 0)
+                used += (size_t)snprintf(divs + used, sizeof divs - used, "%s%d",
+                                         used ? ", " : "", k);
+        return util_error_set(cx->err, UTIL_EINVAL, cx->file, "",
+                              "expected a divisor of the %d devices (%s), got %d",
+                              r->n, divs, d_pp);
+    }
     if (r->n % d_pp != 0)
         return fail(cx, have_dpp && o->d_pp <= 0 ? "workload.d_pp" : "",
                     "expected d_pp to divide the %d devices, got d_pp %d", r->n,
@@ -717,7 +740,8 @@ int dtfm_parse(const char *text, const char *file,
     if ((rc = util_json_parse_object(text, cx.file, &root, err)) != UTIL_OK)
         goto done;
     snprintf(out->name, sizeof out->name, "decentralized");
-    if ((rc = str_field(&cx, root, "", "name", 0, out->name, sizeof out->name)) ||
+    if ((rc = dtfm_scenario_keys(cx.file, root, err)) ||
+        (rc = str_field(&cx, root, "", "name", 0, out->name, sizeof out->name)) ||
         (rc = sub_field(&cx, root, "", "regions", 0, 'a', &regs)))
         goto done;
     if (regs)

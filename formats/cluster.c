@@ -115,6 +115,17 @@ static int ref_name_cmp(const void *a, const void *b)
 }
 
 /* "device_types": user-defined types, checked, converted to SI. */
+/* The keys of each object of a cluster file (docs/inputs.md). */
+static const char *const root_keys[] = {"name", "device_types", "nodes", "total_gpus",
+                                        "links", "prices", NULL};
+static const char *const type_keys[] = {"memory_gib", "tflops_fp16", "tflops_bf16",
+                                        "mem_bw_gbs", "tflops_fp32", "tflops_tf32",
+                                        "price_per_hour", NULL};
+static const char *const node_keys[] = {"name", "device", "gpus", "intra_gbps",
+                                        "nic_gbps", "region", "intra_latency_us",
+                                        "nic_latency_us", "count", NULL};
+static const char *const link_keys[] = {"a", "b", "gbps", "latency_ms", NULL};
+
 static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
                        fmt_device_type **out, int *nout)
 {
@@ -163,6 +174,8 @@ static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
                           util_json_type(e));
             goto done;
         }
+        if ((rc = fmt_keys(cx, e, p, type_keys)) != UTIL_OK)
+            goto done;
         if ((rc = fmt_num_field(cx, e, p, "memory_gib", FMT_F_REQ | FMT_F_POS,
                                 0, &gib)) != UTIL_OK ||
             (rc = fmt_num_field(cx, e, p, "tflops_fp16", FMT_F_REQ | FMT_F_POS,
@@ -267,7 +280,8 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
             goto done;
         }
         memset(&nd, 0, sizeof nd);
-        if ((rc = fmt_str_field(cx, e, p, "name", FMT_F_REQ | FMT_F_NONEMPTY,
+        if ((rc = fmt_keys(cx, e, p, node_keys)) != UTIL_OK ||
+            (rc = fmt_str_field(cx, e, p, "name", FMT_F_REQ | FMT_F_NONEMPTY,
                                 "", nd.name, sizeof nd.name)) != UTIL_OK ||
             (rc = fmt_str_ref(cx, e, p, "device", FMT_F_REQ | FMT_F_NONEMPTY,
                               &dev)) != UTIL_OK ||
@@ -452,7 +466,8 @@ static int parse_links(const fmt_read_ctx *cx, const cJSON *root,
         if (!cJSON_IsObject(e))
             return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
                             util_json_type(e));
-        if ((rc = parse_endpoint(cx, c, refs, e, p, "a", &l->node_a,
+        if ((rc = fmt_keys(cx, e, p, link_keys)) != UTIL_OK ||
+            (rc = parse_endpoint(cx, c, refs, e, p, "a", &l->node_a,
                                  &l->gpu_a)) != UTIL_OK ||
             (rc = parse_endpoint(cx, c, refs, e, p, "b", &l->node_b,
                                  &l->gpu_b)) != UTIL_OK ||
@@ -579,6 +594,7 @@ int fmt_parse_cluster(const char *text, const char *file, fmt_cluster *out,
         return fmt_fail(&cx, UTIL_EINVAL, "", "no output cluster given");
     memset(out, 0, sizeof *out);
     if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+        (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK ||
         (rc = fmt_str_field(&cx, root, "", "name", 0, "", c.name,
                             sizeof c.name)) != UTIL_OK ||
         (rc = parse_types(&cx, root, &custom, &ncustom)) != UTIL_OK ||

@@ -372,6 +372,38 @@ int fmt_calibration_type(const fmt_calibration *cal, const char *name);
 /* Index of name, added with neutral values when absent; -1 when full. */
 int fmt_calibration_add_type(fmt_calibration *cal, const char *name);
 
+/* ---- unknown keys ---------------------------------------------------- */
+
+/* Keys of an input file that its reader does not know (a misspelled
+ * "precison" would otherwise be ignored silently).  The caller supplies
+ * the list and installs it for the readers of its thread with
+ * fmt_warnings_use; every reader (cluster, model, profile and its
+ * calibration, strategies, trials, and the plan and scenario readers of
+ * plan/ and decentral/) then adds one entry per unknown key: file, JSON
+ * path of the key, and "unknown key 'K'" with a suggestion ("did you mean
+ * 'precision'?", by edit distance) or the known keys.  With strict the
+ * first unknown key is instead the read's error (UTIL_EFIELD).  Without
+ * a list installed unknown keys are ignored.  Zero-initialise. */
+typedef struct fmt_warnings {
+    int strict;          /* 1: an unknown key fails the read */
+    util_error *items;   /* n warnings (code UTIL_EFIELD), malloc'd, owned;
+                            release with fmt_warnings_free */
+    int n, cap;
+    int dropped;         /* warnings not kept: out of memory, or past 1000 */
+} fmt_warnings;
+
+/* Install w (NULL: none) for this thread's readers; returns the list
+ * installed before. */
+fmt_warnings *fmt_warnings_use(fmt_warnings *w);
+/* Free the items of w and zero its counts (strict is kept); NULL-safe. */
+void fmt_warnings_free(fmt_warnings *w);
+/* Check the member names of the object obj, at JSON path path of file,
+ * against known (NULL-terminated): UTIL_OK after recording each unknown
+ * one in the installed list, or UTIL_EFIELD in err for the first under
+ * strict.  For readers outside formats/ (plan, scenario files). */
+int fmt_check_keys(const char *file, const cJSON *obj, const char *path,
+                   const char *const *known, util_error *err);
+
 /* ---- inputs (docs/inputs.md) ----------------------------------------- */
 /* Each parse function takes the JSON text and the file name used in
  * error messages; each load function reads the file then parses.  On

@@ -67,6 +67,21 @@ int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 /* Parse text; the root must be an object (free *root with cJSON_Delete,
  * also on failure). */
 int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root);
+/* fmt_check_keys for the file of cx: the unknown members of obj (at
+ * path) warned about, or the error under strict. */
+int fmt_keys(const fmt_read_ctx *cx, const cJSON *obj, const char *path,
+             const char *const *known);
+/* The keys of a strategies file: the document, each strategy
+ * (formats/strategies.c). */
+extern const char *const fmt_strategies_root_keys[];
+extern const char *const fmt_strategy_keys[];
+/* fmt_parse_strategies with the known keys of the document and of each
+ * strategy (NULL: not checked) (formats/strategies.c). */
+int fmt_parse_strategies_keys(const char *text, const char *file,
+                              const fmt_cluster *c, const fmt_model *m,
+                              int global_batch, const char *const *root_keys,
+                              const char *const *keys, fmt_strategy **out,
+                              int *n, util_error *err);
 /* Point an error left by another module at this file under prefix. */
 void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix);
 

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -158,12 +159,22 @@ static const num_limit *floor_of(const char *p)
     return NULL;
 }
 
-/* The error for d outside what flags and the field's limit allow. */
+/* The error for d outside what flags and the field's limit allow: what
+ * was expected with its range, and d. */
 static int out_of_range(const fmt_read_ctx *cx, const char *p, const char *want,
                         const num_limit *lim, double d)
 {
-    return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at most %g%s, got %.10g",
-                    want, lim->max, lim->unit, d);
+    char max[UTIL_NUM_N], got[UTIL_NUM_N], low[UTIL_NUM_N];
+    const num_limit *fl = floor_of(p);
+
+    util_num_text(lim->max, max, sizeof max);
+    util_num_text(d, got, sizeof got);
+    if (fl != NULL)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at least %s and at most "
+                        "%s%s, got %s", want, util_num_text(fl->max, low, sizeof low),
+                        max, lim->unit, got);
+    return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at most %s%s, got %s", want,
+                    max, lim->unit, got);
 }
 
 static const char *num_want(int flags)
@@ -199,14 +210,14 @@ int fmt_num_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
     lim = limit_of(p);
     if (!(flags & FMT_F_FRAC) && (!isfinite(d) || d > lim->max || d < -lim->max))
         return out_of_range(cx, p, num_want(flags), lim, d);
-    if (!isfinite(d) || ((flags & FMT_F_POS) && !(d > 0)) ||
-        ((flags & (FMT_F_NONNEG | FMT_F_FRAC)) && d < 0) ||
-        ((flags & FMT_F_FRAC) && d > 1))
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
-                        num_want(flags), d);
-    if (d > 0 && (lim = floor_of(p)) != NULL && d < lim->max)
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s of at least %g%s, got %.10g",
-                        num_want(flags), lim->max, lim->unit, d);
+    if (!isfinite(d) || ((flags & FMT_F_FRAC) && (d < 0 || d > 1))) {
+        char got[UTIL_NUM_N];
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s", num_want(flags),
+                        util_num_text(d, got, sizeof got));
+    }
+    if (((flags & FMT_F_POS) && !(d > 0)) || ((flags & FMT_F_NONNEG) && d < 0) ||
+        (d > 0 && floor_of(p) != NULL && d < floor_of(p)->max))
+        return out_of_range(cx, p, num_want(flags), lim, d);
     *out = d;
     return UTIL_OK;
 }
@@ -221,19 +232,20 @@ int fmt_int_value(const fmt_read_ctx *cx, const cJSON *v, const char *p,
         return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s",
                         int_want(flags), util_json_type(v));
     d = v->valuedouble;
-    if (!isfinite(d) || d != floor(d))
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
-                        int_want(flags), d);
-    if (d < (double)INT_MIN || d > (double)INT_MAX)
-        return fmt_fail(cx, UTIL_EFIELD, p,
-                        "expected %s that fits in 32 bits, got %.10g",
-                        int_want(flags), d);
     lim = limit_of(p);
-    if (d > lim->max || d < -lim->max)
-        return out_of_range(cx, p, int_want(flags), lim, d);
-    if (((flags & FMT_F_POS) && d <= 0) || ((flags & FMT_F_NONNEG) && d < 0))
-        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %.10g",
-                        int_want(flags), d);
+    if (isfinite(d) && d != floor(d)) {
+        char got[UTIL_NUM_N];
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected %s, got %s", int_want(flags),
+                        util_num_text(d, got, sizeof got));
+    }
+    if (!isfinite(d) || d > lim->max || d < -lim->max ||
+        d < (double)INT_MIN || d > (double)INT_MAX ||
+        ((flags & FMT_F_POS) && d <= 0) || ((flags & FMT_F_NONNEG) && d < 0)) {
+        num_limit l = *lim;
+        if (l.max > (double)INT_MAX)
+            l.max = (double)INT_MAX; /* an int: 32 bits */
+        return out_of_range(cx, p, int_want(flags), &l, d);
+    }
     *out = (int)d;
     return UTIL_OK;
 }
@@ -399,4 +411,110 @@ void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix)
              (old[n] != '\0' && old[n] != '.' && old[n] != '['))
         snprintf(err->path, sizeof err->path, "%s.%.*s", prefix,
                  (int)(sizeof err->path - n - 2), old);
+}
+
+/* ---- unknown keys ------------------------------------------------------- */
+
+static _Thread_local fmt_warnings *warn_sink;
+
+fmt_warnings *fmt_warnings_use(fmt_warnings *w)
+{
+    fmt_warnings *old = warn_sink;
+
+    warn_sink = w;
+    return old;
+}
+
+void fmt_warnings_free(fmt_warnings *w)
+{
+    if (w == NULL)
+        return;
+    free(w->items);
+    w->items = NULL;
+    w->n = w->cap = w->dropped = 0;
+}
+
+/* The message about the unknown key: the closest known key when near
+ * enough (at most a third of its letters wrong, at least one allowed),
+ * else the known keys. */
+static void unknown_key_msg(const char *key, const char *const *known, char *msg,
+                            size_t n)
+{
+    const char *best = NULL;
+    char list[240];
+    size_t used = 0;
+    int bd = 10, k, d;
+
+    list[0] = '\0';
+    for (k = 0; known[k] != NULL; k++) {
+        d = util_edit_distance(key, known[k]);
+        if (d < bd) {
+            bd = d;
+            best = known[k];
+        }
+        fmt_list_add(list, sizeof list, &used, known[k]);
+    }
+    if (best != NULL && util_near_name(key, best))
+        snprintf(msg, n, "unknown key '%s', did you mean '%s'?", key, best);
+    else
+        snprintf(msg, n, "unknown key '%s' (known: %s)", key, list);
+}
+
+/* key as it may reach a terminal: control characters as '?', at most 48
+ * bytes (then "..."). */
+static void safe_key(const char *key, char *out, size_t n)
+{
+    size_t i;
+
+    for (i = 0; key[i] != '\0' && i + 1 < n; i++)
+        out[i] = (unsigned char)key[i] < 0x20 || key[i] == 0x7f ? '?' : key[i];
+    out[i] = '\0';
+    if (key[i] != '\0' && n > 4)
+        memcpy(out + n - 4, "...", 4);
+}
+
+int fmt_check_keys(const char *file, const cJSON *obj, const char *path,
+                   const char *const *known, util_error *err)
+{
+    const cJSON *e;
+    char p[FMT_PATH_N], msg[320], key[52];
+    int k;
+
+    if (warn_sink == NULL || !cJSON_IsObject(obj))
+        return UTIL_OK;
+    cJSON_ArrayForEach(e, obj)
+    {
+        const char *name = e->string ? e->string : "";
+        for (k = 0; known[k] != NULL; k++)
+            if (strcmp(name, known[k]) == 0)
+                break;
+        if (known[k] != NULL)
+            continue;
+        safe_key(name, key, sizeof key);
+        util_json_key(p, sizeof p, path, key);
+        unknown_key_msg(key, known, msg, sizeof msg);
+        if (warn_sink->strict)
+            return util_error_set(err, UTIL_EFIELD, file, p, "%s", msg);
+        if (warn_sink->n >= warn_sink->cap) {
+            int cap = warn_sink->cap ? 2 * warn_sink->cap : 8;
+            util_error *grown;
+            if (warn_sink->cap >= 1000 ||
+                (grown = realloc(warn_sink->items, (size_t)cap * sizeof *grown)) == NULL) {
+                warn_sink->dropped++;
+                continue;
+            }
+            warn_sink->items = grown;
+            warn_sink->cap = cap;
+        }
+        memset(&warn_sink->items[warn_sink->n], 0, sizeof warn_sink->items[0]);
+        util_error_set(&warn_sink->items[warn_sink->n++], UTIL_EFIELD, file, p, "%s",
+                       msg);
+    }
+    return UTIL_OK;
+}
+
+int fmt_keys(const fmt_read_ctx *cx, const cJSON *obj, const char *path,
+             const char *const *known)
+{
+    return fmt_check_keys(cx->file, obj, path, known, cx->err);
 }

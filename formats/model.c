@@ -118,6 +118,20 @@ static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
                     "expected 'flash' or 'eager', got '%s'", name);
 }
 
+/* The keys of each object of a model file (docs/inputs.md). */
+static const char *const root_keys[] = {"name", "training", "transformer", "layers",
+                                        "shape", NULL};
+static const char *const training_keys[] = {"global_batch", "precision", "attention",
+                                            "attention_dropout", NULL};
+static const char *const transformer_keys[] = {
+    "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab", "ffn", "mlp",
+    "positions", "norm", "bias", "dropout", "tied_embeddings", NULL};
+static const char *const shape_keys[] = {"hidden", "heads", "seq", "vocab", "ffn", NULL};
+static const char *const layer_keys[] = {
+    "name", "kind", "params", "fwd_flops", "out_bytes", "act_bytes", "tp_flops_frac",
+    "traffic_bytes", "traffic_rep_bytes", "act_rep_bytes", "tp_comm_bytes",
+    "tp_collectives", "kernels", "tied_group", "params_rep", "repeat", NULL};
+
 static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
                           fmt_model *m)
 {
@@ -130,7 +144,8 @@ static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
     rc = fmt_sub_field(cx, root, "", "training", 0, FMT_K_OBJ, &tr);
     if (rc != UTIL_OK || tr == NULL)
         return rc;
-    if ((rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
+    if ((rc = fmt_keys(cx, tr, "training", training_keys)) != UTIL_OK ||
+        (rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
                             &m->global_batch)) != UTIL_OK ||
         (rc = parse_attention(cx, tr, m)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=
@@ -231,7 +246,8 @@ static int parse_transformer(const fmt_read_ctx *cx, const cJSON *tf,
     if (!cJSON_IsObject(tf))
         return fmt_fail(cx, UTIL_EFIELD, P, "expected an object, got %s",
                         util_json_type(tf));
-    if ((rc = fmt_str_field(cx, tf, P, "family", FMT_F_NONEMPTY, "gpt2",
+    if ((rc = fmt_keys(cx, tf, P, transformer_keys)) != UTIL_OK ||
+        (rc = fmt_str_field(cx, tf, P, "family", FMT_F_NONEMPTY, "gpt2",
                             spec.family, sizeof spec.family)) != UTIL_OK ||
         (rc = fmt_int_field(cx, tf, P, "layers", FMT_F_REQ | FMT_F_POS, 0,
                             &spec.blocks)) != UTIL_OK ||
@@ -279,7 +295,8 @@ static int parse_layer(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     if (!cJSON_IsObject(e))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
                         util_json_type(e));
-    if ((rc = fmt_str_field(cx, e, p, "name", FMT_F_REQ | FMT_F_NONEMPTY, "",
+    if ((rc = fmt_keys(cx, e, p, layer_keys)) != UTIL_OK ||
+        (rc = fmt_str_field(cx, e, p, "name", FMT_F_REQ | FMT_F_NONEMPTY, "",
                             l->name, sizeof l->name)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, e, p, "kind", FMT_F_REQ, &kind)) != UTIL_OK)
         return rc;
@@ -335,7 +352,8 @@ static int parse_layers(const fmt_read_ctx *cx, const cJSON *root,
     if ((rc = fmt_sub_field(cx, root, "", "shape", 0, FMT_K_OBJ, &sh)) !=
         UTIL_OK)
         return rc;
-    if (sh != NULL && ((rc = fmt_int_field(cx, sh, "shape", "hidden", FMT_F_POS,
+    if (sh != NULL && ((rc = fmt_keys(cx, sh, "shape", shape_keys)) != UTIL_OK ||
+                       (rc = fmt_int_field(cx, sh, "shape", "hidden", FMT_F_POS,
                                            0, &m->hidden)) != UTIL_OK ||
                        (rc = fmt_int_field(cx, sh, "shape", "heads", FMT_F_POS,
                                            0, &m->heads)) != UTIL_OK ||
@@ -408,6 +426,7 @@ int fmt_parse_model(const char *text, const char *file, fmt_model *out,
         return fmt_fail(&cx, UTIL_EINVAL, "", "no output model given");
     memset(out, 0, sizeof *out);
     if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+        (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK ||
         (rc = fmt_str_field(&cx, root, "", "name", FMT_F_REQ | FMT_F_NONEMPTY,
                             "", m.name, sizeof m.name)) != UTIL_OK ||
         (rc = parse_training(&cx, root, &m)) != UTIL_OK)

@@ -84,6 +84,20 @@ static int check_dup(const fmt_read_ctx *cx, const fmt_profile *pr, int k,
     return UTIL_OK;
 }
 
+/* The keys of each object of a profile (docs/profiler.md,
+ * docs/calibration.md); "profiler", "device_info", "machine", "detail"
+ * and "calibration.fit" are what hetplan-profile and planner calibrate
+ * record about the measurement, read by nobody. */
+static const char *const root_keys[] = {"format", "model", "entries", "calibration",
+                                        "profiler", "device_info", "machine", NULL};
+static const char *const entry_keys[] = {"device", "tp", "mbs", "fwd_ms", "bwd_ms",
+                                         "by_kind", "detail", NULL};
+static const char *const kind_keys[] = {"fwd_ms", "bwd_ms", NULL};
+static const char *const calib_keys[] = {"devices", "links", "msg_latency_us",
+                                         "tp_fixed_ms", "iter_overhead_ms", "fit",
+                                         NULL};
+static const char *const calib_device_keys[] = {"compute_scale", "mbs_half", NULL};
+
 static int parse_by_kind(const fmt_read_ctx *cx, const cJSON *bk, const char *p,
                          const fmt_model *m, fmt_profile_entry *en)
 {
@@ -116,7 +130,8 @@ static int parse_by_kind(const fmt_read_ctx *cx, const cJSON *bk, const char *p,
         if (!cJSON_IsObject(e))
             return fmt_fail(cx, UTIL_EFIELD, kp, "expected an object, got %s",
                             util_json_type(e));
-        if ((rc = fmt_num_field(cx, e, kp, "fwd_ms", FMT_F_REQ | FMT_F_NONNEG,
+        if ((rc = fmt_keys(cx, e, kp, kind_keys)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, e, kp, "fwd_ms", FMT_F_REQ | FMT_F_NONNEG,
                                 0, &f)) != UTIL_OK ||
             (rc = fmt_num_field(cx, e, kp, "bwd_ms", FMT_F_NONNEG, -1, &b)) !=
                 UTIL_OK)
@@ -140,7 +155,8 @@ static int parse_entry(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     if (!cJSON_IsObject(e))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
                         util_json_type(e));
-    if ((rc = fmt_str_field(cx, e, p, "device", FMT_F_REQ | FMT_F_NONEMPTY, "",
+    if ((rc = fmt_keys(cx, e, p, entry_keys)) != UTIL_OK ||
+        (rc = fmt_str_field(cx, e, p, "device", FMT_F_REQ | FMT_F_NONEMPTY, "",
                             en->device, sizeof en->device)) != UTIL_OK ||
         (rc = fmt_int_field(cx, e, p, "tp", FMT_F_REQ | FMT_F_POS, 0,
                             &en->tp)) != UTIL_OK ||
@@ -190,7 +206,8 @@ static int parse_calibration(const fmt_read_ctx *cx, const cJSON *jc,
     if (cal == NULL)
         return fmt_fail(cx, UTIL_ENOMEM, "calibration", "out of memory");
     fmt_calibration_init(cal);
-    if ((rc = fmt_sub_field(cx, jc, "calibration", "devices", 0, FMT_K_OBJ,
+    if ((rc = fmt_keys(cx, jc, "calibration", calib_keys)) != UTIL_OK ||
+        (rc = fmt_sub_field(cx, jc, "calibration", "devices", 0, FMT_K_OBJ,
                             &jd)) != UTIL_OK ||
         (rc = fmt_sub_field(cx, jc, "calibration", "links", 0, FMT_K_OBJ,
                             &jl)) != UTIL_OK)
@@ -217,7 +234,8 @@ static int parse_calibration(const fmt_read_ctx *cx, const cJSON *jc,
                           FMT_CALIB_MAX_TYPES);
             goto done;
         }
-        if ((rc = fmt_num_field(cx, e, p, "compute_scale", FMT_F_POS, 1.0,
+        if ((rc = fmt_keys(cx, e, p, calib_device_keys)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, e, p, "compute_scale", FMT_F_POS, 1.0,
                                 &cal->compute_scale[t])) != UTIL_OK ||
             (rc = fmt_num_field(cx, e, p, "mbs_half", FMT_F_NONNEG, 0.0,
                                 &cal->mbs_half[t])) != UTIL_OK)
@@ -281,6 +299,7 @@ int fmt_parse_profile(const char *text, const char *file,
     memset(out, 0, sizeof *out);
     pr.nlayers = m->nlayers;
     if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+        (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK ||
         (rc = fmt_str_ref(&cx, root, "", "format", 0, &fmt)) != UTIL_OK ||
         (rc = fmt_str_ref(&cx, root, "", "model", 0, &model)) != UTIL_OK ||
         (rc = fmt_sub_field(&cx, root, "", "entries", FMT_F_REQ, FMT_K_ARR,

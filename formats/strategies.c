@@ -73,9 +73,15 @@ static int parse_flag(const fmt_read_ctx *cx, const cJSON *obj,
     return UTIL_OK;
 }
 
+/* The keys of a strategies file (docs/inputs.md). */
+const char *const fmt_strategies_root_keys[] = {"strategies", NULL};
+const char *const fmt_strategy_keys[] = {"tp", "dp", "pp", "mbs", "schedule", "vpp",
+                                         "zero", "recompute", "sequence_parallel",
+                                         "stage_boundaries", "ranks", NULL};
+
 static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                           const fmt_cluster *c, const fmt_model *m, int gb,
-                          fmt_strategy *s)
+                          const char *const *keys, fmt_strategy *s)
 {
     const cJSON *jb = NULL, *jr, *v;
     const char *sched = NULL, *rec = NULL;
@@ -87,7 +93,8 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     if (!cJSON_IsObject(e))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
                         util_json_type(e));
-    if ((rc = fmt_int_field(cx, e, p, "tp", FMT_F_REQ | FMT_F_POS, 0, &tp)) !=
+    if ((keys != NULL && (rc = fmt_keys(cx, e, p, keys)) != UTIL_OK) ||
+        (rc = fmt_int_field(cx, e, p, "tp", FMT_F_REQ | FMT_F_POS, 0, &tp)) !=
             UTIL_OK ||
         (rc = fmt_int_field(cx, e, p, "dp", FMT_F_REQ | FMT_F_POS, 0, &dp)) !=
             UTIL_OK ||
@@ -182,6 +189,17 @@ int fmt_parse_strategies(const char *text, const char *file,
                           int global_batch, fmt_strategy **out, int *n,
                           util_error *err)
 {
+    return fmt_parse_strategies_keys(text, file, c, m, global_batch,
+                                     fmt_strategies_root_keys, fmt_strategy_keys,
+                                     out, n, err);
+}
+
+int fmt_parse_strategies_keys(const char *text, const char *file,
+                              const fmt_cluster *c, const fmt_model *m,
+                              int global_batch, const char *const *root_keys,
+                              const char *const *keys, fmt_strategy **out,
+                              int *n, util_error *err)
+{
     fmt_read_ctx cx;
     cJSON *root = NULL;
     const cJSON *js = NULL, *e;
@@ -205,7 +223,17 @@ int fmt_parse_strategies(const char *text, const char *file,
         return fmt_fail(&cx, UTIL_EINVAL, "",
                         "no global batch size given (none on the command line "
                         "nor in the model's training.global_batch)");
-    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK ||
+    if ((rc = fmt_read_doc(&cx, text, &root)) != UTIL_OK)
+        goto done;
+    js = fmt_field(root, "schema");
+    if (cJSON_IsString(js) && strncmp(js->valuestring, "hetplan-plan/", 13) == 0) {
+        rc = fmt_fail(&cx, UTIL_EFIELD, "schema", "expected a strategies file "
+                      "(docs/inputs.md), got a plan ('%.40s'): a plan is read by "
+                      "'--plan' of whatif, replan, export and report",
+                      js->valuestring);
+        goto done;
+    }
+    if ((root_keys != NULL && (rc = fmt_keys(&cx, root, "", root_keys)) != UTIL_OK) ||
         (rc = fmt_sub_field(&cx, root, "", "strategies",
                             FMT_F_REQ | FMT_F_NONEMPTY, FMT_K_ARR, &js)) !=
             UTIL_OK)
@@ -219,7 +247,7 @@ int fmt_parse_strategies(const char *text, const char *file,
     cJSON_ArrayForEach(e, js)
     {
         util_json_index(p, sizeof p, "strategies", k);
-        if ((rc = parse_strategy(&cx, e, p, c, m, gb, &arr[k])) != UTIL_OK)
+        if ((rc = parse_strategy(&cx, e, p, c, m, gb, keys, &arr[k])) != UTIL_OK)
             goto done;
         k++;
     }

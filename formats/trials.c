@@ -7,7 +7,45 @@
 
 #include <cjson/cJSON.h>
 
-#include "formats.h"
+#include "internal.h"
+
+/* The keys of a trials file (docs/calibration.md): a strategies file
+ * with the measurement; hetplan-launch's trial documents add what they
+ * recorded about the run (docs/launcher.md). */
+static const char *const trial_root_keys[] = {
+    "strategies", "global_batch", "format", "launcher", "plan", "mode", "mode_reason",
+    "selection", "rank", "composed", "note", "iterations", "local_device", NULL};
+static const char *const trial_keys[] = {
+    "tp", "dp", "pp", "mbs", "schedule", "vpp", "zero", "recompute",
+    "sequence_parallel", "stage_boundaries", "ranks", "measured_s", "failure",
+    "micro_batches", "predicted_s", "simulated_s", "measured_iqr_s",
+    "measured_over_predicted", "composed_from_measured_s", "modelled_dp_allreduce_s",
+    "stages", NULL};
+/* AMP's experiment logs (homogeneous.json, het_cluster.json). */
+static const char *const amp_root_keys[] = {
+    "trials", "global_batch", "cluster", "experiment", "failure", "measurement",
+    "model", "rank_layout", "source", "stage_boundaries", NULL};
+static const char *const amp_trial_keys[] = {
+    "tp", "dp", "pp", "mbs", "stage_boundaries", "ranks", "schedule", "measured_s",
+    "amp_predicted_s", "failure", NULL};
+
+/* The unknown keys of an AMP log: the document and each trial. */
+static int amp_keys(const char *path, const cJSON *doc, const cJSON *arr,
+                    util_error *err)
+{
+    const cJSON *t;
+    char p[64];
+    int rc, i = 0;
+
+    if ((rc = fmt_check_keys(path, doc, "", amp_root_keys, err)) != UTIL_OK)
+        return rc;
+    cJSON_ArrayForEach(t, arr) {
+        snprintf(p, sizeof p, "trials[%d]", i++);
+        if ((rc = fmt_check_keys(path, t, p, amp_trial_keys, err)) != UTIL_OK)
+            return rc;
+    }
+    return UTIL_OK;
+}
 
 void fmt_trial_set_free(fmt_trial_set *t)
 {
@@ -87,14 +125,17 @@ int fmt_load_trials(const char *path, int amp, const fmt_cluster *c,
     ts.global_batch = global_batch > 0 ? global_batch : gb != NULL ? gb->valueint
                                                                    : m->global_batch;
     if (amp) {
+        if ((rc = amp_keys(path, doc, arr, err)) != UTIL_OK)
+            goto done;
         stext = amp_strategies_text(arr);
         if (stext == NULL) {
             rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;
         }
     }
-    rc = fmt_parse_strategies(amp ? stext : text, path, c, m, ts.global_batch, &ts.s,
-                               &ts.n, err);
+    rc = fmt_parse_strategies_keys(amp ? stext : text, path, c, m, ts.global_batch,
+                                   amp ? NULL : trial_root_keys,
+                                   amp ? NULL : trial_keys, &ts.s, &ts.n, err);
     if (rc != UTIL_OK)
         goto done;
     ts.measured_s = calloc((size_t)ts.n, sizeof *ts.measured_s);

@@ -356,6 +356,8 @@ int main(int argc, char **argv)
         code = report(&err);
         goto done;
     }
+    if ((code = launch_cli_check_options(&o, &d)) != LAUNCH_EXIT_OK)
+        goto done;
     if (d.digest_mismatch && !o.quiet)
         fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since "
                         "the plan was made (SHA-256 differs)\n", o.plan);

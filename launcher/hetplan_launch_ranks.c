@@ -77,13 +77,47 @@ static int fail(int rank, const util_error *err)
     return code_of(err);
 }
 
+int launch_cli_check_options(const launch_options *o, const plan_doc *d)
+{
+    const fmt_strategy *s;
+    int ranks;
+
+    if (o->strategy < 1 || o->strategy > d->n) {
+        fprintf(stderr, "hetplan-launch: option '--strategy' expects 1..%d (the "
+                        "strategies of '%s'), got %d\ntry 'hetplan-launch --help'\n",
+                d->n, o->plan, o->strategy);
+        return LAUNCH_EXIT_USAGE;
+    }
+    s = &d->s[o->strategy - 1];
+    ranks = s->tp * s->dp * s->pp;
+    if (o->spawn > 0 && o->spawn != ranks) {
+        fprintf(stderr, "hetplan-launch: option '--spawn' expects the %d ranks of "
+                        "strategy %d of '%s' (tp %d x dp %d x pp %d), got %d\n"
+                        "try 'hetplan-launch --help'\n",
+                ranks, o->strategy, o->plan, s->tp, s->dp, s->pp, o->spawn);
+        return LAUNCH_EXIT_USAGE;
+    }
+    if (o->rank >= ranks) {
+        fprintf(stderr, "hetplan-launch: option '--rank' expects 0..%d (the ranks "
+                        "of strategy %d of '%s'), got %d\ntry 'hetplan-launch "
+                        "--help'\n", ranks - 1, o->strategy, o->plan, o->rank);
+        return LAUNCH_EXIT_USAGE;
+    }
+    return LAUNCH_EXIT_OK;
+}
+
+/* The plan and the work of its strategy; *usage set to an exit code when
+ * an option does not fit the plan (after the message). */
 static int load(const launch_options *o, plan_doc *d, launch_work *w, int rank,
-                util_error *err)
+                int *usage, util_error *err)
 {
     int rc;
 
+    *usage = LAUNCH_EXIT_OK;
     if ((rc = plan_load_plan(o->plan, d, err)) != UTIL_OK)
         return rc;
+    if ((*usage = launch_cli_check_options(o, d)) != LAUNCH_EXIT_OK)
+        return UTIL_EINVAL;
     if (d->digest_mismatch && !o->quiet && rank <= 0)
         fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since the "
                         "plan was made (SHA-256 differs)\n", o->plan);
@@ -97,7 +131,7 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
     launch_dry_input in;
     util_error err;
     char *text = NULL;
-    int code = LAUNCH_EXIT_OK, warn = 0;
+    int code = LAUNCH_EXIT_OK, warn = 0, usage;
 
     memset(&d, 0, sizeof d);
     memset(&w, 0, sizeof w);
@@ -122,9 +156,9 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
         if (n > 0 && n == in.local_gpus)
             in.local_names = ptr;
     }
-    if (load(o, &d, &w, env->present ? env->rank : 0, &err) != UTIL_OK ||
+    if (load(o, &d, &w, env->present ? env->rank : 0, &usage, &err) != UTIL_OK ||
         launch_dry_run(&d, &w, &in, &text, &warn, &err) != UTIL_OK) {
-        code = fail(-1, &err);
+        code = usage != LAUNCH_EXIT_OK ? usage : fail(-1, &err);
         goto done;
     }
     if (!o->quiet)
@@ -149,17 +183,17 @@ int launch_cli_spawn(int argc, char **argv, const launch_options *o)
         /* the world must fit the plan: say so once, not from every rank */
         plan_doc d;
         launch_work w;
-        int pr, rc;
+        int pr, rc, usage;
         memset(&d, 0, sizeof d);
         memset(&w, 0, sizeof w);
-        rc = load(o, &d, &w, 0, &err);
+        rc = load(o, &d, &w, 0, &usage, &err);
         if (rc == UTIL_OK)
             rc = launch_plan_rank(&d.cluster, &d.s[w.strategy], o->order, 0, o->spawn, &pr,
                                   &err);
         launch_work_free(&w);
         plan_doc_free(&d);
         if (rc != UTIL_OK)
-            return fail(-1, &err);
+            return usage != LAUNCH_EXIT_OK ? usage : fail(-1, &err);
     }
     child = calloc((size_t)argc + 1, sizeof *child);
     if (!child) {
@@ -302,17 +336,17 @@ int launch_cli_rank(const launch_options *o, const launch_env *env)
     util_error err, gerr;
     unsigned char blob[LAUNCH_BOOT_MAX];
     size_t blen = 0, len;
-    int code = LAUNCH_EXIT_OK, pr = -1, gpu_rc, i, rank = env->rank;
+    int code = LAUNCH_EXIT_OK, pr = -1, gpu_rc, i, rank = env->rank, usage;
 
     memset(&d, 0, sizeof d);
     memset(&w, 0, sizeof w);
     memset(&err, 0, sizeof err);
     memset(&gerr, 0, sizeof gerr);
     memset(&info, 0, sizeof info);
-    if (load(o, &d, &w, rank, &err) != UTIL_OK ||
+    if (load(o, &d, &w, rank, &usage, &err) != UTIL_OK ||
         launch_plan_rank(&d.cluster, &d.s[w.strategy], o->order, rank, env->world, &pr,
                          &err) != UTIL_OK) {
-        code = fail(rank, &err);
+        code = usage != LAUNCH_EXIT_OK ? usage : fail(rank, &err);
         goto done;
     }
     info.plan_rank = pr;

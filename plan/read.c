@@ -26,11 +26,14 @@ static int bad(util_error *err, const char *file, const char *path,
 static int range_bad(util_error *err, const char *file, const char *path,
                      const char *what, const cJSON *got, double max)
 {
+    char mx[UTIL_NUM_N], v[UTIL_NUM_N];
+
     if (!cJSON_IsNumber(got))
         return bad(err, file, path, what, got);
     return util_error_set(err, UTIL_EFIELD, file, path,
-                          "expected %s of at most %g, got %.10g", what, max,
-                          got->valuedouble);
+                          "expected %s of at most %s, got %s", what,
+                          util_num_text(max, mx, sizeof mx),
+                          util_num_text(got->valuedouble, v, sizeof v));
 }
 
 static const cJSON *get(const cJSON *o, const char *key)
@@ -329,6 +332,53 @@ done:
     return rc;
 }
 
+/* The keys of a plan document (docs/plan-format.md), checked for the
+ * unknown keys a hand edit may bring (fmt_check_keys). */
+static const char *const root_keys[] = {"schema", "planner", "inputs", "settings",
+                                        "search", "cluster", "model", "strategies",
+                                        NULL};
+static const char *const input_keys[] = {"cluster", "model", "profile", NULL};
+static const char *const file_keys[] = {"path", "absolute_path", "sha256", "format",
+                                        "key", NULL};
+static const char *const settings_keys[] = {
+    "global_batch", "method", "schedule", "precision", "fidelity", "cost_params",
+    "requested_global_batch", "batch_note", "requested_precision", "precision_note",
+    NULL};
+static const char *const strategy_keys[] = {
+    "rank", "tp", "dp", "pp", "mbs", "micro_batches", "schedule", "vpp", "zero",
+    "recompute", "sequence_parallel", "placement", "predicted_s", "samples_per_s",
+    "price_per_hour", "price_per_iteration", "breakdown", "stage_boundaries", "idle",
+    "stages", "ranks", "memory", "runnable", "empty_stage", "reason", "layer_times",
+    "timeline", NULL};
+
+static int plan_keys(const char *path, const cJSON *root, util_error *err)
+{
+    const cJSON *inputs = get(root, "inputs"), *js;
+    char jp[PF_PATH];
+    size_t k;
+    int rc, i = 0;
+
+    if ((rc = fmt_check_keys(path, root, "", root_keys, err)) != UTIL_OK ||
+        (rc = fmt_check_keys(path, inputs, "inputs", input_keys, err)) != UTIL_OK ||
+        (rc = fmt_check_keys(path, get(root, "settings"), "settings", settings_keys,
+                             err)) != UTIL_OK)
+        return rc;
+    for (k = 0; input_keys[k] != NULL; k++) {
+        snprintf(jp, sizeof jp, "inputs.%s", input_keys[k]);
+        if ((rc = fmt_check_keys(path, get(inputs, input_keys[k]), jp, file_keys,
+                                 err)) != UTIL_OK)
+            return rc;
+    }
+    js = get(root, "strategies");
+    if (cJSON_IsArray(js))
+        for (js = js->child; js != NULL; js = js->next) {
+            snprintf(jp, sizeof jp, "strategies[%d]", i++);
+            if ((rc = fmt_check_keys(path, js, jp, strategy_keys, err)) != UTIL_OK)
+                return rc;
+        }
+    return UTIL_OK;
+}
+
 int plan_load_plan(const char *path, plan_doc *out, util_error *err)
 {
     char *text = NULL;
@@ -354,6 +404,8 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
                  : bad(err, path, "schema", "'" PLAN_SCHEMA "'", v);
         goto done;
     }
+    if ((rc = plan_keys(path, root, err)) != UTIL_OK)
+        goto done;
     inputs = get(root, "inputs");
     if (!cJSON_IsObject(inputs)) {
         rc = bad(err, path, "inputs", "an object", inputs);

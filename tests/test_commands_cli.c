@@ -234,15 +234,35 @@ static void expect_in(const char *hay, const char *needle, const char *what,
                   "%s of '%s' lacks \"%s\": %.600s", what, r->cmd, needle, hay);
 }
 
+/* The hint line of a usage error of r: "try 'planner COMMAND --help'"
+ * for a subcommand named first, else "try 'planner --help'". */
+static void usage_hint(const run *r, char *buf, size_t n)
+{
+    static const char *const names[] = {"plan", "evaluate", "calibrate",
+                                        "decentralized", "whatif", "replan",
+                                        "export", "report"};
+    const char *first = r->cmd + strlen("planner");
+    size_t k, len;
+
+    snprintf(buf, n, "try 'planner --help'");
+    if (*first != ' ')
+        return;
+    first++;
+    len = strcspn(first, " ");
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (strlen(names[k]) == len && strncmp(first, names[k], len) == 0)
+            snprintf(buf, n, "try 'planner %s --help'", names[k]);
+}
+
 /* stderr of a failed run: exactly one "planner: " message (plus, for
- * usage errors, the "try 'planner --help'" hint), lowercase (its first
+ * usage errors, the hint naming the command's help), lowercase (its first
  * letter, after the "'FILE': " and "PATH: " prefixes when given), no
  * trailing full stop on any line, and the given substrings present. */
 static void expect_message(const run *r, const char *file, const char *path,
                            const char *key1, const char *key2)
 {
     const char *e = r->err, *msg, *nl;
-    char pre[PATHN + 8];
+    char pre[PATHN + 8], hint[64];
     size_t len;
     int lines = 0;
 
@@ -259,7 +279,8 @@ static void expect_message(const run *r, const char *file, const char *path,
         ck_assert_msg(msg[len - 1] != '.' && msg[len - 1] != ' ',
                       "stderr line of '%s' ends with '%c': %.*s", r->cmd,
                       msg[len - 1], (int)len, msg);
-        if (strncmp(msg, "try 'planner --help'", 20) != 0) {
+        usage_hint(r, hint, sizeof hint);
+        if (len != strlen(hint) || strncmp(msg, hint, len) != 0) {
             ck_assert_msg(strncmp(msg, "planner: ", 9) == 0,
                           "stderr line of '%s' lacks the 'planner: ' prefix: %.*s",
                           r->cmd, (int)len, msg);
@@ -294,8 +315,12 @@ static void expect_message(const run *r, const char *file, const char *path,
 /* A usage error: exit 2 and a well-formed message with the key words. */
 static void expect_usage(const run *r, const char *key1, const char *key2)
 {
+    char hint[64];
+
     expect_exit(r, 2);
     expect_message(r, NULL, NULL, key1, key2);
+    usage_hint(r, hint, sizeof hint);
+    expect_in(r->err, hint, "stderr", r);
     ck_assert_msg(r->out[0] == '\0', "'%s' printed on stdout: %.200s", r->cmd,
                   r->out);
 }
@@ -757,6 +782,119 @@ START_TEST(input_negative_gpus)
              "\"intra_gbps\": 100, \"nic_gbps\": 10}]}\n");
     PLANNER(&r, "--cluster", p, "--model", MODEL);
     expect_input(&r, p, "nodes[0].gpus", "expected a positive integer", "-4");
+    run_free(&r);
+}
+END_TEST
+
+/* A misspelled key: a warning naming file, path and the nearest known
+ * key, the run going on; under --strict (anywhere on the line, any
+ * command) an input error. */
+START_TEST(input_unknown_key)
+{
+    char p[PATHN], plan[PATHN], svg[PATHN];
+    run r;
+
+    wpath(svg, "x.svg");
+    put_file(p, "typo.json",
+             "{\"name\": \"t\", \"training\": {\"global_batch\": 32, "
+             "\"precison\": \"bf16\"}, \"transformer\": {\"layers\": 4, "
+             "\"hidden\": 256, \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}\n");
+    wpath(plan, "plan.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", p, "--quiet", "--output", plan);
+    expect_exit(&r, 0);
+    ck_assert_msg(r.out[0] == '\0', "printed on stdout: %.200s", r.out);
+    expect_in(r.err, "planner: warning: '", "stderr", &r);
+    expect_in(r.err, "typo.json': training.precison: unknown key 'precison', did you "
+                     "mean 'precision'?\n", "stderr", &r);
+    run_free(&r);
+    PLANNER(&r, "--strict", "--cluster", CLUSTER, "--model", p);
+    expect_input(&r, p, "training.precison", "unknown key 'precison'",
+                 "did you mean 'precision'?");
+    run_free(&r);
+    /* a command reading the plan: the model it names is read again */
+    PLANNER(&r, "report", "--plan", plan, "--output", svg, "--strict");
+    expect_input(&r, p, "training.precison", "unknown key", "precision");
+    run_free(&r);
+    /* a plan is not a strategies file: said once, not key by key */
+    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+            plan);
+    expect_input(&r, plan, "schema", "expected a strategies file", "got a plan");
+    run_free(&r);
+    /* the shipped examples raise none */
+    PLANNER(&r, "evaluate", "--strict", "--cluster", CLUSTER, "--model", MODEL,
+            "--strategies", STRATS, "--quiet");
+    expect_exit(&r, 0);
+    ck_assert_msg(r.err[0] == '\0', "stderr: %.300s", r.err);
+    run_free(&r);
+}
+END_TEST
+
+/* evaluate takes interleaving and sequence parallelism from the file:
+ * the options that set them for plan's search are refused, not ignored. */
+START_TEST(usage_evaluate_strategy_features)
+{
+    static const char *const opts[][2] = {{"--vpp", "2"}, {"--sequence-parallel", "on"},
+                                          {"--batch-tolerance", "5"}};
+    size_t i;
+    run r;
+
+    for (i = 0; i < 3; i++) {
+        PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+                STRATS, opts[i][0], opts[i][1]);
+        expect_usage(&r, opts[i][0], "belong to 'planner plan'");
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* A typo of a command or an option names the nearest one. */
+START_TEST(usage_did_you_mean)
+{
+    run r;
+
+    PLANNER(&r, "plna", "--cluster", CLUSTER);
+    expect_usage(&r, "unknown command 'plna'", "did you mean 'plan'?");
+    run_free(&r);
+    PLANNER(&r, "--clusters", CLUSTER, "--model", MODEL);
+    expect_usage(&r, "unknown option '--clusters'", "did you mean '--cluster'?");
+    run_free(&r);
+    PLANNER(&r, "export", "--too", "hostfile");
+    expect_usage(&r, "unknown option '--too'", "did you mean '--to'?");
+    run_free(&r);
+    /* "help COMMAND" is "COMMAND --help" */
+    PLANNER(&r, "help", "export");
+    expect_exit(&r, 0);
+    expect_in(r.out, "usage: planner export --plan FILE", "stdout", &r);
+    run_free(&r);
+    /* nothing near: the commands are listed */
+    PLANNER(&r, "frobnicate");
+    expect_usage(&r, "unknown command 'frobnicate'", "(commands: plan, evaluate,");
+    run_free(&r);
+}
+END_TEST
+
+/* Option values that only the inputs show wrong are still usage errors:
+ * exit 2, the option, the value and what it expects. */
+START_TEST(usage_values_against_inputs)
+{
+    char plan[PATHN];
+    run r;
+
+    /* 64 devices: divisors 1, 2, 4, 8, 16, 32, 64 */
+    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-datacenter.json", "--pp",
+            "7", "--seconds", "5");
+    expect_usage(&r, "option '--pp'", "(1, 2, 4, 8, 16, 32, 64), got 7");
+    run_free(&r);
+    wpath(plan, "plan.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "2", "--quiet",
+            "--output", plan);
+    expect_exit(&r, 0);
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", plan, "--to", "hostfile", "--strategy", "3");
+    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
+    run_free(&r);
+    PLANNER(&r, "whatif", "--plan", plan, "--slow", "0:2", "--strategy", "3");
+    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
     run_free(&r);
 }
 END_TEST
@@ -1461,6 +1599,10 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_missing_nodes);
     tcase_add_test(ti, input_negative_gpus);
     tcase_add_test(ti, input_zero_nic);
+    tcase_add_test(ti, input_unknown_key);
+    tcase_add_test(tu, usage_values_against_inputs);
+    tcase_add_test(tu, usage_did_you_mean);
+    tcase_add_test(tu, usage_evaluate_strategy_features);
     tcase_add_test(ti, input_unknown_device);
     tcase_add_test(ti, input_total_gpus_mismatch);
     tcase_add_test(ti, input_model_without_layers);

@@ -114,7 +114,7 @@ START_TEST(layers_in_a_model)
                        "\"transformer\": {\"family\": \"gpt3\", \"layers\": 1000001, "
                        "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
     expect_input_error(EX("amp-het.json"), "t.json", "'t.json': transformer.layers: "
-                       "expected a positive integer of at most 1e+06", "got 1000001");
+                       "expected a positive integer of at most 1000000", "got 1000001");
 }
 END_TEST
 
@@ -128,7 +128,7 @@ START_TEST(global_batch)
                        "\"transformer\": {\"family\": \"gpt3\", \"layers\": 2, "
                        "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
     expect_input_error(EX("amp-het.json"), "m.json", "'m.json': training.global_batch: "
-                       "expected a positive integer of at most 1e+09", "got 2000000000");
+                       "expected a positive integer of at most 1000000000", "got 2000000000");
     expect_run(over, 2, "option '--global-batch' expects an integer in "
                         "1..1073741823, got '1073741824'", NULL);
 }
@@ -337,12 +337,12 @@ START_TEST(tiny_rates_refused)
                        "\"intra_gbps\": 100, \"nic_gbps\": 100}]}");
     expect_input_error("c.json", EX("gpt2-amp.json"), "'c.json': "
                        "device_types.X.tflops_fp16: expected a positive number of at "
-                       "least 1e-06 TFLOP/s", "got 1e-300");
+                       "least 0.000001 and at most 1000000 TFLOP/s", "got 1e-300");
     tp_write("c.json", "{\"nodes\": [{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 4, "
                        "\"intra_gbps\": 100, \"nic_gbps\": 1e-9}]}");
     expect_input_error("c.json", EX("gpt2-amp.json"), "'c.json': nodes[0].nic_gbps: "
-                       "expected a positive number of at least 1e-06 Gbit/s",
-                       "got 1e-09");
+                       "expected a positive number of at least 0.000001 and at most "
+                       "10000000 Gbit/s", "got 0.000000001");
 }
 END_TEST
 

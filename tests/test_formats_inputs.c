@@ -386,21 +386,24 @@ START_TEST(cluster_missing_and_types)
                     " \"gpus\": 0, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
-               "expected a positive integer, got 0");
+               "expected a positive integer of at most 65536, got 0");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1e12, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
                     &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "32 bits");
+    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
+               "at most 65536, got 1000000000000");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": -3, \"nic_gbps\": 10}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].intra_gbps",
-               "expected a positive number, got -3");
+               "expected a positive number of at least 0.000001 and at most "
+               "10000000 Gbit/s, got -3");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 0}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_gbps",
-               "expected a positive number, got 0");
+               "expected a positive number of at least 0.000001 and at most "
+               "10000000 Gbit/s, got 0");
     rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": [1]}]}",
                     &e);
@@ -459,7 +462,7 @@ START_TEST(cluster_device_types)
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types.X.memory_gib",
-               "expected a positive number, got -16");
+               "expected a positive number of at most 1000000 GiB, got -16");
     rc = cluster_rc("{\"device_types\": {\"X\": {\"memory_gib\": 16,"
                     " \"tflops_fp16\": 10}},"
                     " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
@@ -913,7 +916,7 @@ START_TEST(profile_errors)
                     " \"mbs\": 1, \"fwd_ms\": [1, -2, 3, 4]}]}",
                     &p, &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms[1]",
-               "non-negative number, got -2");
+               "non-negative number of at most 1000000000 ms, got -2");
     rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
                     " \"mbs\": 1, \"fwd_ms\": [1, \"2\", 3, 4]}]}",
                     &p, &e);

@@ -1838,9 +1838,24 @@ START_TEST(test_launch_cli_ranks)
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
     ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
+    /* --spawn, --strategy and --rank that do not fit the plan (pp 4, one
+     * strategy) are usage errors naming the option, with or without
+     * --dry-run */
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --spawn 3", HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 3);
-    ck_assert_ptr_nonnull(strstr(out, "world size 3 does not match the plan's 4 ranks"));
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "option '--spawn' expects the 4 ranks of strategy 1") &&
+                  strstr(out, "got 3\ntry 'hetplan-launch --help'"), "%s", out);
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --spawn 3", HETPLAN_LAUNCH_EXE,
+             plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "option '--spawn' expects the 4 ranks"));
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --strategy 2", HETPLAN_LAUNCH_EXE,
+             plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "option '--strategy' expects 1..1"));
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --rank 4", HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "option '--rank' expects 0..3"));
     snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=1 MASTER_PORT=70000 '%s' --plan '%s'",
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);

@@ -1,6 +1,8 @@
 /* util/error.c: the error table's messages and located error details. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -55,4 +57,37 @@ void util_error_format(const util_error *err, char *buf, size_t n)
     if (used < n)
         snprintf(buf + used, n - used, "%s",
                  err->msg[0] ? err->msg : util_strerror(err->code));
+}
+
+const char *util_num_text(double d, char *buf, size_t n)
+{
+    int p;
+
+    if (n == 0)
+        return buf;
+    if (isnan(d)) {
+        snprintf(buf, n, "nan");
+        return buf;
+    }
+    if (isinf(d)) {
+        snprintf(buf, n, "%s", d < 0 ? "-inf" : "inf");
+        return buf;
+    }
+    if (d == floor(d) && fabs(d) < 1e16) {
+        snprintf(buf, n, "%.0f", d);
+        return buf;
+    }
+    /* fixed notation between 1e-9 and 1e16, else the shortest %g */
+    if (fabs(d) >= 1e-9 && fabs(d) < 1e16)
+        for (p = 1; p <= 30; p++) {
+            snprintf(buf, n, "%.*f", p, d);
+            if (strtod(buf, NULL) == d)
+                return buf;
+        }
+    for (p = 1; p <= 17; p++) {
+        snprintf(buf, n, "%.*g", p, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    return buf;
 }

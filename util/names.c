@@ -1,5 +1,7 @@
 /* util/names.c: checks of names that leave hetplan in other programs'
- * syntax (host names in hostfiles and launch lines). */
+ * syntax (host names in hostfiles and launch lines), and the edit
+ * distance behind "did you mean" suggestions. */
+#include <ctype.h>
 #include <string.h>
 
 #include "util.h"
@@ -29,4 +31,37 @@ int util_hostname_ok(const char *s)
         }
     }
     return 1;
+}
+
+int util_edit_distance(const char *a, const char *b)
+{
+    int d[33][33], i, j, la = (int)strlen(a), lb = (int)strlen(b);
+
+    if (la > 32 || lb > 32)
+        return 9;
+    for (i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (i = 1; i <= la; i++)
+        for (j = 1; j <= lb; j++) {
+            int x = tolower((unsigned char)a[i - 1]), y = tolower((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + (x != y);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && x == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == y && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb] < 9 ? d[la][lb] : 9;
+}
+
+int util_near_name(const char *name, const char *cand)
+{
+    int d = util_edit_distance(name, cand);
+
+    return d <= ((int)strlen(cand) + 2) / 3;
 }

@@ -63,6 +63,23 @@ int util_error_set(util_error *err, int code, const char *file,
 /* Format "'file': path: msg" (parts omitted when empty) into buf. */
 void util_error_format(const util_error *err, char *buf, size_t n);
 
+/* Edit distance between a and b (insertions, deletions, substitutions
+ * and swaps of two neighbours, ASCII case ignored; Damerau's optimal
+ * string alignment), capped at 9; names longer than 32 bytes count as 9.
+ * For "did you mean" suggestions (util/names.c). */
+int util_edit_distance(const char *a, const char *b);
+/* 1 when name is near enough to cand to suggest it: at most a third of
+ * cand's letters (and at least one) wrong. */
+int util_near_name(const char *name, const char *cand);
+
+/* Bytes util_num_text needs at most. */
+#define UTIL_NUM_N 48
+/* d for a message, as a user would type it: whole numbers below 1e16 in
+ * full ("1000000", not "1e+06"), others in the fewest digits that read
+ * back as d ("0.000001", "1e+300", "inf").  Writes buf (n bytes, at least
+ * UTIL_NUM_N) and returns it. */
+const char *util_num_text(double d, char *buf, size_t n);
+
 /* ---- growable text buffer -------------------------------------------- */
 
 /* Zero-initialise ({0}).  p is malloc'd, owned by the caller (free(p));
