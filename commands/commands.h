@@ -45,6 +45,7 @@ int cmd_dispatch(int argc, char **argv);
 
 /* Help of plan and evaluate, which is also the planner's own help. */
 extern const char cmd_plan_usage[];
+extern const char cmd_plan_usage_options[];
 
 /* ---- option parsing (options.c) --------------------------------------- */
 
@@ -117,6 +118,7 @@ typedef struct cmd_parser {
     /* CMD_OPT_CALL options: store value (opt as written); exit code */
     int (*handle)(void *ctx, int id, const char *opt, const char *value);
     void *ctx;
+    const char *usage_more;     /* printed after usage, or NULL */
 } cmd_parser;
 
 /* Parse the options argv[1..argc-1] in order, storing each as its table

@@ -239,6 +239,7 @@ static int dispatch(int argc, char **argv)
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
             fputs(cmd_plan_usage, stdout);
+            fputs(cmd_plan_usage_options, stdout);
             return CMD_EXIT_OK;
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
@@ -257,6 +258,7 @@ static int dispatch(int argc, char **argv)
         char *hv[3];
         if (argc < 3) {
             fputs(cmd_plan_usage, stdout);
+            fputs(cmd_plan_usage_options, stdout);
             return CMD_EXIT_OK;
         }
         for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)

@@ -119,6 +119,8 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
 
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             fputs(p->usage, stdout);
+            if (p->usage_more)
+                fputs(p->usage_more, stdout);
             exit(CMD_EXIT_OK);
         }
         if (p->version && strcmp(a, "--version") == 0) {

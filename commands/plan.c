@@ -29,7 +29,10 @@ const char cmd_plan_usage[] =
     "  --model FILE           model description: layer list or transformer shorthand\n"
     "  --profile FILE         measured per-layer times (hetplan-profile/1)\n"
     "  --amp-profile FILE[:KEY]  AMP's profiles.json, converted at load (KEY: gpt2)\n"
-    "  --strategies FILE      strategies to score (evaluate only)\n"
+    "  --strategies FILE      strategies to score (evaluate only)\n";
+
+/* The second half of the usage (C99 bounds one string literal). */
+const char cmd_plan_usage_options[] =
     "options:\n"
     "  --global-batch N       global batch size (default: the model's training.global_batch)\n"
     "  --top-k K              strategies kept in the plan (default 5)\n"
@@ -218,7 +221,8 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
-    const cmd_parser p = {.usage = cmd_plan_usage, .options = table, .version = 1,
+    const cmd_parser p = {.usage = cmd_plan_usage, .usage_more = cmd_plan_usage_options,
+                          .options = table, .version = 1,
                           .handle = plan_option, .ctx = o};
     int code;
 
