@@ -328,7 +328,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             uniform_bounds(m, &s);
             arc = UTIL_OK;
         } else {
-            arc = search_assign_layers(c, m, prof, cp, &s, err);
+            arc = search_assign_layers_for(c, m, prof, cp, &sp->launcher, &s, err);
             if (arc == UTIL_OK && sp->uneven_tp && tp > 1) {
                 search_shard_params shp;
                 search_shard_params_init(&shp);

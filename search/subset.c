@@ -375,6 +375,8 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
         v = pool_value(x, cd);
         if (!cd->r.fits && !x->sp->keep_infeasible)
             continue;
+        if (!search_launcher_ok(x->c, x->m, &x->sp->launcher, &cd->s, NULL, 0))
+            continue; /* e.g. Megatron's uniform split: the launcher cannot run it */
         if (v < *best)
             *best = v;
         if (pool_add(x, cd, v, is_all) != UTIL_OK) {
