@@ -120,6 +120,21 @@ START_TEST(command_line_errors)
     /* Megatron-LM core_v0.19.0 has Megatron-FSDP: ZeRO 3 is fine there */
     ck_assert_int_eq(plan("megatron@new", "a.json", EX "gpt2-amp.json", "--zero=3", &r), 0);
     tp_run_free(&r);
+    /* the Megatron baseline on mixed-generations: its uniform split of
+     * gpt2-medium's 24 blocks leaves unequal middle stages for some pp
+     * (over 16 stages: 2 blocks on the first 8, 1 on the last 8), which
+     * core_r0.9.0 cannot write; such strategies take the launcher's best
+     * split instead of leaving no strategy at all */
+    {
+        const char *args[] = {"--cluster", EX "mixed-generations.json", "--model",
+                              EX "gpt2-medium.json", "--method", "megatron", "--launcher",
+                              "megatron", "--output", "mm.json", "--quiet", NULL};
+        tp_run(&r, args);
+        ck_assert_msg(r.status == 0, "%s", r.err);
+        tp_run_free(&r);
+        ck_assert_msg(export_to("mm.json", "megatron", "1", &r) == 0, "%s", r.err);
+        tp_run_free(&r);
+    }
     /* evaluate scores given strategies: no search to constrain */
     {
         const char *args[] = {"evaluate", "--cluster", EX "amp-het.json", "--model",
