@@ -243,7 +243,14 @@ typedef struct cmd_plan_opts {
     int ga_population;      /* --ga-population, 0 = the default (plan only) */
     int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
     double time_limit;      /* --time-limit SECONDS of the search, 0 = none */
+    const char *launcher;   /* --launcher TARGET[@VERSION], NULL = none (plan only) */
 } cmd_plan_opts;
+
+/* --launcher TARGET[@VERSION] (plan, replan) into *target and *version
+ * (enum export_target, enum export_version; either may be NULL): megatron,
+ * deepspeed or torchrun, the older release without @; exit code (usage
+ * message printed). */
+int cmd_launcher_parse(const char *v, int *target, int *version);
 
 /* A run of plan or evaluate: its options and the inputs they name. */
 typedef struct cmd_plan_run {

@@ -28,7 +28,8 @@ static const char export_usage[] =
     "options:\n"
     "  --plan FILE            plan JSON written by 'planner --output'\n"
     "  --to TARGET            launcher to export for\n"
-    "  --target-version V     upstream release to write for (old, new or a name above)\n"
+    "  --target-version V     upstream release to write for (old, new or a name above;\n"
+    "                         default: the plan's 'plan --launcher' release, else old)\n"
     "  --approximate          write the files even where the target cannot express\n"
     "                         the plan exactly; the approximations go to stderr\n"
     "  --output DIR           write the files into DIR (created if missing); without\n"
@@ -291,6 +292,11 @@ int cmd_export(int argc, char **argv)
     eo.strategy = o.strategy;
     eo.approximate = o.approximate;
     eo.idle_reason = d.idle_reason ? d.idle_reason[o.strategy - 1] : NULL;
+    /* without --target-version: the release the plan was made for */
+    if (o.version == NULL && d.launcher[0] != '\0' &&
+        export_target_from_name(d.launcher) == o.target &&
+        export_version_from_name(o.target, d.launcher_version) >= 0)
+        eo.version = export_version_from_name(o.target, d.launcher_version);
     if (o.version != NULL &&
         (eo.version = export_version_from_name(o.target, o.version)) < 0) {
         code = cmd_usage_error("export", "option '--target-version' expects %s "

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "export.h"
 #include "commands.h"
 
 const char cmd_plan_usage[] =
@@ -66,6 +67,7 @@ const char cmd_plan_usage_options[] =
     "  --param NAME=VALUE     override a cost-model constant (docs/cost-model.md)\n"
     "  --time-limit SECONDS   stop the search after SECONDS, keep the best so far\n"
     "                         (evaluate: score no further strategy, keep those done)\n"
+    "  --launcher T[@V]       only what megatron|deepspeed|torchrun[@V] runs exactly\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --strict               unknown keys in input files are errors (exit 3)\n"
@@ -85,8 +87,32 @@ enum {
     OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
     OPT_OBJECTIVE, OPT_HEADROOM,
     OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL,
-    OPT_TIME_LIMIT
+    OPT_TIME_LIMIT, OPT_LAUNCHER
 };
+
+int cmd_launcher_parse(const char *v, int *target, int *version)
+{
+    char name[32];
+    const char *at = strchr(v, '@');
+    size_t n = at ? (size_t)(at - v) : strlen(v);
+    int t, ver = EXPORT_VERSION_OLD;
+
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), v);
+    t = n < sizeof name ? export_target_from_name(name) : -1;
+    if (t < 0 || t == EXPORT_HOSTFILE)
+        return cmd_usage_error(NULL, "option '--launcher' expects megatron, deepspeed "
+                                     "or torchrun, optionally with @VERSION, got '%s'", v);
+    if (at != NULL && (ver = export_version_from_name(t, at + 1)) < 0)
+        return cmd_usage_error(NULL, "option '--launcher': %s has no release '%s' "
+                                     "(%s or %s)", name, at + 1,
+                               export_version_name(t, EXPORT_VERSION_OLD),
+                               export_version_name(t, EXPORT_VERSION_NEW));
+    if (target != NULL)
+        *target = t;
+    if (version != NULL)
+        *version = ver;
+    return CMD_EXIT_OK;
+}
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
 static int plan_option(void *ctx, int id, const char *opt, const char *v)
@@ -100,6 +126,10 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
         return cmd_add_param(o->params, &o->nparams, v);
     case OPT_TIME_LIMIT:
         return cmd_parse_time_limit(NULL, v, &o->time_limit);
+    case OPT_LAUNCHER:
+        o->launcher = v;
+        o->plan_only = 1;
+        return cmd_launcher_parse(v, NULL, NULL);
     case OPT_PRECISION:
         o->precision = fmt_precision_from_name(v);
         if (o->precision < 0)
@@ -219,6 +249,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_INT("--ga-population", &o->ga_population, 2, 10000),
         CMD_INT("--ga-generations", &o->ga_generations, 1, 100000),
         CMD_CALL("--time-limit", OPT_TIME_LIMIT),
+        CMD_CALL("--launcher", OPT_LAUNCHER),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = cmd_plan_usage, .usage_more = cmd_plan_usage_options,
@@ -244,8 +275,9 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     if (evaluate && o->plan_only)
         return cmd_usage_error(NULL, "%s", "'--objective', '--memory-headroom', "
                                            "'--use-all', '--seed', '--anneal-steps', "
-                                           "'--ga-population', '--ga-generations' and "
-                                           "'--placement rules|ga' belong to 'planner plan'");
+                                           "'--ga-population', '--ga-generations', "
+                                           "'--launcher' and '--placement rules|ga' "
+                                           "belong to 'planner plan'");
     if (evaluate && (o->vpp > 0 || o->seq_par >= 0 || o->batch_tolerance > 0.0))
         return cmd_usage_error(NULL, "%s", "'--vpp', '--sequence-parallel' and "
                                            "'--batch-tolerance' belong to 'planner "
@@ -506,6 +538,73 @@ void cmd_plan_run_free(cmd_plan_run *r)
     fmt_cluster_free(&r->c);
 }
 
+/* --launcher: the search keeps to what the target expresses (the
+ * exporter's own capability table); exit code. */
+static int plan_launcher(cmd_plan_run *r, search_params *sp, int *target,
+                         int *version)
+{
+    util_error err;
+    int code = cmd_launcher_parse(r->o.launcher, target, version);
+
+    memset(&err, 0, sizeof err);
+    if (code != CMD_EXIT_OK)
+        return code;
+    if (export_target_caps(*target, *version, &sp->launcher, &err) != UTIL_OK)
+        return cmd_report_error(&err);
+    if (search_launcher_params(sp, &r->cp, &err) != UTIL_OK) {
+        char buf[400];
+        util_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "planner: option '--launcher %s': %s\n", r->o.launcher, buf);
+        return CMD_EXIT_USAGE;
+    }
+    r->meta.launcher = export_target_name(*target);
+    r->meta.launcher_version = export_version_name(*target, *version);
+    return CMD_EXIT_OK;
+}
+
+/* Keep the strategies of res that the target exports exactly, checked by
+ * the exporter itself (the search's constraints make that all of them;
+ * this keeps the promise whatever path a candidate took); exit code, 6
+ * when none is left. */
+static int plan_launcher_keep(cmd_plan_run *r, int target, int version,
+                              search_result *res)
+{
+    export_options eo;
+    char first[600] = "";
+    int i, kept = 0, dropped = 0;
+
+    export_options_init(&eo);
+    eo.version = version;
+    for (i = 0; i < res->n; i++) {
+        export_result er;
+        util_error err;
+        memset(&err, 0, sizeof err);
+        if (export_build(target, &r->c, &r->m, &r->cp, &res->cands[i].s,
+                         r->meta.global_batch, &eo, &er, &err) == UTIL_OK) {
+            export_free(&er);
+            res->cands[kept++] = res->cands[i];
+            continue;
+        }
+        if (dropped++ == 0)
+            util_error_format(&err, first, sizeof first);
+        export_free(&er);
+        fmt_strategy_free(&res->cands[i].s);
+        cost_result_free(&res->cands[i].r);
+    }
+    res->n = kept;
+    if (kept == 0) {
+        fprintf(stderr, "planner: cannot express: %s\n", first);
+        fprintf(stderr, "planner: no strategy found that %s %s runs exactly\n",
+                export_target_name(target), export_version_name(target, version));
+        return CMD_EXIT_REFUSED;
+    }
+    if (dropped > 0 && !r->o.out.quiet)
+        fprintf(stderr, "planner: note: %d strateg%s left out: %s %s cannot express "
+                        "them (first: %s)\n", dropped, dropped > 1 ? "ies" : "y",
+                export_target_name(target), export_version_name(target, version), first);
+    return CMD_EXIT_OK;
+}
+
 int cmd_plan(int argc, char **argv)
 {
     cmd_plan_run r;
@@ -515,7 +614,7 @@ int cmd_plan(int argc, char **argv)
     fmt_strategy *ss = NULL;
     cost_result *rs = NULL;
     const char **why = NULL;
-    int i, code, rc, progress_drawn = 0;
+    int i, code, rc, progress_drawn = 0, target = -1, version = 0;
     char batch_note[256];
 
     memset(&res, 0, sizeof res);
@@ -545,6 +644,9 @@ int cmd_plan(int argc, char **argv)
     sp.placement_search = r.o.placement_search;
     sp.ga_population = r.o.ga_population;
     sp.ga_generations = r.o.ga_generations;
+    if (r.o.launcher != NULL &&
+        (code = plan_launcher(&r, &sp, &target, &version)) != CMD_EXIT_OK)
+        goto done;
     if (!r.o.out.quiet && isatty(STDERR_FILENO)) { /* progress on a terminal only */
         sp.progress = cmd_progress_draw;
         sp.progress_ctx = &progress_drawn;
@@ -562,6 +664,11 @@ int cmd_plan(int argc, char **argv)
                     fmt_precision_name(fmt_model_precision(&r.m)), lack);
         goto done;
     }
+    if (res.global_batch > 0)
+        r.meta.global_batch = res.global_batch;
+    if (target >= 0 &&
+        (code = plan_launcher_keep(&r, target, version, &res)) != CMD_EXIT_OK)
+        goto done;
     ss = calloc((size_t)res.n + 1, sizeof *ss);
     rs = calloc((size_t)res.n + 1, sizeof *rs);
     why = calloc((size_t)res.n + 1, sizeof *why);

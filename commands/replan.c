@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "replan.h"
+#include "export.h"
 #include "commands.h"
 
 static const char replan_usage[] =
@@ -27,6 +28,8 @@ static const char replan_usage[] =
     "  --no-compress          keep the number of pipeline stages\n"
     "  --time-limit SECONDS   stop searching after SECONDS, keeping the best plans\n"
     "                         found so far (status \"time-limit\", exit code 7)\n"
+    "  --launcher T[@V]       keep to what launcher T runs exactly (default: the\n"
+    "                         plan's 'plan --launcher', else any strategy)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --strict               unknown keys in input files are errors (exit 3)\n"
@@ -41,15 +44,20 @@ typedef struct replan_opts {
     const char *plan, *schedule;
     int strategy, frozen;
     replan_params rp;
+    const char *launcher;   /* --launcher TARGET[@VERSION], NULL = the plan's */
 } replan_opts;
 
-/* --time-limit into the replan_params ctx; exit code. */
+/* --time-limit (id 1) and --launcher (id 2) into the replan_opts ctx;
+ * exit code. */
 static int replan_option(void *ctx, int id, const char *opt, const char *v)
 {
     replan_opts *o = ctx;
 
-    (void)id;
     (void)opt;
+    if (id == 2) {
+        o->launcher = v;
+        return cmd_launcher_parse(v, NULL, NULL);
+    }
     return cmd_parse_time_limit("replan", v, &o->rp.time_limit_s);
 }
 
@@ -64,6 +72,7 @@ static int replan_args(int argc, char **argv, replan_opts *o)
         CMD_INT("--max-mbs", &o->rp.max_mbs, 1, INT_MAX / 2),
         CMD_SET("--no-compress", NULL, &o->rp.compress, 0),
         CMD_CALL("--time-limit", 1),
+        CMD_CALL("--launcher", 2),
         CMD_OUTPUT_OPTIONS(&o->out),
         CMD_END};
     const cmd_parser p = {.usage = replan_usage, .options = table,
@@ -111,6 +120,32 @@ static int replan_freeze_of(const replan_opts *o, const plan_doc *d, replan_free
     return CMD_EXIT_OK;
 }
 
+/* The launcher every phase keeps to: --launcher, else the one the plan
+ * was made for (settings.launcher); exit code. */
+static int replan_launcher(replan_opts *o, const plan_doc *d)
+{
+    util_error err;
+    int target = -1, version = EXPORT_VERSION_OLD, code;
+
+    memset(&err, 0, sizeof err);
+    if (o->launcher != NULL) {
+        if ((code = cmd_launcher_parse(o->launcher, &target, &version)) != CMD_EXIT_OK)
+            return code;
+    } else if (d->launcher[0] != '\0') {
+        target = export_target_from_name(d->launcher);
+        version = export_version_from_name(target, d->launcher_version);
+        if (target < 0 || version < 0) {
+            fprintf(stderr, "planner: '%s': settings.launcher names no launcher "
+                            "hetplan knows ('%s' '%s')\n", o->plan, d->launcher,
+                    d->launcher_version);
+            return CMD_EXIT_INPUT;
+        }
+    }
+    if (target >= 0 && export_target_caps(target, version, &o->rp.launcher, &err) != UTIL_OK)
+        return cmd_report_error(&err);
+    return CMD_EXIT_OK;
+}
+
 int cmd_replan(int argc, char **argv)
 {
     replan_opts o;
@@ -131,6 +166,8 @@ int cmd_replan(int argc, char **argv)
         (code = replan_freeze_of(&o, &d, &f)) != CMD_EXIT_OK)
         goto done;
     o.rp.global_batch = d.global_batch;
+    if ((code = replan_launcher(&o, &d)) != CMD_EXIT_OK)
+        goto done;
     if (replan_run(&d.cluster, &d.model, d.have_profile ? &d.profile : NULL, &d.params,
                    &d.s[o.strategy - 1], &f, &o.rp, &r, &err) != UTIL_OK) {
         code = cmd_report_error(&err);

@@ -13,27 +13,28 @@ static int deepspeed_limits(export_ctx *x, int *include)
     const fmt_strategy *s = x->s;
     int zero = export_zero(x), rc = export_recompute(x);
 
-    if (s->pp > 1 && zero >= 2) {
+    if (x->caps.zero_limit_pp > 0 && s->pp > 1 && zero >= x->caps.zero_limit_pp) {
         export_approx(x, "the plan assumes ZeRO stage %d, but DeepSpeed's "
                       "pipeline engine accepts only stage 0 or 1; "
-                      "ds_config.json asks for stage 1", zero);
-        zero = 1;
+                      "ds_config.json asks for stage %d", zero,
+                      x->caps.zero_limit_pp - 1);
+        zero = x->caps.zero_limit_pp - 1;
     }
-    if (s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
+    if (x->caps.no_gpipe && s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
         export_approx(x, "the plan assumes a GPipe schedule; DeepSpeed's "
                       "pipeline engine runs its 1F1B-style TrainSchedule");
-    if (s->vpp > 1)
+    if (x->caps.no_vpp && s->vpp > 1)
         export_approx(x, "the plan interleaves %d virtual stages per device; "
                       "DeepSpeed's pipeline engine has no interleaved "
                       "schedule", s->vpp);
-    if (s->sp > 0 && s->tp > 1)
+    if (x->caps.no_sp && s->sp > 0 && s->tp > 1)
         export_approx(x, "the plan uses Megatron-style sequence parallelism; "
                       "DeepSpeed does not provide it (its Ulysses sequence "
                       "parallelism is a different scheme)");
-    if (rc == FMT_RECOMPUTE_SELECTIVE)
+    if (x->caps.no_selective && rc == FMT_RECOMPUTE_SELECTIVE)
         export_approx(x, "the plan recomputes attention only (selective); "
                       "DeepSpeed's PipelineModule checkpoints whole layers");
-    if (s->tp_heads != NULL)
+    if (x->caps.no_uneven_tp && s->tp_heads != NULL)
         export_approx(x, "the plan splits heads and MLP columns unevenly over "
                       "the TP group; DeepSpeed has no per-rank shard sizes "
                       "(the torchrun export writes them)");

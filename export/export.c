@@ -81,6 +81,45 @@ int export_version_from_name(int target, const char *name)
     return -1;
 }
 
+int export_target_caps(int target, int version, search_launcher *caps,
+                       util_error *err)
+{
+    memset(caps, 0, sizeof *caps);
+    if (export_target_name(target) == NULL || target == EXPORT_HOSTFILE ||
+        export_version_name(target, version) == NULL)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "no launcher to plan for: target %d version %d",
+                              target, version);
+    caps->active = 1;
+    switch (target) {
+    case EXPORT_MEGATRON:
+        /* 1F1B, even shards, the embedding on the first stage and the
+         * head on the last; core_r0.9.0 sets only the first and last
+         * stage's block counts and shards the optimizer state alone */
+        caps->no_gpipe = 1;
+        caps->no_uneven_tp = 1;
+        caps->split = version == EXPORT_VERSION_OLD ? SEARCH_SPLIT_ENDS
+                                                    : SEARCH_SPLIT_BLOCKS;
+        caps->zero_limit = version == EXPORT_VERSION_OLD ? 2 : 0;
+        break;
+    case EXPORT_DEEPSPEED:
+        /* the pipeline engine: 1F1B-style, ZeRO 0-1 with pp > 1, whole
+         * layers checkpointed; no Megatron sequence parallelism; its
+         * launcher gives each host one block of ranks */
+        caps->no_sp = 1;
+        caps->no_vpp = 1;
+        caps->no_selective = 1;
+        caps->no_gpipe = 1;
+        caps->no_uneven_tp = 1;
+        caps->zero_limit_pp = 2;
+        caps->order = SEARCH_ORDER_HOSTS;
+        break;
+    default: /* torchrun: the variables state every feature */
+        break;
+    }
+    return UTIL_OK;
+}
+
 void export_options_init(export_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -465,6 +504,9 @@ int export_build(int target, const fmt_cluster *c, const fmt_model *m,
                             o->version);
         goto done;
     }
+    if (target != EXPORT_HOSTFILE &&
+        (rc = export_target_caps(target, o->version, &x.caps, err)) != UTIL_OK)
+        goto done;
     if ((rc = precision_check(&x, err)) != UTIL_OK)
         goto done;
     if (global_batch != s->mbs * s->gas * s->dp &&

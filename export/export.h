@@ -4,6 +4,7 @@
 #define HETPLAN_EXPORT_H
 
 #include "costmodel.h"
+#include "search.h"
 
 /* ---- exports and reports --------------------------------------------- */
 
@@ -34,6 +35,17 @@ int export_version_from_name(int target, const char *name);
 const char *export_target_name(int target);
 /* Target from name, -1 when unknown. */
 int export_target_from_name(const char *name);
+
+/* What target (at version) can express, as constraints for the search
+ * (search_params.launcher; planner plan --launcher): the features,
+ * stage splits and rank orders export_build would refuse are exactly
+ * those caps rules out, and export_build decides its feature refusals
+ * from the same table.  UTIL_EINVAL for an unknown target or version, and
+ * for the hostfile (it is no launcher to plan for).  What the model
+ * itself lacks for a target (a 'generic' layer, ALiBi, no shape for
+ * Megatron-LM) no strategy can change: export_build still refuses it. */
+int export_target_caps(int target, int version, search_launcher *caps,
+                       util_error *err);
 
 typedef struct export_options {
     const char *master_addr;    /* rendezvous host; NULL = host of node rank 0 (NULL) */

@@ -38,6 +38,7 @@ typedef struct export_ctx {
     int identity_gpus;  /* every agent lists its node's GPUs 0..n-1 in order */
     const char *master;
     export_result *out;
+    search_launcher caps;  /* what the target expresses (export_target_caps) */
 } export_ctx;
 
 /* ---- the strategy and common file parts (export/export.c) ------------ */

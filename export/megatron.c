@@ -207,7 +207,7 @@ static void feature_args(export_ctx *x, util_buf *b)
         util_buf_printf(b, "  --use-megatron-fsdp \\\n"
                         "  --data-parallel-sharding-strategy %s \\\n",
                         zero == 2 ? "optim_grads" : "optim_grads_params");
-    else if (zero >= 2)
+    else if (x->caps.zero_limit > 0 && zero >= x->caps.zero_limit)
         export_approx(x, "the plan shards %s over the DP group (ZeRO stage "
                       "%d); Megatron-LM %s shards only the optimizer state "
                       "(--use-distributed-optimizer); --target-version %s "
@@ -285,10 +285,10 @@ static void megatron_limits(export_ctx *x, const split *sp)
                       "sequence length (its 'shape'); add --hidden-size, "
                       "--num-attention-heads, --seq-length and "
                       "--max-position-embeddings yourself");
-    if (s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
+    if (x->caps.no_gpipe && s->schedule == FMT_SCHED_GPIPE && s->pp > 1)
         export_approx(x, "the plan assumes a GPipe schedule; Megatron-LM runs "
                       "1F1B, which keeps fewer activations alive");
-    if (s->tp_heads != NULL)
+    if (x->caps.no_uneven_tp && s->tp_heads != NULL)
         export_approx(x, "the plan splits heads and MLP columns unevenly over "
                       "the TP group; Megatron-LM shards every tensor evenly "
                       "(the torchrun export writes the per-rank shards)");

@@ -103,6 +103,17 @@ static const char *precision_name(const fmt_model *m)
     return m->bf16 ? "bf16" : "fp16";
 }
 
+/* settings.launcher: {"target", "version"} */
+static cJSON *launcher_json(const plan_meta *meta)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL &&
+                         util_json_put_str(o, "target", meta->launcher) &&
+                         util_json_put_str(o, "version", meta->launcher_version
+                                                             ? meta->launcher_version : ""));
+}
+
 static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
                             const cost_params *p, const fmt_strategy *s,
                             int n)
@@ -127,7 +138,9 @@ static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
                           (util_json_put_str(o, "requested_precision",
                                              meta->requested_precision) &&
                            util_json_put_str(o, "precision_note",
-                                             meta->precision_note))));
+                                             meta->precision_note))) &&
+                         (meta->launcher == NULL ||
+                          util_json_put(o, "launcher", launcher_json(meta))));
 }
 
 static cJSON *search_json(const plan_meta *meta)

@@ -48,6 +48,9 @@ typedef struct plan_meta {
                                    plan holds the best strategies found so far
                                    (search.status "time-limit", else "complete") */
     double time_limit_s;        /* the search's time limit, s; 0 = none */
+    const char *launcher;       /* launcher the search kept to (settings.launcher:
+                                   "megatron", "deepspeed", "torchrun"); NULL = none */
+    const char *launcher_version; /* its release ("core_r0.9.0", "0.14", ...) */
 } plan_meta;
 
 
@@ -98,6 +101,9 @@ typedef struct plan_doc {
     char (*idle_reason)[256];   /* n: why strategy i leaves GPUs idle (the reason
                                    of its first "idle" entry), "" when it uses
                                    every GPU or records none */
+    char launcher[16];          /* settings.launcher.target, "" when the plan
+                                   was made for no launcher */
+    char launcher_version[32];  /* settings.launcher.version, "" when none */
 } plan_doc;
 
 /* Read a plan and re-load its inputs.  UTIL_EFIELD etc. with the plan's

@@ -426,6 +426,18 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
     v = get(settings, "method");
     snprintf(out->method, sizeof out->method, "%s",
              cJSON_IsString(v) ? v->valuestring : "");
+    v = get(settings, "launcher"); /* optional: the launcher it was planned for */
+    if (v != NULL && (!cJSON_IsObject(v) || !cJSON_IsString(get(v, "target")) ||
+                      !cJSON_IsString(get(v, "version")))) {
+        rc = bad(err, path, "settings.launcher",
+                 "an object with strings 'target' and 'version'", v);
+        goto done;
+    }
+    if (v != NULL) {
+        snprintf(out->launcher, sizeof out->launcher, "%s", get(v, "target")->valuestring);
+        snprintf(out->launcher_version, sizeof out->launcher_version, "%s",
+                 get(v, "version")->valuestring);
+    }
     if ((rc = read_params(out, get(settings, "cost_params"), err)) != UTIL_OK)
         goto done;
 

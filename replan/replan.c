@@ -187,17 +187,26 @@ static void keep_best(fmt_strategy *cand, cost_result *cr, fmt_strategy *best,
  * when no assignment fits. */
 static int score(const fmt_cluster *c, const fmt_model *m,
                  const fmt_profile *prof, const cost_params *cp,
-                 fmt_strategy *cand, cost_result *r, util_error *err)
+                 const replan_params *rp, fmt_strategy *cand, cost_result *r,
+                 util_error *err)
 {
     search_shard_params shp;
-    int rc = search_assign_layers(c, m, prof, cp, cand, err);
+    const search_launcher *lc = &rp->launcher;
+    int rc = search_assign_layers_for(c, m, prof, cp, lc, cand, err);
 
     if (rc != UTIL_OK)
         return rc;
     search_shard_params_init(&shp);
-    if ((rc = search_shard_refine(c, m, prof, cp, &shp, cand, err)) != UTIL_OK)
+    if (!lc->no_uneven_tp &&
+        (rc = search_shard_refine(c, m, prof, cp, &shp, cand, err)) != UTIL_OK)
         return rc;
-    return cost_evaluate(c, m, prof, cp, cand, r, err);
+    if ((rc = cost_evaluate(c, m, prof, cp, cand, r, err)) != UTIL_OK)
+        return rc;
+    if (!search_launcher_ok(c, m, lc, cand, NULL, 0)) { /* the launcher cannot run it */
+        cost_result_free(r);
+        return UTIL_EINFEASIBLE;
+    }
+    return UTIL_OK;
 }
 
 /* Seconds of a monotonic clock. */
@@ -261,7 +270,7 @@ static int try_shape(const fmt_cluster *c, const fmt_model *m,
                 fmt_strategy_free(&cand);
                 return rc;
             }
-            arc = score(c, m, prof, cp, &cand, &r, err);
+            arc = score(c, m, prof, cp, rp, &cand, &r, err);
             if (arc == UTIL_EINFEASIBLE) {
                 fmt_strategy_free(&cand);
                 continue;
@@ -317,7 +326,7 @@ static int plan_phase(const fmt_cluster *c, const fmt_model *m,
     /* re-balance only: same degrees, ranks and micro-batches */
     if ((rc = fmt_strategy_copy(&reb, s)) != UTIL_OK)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-    arc = score(c, m, prof, &cp, &reb, &rr, err);
+    arc = score(c, m, prof, &cp, rp, &reb, &rr, err);
     if (arc == UTIL_OK) {
         ph->rebalance_s = rr.iter_s;
         ph->candidates++;

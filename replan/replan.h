@@ -63,6 +63,9 @@ typedef struct replan_params {
     double time_limit_s;    /* stop searching after this many seconds over all
                                phases, keeping each phase's best so far
                                (out->timed_out); <= 0 = none (0) */
+    search_launcher launcher; /* every phase's strategy keeps to what this
+                                 launcher runs (export_target_caps; the
+                                 plan's settings.launcher); zeroed = any */
 } replan_params;
 
 void replan_params_init(replan_params *p);

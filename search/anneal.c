@@ -48,12 +48,22 @@ int search_anneal_score(const fmt_cluster *c, const fmt_model *m,
                         int objective, fmt_strategy *s, cost_result *r, double *val,
                         util_error *err)
 {
+    return search_anneal_score_for(c, m, prof, cp, NULL, objective, s, r, val, err);
+}
+
+int search_anneal_score_for(const fmt_cluster *c, const fmt_model *m,
+                            const fmt_profile *prof, const cost_params *cp,
+                            const search_launcher *lc, int objective,
+                            fmt_strategy *s, cost_result *r, double *val,
+                            util_error *err)
+{
     util_error scratch;
     int rc;
 
     memset(r, 0, sizeof *r);
     memset(&scratch, 0, sizeof scratch);
-    rc = search_assign_layers(c, m, prof, cp, s, &scratch);
+    search_launcher_order(c, lc, s);
+    rc = search_assign_layers_for(c, m, prof, cp, lc, s, &scratch);
     if (rc == UTIL_EINFEASIBLE)
         return rc;
     if (rc != UTIL_OK) {
@@ -206,7 +216,8 @@ void search_anneal_shards(const fmt_cluster *c, const fmt_model *m,
     search_shard_params_init(&shp);
     shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
     if (search_shard_refine(c, m, prof, cp, &shp, &t, &scratch) == UTIL_OK &&
-        search_anneal_score(c, m, prof, cp, objective, &t, &sr, &v, &scratch) == UTIL_OK) {
+        search_anneal_score_for(c, m, prof, cp, &sp->launcher, objective, &t, &sr,
+                                &v, &scratch) == UTIL_OK) {
         fmt_strategy_free(best);
         cost_result_free(br);
         *best = t;
@@ -228,6 +239,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     util_pcg32 rng;
     int n = s->tp * s->dp * s->pp, *idle = NULL, *save = NULL, *save_idle = NULL;
     int nidle = 0, k, rc = UTIL_OK, objective = sp ? sp->objective : SEARCH_OBJ_TIME;
+    const search_launcher *lc = sp ? &sp->launcher : NULL;
     double cur_v, best_v, start_v, t0, work;
 
     memset(&cur, 0, sizeof cur);
@@ -257,7 +269,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
     }
     /* the current state without uneven shards, so that moves compare
      * like with like; shards are planned again for the best state */
-    rc = search_anneal_score(c, m, prof, cp, objective, &cur, &cr, &cur_v, err);
+    rc = search_anneal_score_for(c, m, prof, cp, lc, objective, &cur, &cr, &cur_v, err);
     if (rc == UTIL_EINFEASIBLE) {
         rc = UTIL_OK;
         goto done;
@@ -277,7 +289,7 @@ int search_anneal(const fmt_cluster *c, const fmt_model *m,
             break;
         if (moves != NULL)
             (*moves)++;
-        rc = search_anneal_score(c, m, prof, cp, objective, &cur, &cr, &v, err);
+        rc = search_anneal_score_for(c, m, prof, cp, lc, objective, &cur, &cr, &v, err);
         if (rc != UTIL_OK && rc != UTIL_EINFEASIBLE)
             goto done;
         if (rc == UTIL_OK && (v < cur_v ||

@@ -124,6 +124,14 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                          const fmt_profile *prof, const cost_params *cp0,
                          fmt_strategy *s, util_error *err)
 {
+    return search_assign_layers_for(c, m, prof, cp0, NULL, s, err);
+}
+
+int search_assign_layers_for(const fmt_cluster *c, const fmt_model *m,
+                             const fmt_profile *prof, const cost_params *cp0,
+                             const search_launcher *lc, fmt_strategy *s,
+                             util_error *err)
+{
     int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = UTIL_OK;
     double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
     double *tg = NULL, *eg = NULL, *mg = NULL;
@@ -148,7 +156,10 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
-    G = s->vpp > 1 ? chunk_groups(m, s->vpp, gs) : param_groups(m, gs);
+    if (lc != NULL && lc->active && lc->split != SEARCH_SPLIT_ANY)
+        G = search_launcher_groups(m, s->vpp, gs); /* the launcher's boundaries */
+    else
+        G = s->vpp > 1 ? chunk_groups(m, s->vpp, gs) : param_groups(m, gs);
     if (s->vpp > 1 && G < k) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                             "model '%s' cannot give each of %d stages a "
@@ -257,7 +268,7 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     in.e = eg;
     in.mem = mg;
     in.cap = cap;
-    rc = search_dp_assign(&in, gb, &obj, err);
+    rc = search_launcher_dp(&in, lc, s->vpp, gb, &obj, err);
     if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
         for (j = 0; j <= k; j++)
             s->bounds[j] = gs[gb[j]];

@@ -328,8 +328,11 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
         if (sp->method == SEARCH_METHOD_MEGATRON) {
             uniform_bounds(m, &s);
             arc = UTIL_OK;
+            if (!search_launcher_ok(c, m, &sp->launcher, &s, NULL, 0))
+                /* a split the target launcher cannot write: its best one */
+                arc = search_assign_layers_for(c, m, prof, cp, &sp->launcher, &s, err);
         } else {
-            arc = search_assign_layers(c, m, prof, cp, &s, err);
+            arc = search_assign_layers_for(c, m, prof, cp, &sp->launcher, &s, err);
             if (arc == UTIL_OK && sp->uneven_tp && tp > 1) {
                 search_shard_params shp;
                 search_shard_params_init(&shp);

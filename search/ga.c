@@ -39,6 +39,7 @@ typedef struct ga_ctx {
     const fmt_profile *prof;
     const cost_params *cp;
     int objective;
+    const search_launcher *lc; /* the launcher's constraints, NULL = none */
     int n, len, tp;         /* ranks, chromosome length, TP degree */
     fmt_strategy work;      /* scratch strategy that scores a chromosome */
     util_pcg32 rng;
@@ -91,8 +92,8 @@ static int evaluate(ga_ctx *x, const int *g, double *val, util_error *err)
     }
     memcpy(x->work.ranks, g, (size_t)x->n * sizeof *g);
     x->scored++;
-    rc = search_anneal_score(x->c, x->m, x->prof, x->cp, x->objective, &x->work, &r,
-                             val, err);
+    rc = search_anneal_score_for(x->c, x->m, x->prof, x->cp, x->lc, x->objective,
+                                 &x->work, &r, val, err);
     if (rc == UTIL_EINFEASIBLE) {
         *val = HUGE_VAL;
         rc = UTIL_OK;
@@ -340,6 +341,7 @@ int search_ga(const fmt_cluster *c, const fmt_model *m,
     x.prof = prof;
     x.cp = cp;
     x.objective = sp ? sp->objective : SEARCH_OBJ_TIME;
+    x.lc = sp ? &sp->launcher : NULL;
     x.tp = s->tp;
     x.len = use_all || c->ndevices < x.n ? x.n : c->ndevices;
     util_pcg32_seed(&x.rng, search_anneal_seed(seed, s), 0x6a11ull);
@@ -387,7 +389,8 @@ int search_ga(const fmt_cluster *c, const fmt_model *m,
         goto done;
     }
     memcpy(best.ranks, bestg, (size_t)x.n * sizeof *bestg);
-    rc = search_anneal_score(c, m, prof, cp, x.objective, &best, &br, &best_v, err);
+    rc = search_anneal_score_for(c, m, prof, cp, x.lc, x.objective, &best, &br, &best_v,
+                                 err);
     if (rc == UTIL_EINFEASIBLE) { /* br freed */
         rc = UTIL_OK;
         goto done;

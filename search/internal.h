@@ -71,6 +71,14 @@ int search_anneal_score(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *cp,
                         int objective, fmt_strategy *s, cost_result *r, double *val,
                         util_error *err);
+/* search_anneal_score for the launcher lc (NULL = any): s's ranks put in
+ * the order lc realises (search_launcher_order) and its layers assigned
+ * with the boundaries lc expresses. */
+int search_anneal_score_for(const fmt_cluster *c, const fmt_model *m,
+                            const fmt_profile *prof, const cost_params *cp,
+                            const search_launcher *lc, int objective,
+                            fmt_strategy *s, cost_result *r, double *val,
+                            util_error *err);
 /* Devices of c that s leaves idle, in the canonical node order: *out
  * (malloc'd, the caller frees) gets *nidle entries. */
 int search_anneal_idle(const fmt_cluster *c, const fmt_strategy *s,
@@ -103,6 +111,15 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
                         const search_params *sp, search_result *out,
                         util_error *err);
 
+/* ---- launcher constraints (search/launcher.c) ------------------------ */
+
+/* 1 when the launcher lc (NULL = any) runs the features f with pp stages. */
+int search_launcher_feat(const search_launcher *lc, int pp, const search_feat *f);
+/* Layer groups whose starts are the only boundaries of SEARCH_SPLIT_BLOCKS:
+ * chunks of vpp (or 1) blocks, the layers before the first block in the
+ * first group, those after the last in the last.  start gets G + 1
+ * entries; returns G (0 when the blocks do not divide into chunks). */
+int search_launcher_groups(const fmt_model *m, int vpp, int *start);
 /* Monotonic clock, s (time limits of the search). */
 double search_now(void);
 

@@ -91,6 +91,46 @@ enum search_method {
 #define SEARCH_MAX_DEVICES 131072
 #define SEARCH_MAX_LAYERS 16384
 
+/* ---- what a target launcher can run (search/launcher.c) ------------- */
+
+/* Where the stage boundaries of a layer assignment may fall. */
+enum search_split {
+    SEARCH_SPLIT_ANY = 0,   /* before any layer group with parameters */
+    SEARCH_SPLIT_BLOCKS,    /* only between two transformer blocks (with
+                               interleaving, between chunks of vpp blocks):
+                               the layers before the first block stay on the
+                               first stage, those after the last on the last */
+    SEARCH_SPLIT_ENDS,      /* SEARCH_SPLIT_BLOCKS, and the middle stages hold
+                               the same number of blocks (only the first and
+                               last may differ); with vpp > 1 every stage */
+    SEARCH_SPLIT_N
+};
+
+/* Which device may run which rank. */
+enum search_order {
+    SEARCH_ORDER_ANY = 0,   /* any device any rank */
+    SEARCH_ORDER_HOSTS,     /* each host runs one run of consecutive ranks,
+                               on its GPUs in ascending order (a hostfile
+                               launcher with per-host GPU lists) */
+    SEARCH_ORDER_N
+};
+
+/* The constraints of a target launcher on strategies and placements,
+ * as plain fields; zero everywhere = no constraint.  export_target_caps
+ * (export/export.h) fills them from what the exporter refuses. */
+typedef struct search_launcher {
+    int active;             /* 1: a launcher is targeted (0) */
+    int no_sp;              /* 1: no sequence parallelism (0) */
+    int no_vpp;             /* 1: no interleaved virtual stages (0) */
+    int no_selective;       /* 1: recomputation none or full only (0) */
+    int no_gpipe;           /* 1: no GPipe schedule with pp > 1 (0) */
+    int no_uneven_tp;       /* 1: TP shards always even (0) */
+    int zero_limit;         /* ZeRO stages >= this are refused; 0 = none (0) */
+    int zero_limit_pp;      /* same with pp > 1; 0 = none (0) */
+    int split;              /* enum search_split (any) */
+    int order;              /* enum search_order (any) */
+} search_launcher;
+
 typedef struct search_params {
     int method;             /* enum search_method (AMP) */
     int global_batch;       /* global batch size (required, > 0) */
@@ -138,9 +178,24 @@ typedef struct search_params {
     int ga_generations;     /* GA generations, 0 = SEARCH_GA_GENERATIONS (0) */
     double time_limit_s;    /* stop after this many seconds, keeping the best
                                so far (out->timed_out); <= 0 = none (0) */
+    search_launcher launcher; /* what the launcher the plan is for can run
+                                 (export_target_caps); zeroed = anything */
 } search_params;
 
 void search_params_init(search_params *p);
+
+/* Make the search parameters keep the launcher sp->launcher: sequence
+ * parallelism off, one model chunk, even TP shards as it needs.
+ * UTIL_EINVAL (message in err) when a feature fixed in sp or cp (the
+ * schedule, --zero, --vpp, ...) is one it cannot run. */
+int search_launcher_params(search_params *sp, const cost_params *cp,
+                           util_error *err);
+/* 1 when the launcher lc runs strategy s of model m on cluster c as
+ * planned (features, stage split, rank order); else 0 with the first
+ * reason in why (n bytes; why may be NULL). */
+int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
+                       const search_launcher *lc, const fmt_strategy *s,
+                       char *why, size_t n);
 
 /* One ranked strategy. */
 typedef struct search_candidate {
@@ -197,6 +252,25 @@ void search_result_free(search_result *r);
 int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                          const fmt_profile *prof, const cost_params *cp,
                          fmt_strategy *s, util_error *err);
+/* search_dp_assign with lc's SEARCH_SPLIT_ENDS rule when it applies
+ * (in->L groups: the middle stages hold the same number of groups, all
+ * stages with vpp > 1): the least objective among those splits, by
+ * exhaustive search over (first, middle) in O(L^2 k / (k - 2)); otherwise
+ * search_dp_assign.  Same contract as search_dp_assign. */
+int search_launcher_dp(const search_dp_input *in, const search_launcher *lc,
+                       int vpp, int *bounds, double *objective, util_error *err);
+/* s's ranks in the order lc realises (SEARCH_ORDER_HOSTS: each host's
+ * devices in ascending order, hosts by their first rank, so a placement
+ * that keeps the order is left as it is); the devices used stay the
+ * same.  No-op for other orders. */
+void search_launcher_order(const fmt_cluster *c, const search_launcher *lc,
+                           fmt_strategy *s);
+/* search_assign_layers with the stage boundaries a launcher can express
+ * (lc->split; NULL or zeroed = any): the best assignment among them. */
+int search_assign_layers_for(const fmt_cluster *c, const fmt_model *m,
+                             const fmt_profile *prof, const cost_params *cp,
+                             const search_launcher *lc, fmt_strategy *s,
+                             util_error *err);
 
 /* ---- uneven tensor-parallel shards via GLPK -------------------------- */
 

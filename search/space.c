@@ -354,6 +354,8 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                                 key.f.sp = s0;
                                 key.f.zero = z;
                                 key.f.vpp = vv;
+                                if (!search_launcher_feat(&sp->launcher, pp, &key.f))
+                                    continue; /* the target launcher lacks it */
                                 key.lb = lb;
                                 key.seq = seq++;
                                 if (push_key(&v, &n, &cap, &key) != UTIL_OK)

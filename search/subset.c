@@ -235,6 +235,7 @@ typedef struct subset_ctx {
     int all_rc;             /* search_plan's status on every device */
     util_error all_err;
     search_result *out;
+    char lc_why[160];       /* why the launcher dropped the first candidate */
 } subset_ctx;
 
 static int pool_add(subset_ctx *x, search_candidate *cand, double v, int all)
@@ -375,6 +376,9 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
         v = pool_value(x, cd);
         if (!cd->r.fits && !x->sp->keep_infeasible)
             continue;
+        if (!search_launcher_ok(x->c, x->m, &x->sp->launcher, &cd->s, x->lc_why[0] ? NULL
+                                : x->lc_why, sizeof x->lc_why))
+            continue; /* e.g. Megatron's uniform split: the launcher cannot run it */
         if (v < *best)
             *best = v;
         if (pool_add(x, cd, v, is_all) != UTIL_OK) {
@@ -680,6 +684,10 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
         goto done;
     if (x.npool == 0) { /* nothing runs on any subset: say why for all */
         rc = x.all_rc != UTIL_OK ? x.all_rc : UTIL_EINFEASIBLE;
+        if (x.all_rc == UTIL_OK && x.lc_why[0] != '\0')
+            util_error_set(&x.all_err, UTIL_EINFEASIBLE, NULL, NULL,
+                           "no strategy found that the launcher runs exactly: %s",
+                           x.lc_why);
         if (err != NULL) {
             size_t len = strlen(x.all_err.msg);
             *err = x.all_err;

@@ -457,11 +457,14 @@ static void run_pipe(const char *dir, const fmt_strategy *s, const char *file)
 
 /* deepspeed launcher flags (deepspeed/launcher/runner.py) and the script
  * flags of deepspeed.add_config_arguments, 0.14.4 and 0.19.5: not in the
- * config key lists, named here from those files. */
+ * config key lists, named here from those files.  runner.py's
+ * "-i/--include" (host:gpu,gpu@host:...) comes when a host's ranks use
+ * GPUs other than 0..n-1. */
 static void check_deepspeed_sh(const char *text, const char *file)
 {
     static const char *const known[] = {"--hostfile", "--master_addr", "--master_port",
-                                        "--deepspeed", "--deepspeed_config", NULL};
+                                        "--deepspeed", "--deepspeed_config", "--include",
+                                        NULL};
     const char *p = strstr(text, "exec deepspeed");
     int n = 0;
 
@@ -479,12 +482,13 @@ static void check_deepspeed_sh(const char *text, const char *file)
         n++;
         p += k;
     }
-    ck_assert_int_eq(n, 5);
+    ck_assert_int_eq(n, strstr(text, " --include ") != NULL ? 6 : 5);
 }
 
 /* ---- one export ------------------------------------------------------ */
 
 static int passed[4], refused[4];
+static int must_export; /* 1: the plan was made for the target: exit 0 */
 
 static char *file_in(const char *dir, const char *name)
 {
@@ -527,6 +531,8 @@ static void one_export(const char *plan, const plan_doc *d, int k,
     rc = run_planner(args, so, se);
     if (rc != 0) {
         char *e = tu_slurp(se);
+        /* a plan made for this launcher (plan --launcher) is never refused */
+        ck_assert_msg(!must_export, "%s: planned for it, yet exit %d: %s", label, rc, e);
         ck_assert_msg(rc == 3 || rc == 6, "%s: exit %d: %s", label, rc, e);
         ck_assert_msg(strncmp(e, "planner: ", 9) == 0, "%s: exit %d without a reason", label, rc);
         if (rc == 6)
@@ -631,23 +637,13 @@ static int is_kind(const char *path, const char *key)
     return yes;
 }
 
-START_TEST(every_example_every_target)
+/* The clusters and models of examples/ (the clusters have "nodes"). */
+static void examples(char (*clusters)[PATHN], int *nc, char (*models)[PATHN], int *nm)
 {
-    static const char *const targets[] = {"megatron", "deepspeed", "torchrun", "hostfile"};
-    static const char *const versions[4][2] = {{"core_r0.9.0", "core_v0.19.0"},
-                                               {"0.14", "0.19"},
-                                               {"1.13", "2.x"},
-                                               {NULL, NULL}};
     DIR *dd = opendir(HETPLAN_SOURCE_DIR "/examples");
     struct dirent *e;
-    char clusters[16][PATHN], models[32][PATHN];
-    int nc = 0, nm = 0, c, m, plans = 0;
 
-    load_list(UP "/megatron-lm_core_r0.9.0_args.txt", &meg[0]);
-    load_list(UP "/megatron-lm_core_v0.19.0_args.txt", &meg[1]);
-    load_list(UP "/deepspeed_config_keys.txt", &ds[0]);
-    load_list(UP "/deepspeed_v0.19.5_config_keys.txt", &ds[1]);
-    load_list(UP "/torchrun_flags.txt", &tr);
+    *nc = *nm = 0;
     ck_assert_ptr_nonnull(dd);
     while ((e = readdir(dd)) != NULL) {
         char path[PATHN];
@@ -656,14 +652,32 @@ START_TEST(every_example_every_target)
             strncmp(e->d_name, "dtfm-", 5) == 0 || strncmp(e->d_name, "strategies-", 11) == 0)
             continue;
         snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->d_name);
-        if (is_kind(path, "\"nodes\"") && nc < 16)
-            snprintf(clusters[nc++], sizeof clusters[0], "%s", path);
-        else if (nm < 32)
-            snprintf(models[nm++], sizeof models[0], "%s", path);
+        if (is_kind(path, "\"nodes\"") && *nc < 16)
+            snprintf(clusters[(*nc)++], PATHN, "%s", path);
+        else if (*nm < 32)
+            snprintf(models[(*nm)++], PATHN, "%s", path);
     }
     closedir(dd);
-    ck_assert_int_ge(nc, 4);
-    ck_assert_int_ge(nm, 10);
+    ck_assert_int_ge(*nc, 4);
+    ck_assert_int_ge(*nm, 10);
+}
+
+START_TEST(every_example_every_target)
+{
+    static const char *const targets[] = {"megatron", "deepspeed", "torchrun", "hostfile"};
+    static const char *const versions[4][2] = {{"core_r0.9.0", "core_v0.19.0"},
+                                               {"0.14", "0.19"},
+                                               {"1.13", "2.x"},
+                                               {NULL, NULL}};
+    char clusters[16][PATHN], models[32][PATHN];
+    int nc = 0, nm = 0, c, m, plans = 0;
+
+    load_list(UP "/megatron-lm_core_r0.9.0_args.txt", &meg[0]);
+    load_list(UP "/megatron-lm_core_v0.19.0_args.txt", &meg[1]);
+    load_list(UP "/deepspeed_config_keys.txt", &ds[0]);
+    load_list(UP "/deepspeed_v0.19.5_config_keys.txt", &ds[1]);
+    load_list(UP "/torchrun_flags.txt", &tr);
+    examples(clusters, &nc, models, &nm);
     for (c = 0; c < nc; c++)
         for (m = 0; m < nm; m++) {
             char plan[PATHN], so[PATHN], se[PATHN];
@@ -737,6 +751,74 @@ START_TEST(every_example_every_target)
 }
 END_TEST
 
+/* planner plan --launcher T for every cluster and model of examples/ and
+ * every launcher that constrains the search (Megatron-LM's two releases
+ * differ in what they express, DeepSpeed's do not; torchrun expresses
+ * every plan, which the case above exports): every strategy of the plan
+ * exports to T with exit 0, without --target-version (the plan's
+ * release), and passes the checks of one_export; no strategy was left
+ * out. */
+START_TEST(every_example_planned_for_its_launcher)
+{
+    static const char *const launchers[] = {"megatron", "megatron@core_v0.19.0",
+                                            "deepspeed"};
+    static const int ti[] = {0, 0, 1}, vi[] = {0, 1, 0};
+    char clusters[16][PATHN], models[32][PATHN];
+    int nc, nm, c, m, L, plans = 0;
+
+    load_list(UP "/megatron-lm_core_r0.9.0_args.txt", &meg[0]);
+    load_list(UP "/megatron-lm_core_v0.19.0_args.txt", &meg[1]);
+    load_list(UP "/deepspeed_config_keys.txt", &ds[0]);
+    load_list(UP "/deepspeed_v0.19.5_config_keys.txt", &ds[1]);
+    load_list(UP "/torchrun_flags.txt", &tr);
+    examples(clusters, &nc, models, &nm);
+    must_export = 1;
+    for (c = 0; c < nc; c++)
+        for (m = 0; m < nm; m++)
+            for (L = 0; L < 3; L++) {
+                static const char *const tn[] = {"megatron", "deepspeed"};
+                char plan[PATHN], so[PATHN], se[PATHN];
+                const char *args[] = {"--cluster", clusters[c], "--model", models[m],
+                                      "--launcher", launchers[L], "--top-k", "2",
+                                      "--output", plan, "--quiet", NULL, NULL, NULL};
+                plan_doc d;
+                util_error err;
+                char *e;
+                int k, rc;
+                snprintf(plan, sizeof plan, "%s/launcher-%d-%d-%d.json", tmp_dir, c, m, L);
+                snprintf(so, sizeof so, "%s/p.out", tmp_dir);
+                snprintf(se, sizeof se, "%s/p.err", tmp_dir);
+                rc = run_planner(args, so, se);
+                if (rc == 2) { /* a model without a global batch */
+                    args[11] = "--global-batch";
+                    args[12] = "64";
+                    rc = run_planner(args, so, se);
+                }
+                if (rc == 4) /* does not fit: nothing to export */
+                    continue;
+                e = tu_slurp(se);
+                ck_assert_msg(rc == 0, "planning %s with %s for %s: exit %d: %s",
+                              clusters[c], models[m], launchers[L], rc, e);
+                ck_assert_msg(strstr(e, "left out") == NULL, "%s", e);
+                free(e);
+                memset(&d, 0, sizeof d);
+                ck_assert_msg(plan_load_plan(plan, &d, &err) == UTIL_OK, "%s", err.msg);
+                ck_assert_str_eq(d.launcher, tn[ti[L]]);
+                plans++;
+                for (k = 1; k <= d.n; k++)
+                    one_export(plan, &d, k, tn[ti[L]], ti[L], NULL, vi[L]);
+                plan_doc_free(&d);
+            }
+    must_export = 0;
+    ck_assert_int_ge(plans, 3 * 8);
+    for (c = 0; c < 2; c++) {
+        free_list(&meg[c]);
+        free_list(&ds[c]);
+    }
+    free_list(&tr);
+}
+END_TEST
+
 /* The release names --target-version takes map to the versions the
  * lists above are for. */
 START_TEST(version_names)
@@ -771,6 +853,11 @@ static Suite *data_suite(void)
 
     tcase_set_timeout(t, 600);
     tcase_add_test(t, every_example_every_target);
+    suite_add_tcase(s, t);
+    /* its own ctest entry (CK_RUN_CASE=launchers in CMakeLists.txt) */
+    t = tcase_create("launchers");
+    tcase_set_timeout(t, 900);
+    tcase_add_test(t, every_example_planned_for_its_launcher);
     suite_add_tcase(s, t);
     return s;
 }
