@@ -82,14 +82,14 @@ typedef struct rfix {
 static void hand_timeline(cost_timeline *tl)
 {
     static const cost_event ev[] = {
-        {COST_EV_FWD, 0, 0, 0, 0.000, 0.010},      {COST_EV_SEND_ACT, 0, 0, 0, 0.010, 0.012},
-        {COST_EV_FWD, 0, 0, 1, 0.010, 0.020},      {COST_EV_FWD, 1, 0, 0, 0.012, 0.022},
-        {COST_EV_SEND_ACT, 0, 0, 1, 0.020, 0.022}, {COST_EV_BWD, 1, 0, 0, 0.022, 0.042},
-        {COST_EV_SEND_GRAD, 1, 0, 0, 0.042, 0.044}, {COST_EV_FWD, 1, 0, 1, 0.042, 0.052},
-        {COST_EV_BWD, 0, 0, 0, 0.044, 0.064},      {COST_EV_BWD, 1, 0, 1, 0.052, 0.072},
-        {COST_EV_SEND_GRAD, 1, 0, 1, 0.072, 0.074}, {COST_EV_DP_ALLREDUCE, 1, 0, -1, 0.072, 0.080},
-        {COST_EV_BWD, 0, 0, 1, 0.074, 0.094},      {COST_EV_DP_ALLREDUCE, 0, 0, -1, 0.094, 0.104},
-        {COST_EV_OPTIMIZER, 0, 0, -1, 0.104, 0.108}, {COST_EV_OPTIMIZER, 1, 0, -1, 0.104, 0.108}};
+        {COST_EV_FWD, 0, 0, 0, 0.000, 0.010, 0},      {COST_EV_SEND_ACT, 0, 0, 0, 0.010, 0.012, 0},
+        {COST_EV_FWD, 0, 0, 1, 0.010, 0.020, 0},      {COST_EV_FWD, 1, 0, 0, 0.012, 0.022, 0},
+        {COST_EV_SEND_ACT, 0, 0, 1, 0.020, 0.022, 0}, {COST_EV_BWD, 1, 0, 0, 0.022, 0.042, 0},
+        {COST_EV_SEND_GRAD, 1, 0, 0, 0.042, 0.044, 0}, {COST_EV_FWD, 1, 0, 1, 0.042, 0.052, 0},
+        {COST_EV_BWD, 0, 0, 0, 0.044, 0.064, 0},      {COST_EV_BWD, 1, 0, 1, 0.052, 0.072, 0},
+        {COST_EV_SEND_GRAD, 1, 0, 1, 0.072, 0.074, 0}, {COST_EV_DP_ALLREDUCE, 1, 0, -1, 0.072, 0.080, 0},
+        {COST_EV_BWD, 0, 0, 1, 0.074, 0.094, 0},      {COST_EV_DP_ALLREDUCE, 0, 0, -1, 0.094, 0.104, 0},
+        {COST_EV_OPTIMIZER, 0, 0, -1, 0.104, 0.108, 0}, {COST_EV_OPTIMIZER, 1, 0, -1, 0.104, 0.108, 0}};
     int n = (int)(sizeof ev / sizeof ev[0]);
 
     memset(tl, 0, sizeof *tl);
