@@ -7,6 +7,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "testutil.h"
+
 
 #define MANPAGE HETPLAN_SOURCE_DIR "/docs/planner.1"
 
@@ -127,15 +129,9 @@ int main(void)
 {
     Suite *s = suite_create("manpage");
     TCase *tc = tcase_create("manpage");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, renders_without_warnings);
     tcase_add_test(tc, covers_every_command_and_option);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(s);
 }

@@ -10,6 +10,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
+#include "testutil.h"
 
 #define GIB 1073741824.0
 
@@ -390,11 +391,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(suite());
 }

@@ -15,6 +15,7 @@
 #include "util.h"
 #include "costmodel.h"
 #include "decentral.h"
+#include "testutil.h"
 
 /* ---- brute force helpers --------------------------------------------- */
 
@@ -777,11 +778,5 @@ static Suite *dtfm_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dtfm_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(dtfm_suite());
 }

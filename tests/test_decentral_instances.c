@@ -8,6 +8,7 @@
 
 #include "util.h"
 #include "decentral.h"
+#include "testutil.h"
 
 /* Random regional network as in the bench's small instances. */
 static void small_instance(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p)
@@ -262,11 +263,5 @@ static Suite *instances_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(instances_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(instances_suite());
 }

@@ -794,7 +794,6 @@ static Suite *export_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
     int failed;
     const char *t = getenv("TMPDIR");
 
@@ -803,10 +802,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    sr = srunner_create(export_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = tu_run(export_suite()) != EXIT_SUCCESS;
     tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

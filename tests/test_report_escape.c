@@ -11,6 +11,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "report.h"
+#include "testutil.h"
 
 #define EVIL "<script>x</script>"
 
@@ -99,14 +100,8 @@ int main(void)
 {
     Suite *su = suite_create("report_escape");
     TCase *tc = tcase_create("escape");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, names_are_escaped);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(su);
 }

@@ -733,7 +733,6 @@ int main(void)
 {
     Suite *s = suite_create("report");
     TCase *t = tcase_create("svg"), *c = tcase_create("cli"), *b = tcase_create("browser");
-    SRunner *sr;
     int failed;
     const char *tmp = getenv("TMPDIR");
 
@@ -752,10 +751,7 @@ int main(void)
     suite_add_tcase(s, t);
     suite_add_tcase(s, c);
     suite_add_tcase(s, b);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = tu_run(s) != EXIT_SUCCESS;
     tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

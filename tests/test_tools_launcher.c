@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "testutil.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 
@@ -1900,11 +1901,5 @@ static Suite *launcher_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(launcher_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(launcher_suite());
 }

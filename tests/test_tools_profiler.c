@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "prof.h"
+#include "testutil.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 
@@ -717,11 +718,5 @@ static Suite *profiler_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(profiler_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(profiler_suite());
 }
