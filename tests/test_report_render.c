@@ -338,32 +338,6 @@ END_TEST
 
 /* ---- the CLI --------------------------------------------------------- */
 
-static int run_planner(const char *const *args, const char *out_path,
-                       const char *err_path)
-{
-    pid_t pid = fork();
-    int st;
-
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char *argv[32];
-        int i, fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(GOLDEN) != 0)
-            _exit(127);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        argv[0] = strdup(HETPLAN_PLANNER);
-        for (i = 0; args[i] && i < 30; i++)
-            argv[i + 1] = strdup(args[i]);
-        argv[i + 1] = NULL;
-        execv(HETPLAN_PLANNER, argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 START_TEST(cli_report)
 {
     char so[PATHN], se[PATHN], svg[2048], html[2048], bad[2048];
@@ -381,7 +355,7 @@ START_TEST(cli_report)
     snprintf(svg, sizeof svg, "%s/cli.svg", tmp_dir);
     snprintf(html, sizeof html, "%s/cli.html", tmp_dir);
     snprintf(bad, sizeof bad, "%s/cli.png", tmp_dir);
-    ck_assert_int_eq(run_planner(a1, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a1, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "time (s)"));
     ck_assert_ptr_nonnull(strstr(o, "peak mem (GiB)"));
@@ -394,7 +368,7 @@ START_TEST(cli_report)
     ck_assert_ptr_nonnull(strstr(t, "<title>forward, stage 7"));
     ck_assert_int_eq(count(t, "<g><title>rank "), 16);
     free(t);
-    ck_assert_int_eq(run_planner(a2, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a2, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"format\": \"html\""));
     ck_assert_ptr_nonnull(strstr(o, "\"timeline\": {\"strategy\": 2"));
@@ -403,9 +377,9 @@ START_TEST(cli_report)
     t = tu_slurp(html);
     ck_assert_ptr_nonnull(strstr(t, "Stages of strategy #2"));
     free(t);
-    ck_assert_int_eq(run_planner(a3, so, se), 2);
-    ck_assert_int_eq(run_planner(a4, so, se), 2);
-    ck_assert_int_eq(run_planner(a5, so, se), 5);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a3, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a4, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a5, so, se), 5);
 }
 END_TEST
 
