@@ -608,24 +608,13 @@ END_TEST
 /* Run the planner with sh; returns the exit code, output into *out. */
 static int planner(const char *args, char **out)
 {
-    char cmd[2048], buf[4096];
-    FILE *f;
-    size_t len = 0, n;
+    char cmd[2048];
     int st;
 
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' decentralized %s 2>&1",
              HETPLAN_SOURCE_DIR, HETPLAN_PLANNER, args);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    *out = calloc(1, 1);
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        *out = realloc(*out, len + n + 1);
-        memcpy(*out + len, buf, n);
-        len += n;
-        (*out)[len] = '\0';
-    }
-    st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    *out = tu_capture(cmd, &st);
+    return st;
 }
 
 START_TEST(test_commands_cli)

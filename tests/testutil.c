@@ -39,6 +39,56 @@ int tu_run_planner(const char *dir, const char *const *args,
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
+/* ---- shell commands --------------------------------------------------- */
+
+int tu_run_shell(const char *cmd, char *out, size_t cap)
+{
+    char full[2048], path[] = "/tmp/hetplan-cmd-XXXXXX";
+    FILE *f;
+    size_t n;
+    int fd = mkstemp(path), rc;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, path);
+    rc = system(full);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+char *tu_capture(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    char chunk[4096];
+    int st;
+
+    ck_assert_ptr_nonnull(p);
+    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) {
+        if (n + k + 1 > cap) {
+            cap = (n + k + 1) * 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        memcpy(buf + n, chunk, k);
+        n += k;
+    }
+    st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (buf == NULL)
+        buf = calloc(1, 1);
+    else
+        buf[n] = '\0';
+    ck_assert_ptr_nonnull(buf);
+    return buf;
+}
+
 /* ---- inputs ----------------------------------------------------------- */
 
 const char tu_two_nodes_json[] =

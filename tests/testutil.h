@@ -128,6 +128,14 @@ static inline int tu_main(int argc, char **argv, Suite *(*plain)(void),
 int tu_run_planner(const char *dir, const char *const *args,
                    const char *out_path, const char *err_path);
 
+/* Exit status of the shell command cmd (-1 when it did not exit); its
+ * stdout and stderr, cut to cap - 1 bytes, NUL-terminated, in out. */
+int tu_run_shell(const char *cmd, char *out, size_t cap);
+
+/* Standard output of the shell command cmd, NUL-terminated (caller
+ * frees, never NULL); *status its exit status, -1 when it did not exit. */
+char *tu_capture(const char *cmd, int *status);
+
 /* Two nodes of two GPUs, T4 and V100, 100 Gbit/s links ("two"). */
 extern const char tu_two_nodes_json[];
 /* GPT-2 shorthand of 4 layers, hidden 256, 4 heads, seq 128, vocab 1000,
