@@ -45,18 +45,6 @@ static void spill(const char *path, const char *text)
     fclose(f);
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    const char *p = hay;
-
-    while ((p = strstr(p, needle)) != NULL) {
-        n++;
-        p += strlen(needle);
-    }
-    return n;
-}
-
 /* ---- a hand-made report input ---------------------------------------- */
 
 static const char two_nodes[] =
@@ -173,7 +161,7 @@ START_TEST(svg_text_has_everything)
     rfix_make(&f);
     ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_OK);
     ck_assert(strncmp(svg, "<?xml", 5) == 0);
-    ck_assert_int_eq(count(svg, "<svg "), 1);
+    ck_assert_int_eq(tu_count(svg, "<svg "), 1);
     ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
     /* sections, legends, axis titles with units */
     ck_assert_ptr_nonnull(strstr(svg, "Pipeline timeline of one iteration"));
@@ -189,25 +177,25 @@ START_TEST(svg_text_has_everything)
     ck_assert_ptr_nonnull(strstr(svg, ">rank (device type)</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">predicted iteration time (s)</text>"));
     /* one shape per event, with its kind in the tooltip */
-    ck_assert_int_eq(count(svg, "<title>forward, stage"), 4);
-    ck_assert_int_eq(count(svg, "<title>backward, stage"), 4);
-    ck_assert_int_eq(count(svg, "<title>send activation, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>send gradient, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>forward, stage"), 4);
+    ck_assert_int_eq(tu_count(svg, "<title>backward, stage"), 4);
+    ck_assert_int_eq(tu_count(svg, "<title>send activation, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>send gradient, stage"), 2);
     /* dp 1: the two gradient syncs are the tied embedding's, not DP's */
-    ck_assert_int_eq(count(svg, "<title>tied-embedding sync, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>data-parallel all-reduce, stage"), 0);
+    ck_assert_int_eq(tu_count(svg, "<title>tied-embedding sync, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>data-parallel all-reduce, stage"), 0);
     ck_assert_ptr_nonnull(strstr(svg, ">tied-embedding sync</text>"));
     /* the title says which time is predicted and which simulated */
     ck_assert_ptr_nonnull(strstr(svg, " s predicted (cost model), "));
     ck_assert_ptr_nonnull(strstr(svg, " s simulated (event-level schedule"));
     ck_assert_ptr_nonnull(strstr(svg, ">strategy: degrees (placement)</text>"));
-    ck_assert_int_eq(count(svg, "<title>optimizer step, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>optimizer step, stage"), 2);
     /* x axis ticks 0..100 ms in steps of 10 or 20 */
     ck_assert_ptr_nonnull(strstr(svg, ">100</text>"));
     /* rows labelled with their devices */
     ck_assert_ptr_nonnull(strstr(svg, "stage 1, dp 0: 4xV100 (dev 4-7)"));
     /* one memory bar per rank */
-    ck_assert_int_eq(count(svg, "<g><title>rank "), 8);
+    ck_assert_int_eq(tu_count(svg, "<g><title>rank "), 8);
     /* escaping, nothing external */
     ck_assert_ptr_nonnull(strstr(svg, "two &lt;&amp;&gt; nodes"));
     ck_assert_ptr_nonnull(strstr(svg, "hand &lt;made&gt;"));
@@ -215,7 +203,7 @@ START_TEST(svg_text_has_everything)
     ck_assert_ptr_null(strstr(svg, "<image"));
     ck_assert_ptr_null(strstr(svg, "@font-face"));
     ck_assert_ptr_null(strstr(svg, "href"));
-    ck_assert_int_eq(count(svg, "http://"), 1); /* the xmlns only */
+    ck_assert_int_eq(tu_count(svg, "http://"), 1); /* the xmlns only */
     /* layout boxes inside the drawing and in order */
     ck_assert(L.width == 1300 && L.height > 500);
     ck_assert(box_ok(&L.timeline, L.width, L.height));
@@ -246,14 +234,14 @@ START_TEST(html_has_svg_and_tables)
     rfix_make(&f);
     ck_assert_int_eq(report_html(&f.in, &html, NULL, &err), UTIL_OK);
     ck_assert(strncmp(html, "<!DOCTYPE html>", 15) == 0);
-    ck_assert_int_eq(count(html, "<svg "), 1);
+    ck_assert_int_eq(tu_count(html, "<svg "), 1);
     ck_assert_ptr_null(strstr(html, "<?xml"));
-    ck_assert_int_eq(count(html, "<table>"), 2);
+    ck_assert_int_eq(tu_count(html, "<table>"), 2);
     /* the page follows the window: the drawing scales down to its width
      * (never above its own 1300 px), the tables scroll sideways */
     ck_assert_ptr_nonnull(strstr(html, "<meta name=\"viewport\" content=\"width=device-width"));
     ck_assert_ptr_nonnull(strstr(html, "svg { display: block; width: 100%; max-width: 1300px; height: auto; }"));
-    ck_assert_int_eq(count(html, "<div class=\"wide\"><table>"), 2);
+    ck_assert_int_eq(tu_count(html, "<div class=\"wide\"><table>"), 2);
     /* strategies table: one row per strategy plus header */
     ck_assert_ptr_nonnull(strstr(html, "<th>time (s)</th>"));
     ck_assert_ptr_nonnull(strstr(html, "<th>peak memory (GiB)</th>"));
@@ -326,9 +314,9 @@ START_TEST(dense_timeline_is_downsampled)
     ck_assert_int_eq(report_svg(&f.in, &svg, NULL, &err), UTIL_OK);
     ck_assert_ptr_nonnull(strstr(svg, "dense timeline"));
     /* one run per row: stage 0 fully busy, stage 1 at a quarter */
-    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
-    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 1, replica 0, busy 25%"), 1);
-    ck_assert_int_eq(count(svg, "<title>forward, stage"), 0);
+    ck_assert_int_eq(tu_count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
+    ck_assert_int_eq(tu_count(svg, "<title>mostly forward, stage 1, replica 0, busy 25%"), 1);
+    ck_assert_int_eq(tu_count(svg, "<title>forward, stage"), 0);
     free(svg);
     cost_timeline_free(&dense);
     f.in.timeline = NULL;
@@ -366,13 +354,13 @@ START_TEST(cli_report)
     ck_assert_ptr_nonnull(t);
     ck_assert(strncmp(t, "<?xml", 5) == 0);
     ck_assert_ptr_nonnull(strstr(t, "<title>forward, stage 7"));
-    ck_assert_int_eq(count(t, "<g><title>rank "), 16);
+    ck_assert_int_eq(tu_count(t, "<g><title>rank "), 16);
     free(t);
     ck_assert_int_eq(tu_run_planner(GOLDEN, a2, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"format\": \"html\""));
     ck_assert_ptr_nonnull(strstr(o, "\"timeline\": {\"strategy\": 2"));
-    ck_assert_int_eq(count(o, "\"rank\": "), 3);
+    ck_assert_int_eq(tu_count(o, "\"rank\": "), 3);
     free(o);
     t = tu_slurp(html);
     ck_assert_ptr_nonnull(strstr(t, "Stages of strategy #2"));

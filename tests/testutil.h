@@ -38,6 +38,19 @@ static inline char *tu_slurp(const char *path)
     return buf;
 }
 
+/* Occurrences of needle in hay, not overlapping. */
+static inline int tu_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    const char *p = hay;
+
+    while ((p = strstr(p, needle)) != NULL) {
+        n++;
+        p += strlen(needle);
+    }
+    return n;
+}
+
 /* Remove a file or a directory tree; best effort. */
 static inline void tu_remove_tree(const char *path)
 {
