@@ -2,8 +2,8 @@
  * the pipeline simulator (costmodel/simulate.c, docs/simulator.md):
  * the closed form of Narayanan et al. (SC'21, sec. 2.2.1) for uniform
  * stages, an independent brute-force dependency solver on random inputs,
- * the launcher's pass order (launcher/sched.c), bad input and the cost
- * model's front end. */
+ * the launcher's pass order (launcher/sched.c), bad input, the cost
+ * model's front end and the launcher's composed timeline. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "launch.h"
+#include "plan.h"
 #include "testutil.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
@@ -469,6 +470,68 @@ START_TEST(test_model_interleaved)
 }
 END_TEST
 
+/* The launcher's composition (launch_compose) of a plan with vpp 2: GPT-2
+ * 345M on amp-homogeneous (16 T4), pp 4 on devices 0, 4, 8 and 12 (one
+ * per node, so the wrap-around transfer from stage 3 to stage 0 crosses
+ * the 50 Gbit/s NICs; with this split it lies on the critical path),
+ * 8 micro-batches, written by the planner.  With nothing measured, and
+ * with the prediction fed back as measured stage times, the composed run
+ * is the simulated one: the chunks' forwards and backwards add up to the
+ * stage's times again and the wrap-around transfers keep their time. */
+START_TEST(test_launcher_compose)
+{
+    char dir[] = "/tmp/hetplan-interleaved-XXXXXX", path[256], cmd[2048];
+    plan_doc d;
+    launch_work w;
+    launch_measure meas[4];
+    launch_trial t, t2;
+    util_error err;
+    FILE *f;
+    int j;
+
+    memset(&err, 0, sizeof err);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/s.json", dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 4, \"mbs\": 4, "
+          "\"vpp\": 2, \"stage_boundaries\": [0, 8, 15, 22, 27], "
+          "\"ranks\": [0, 4, 8, 12]}]}", f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && '%s' evaluate --cluster '%s' --model '%s' --strategies "
+             "s.json --output plan.json --quiet", dir, HETPLAN_PLANNER,
+             EXAMPLES "amp-homogeneous.json", EXAMPLES "gpt2-345m.json");
+    ck_assert_msg(system(cmd) == 0, "planner failed: %s", cmd);
+    snprintf(path, sizeof path, "%s/plan.json", dir);
+    ck_assert_msg(plan_load_plan(path, &d, &err) == UTIL_OK, "%s", err.msg);
+    tu_remove_tree(dir);
+    ck_assert(d.s[0].pp == 4 && d.s[0].gas == 8 && d.s[0].vpp == 2);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    memset(meas, 0, sizeof meas);
+    for (j = 0; j < 4; j++)
+        meas[j].opt_s = -1.0;
+    ck_assert_msg(launch_compose(&d, &w, meas, &t, &err) == UTIL_OK, "%s", err.msg);
+    ck_assert_double_eq_tol(t.measured_s, t.simulated_s, 1e-12);
+    for (j = 0; j < 4; j++) {
+        ck_assert(t.pred_fwd_s[j] > 0 && t.pred_bwd_s[j] > t.pred_fwd_s[j]);
+        ck_assert_double_eq_tol(t.busy_s[j], 8 * (t.pred_fwd_s[j] + t.pred_bwd_s[j]),
+                                1e-12);
+        if (w.stages[j].run) {
+            meas[j].measured = 1;
+            meas[j].fwd_s = t.pred_fwd_s[j];
+            meas[j].bwd_s = t.pred_bwd_s[j];
+        }
+    }
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), UTIL_OK);
+    ck_assert_double_eq_tol(t2.measured_s, t.simulated_s, 1e-12);
+    launch_trial_free(&t2);
+    launch_trial_free(&t);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+}
+END_TEST
+
 static Suite *plain_suite(void)
 {
     Suite *s = suite_create("interleaved");
@@ -478,6 +541,7 @@ static Suite *plain_suite(void)
     tcase_add_test(hand, test_bad_input);
     tcase_add_test(hand, test_launcher_order);
     tcase_add_test(hand, test_model_interleaved);
+    tcase_add_test(hand, test_launcher_compose);
     tcase_set_timeout(prop, 120);
     tcase_add_test(prop, test_closed_form_grid);
     tcase_add_test(prop, test_brute_force);
