@@ -147,13 +147,7 @@ static const char mixed8_cluster[] =
 
 static void load_cluster(const char *text, fmt_cluster *c, fmt_model *m)
 {
-    util_error err;
-
-    memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(text, "mixed.json", c, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(gpt_model, "g.json", m, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(text, gpt_model, c, m);
 }
 
 static void load(fmt_cluster *c, fmt_model *m)

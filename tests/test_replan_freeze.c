@@ -53,10 +53,7 @@ static void load(void)
     int n = 0;
 
     memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &C, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(cluster_json, model_json, &C, &M);
     ck_assert_msg(fmt_parse_strategies(strategies_json, "s.json", &C, &M, 16, &list,
                                         &n, &err) == UTIL_OK, "%s", err.msg);
     ck_assert_int_eq(n, 1);

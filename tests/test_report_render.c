@@ -98,8 +98,7 @@ static void rfix_make(rfix *f)
     int i, r;
 
     memset(f, 0, sizeof *f);
-    ck_assert_msg(fmt_parse_cluster(two_nodes, "c.json", &f->c, &err) == UTIL_OK, "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(gpt16, "m.json", &f->m, &err) == UTIL_OK, "%s", err.msg);
+    tu_parse_inputs(two_nodes, gpt16, &f->c, &f->m);
     cost_params_init(&f->p);
     /* #1: tp 4, pp 2; #2: tp 1, dp 8 */
     ck_assert_int_eq(fmt_strategy_alloc(&f->s[0], 4, 1, 2), UTIL_OK);
