@@ -3,7 +3,7 @@
  * the closed form of Narayanan et al. (SC'21, sec. 2.2.1) for uniform
  * stages, an independent brute-force dependency solver on random inputs,
  * the launcher's pass order (launcher/sched.c), bad input, the cost
- * model's front end and the launcher's composed timeline. */
+ * model's front end, the launcher's composed timeline and the report. */
 #include <check.h>
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include "costmodel.h"
 #include "launch.h"
 #include "plan.h"
+#include "report.h"
 #include "testutil.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
@@ -532,6 +533,64 @@ START_TEST(test_launcher_compose)
 }
 END_TEST
 
+/* The report's timeline names each pass's chunk under the interleaved
+ * schedule (tu_two_nodes_json, tu_gpt2_small4_json: pp 2, vpp 2, 4
+ * micro-batches), and no chunk without it. */
+START_TEST(test_report_names_chunks)
+{
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy s;
+    cost_params p;
+    cost_result r;
+    cost_timeline t;
+    report_input in;
+    util_error err;
+    char *svg = NULL;
+    int v;
+
+    memset(&err, 0, sizeof err);
+    tu_parse_inputs(tu_two_nodes_json, tu_gpt2_small4_json, &c, &m);
+    cost_params_init(&p);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
+    s.ranks[0] = 0;
+    s.ranks[1] = 1;
+    s.mbs = 1;
+    s.gas = 4;
+    s.bounds[1] = m.nlayers / 2;
+    s.bounds[2] = m.nlayers;
+    for (v = 1; v <= 2; v++) {
+        s.vpp = v;
+        ck_assert_msg(cost_evaluate(&c, &m, NULL, &p, &s, &r, &err) == UTIL_OK, "%s",
+                      err.msg);
+        ck_assert_msg(cost_simulate(&c, &m, NULL, &p, &s, 0, &t, &err) == UTIL_OK,
+                      "%s", err.msg);
+        memset(&in, 0, sizeof in);
+        in.c = &c;
+        in.m = &m;
+        in.s = &s;
+        in.r = &r;
+        in.n = 1;
+        in.timeline = &t;
+        in.global_batch = 4;
+        ck_assert_msg(report_svg(&in, &svg, NULL, &err) == UTIL_OK, "%s", err.msg);
+        if (v == 2) { /* stage 1 runs micro-batch 0 in chunk 0, then chunk 1 */
+            ck_assert_ptr_nonnull(strstr(svg, "stage 1, replica 0, micro-batch 0, chunk 0:"));
+            ck_assert_ptr_nonnull(strstr(svg, "stage 1, replica 0, micro-batch 0, chunk 1:"));
+        } else {
+            ck_assert_ptr_nonnull(strstr(svg, "stage 1, replica 0, micro-batch 0:"));
+            ck_assert_ptr_null(strstr(svg, ", chunk "));
+        }
+        free(svg);
+        cost_timeline_free(&t);
+        cost_result_free(&r);
+    }
+    fmt_strategy_free(&s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 static Suite *plain_suite(void)
 {
     Suite *s = suite_create("interleaved");
@@ -542,6 +601,7 @@ static Suite *plain_suite(void)
     tcase_add_test(hand, test_launcher_order);
     tcase_add_test(hand, test_model_interleaved);
     tcase_add_test(hand, test_launcher_compose);
+    tcase_add_test(hand, test_report_names_chunks);
     tcase_set_timeout(prop, 120);
     tcase_add_test(prop, test_closed_form_grid);
     tcase_add_test(prop, test_brute_force);
