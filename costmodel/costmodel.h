@@ -237,6 +237,9 @@ typedef struct cost_event {
                                -2 for the tied-weight all-reduce (a second
                                COST_EV_DP_ALLREDUCE of the stages holding them) */
     double start, end;      /* s from the start of the iteration */
+    int chunk;              /* model chunk (0 .. vpp - 1) of a forward,
+                               backward or transfer (the sender's) under the
+                               interleaved schedule; 0 otherwise */
 } cost_event;
 
 /* Timeline of one iteration.  Every device of (stage, replica) runs the
@@ -248,6 +251,7 @@ typedef struct cost_timeline {
     double iter_s;          /* end of the last event */
     double *busy_s;         /* dp * pp: forward + backward busy time of
                                (replica r, stage j) at [r * pp + j], owned */
+    int vpp;                /* model chunks per device (1: not interleaved) */
 } cost_timeline;
 
 void cost_timeline_free(cost_timeline *t);
@@ -269,16 +273,28 @@ typedef struct cost_sim_input {
                                between stages tied_first and tied_last, after
                                both their DP all-reduces; 0 = none */
     int tied_first, tied_last; /* the two stages holding the tied weights */
+    int vpp;                /* model chunks per device: > 1 runs the
+                               interleaved 1F1B schedule (schedule 1f1b,
+                               pp >= 2, gas a multiple of pp), each chunk
+                               taking 1 / vpp of fwd and bwd and crossing
+                               every cut j -> j + 1 with its send_act and
+                               send_grad times; 0 or 1: not interleaved */
+    const double *send_wrap;/* dp: transfer between stage pp - 1 and stage 0
+                               (chunk k to k + 1 and back), each direction,
+                               under the interleaved schedule; NULL = 0 */
 } cost_sim_input;
 
 /* Event-driven simulation of one iteration of in (docs/simulator.md).
  * Zero-length transfers, all-reduces and optimizer steps make no event.
+ * Under the interleaved schedule an activation sent by stage pp - 1 or
+ * a gradient sent by stage 0 crosses the wrap-around link (send_wrap).
  * UTIL_EINVAL for bad sizes or negative/non-finite times.  out is
  * overwritten; free with cost_timeline_free. */
 int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
                          util_error *err);
 /* Stage times from the cost model (each replica on its own devices), then
- * cost_simulate_stages.  overlap_dp as in cost_sim_input. */
+ * cost_simulate_stages; a strategy with vpp > 1 runs the interleaved
+ * schedule.  overlap_dp as in cost_sim_input. */
 int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_profile *prof, const cost_params *p,
                   const fmt_strategy *s, int overlap_dp, cost_timeline *out,

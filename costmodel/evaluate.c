@@ -458,9 +458,11 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     out->bd.total = out->bd.compute + out->bd.tp_comm + out->bd.bubble +
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
-    /* docs/simulator.md; the simulator runs no interleaved schedule, so
-       interleaved strategies keep the closed form (docs/time-model.md) */
-    if (p->fidelity == COST_FIDELITY_SIMULATE && s->vpp <= 1) {
+    /* docs/simulator.md; an interleaving the schedule cannot run (not
+       1f1b, one stage, gas not a multiple of pp) keeps the closed form */
+    if (p->fidelity == COST_FIDELITY_SIMULATE &&
+        (s->vpp <= 1 || (s->schedule == FMT_SCHED_1F1B && s->pp > 1 &&
+                         s->gas % s->pp == 0))) {
         rc = cost_sim_refine(c, m, prof, p, s, out, err);
         if (rc != UTIL_OK)
             goto done;

@@ -1,5 +1,6 @@
 /* costmodel/simulate.c: event-driven simulation of one training
- * iteration: the 1F1B (PipeDream-flush) or GPipe schedule on every
+ * iteration: the 1F1B (PipeDream-flush), interleaved 1F1B or GPipe
+ * schedule on every
  * data-parallel replica's pipeline, P2P transfers on link resources, the
  * data-parallel all-reduce of each stage and the optimizer step
  * (docs/simulator.md). */
@@ -86,23 +87,60 @@ static int op_at(int schedule, int pp, int gas, int j, int k, int *bwd)
     return k - n;
 }
 
+/* Interleaved 1F1B (Narayanan et al., SC'21, sec. 2.2; the order of
+ * Megatron-LM's forward_backward_pipelining_with_interleaving): stage j
+ * holds v chunks, chunk c being virtual stage c pp + j, and runs
+ * T = gas v forwards and T backwards.  Forward number i runs chunk
+ * (i mod pp v) / pp of micro-batch (i / (pp v)) pp + i mod pp (groups of
+ * pp micro-batches go through chunk 0, then chunk 1, ...); backward
+ * number i the same micro-batch in chunk v - 1 - that chunk.  Warm-up:
+ * W = min(2 (pp - j - 1) + (v - 1) pp, T) forwards (all T when
+ * gas = pp), then forward W + i and backward i in turn, then the last W
+ * backwards.  Returns the micro-batch of operation k; *bwd, *chunk. */
+static int op_interleaved(int pp, int v, int gas, int j, int k, int *bwd,
+                          int *chunk)
+{
+    int T = gas * v, w = gas == pp ? T : 2 * (pp - j - 1) + (v - 1) * pp, i;
+
+    if (w > T)
+        w = T;
+    if (k < w) {
+        i = k;
+        *bwd = 0;
+    } else if (k < w + 2 * (T - w)) {
+        *bwd = (k - w) % 2;
+        i = *bwd ? (k - w) / 2 : w + (k - w) / 2;
+    } else {
+        *bwd = 1;
+        i = k - w - (T - w);
+    }
+    *chunk = (i % (pp * v)) / pp;
+    if (*bwd)
+        *chunk = v - 1 - *chunk;
+    return (i / (pp * v)) * pp + i % pp;
+}
+
 typedef struct sim {
     const cost_sim_input *in;
-    int pp, dp, gas, cuts;
+    int pp, dp, gas, cuts, v; /* v: model chunks per device (1: none) */
     int *next;          /* dp * pp: next operation of (replica, stage) */
     double *free_at;    /* dp * pp: when the stage's devices are free */
     double *last_bwd;   /* dp * pp: end of the stage's last backward */
-    double *act_in;     /* dp * pp * gas: activation of micro m received by
-                           stage j at [(r * pp + j) * gas + m]; < 0 = not yet */
-    double *grad_in;    /* same layout: gradient received from stage j + 1 */
+    double *act_in;     /* dp * pp * v * gas: activation of micro m received
+                           by chunk c of stage j at
+                           [((r * pp + j) * v + c) * gas + m]; < 0 = not yet */
+    double *grad_in;    /* same layout: gradient received from the next
+                           virtual stage */
     double *link_act;   /* dp * cuts: when the j -> j + 1 direction is free */
     double *link_grad;  /* dp * cuts: when the j + 1 -> j direction is free */
+    double *wrap_act;   /* dp: when stage pp - 1 -> 0 is free (interleaved) */
+    double *wrap_grad;  /* dp: when stage 0 -> pp - 1 is free */
     cost_event *ev;     /* preallocated to the largest possible count */
     size_t nev;
 } sim;
 
 static void emit(sim *x, int kind, int stage, int replica, int micro,
-                 double start, double end)
+                 int chunk, double start, double end)
 {
     cost_event *e = &x->ev[x->nev++];
 
@@ -110,26 +148,35 @@ static void emit(sim *x, int kind, int stage, int replica, int micro,
     e->stage = stage;
     e->replica = replica;
     e->micro = micro;
+    e->chunk = chunk;
     e->start = start;
     e->end = end;
 }
 
-/* Transfer produced at time t by stage j of replica r; returns when the
- * receiver has it.  Each direction of a cut is one link resource: a
- * transfer waits until the previous one on it ended (first come, first
- * served, i.e. in the sender's order). */
-static double send(sim *x, int kind, int r, int j, int micro, double t)
+/* Transfer produced at time t by chunk c of stage j of replica r;
+ * returns when the receiver has it.  Each direction of a cut is one link
+ * resource (the wrap-around link between the last and the first stage
+ * too): a transfer waits until the previous one on it ended (first
+ * come, first served, i.e. in the sender's order). */
+static double send(sim *x, int kind, int r, int j, int c, int micro, double t)
 {
-    int cut = kind == COST_EV_SEND_ACT ? j : j - 1;
-    size_t q = (size_t)r * (size_t)x->cuts + (size_t)cut;
-    const double *dur = kind == COST_EV_SEND_ACT ? x->in->send_act : x->in->send_grad;
-    double *link = kind == COST_EV_SEND_ACT ? &x->link_act[q] : &x->link_grad[q];
-    double d = dur != NULL ? dur[q] : 0.0;
-    double start = t > *link ? t : *link;
+    int act = kind == COST_EV_SEND_ACT;
+    int wrap = act ? j == x->pp - 1 : j == 0;
+    size_t q = (size_t)r * (size_t)x->cuts + (size_t)(act ? j : j - 1);
+    const double *dur = act ? x->in->send_act : x->in->send_grad;
+    double *link, d, start;
 
+    if (wrap) {
+        link = act ? &x->wrap_act[r] : &x->wrap_grad[r];
+        d = x->in->send_wrap != NULL ? x->in->send_wrap[r] : 0.0;
+    } else {
+        link = act ? &x->link_act[q] : &x->link_grad[q];
+        d = dur != NULL ? dur[q] : 0.0;
+    }
+    start = t > *link ? t : *link;
     *link = start + d;
     if (d > 0.0)
-        emit(x, kind, j, r, micro, start, start + d);
+        emit(x, kind, j, r, micro, c, start, start + d);
     return start + d;
 }
 
@@ -138,30 +185,46 @@ static double send(sim *x, int kind, int r, int j, int micro, double t)
 static int advance(sim *x, int r, int j)
 {
     size_t rj = (size_t)r * (size_t)x->pp + (size_t)j;
-    int done = 0;
+    size_t G = (size_t)x->gas, V = (size_t)x->v;
+    int done = 0, nv = x->pp * x->v;
 
-    while (x->next[rj] < 2 * x->gas) {
-        int bwd, mi = op_at(x->in->schedule, x->pp, x->gas, j, x->next[rj], &bwd);
-        size_t q = rj * (size_t)x->gas + (size_t)mi;
+    while (x->next[rj] < 2 * x->gas * x->v) {
+        int bwd, c = 0, mi, vs;
+        size_t q;
         double ready, start, end;
 
-        /* a forward needs the activation from j - 1, a backward the
-         * gradient from j + 1; the last stage's backward follows its own
-         * forward, which comes earlier in its order */
-        if (!bwd)
-            ready = j == 0 ? 0.0 : x->act_in[q];
+        if (x->v > 1)
+            mi = op_interleaved(x->pp, x->v, x->gas, j, x->next[rj], &bwd, &c);
         else
-            ready = j == x->pp - 1 ? 0.0 : x->grad_in[q];
+            mi = op_at(x->in->schedule, x->pp, x->gas, j, x->next[rj], &bwd);
+        vs = c * x->pp + j; /* virtual stage */
+        q = (rj * V + (size_t)c) * G + (size_t)mi;
+        /* a forward needs the activation from the previous virtual
+         * stage, a backward the gradient from the next; the last
+         * virtual stage's backward follows its own forward, which comes
+         * earlier in its order */
+        if (!bwd)
+            ready = vs == 0 ? 0.0 : x->act_in[q];
+        else
+            ready = vs == nv - 1 ? 0.0 : x->grad_in[q];
         if (ready < 0.0)
             break;
         start = ready > x->free_at[rj] ? ready : x->free_at[rj];
-        end = start + (bwd ? x->in->bwd[rj] : x->in->fwd[rj]);
-        emit(x, bwd ? COST_EV_BWD : COST_EV_FWD, j, r, mi, start, end);
+        end = start + (bwd ? x->in->bwd[rj] : x->in->fwd[rj]) / (double)x->v;
+        emit(x, bwd ? COST_EV_BWD : COST_EV_FWD, j, r, mi, c, start, end);
         x->free_at[rj] = end;
-        if (!bwd && j + 1 < x->pp)
-            x->act_in[q + (size_t)x->gas] = send(x, COST_EV_SEND_ACT, r, j, mi, end);
-        if (bwd && j > 0)
-            x->grad_in[q - (size_t)x->gas] = send(x, COST_EV_SEND_GRAD, r, j, mi, end);
+        if (!bwd && vs + 1 < nv) { /* to chunk c of j + 1, or c + 1 of 0 */
+            int j2 = (j + 1) % x->pp, c2 = j2 == 0 ? c + 1 : c;
+            size_t q2 = ((((size_t)r * (size_t)x->pp + (size_t)j2) * V +
+                          (size_t)c2) * G) + (size_t)mi;
+            x->act_in[q2] = send(x, COST_EV_SEND_ACT, r, j, c, mi, end);
+        }
+        if (bwd && vs > 0) { /* to chunk c of j - 1, or c - 1 of pp - 1 */
+            int j2 = j == 0 ? x->pp - 1 : j - 1, c2 = j == 0 ? c - 1 : c;
+            size_t q2 = ((((size_t)r * (size_t)x->pp + (size_t)j2) * V +
+                          (size_t)c2) * G) + (size_t)mi;
+            x->grad_in[q2] = send(x, COST_EV_SEND_GRAD, r, j, c, mi, end);
+        }
         if (bwd)
             x->last_bwd[rj] = end;
         x->next[rj]++;
@@ -185,6 +248,8 @@ static int event_cmp(const void *pa, const void *pb)
         return a->kind < b->kind ? -1 : 1;
     if (a->micro != b->micro)
         return a->micro < b->micro ? -1 : 1;
+    if (a->chunk != b->chunk)
+        return a->chunk < b->chunk ? -1 : 1;
     if (a->end != b->end)
         return a->end < b->end ? -1 : 1;
     return 0;
@@ -215,7 +280,7 @@ static int check_times(const double *a, size_t n, const char *name,
 static int check_input(const cost_sim_input *in, size_t *max_events,
                        util_error *err)
 {
-    size_t n, cuts, ops;
+    size_t n, cuts, ops, v;
     int rc;
 
     if (in->pp < 1 || in->dp < 1 || in->gas < 1)
@@ -226,20 +291,32 @@ static int check_input(const cost_sim_input *in, size_t *max_events,
         return util_error_set(err, UTIL_EINVAL, NULL, "schedule",
                               "expected 1f1b (0) or gpipe (1), got %d",
                               in->schedule);
+    if (in->vpp > 1 && (in->vpp > FMT_MAX_VPP || in->schedule != FMT_SCHED_1F1B ||
+                        in->pp < 2 || in->gas % in->pp != 0))
+        return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
+                              "the interleaved schedule (vpp %d, at most %d) "
+                              "needs 1f1b, pp >= 2 and micro-batches (%d) a "
+                              "multiple of pp (%d)", in->vpp, FMT_MAX_VPP,
+                              in->gas, in->pp);
+    v = in->vpp > 1 ? (size_t)in->vpp : 1;
     n = (size_t)in->dp * (size_t)in->pp;
     cuts = (size_t)in->dp * (size_t)(in->pp - 1);
-    /* compute and transfers per micro-batch, plus all-reduces (DP and
-     * tied) and optimizer steps; refuse what would not fit in an int */
+    /* compute and transfers per micro-batch and chunk (pp v - 1 crossings
+     * each way), plus all-reduces (DP and tied) and optimizer steps;
+     * refuse what would not fit in an int */
     ops = n * (size_t)in->gas;
-    if (ops > (size_t)INT32_MAX / 8)
+    if (ops > (size_t)INT32_MAX / 8 / v)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "%d x %d x %d micro-batch steps are too many to "
-                              "simulate", in->dp, in->pp, in->gas);
-    *max_events = 2 * ops + 2 * cuts * (size_t)in->gas + 3 * n;
+                              "simulate", in->dp, in->pp, in->gas * (int)v);
+    *max_events = 2 * ops * v +
+                  2 * (size_t)in->dp * ((size_t)in->pp * v - 1) * (size_t)in->gas +
+                  3 * n;
     if ((rc = check_times(in->fwd, n, "fwd", 1, err)) != UTIL_OK ||
         (rc = check_times(in->bwd, n, "bwd", 1, err)) != UTIL_OK ||
         (rc = check_times(in->send_act, cuts, "send_act", 0, err)) != UTIL_OK ||
         (rc = check_times(in->send_grad, cuts, "send_grad", 0, err)) != UTIL_OK ||
+        (rc = check_times(in->send_wrap, (size_t)in->dp, "send_wrap", 0, err)) != UTIL_OK ||
         (rc = check_times(in->dp_s, (size_t)in->pp, "dp_s", 0, err)) != UTIL_OK ||
         (rc = check_times(in->opt_s, (size_t)in->pp, "opt_s", 0, err)) != UTIL_OK ||
         (rc = check_times(&in->tied_s, 1, "tied_s", 1, err)) != UTIL_OK)
@@ -257,7 +334,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
                          util_error *err)
 {
     sim x;
-    size_t max_events = 0, n, i;
+    size_t max_events = 0, n, nq, i;
     long total, done = 0;
     double pipe_end = 0.0, *ready = NULL, *dp_end = NULL;
     int r, j, rc;
@@ -272,24 +349,28 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     x.dp = in->dp;
     x.gas = in->gas;
     x.cuts = in->pp - 1;
+    x.v = in->vpp > 1 ? in->vpp : 1;
     n = (size_t)in->dp * (size_t)in->pp;
+    nq = n * (size_t)x.v * (size_t)in->gas;
     x.next = calloc(n, sizeof *x.next);
     x.free_at = calloc(n, sizeof *x.free_at);
     x.last_bwd = calloc(n, sizeof *x.last_bwd);
-    x.act_in = malloc(n * (size_t)in->gas * sizeof *x.act_in);
-    x.grad_in = malloc(n * (size_t)in->gas * sizeof *x.grad_in);
+    x.act_in = malloc(nq * sizeof *x.act_in);
+    x.grad_in = malloc(nq * sizeof *x.grad_in);
     x.link_act = calloc(n, sizeof *x.link_act); /* dp * cuts <= n */
     x.link_grad = calloc(n, sizeof *x.link_grad);
+    x.wrap_act = calloc((size_t)in->dp, sizeof *x.wrap_act);
+    x.wrap_grad = calloc((size_t)in->dp, sizeof *x.wrap_grad);
     x.ev = malloc(max_events * sizeof *x.ev);
     ready = calloc((size_t)in->pp, sizeof *ready);
     dp_end = calloc((size_t)in->pp, sizeof *dp_end);
     out->busy_s = calloc(n, sizeof *out->busy_s);
     if (!x.next || !x.free_at || !x.last_bwd || !x.act_in || !x.grad_in ||
-        !x.link_act || !x.link_grad || !x.ev || !ready || !dp_end || !out->busy_s) {
+        !x.link_act || !x.link_grad || !x.wrap_act || !x.wrap_grad || !x.ev || !ready || !dp_end || !out->busy_s) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
-    for (i = 0; i < n * (size_t)in->gas; i++)
+    for (i = 0; i < nq; i++)
         x.act_in[i] = x.grad_in[i] = -1.0;
 
     /* Discrete-event run of the pipelines: each (replica, stage) executes
@@ -297,7 +378,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
      * free and its input has arrived.  Sweeping the stages up (forward
      * waves) and down (backward waves) until every operation ran visits
      * the operations in an order consistent with all dependencies. */
-    total = 2L * (long)n * (long)in->gas;
+    total = 2L * (long)n * (long)in->gas * (long)x.v;
     while (done < total) {
         long progress = 0;
         for (r = 0; r < x.dp; r++)
@@ -331,7 +412,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
                 ready[j] = x.last_bwd[(size_t)r * (size_t)x.pp + (size_t)j];
         dp_end[j] = ready[j] + (in->dp_s ? in->dp_s[j] : 0.0);
         for (r = 0; r < x.dp && dp_end[j] > ready[j]; r++)
-            emit(&x, COST_EV_DP_ALLREDUCE, j, r, -1, ready[j], dp_end[j]);
+            emit(&x, COST_EV_DP_ALLREDUCE, j, r, -1, 0, ready[j], dp_end[j]);
     }
     if (in->tied_s > 0.0) {
         int ends[2];
@@ -342,13 +423,13 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
         for (i = 0; i < 2; i++) {
             dp_end[ends[i]] = t0 + in->tied_s;
             for (r = 0; r < x.dp; r++)
-                emit(&x, COST_EV_DP_ALLREDUCE, ends[i], r, -2, t0, t0 + in->tied_s);
+                emit(&x, COST_EV_DP_ALLREDUCE, ends[i], r, -2, 0, t0, t0 + in->tied_s);
         }
     }
     for (j = 0; j < x.pp; j++) {
         double d = in->opt_s ? in->opt_s[j] : 0.0;
         for (r = 0; r < x.dp && d > 0.0; r++)
-            emit(&x, COST_EV_OPTIMIZER, j, r, -1, dp_end[j], dp_end[j] + d);
+            emit(&x, COST_EV_OPTIMIZER, j, r, -1, 0, dp_end[j], dp_end[j] + d);
     }
 
     out->iter_s = pipe_end;
@@ -359,6 +440,7 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     out->pp = in->pp;
     out->dp = in->dp;
     out->gas = in->gas;
+    out->vpp = x.v;
     out->events = x.ev;
     out->nevents = (int)x.nev;
     x.ev = NULL;
@@ -370,6 +452,8 @@ done:
     free(x.grad_in);
     free(x.link_act);
     free(x.link_grad);
+    free(x.wrap_act);
+    free(x.wrap_grad);
     free(x.ev);
     free(ready);
     free(dp_end);
@@ -400,6 +484,70 @@ static int tied_stages(const fmt_model *m, const fmt_strategy *s, int *first,
     return *first >= 0 && *last > *first;
 }
 
+/* One-way transfer between stage pp - 1 and stage 0 of replica r under
+ * the interleaved schedule (chunk k of the last stage feeds chunk k + 1
+ * of the first), as p2p_time in evaluate.c times a cut: latency +
+ * mbs * out_bytes / B over the worst TP pair's link, the NIC shared by
+ * every replica's and TP rank's wrap transfer, the bytes split over the
+ * TP ranks with scatter-gather or sequence parallelism (then all-gathered
+ * on stage 0's TP ring without sequence parallelism).  The activation is
+ * a block's output: that of the layer before stage pp - 1. */
+static double wrap_time(const fmt_cluster *c, const fmt_model *m,
+                        const cost_params *p, const fmt_strategy *s, int r,
+                        const int *out_flows, const int *in_flows)
+{
+    double bytes = (double)s->mbs * m->layers[s->bounds[s->pp - 1] - 1].out_bytes;
+    double bw = INFINITY, lat = 0.0, gather = 0.0;
+    int k;
+
+    for (k = 0; k < s->tp; k++) {
+        int a = fmt_rank_device(s, s->pp - 1, r, k), b = fmt_rank_device(s, 0, r, k);
+        double l, e = cost_flow_bw(c, p, a, b, out_flows[c->device_node[a]],
+                                   in_flows[c->device_node[b]], &l);
+        if (e < bw)
+            bw = e;
+        if (l > lat)
+            lat = l;
+    }
+    if (s->tp > 1 && (p->p2p_scatter || p->sp)) {
+        double t = (double)s->tp, gbw, glat;
+        bytes /= t;
+        if (!p->sp) { /* ring all-gather: (t - 1) steps of bytes / t */
+            cost_tp_ring(c, p, s, 0, r, &gbw, &glat);
+            if (gbw > 0.0 && gbw < INFINITY)
+                gather = (t - 1.0) * (glat + bytes / gbw);
+        }
+    }
+    return lat + bytes / bw + gather;
+}
+
+/* Wrap-around transfer of every replica into wrap[0 .. dp); -1 when out
+ * of memory. */
+static int wrap_times(const fmt_cluster *c, const fmt_model *m,
+                      const cost_params *p, const fmt_strategy *s, double *wrap)
+{
+    int *flows = calloc((size_t)c->nnodes * 2, sizeof *flows), r, k;
+
+    if (flows == NULL)
+        return -1;
+    for (r = 0; r < s->dp; r++) /* cross-node flows per NIC, at once */
+        for (k = 0; k < s->tp; k++) {
+            int na = c->device_node[fmt_rank_device(s, s->pp - 1, r, k)];
+            int nb = c->device_node[fmt_rank_device(s, 0, r, k)];
+            if (na != nb) {
+                flows[na]++;
+                flows[c->nnodes + nb]++;
+            }
+        }
+    for (k = 0; k < 2 * c->nnodes; k++)
+        if (flows[k] < 1)
+            flows[k] = 1;
+    for (r = 0; r < s->dp; r++)
+        wrap[r] = wrap_time(c, m, p, s, r, flows, flows + c->nnodes);
+    free(flows);
+    return 0;
+}
+
 int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_profile *prof, const cost_params *p,
                   const fmt_strategy *s, int overlap_dp, cost_timeline *out,
@@ -407,7 +555,8 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
 {
     cost_params ps;
     cost_sim_input in;
-    double *fwd = NULL, *bwd = NULL, *send_s = NULL, *dps = NULL, *opt = NULL;
+    double *fwd = NULL, *bwd = NULL, *send_s = NULL, *dps = NULL, *opt = NULL,
+           *wrap = NULL;
     int r, j, cuts, rc = UTIL_OK;
     size_t n;
 
@@ -429,7 +578,9 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
     send_s = calloc(n, sizeof *send_s); /* dp * cuts <= n */
     dps = calloc((size_t)s->pp, sizeof *dps);
     opt = calloc((size_t)s->pp, sizeof *opt);
-    if (!fwd || !bwd || !send_s || !dps || !opt) {
+    wrap = calloc((size_t)s->dp, sizeof *wrap);
+    if (!fwd || !bwd || !send_s || !dps || !opt || !wrap ||
+        (s->vpp > 1 && s->pp > 1 && wrap_times(c, m, &ps, s, wrap) != 0)) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
@@ -473,6 +624,8 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
     in.dp_s = dps;
     in.opt_s = opt;
     in.overlap_dp = overlap_dp ? 1 : 0;
+    in.vpp = s->vpp > 1 ? s->vpp : 1;
+    in.send_wrap = wrap;
     rc = cost_simulate_stages(&in, out, err);
 done:
     free(fwd);
@@ -480,6 +633,7 @@ done:
     free(send_s);
     free(dps);
     free(opt);
+    free(wrap);
     return rc;
 }
 

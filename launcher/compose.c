@@ -67,8 +67,10 @@ static void modelled_parts(const plan_doc *d, const fmt_strategy *s, int j,
     }
 }
 
-/* Per-index mean duration of the events of one kind. */
-static void mean_durations(const cost_timeline *tl, int kind, int pp,
+/* Per-index mean duration of the events of one kind; wrap: of the
+ * interleaved schedule's activations from stage pp - 1 to stage 0, per
+ * replica. */
+static void mean_durations(const cost_timeline *tl, int kind, int pp, int wrap,
                            double *out, int n, int *cnt)
 {
     int i;
@@ -83,10 +85,14 @@ static void mean_durations(const cost_timeline *tl, int kind, int pp,
             continue;
         if (kind == COST_EV_FWD || kind == COST_EV_BWD)
             at = e->replica * pp + e->stage;
-        else if (kind == COST_EV_SEND_ACT)
+        else if (wrap) /* interleaved: activations from pp - 1 to 0 */
+            at = kind == COST_EV_SEND_ACT && e->stage == pp - 1 ? e->replica : -1;
+        else if (kind == COST_EV_SEND_ACT && e->stage < pp - 1)
             at = e->replica * (pp - 1) + e->stage;
-        else /* gradient j + 1 -> j, sent by stage j + 1 */
+        else if (kind == COST_EV_SEND_GRAD && e->stage > 0) /* j + 1 -> j */
             at = e->replica * (pp - 1) + e->stage - 1;
+        else
+            continue;
         if (at < 0 || at >= n)
             continue;
         out[at] += e->end - e->start;
@@ -106,7 +112,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     cost_timeline tl_pred, tl_meas;
     cost_sim_input in;
     double *pf = NULL, *pb = NULL, *uf = NULL, *ub = NULL, *sa = NULL,
-           *sg = NULL, *dps = NULL, *opt = NULL;
+           *sg = NULL, *dps = NULL, *opt = NULL, *wrap = NULL;
     int *cnt = NULL;
     int pp, dp, cuts, i, j, r, rc = UTIL_OK;
     size_t nst;
@@ -145,6 +151,7 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     dps = calloc((size_t)pp, sizeof *dps);
     opt = calloc((size_t)pp, sizeof *opt);
     cnt = calloc(nst, sizeof *cnt);
+    wrap = calloc((size_t)dp, sizeof *wrap);
     out->pred_fwd_s = calloc((size_t)pp, sizeof(double));
     out->pred_bwd_s = calloc((size_t)pp, sizeof(double));
     out->used_fwd_s = calloc((size_t)pp, sizeof(double));
@@ -155,18 +162,24 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     out->extra_fwd_s = calloc((size_t)pp, sizeof(double));
     out->extra_bwd_s = calloc((size_t)pp, sizeof(double));
     out->dp_stage_s = calloc((size_t)pp, sizeof(double));
-    if (!pf || !pb || !uf || !ub || !sa || !sg || !dps || !opt || !cnt ||
+    if (!pf || !pb || !uf || !ub || !sa || !sg || !dps || !opt || !cnt || !wrap ||
         !out->pred_fwd_s || !out->pred_bwd_s || !out->used_fwd_s ||
         !out->used_bwd_s || !out->tp_comm_s || !out->opt_s || !out->busy_s ||
         !out->extra_fwd_s || !out->extra_bwd_s || !out->dp_stage_s) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
-    mean_durations(&tl_pred, COST_EV_FWD, pp, pf, (int)nst, cnt);
-    mean_durations(&tl_pred, COST_EV_BWD, pp, pb, (int)nst, cnt);
+    mean_durations(&tl_pred, COST_EV_FWD, pp, 0, pf, (int)nst, cnt);
+    mean_durations(&tl_pred, COST_EV_BWD, pp, 0, pb, (int)nst, cnt);
+    for (i = 0; i < (int)nst && tl_pred.vpp > 1; i++) { /* all v chunks */
+        pf[i] *= tl_pred.vpp;
+        pb[i] *= tl_pred.vpp;
+    }
+    if (tl_pred.vpp > 1 && cuts > 0) /* activations, as in cost_simulate */
+        mean_durations(&tl_pred, COST_EV_SEND_ACT, pp, 1, wrap, dp, cnt);
     if (cuts > 0) {
-        mean_durations(&tl_pred, COST_EV_SEND_ACT, pp, sa, dp * cuts, cnt);
-        mean_durations(&tl_pred, COST_EV_SEND_GRAD, pp, sg, dp * cuts, cnt);
+        mean_durations(&tl_pred, COST_EV_SEND_ACT, pp, 0, sa, dp * cuts, cnt);
+        mean_durations(&tl_pred, COST_EV_SEND_GRAD, pp, 0, sg, dp * cuts, cnt);
     }
     {
         int tf = pp, tlast = -1;
@@ -258,6 +271,8 @@ int launch_compose(const plan_doc *d, const launch_work *w,
     in.dp_s = dps;
     in.opt_s = opt;
     in.overlap_dp = d->params.overlap_dp ? 1 : 0;
+    in.vpp = tl_pred.vpp;
+    in.send_wrap = wrap;
     rc = cost_simulate_stages(&in, &tl_meas, err);
     if (rc != UTIL_OK)
         goto done;
@@ -276,6 +291,7 @@ done:
     free(dps);
     free(opt);
     free(cnt);
+    free(wrap);
     if (rc != UTIL_OK)
         launch_trial_free(out);
     return rc;

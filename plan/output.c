@@ -354,7 +354,8 @@ static cJSON *timeline_json(const cost_timeline *t)
         if (!util_json_push(arr, e) || !util_json_put_str(e, "kind", cost_event_name(ev->kind)) ||
             !util_json_put_num(e, "stage", ev->stage) || !util_json_put_num(e, "replica", ev->replica) ||
             !util_json_put_num(e, "micro", ev->micro) || !util_json_put_num(e, "start_s", ev->start) ||
-            !util_json_put_num(e, "end_s", ev->end)) {
+            !util_json_put_num(e, "end_s", ev->end) ||
+            (t->vpp > 1 && ev->micro >= 0 && !util_json_put_num(e, "chunk", ev->chunk))) {
             cJSON_Delete(arr);
             return NULL;
         }

@@ -183,6 +183,8 @@ typedef struct ev_run {
     int first_micro, last_micro;
     double start, end;      /* s */
     double x0, x1;          /* px */
+    int chunk;              /* model chunk of the first event (interleaved
+                               schedule), -1 otherwise */
 } ev_run;
 
 static void draw_run(util_buf *b, const ev_run *r, double y, double rh, int dp)
@@ -203,6 +205,8 @@ static void draw_run(util_buf *b, const ev_run *r, double y, double rh, int dp)
                   r->last_micro);
     else if (r->first_micro >= 0)
         util_buf_printf(b, ", micro-batch %d", r->first_micro);
+    if (r->n == 1 && r->chunk >= 0)
+        util_buf_printf(b, ", chunk %d", r->chunk);
     util_buf_printf(b, ": %.3f-%.3f ms</title></rect>\n", r->start * 1e3, r->end * 1e3);
     if ((r->kind == COST_EV_FWD || r->kind == COST_EV_BWD) && r->n == 1 && w >= 16 &&
         rh >= 14 && r->first_micro >= 0) {
@@ -399,6 +403,7 @@ static double timeline_section(util_buf *b, const report_input *in, double y,
         pr->replica = e->replica;
         pr->row = row;
         pr->first_micro = pr->last_micro = e->micro;
+        pr->chunk = tl->vpp > 1 && e->micro >= 0 ? e->chunk : -1;
         pr->start = e->start;
         pr->end = e->end;
         pr->x0 = x0;

@@ -15,6 +15,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "calibrate.h"
+#include "testutil.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 
@@ -569,8 +570,6 @@ int main(void)
     Suite *s = suite_create("calibrate");
     TCase *tc = tcase_create("lad");
     TCase *cli = tcase_create("cli");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_neutral_is_identity);
@@ -585,9 +584,5 @@ int main(void)
     tcase_add_test(cli, test_cli_bad_trials);
     tcase_add_test(cli, test_cli_usage);
     suite_add_tcase(s, cli);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(s);
 }

@@ -7,42 +7,15 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "testutil.h"
 
 #define MANPAGE HETPLAN_SOURCE_DIR "/docs/planner.1"
-
-/* Output of a shell command (stdout and stderr); *status its exit code. */
-static char *capture(const char *cmd, int *status)
-{
-    FILE *p = popen(cmd, "r");
-    char *buf = NULL;
-    size_t n = 0, cap = 0, k;
-    char chunk[4096];
-    int st;
-
-    ck_assert_ptr_nonnull(p);
-    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) {
-        if (n + k + 1 > cap) {
-            cap = (n + k + 1) * 2;
-            buf = realloc(buf, cap);
-            ck_assert_ptr_nonnull(buf);
-        }
-        memcpy(buf + n, chunk, k);
-        n += k;
-    }
-    st = pclose(p);
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-    if (buf == NULL)
-        buf = calloc(1, 1);
-    else
-        buf[n] = '\0';
-    return buf;
-}
 
 /* The man page source with roff's "\-" turned into "-". */
 static char *man_text(void)
 {
     int st;
-    char *t = capture("cat '" MANPAGE "'", &st), *r, *w;
+    char *t = tu_capture("cat '" MANPAGE "'", &st), *r, *w;
 
     ck_assert_int_eq(st, 0);
     for (r = w = t; *r; r++) {
@@ -62,7 +35,7 @@ START_TEST(renders_without_warnings)
     int st;
     char *out;
 
-    out = capture("command -v groff >/dev/null 2>&1 && echo yes", &st);
+    out = tu_capture("command -v groff >/dev/null 2>&1 && echo yes", &st);
     if (strncmp(out, "yes", 3) != 0) {
         printf("test_commands_manpage: skipping the rendering check: groff not found "
                "(Debian: groff-base)\n");
@@ -70,10 +43,10 @@ START_TEST(renders_without_warnings)
         return;
     }
     free(out);
-    out = capture("groff -man -Tutf8 -ww -z '" MANPAGE "' 2>&1", &st);
+    out = tu_capture("groff -man -Tutf8 -ww -z '" MANPAGE "' 2>&1", &st);
     ck_assert_msg(st == 0 && out[0] == '\0', "groff warnings: %s", out);
     free(out);
-    out = capture("groff -man -Tutf8 -P-cbou '" MANPAGE "' 2>/dev/null", &st);
+    out = tu_capture("groff -man -Tutf8 -P-cbou '" MANPAGE "' 2>/dev/null", &st);
     ck_assert_int_eq(st, 0);
     ck_assert_ptr_nonnull(strstr(out, "EXIT STATUS"));
     ck_assert_ptr_nonnull(strstr(out, "SYNOPSIS"));
@@ -98,7 +71,7 @@ START_TEST(covers_every_command_and_option)
                           "docs/planner.1 has no section for 'planner %s'", cmds[i]);
         }
         snprintf(cmd, sizeof cmd, "'%s' %s --help 2>&1", HETPLAN_PLANNER, cmds[i]);
-        help = capture(cmd, &st);
+        help = tu_capture(cmd, &st);
         if (st != 0) { /* a command not built yet has no options to list */
             free(help);
             continue;
@@ -127,15 +100,9 @@ int main(void)
 {
     Suite *s = suite_create("manpage");
     TCase *tc = tcase_create("manpage");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, renders_without_warnings);
     tcase_add_test(tc, covers_every_command_and_option);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(s);
 }

@@ -9,8 +9,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
-
-#define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
+#include "testutil.h"
 
 /* Two device types: "fast" and "slow" (no catalogue). */
 static void make_cluster(fmt_cluster *c, int nnodes, int gpus, int slow_last)
@@ -34,51 +33,12 @@ static void make_cluster(fmt_cluster *c, int nnodes, int gpus, int slow_last)
         snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
         c->nodes[i].gpus = gpus;
         c->nodes[i].type = slow_last && i == nnodes - 1 ? 1 : 0;
-        c->nodes[i].intra_bw = 100.0 * GB8;
+        c->nodes[i].intra_bw = 100.0 * TU_GB8;
         c->nodes[i].intra_lat = 0.0;
-        c->nodes[i].nic_bw = 10.0 * GB8;
+        c->nodes[i].nic_bw = 10.0 * TU_GB8;
         c->nodes[i].nic_lat = 0.0;
     }
     ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
-}
-
-/* n layers without FLOPs, parameters or traffic: times come from the
- * profile only. */
-static void make_model(fmt_model *m, int n, double out_bytes)
-{
-    int i;
-
-    memset(m, 0, sizeof *m);
-    m->nlayers = n;
-    m->dtype_bytes = 2;
-    m->layers = calloc((size_t)n, sizeof *m->layers);
-    for (i = 0; i < n; i++) {
-        snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
-        m->layers[i].kind = FMT_KIND_GENERIC;
-        m->layers[i].out_bytes = out_bytes;
-    }
-}
-
-/* Profile: every layer fwd/bwd (s) on a device type at tp 1, given mbs. */
-static void add_entry(fmt_profile *p, int nlayers, const char *dev, int mbs,
-                      double fwd, double bwd)
-{
-    fmt_profile_entry *e;
-    int i;
-
-    p->entries = realloc(p->entries, (size_t)(p->nentries + 1) * sizeof *p->entries);
-    e = &p->entries[p->nentries++];
-    memset(e, 0, sizeof *e);
-    strcpy(e->device, dev);
-    e->tp = 1;
-    e->mbs = mbs;
-    e->fwd = malloc((size_t)nlayers * sizeof *e->fwd);
-    e->bwd = malloc((size_t)nlayers * sizeof *e->bwd);
-    for (i = 0; i < nlayers; i++) {
-        e->fwd[i] = fwd;
-        e->bwd[i] = bwd;
-    }
-    p->nlayers = nlayers;
 }
 
 static void params_exact(cost_params *p)
@@ -111,9 +71,9 @@ START_TEST(test_pipeline_eq5)
     double t_stage, e, expect;
 
     make_cluster(&c, 2, 1, 0);
-    make_model(&m, 4, 1.25e6);
+    tu_generic_model(&m, 4, 1.25e6);
     memset(&prof, 0, sizeof prof);
-    add_entry(&prof, 4, "fast", 1, 1e-3, 2e-3);
+    tu_profile_add(&prof, 4, "fast", 1, 1e-3, 2e-3);
     params_exact(&p);
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
@@ -124,7 +84,7 @@ START_TEST(test_pipeline_eq5)
     s.gas = 4;
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
     t_stage = 2 * (1e-3 + 2e-3);
-    e = 2.0 * (1.25e6 / (10.0 * GB8)); /* activation + gradient over the NIC */
+    e = 2.0 * (1.25e6 / (10.0 * TU_GB8)); /* activation + gradient over the NIC */
     expect = 3 * t_stage + 2 * t_stage + e;
     ck_assert_double_eq_tol(r.iter_s, expect, 1e-12);
     ck_assert_double_eq_tol(r.bd.bubble, t_stage, 1e-12);
@@ -144,10 +104,10 @@ START_TEST(test_pipeline_eq5)
     c.links[0].gpu_a = -1;
     c.links[0].node_b = 1;
     c.links[0].gpu_b = -1;
-    c.links[0].bw = 1.0 * GB8;
+    c.links[0].bw = 1.0 * TU_GB8;
     c.links[0].lat = 0.01;
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (0.01 + 1.25e6 / GB8), 1e-12);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (0.01 + 1.25e6 / TU_GB8), 1e-12);
     cost_result_free(&r);
     fmt_strategy_free(&s);
     fmt_profile_free(&prof);
@@ -168,10 +128,10 @@ START_TEST(test_slowest_device)
     util_error err;
 
     make_cluster(&c, 2, 1, 1); /* n0 fast, n1 slow */
-    make_model(&m, 2, 0.0);
+    tu_generic_model(&m, 2, 0.0);
     memset(&prof, 0, sizeof prof);
-    add_entry(&prof, 2, "fast", 1, 1e-3, 2e-3);
-    add_entry(&prof, 2, "slow", 1, 4e-3, 8e-3);
+    tu_profile_add(&prof, 2, "fast", 1, 1e-3, 2e-3);
+    tu_profile_add(&prof, 2, "slow", 1, 4e-3, 8e-3);
     params_exact(&p);
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
     s.ranks[0] = 0;
@@ -199,14 +159,14 @@ START_TEST(test_profile_interpolation)
     fmt_device_type dt;
     cost_layer_time lt;
 
-    make_model(&m, 1, 0.0);
+    tu_generic_model(&m, 1, 0.0);
     memset(&prof, 0, sizeof prof);
     memset(&dt, 0, sizeof dt);
     strcpy(dt.name, "fast");
     dt.flops_fp16 = 1e14;
     dt.mem_bw = 1e12;
-    add_entry(&prof, 1, "fast", 4, 7e-3, 14e-3);
-    add_entry(&prof, 1, "fast", 1, 1e-3, 2e-3);
+    tu_profile_add(&prof, 1, "fast", 4, 7e-3, 14e-3);
+    tu_profile_add(&prof, 1, "fast", 1, 1e-3, 2e-3);
     params_exact(&p);
     cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 2, 1e9, 0.0, 1e9, &lt);
     ck_assert_double_eq_tol(lt.fwd, 3e-3, 1e-15);
@@ -234,7 +194,7 @@ START_TEST(test_single_point_and_estimate)
     cost_layer_time lt;
     double launch, w;
 
-    make_model(&m, 1, 0.0);
+    tu_generic_model(&m, 1, 0.0);
     m.layers[0].kernels = 10;
     m.layers[0].fwd_flops = 1e12;
     m.layers[0].tp_flops_frac = 1.0;
@@ -243,7 +203,7 @@ START_TEST(test_single_point_and_estimate)
     strcpy(dt.name, "fast");
     dt.flops_fp16 = 1e14;
     dt.mem_bw = 1e12;
-    add_entry(&prof, 1, "fast", 1, 2e-3, -1.0);
+    tu_profile_add(&prof, 1, "fast", 1, 2e-3, -1.0);
     params_exact(&p);
     launch = 10 * p.kernel_overhead;
     cost_layer_time_of(&m, &prof, &p, &dt, 0, 1, 4, 1e9, 0.0, 1e9, &lt);
@@ -272,9 +232,9 @@ START_TEST(test_nic_sharing)
     util_error err;
 
     make_cluster(&c, 2, 2, 0);
-    make_model(&m, 2, 1.25e6);
+    tu_generic_model(&m, 2, 1.25e6);
     memset(&prof, 0, sizeof prof);
-    add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
+    tu_profile_add(&prof, 2, "fast", 1, 0.0, 0.0);
     params_exact(&p);
     /* dp 2, pp 2: both replicas send from node 0 to node 1 at once */
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
@@ -287,7 +247,7 @@ START_TEST(test_nic_sharing)
     s.bounds[2] = 2;
     s.gas = 1;
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * 1.25e6 / (10.0 * GB8 / 2.0), 1e-12);
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * 1.25e6 / (10.0 * TU_GB8 / 2.0), 1e-12);
     cost_result_free(&r);
     fmt_strategy_free(&s);
     fmt_profile_free(&prof);
@@ -310,10 +270,10 @@ START_TEST(test_dp_and_tied_sync)
     double bytes = 1e8 * 2.0, ar;
 
     make_cluster(&c, 2, 1, 0);
-    make_model(&m, 2, 0.0);
+    tu_generic_model(&m, 2, 0.0);
     m.layers[0].params = 1e8;
     memset(&prof, 0, sizeof prof);
-    add_entry(&prof, 2, "fast", 1, 0.0, 0.0);
+    tu_profile_add(&prof, 2, "fast", 1, 0.0, 0.0);
     params_exact(&p);
     p.optimizer_bytes = 0.0;
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
@@ -323,7 +283,7 @@ START_TEST(test_dp_and_tied_sync)
     s.bounds[1] = 2;
     s.gas = 1;
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ar = cost_allreduce(bytes, 2, 10.0 * GB8, 0.0);
+    ar = cost_allreduce(bytes, 2, 10.0 * TU_GB8, 0.0);
     ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
     cost_result_free(&r);
     fmt_strategy_free(&s);
@@ -355,7 +315,7 @@ START_TEST(test_costmodel_memory)
     cost_params p;
     double expect;
 
-    make_model(&m, 2, 0.0);
+    tu_generic_model(&m, 2, 0.0);
     m.layers[0].params = 1e6;
     m.layers[0].act_bytes = 1000.0;
     m.layers[0].act_rep_bytes = 200.0;
@@ -390,7 +350,7 @@ START_TEST(test_strategy_check)
     util_error err;
 
     make_cluster(&c, 2, 2, 0);
-    make_model(&m, 4, 0.0);
+    tu_generic_model(&m, 4, 0.0);
     m.heads = 6;
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
     s.ranks[0] = 0;
@@ -458,12 +418,12 @@ START_TEST(test_assign_balances_speed)
     int l;
 
     make_cluster(&c, 2, 1, 1);
-    make_model(&m, 12, 0.0);
+    tu_generic_model(&m, 12, 0.0);
     for (l = 0; l < 12; l++) /* every stage needs parameters */
         m.layers[l].params = 1e6;
     memset(&prof, 0, sizeof prof);
-    add_entry(&prof, 12, "fast", 1, 1e-3, 2e-3);
-    add_entry(&prof, 12, "slow", 1, 2e-3, 4e-3);
+    tu_profile_add(&prof, 12, "fast", 1, 1e-3, 2e-3);
+    tu_profile_add(&prof, 12, "slow", 1, 2e-3, 4e-3);
     params_exact(&p);
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
     s.ranks[0] = 0;
@@ -482,8 +442,6 @@ int main(void)
 {
     Suite *su = suite_create("cost");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_allreduce);
     tcase_add_test(tc, test_pipeline_eq5);
@@ -497,9 +455,5 @@ int main(void)
     tcase_add_test(tc, test_params_set);
     tcase_add_test(tc, test_assign_balances_speed);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(su);
 }

@@ -13,6 +13,7 @@
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
+#include "testutil.h"
 
 #define EXAMPLES HETPLAN_SOURCE_DIR "/examples/"
 #define GIB 1073741824.0
@@ -375,24 +376,6 @@ END_TEST
 
 static char tmp_dir[256];
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char *buf;
-    long n;
-
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    buf = calloc((size_t)n + 1, 1);
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n)
-        buf[0] = '\0';
-    fclose(f);
-    return buf;
-}
-
 /* Run the planner with args (a shell fragment of quoted paths); stdout
  * and stderr go to files in tmp_dir.  Returns the exit code. */
 static int planner(const char *args, char **out, char **errtext)
@@ -404,8 +387,8 @@ static int planner(const char *args, char **out, char **errtext)
     snprintf(e, sizeof e, "%s/err", tmp_dir);
     snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>'%s'", HETPLAN_PLANNER, args, o, e);
     st = system(cmd);
-    *out = slurp(o);
-    *errtext = slurp(e);
+    *out = tu_slurp(o);
+    *errtext = tu_slurp(e);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
@@ -472,7 +455,6 @@ int main(void)
 {
     Suite *s = suite_create("memory");
     TCase *tc = tcase_create("model"), *cli = tcase_create("cli");
-    SRunner *sr;
     int failed;
     char cmd[600];
 
@@ -493,10 +475,7 @@ int main(void)
     tcase_add_test(cli, cli_no_fit_names_device);
     suite_add_tcase(s, tc);
     suite_add_tcase(s, cli);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = tu_run(s) != EXIT_SUCCESS;
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
     if (system(cmd) != 0)
         failed++;

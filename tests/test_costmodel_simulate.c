@@ -1010,32 +1010,11 @@ END_TEST
  * string, exit status into *status. */
 static char *planner(const char *args, int *status)
 {
-    char cmd[2048], *out = NULL;
-    size_t len = 0, cap = 0, k;
-    char buf[4096];
-    FILE *p;
-    int st;
+    char cmd[2048];
 
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' %s 2>/dev/null", HETPLAN_SOURCE_DIR,
              HETPLAN_PLANNER, args);
-    p = popen(cmd, "r");
-    ck_assert_ptr_nonnull(p);
-    while ((k = fread(buf, 1, sizeof buf, p)) > 0) {
-        if (len + k + 1 > cap) {
-            cap = 2 * (len + k + 1);
-            out = realloc(out, cap);
-            ck_assert_ptr_nonnull(out);
-        }
-        memcpy(out + len, buf, k);
-        len += k;
-    }
-    st = pclose(p);
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-    if (out == NULL)
-        out = calloc(1, 1);
-    else
-        out[len] = '\0';
-    return out;
+    return tu_capture(cmd, status);
 }
 
 START_TEST(test_cli_fidelity)

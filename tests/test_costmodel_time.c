@@ -12,8 +12,7 @@
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
-
-#define GB8 (1e9 / 8.0) /* bytes/s per Gbps */
+#include "testutil.h"
 
 /* Device "X": no generation row, so 80 SMs; 100 TFLOP/s fp16, 1 TB/s. */
 static void make_device(fmt_device_type *dt)
@@ -180,7 +179,7 @@ START_TEST(test_recompute_time)
     cost_params p;
     cost_layer_time none, full, sel, tp2, tp2full;
     double core, fwd = hand_fwd(&core);
-    double bw = 100.0 * GB8, ar;
+    double bw = 100.0 * TU_GB8, ar;
 
     make_block(&m);
     make_device(&dt);
@@ -205,7 +204,7 @@ START_TEST(test_recompute_time)
      * repeats the forward's two */
     p.attention = COST_ATTN_FUSED;
     p.recompute = FMT_RECOMPUTE_NONE;
-    ar = 4194304.0 / (100.0 * GB8);
+    ar = 4194304.0 / (100.0 * TU_GB8);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, bw, 0.0, bw, &tp2);
     p.recompute = FMT_RECOMPUTE_FULL;
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, bw, 0.0, bw, &tp2full);
@@ -223,14 +222,14 @@ START_TEST(test_tp_comm_once_per_pass)
     fmt_device_type dt;
     cost_params p;
     cost_layer_time fast, slow;
-    double ar = 4194304.0 / (10.0 * GB8), lat = 1e-5;
+    double ar = 4194304.0 / (10.0 * TU_GB8), lat = 1e-5;
 
     make_block(&m);
     make_device(&dt);
     params_exact(&p);
     /* the same tp 2 split on an unlimited and on a 10 Gbit/s link */
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &fast);
-    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * GB8, lat, 10.0 * GB8,
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * TU_GB8, lat, 10.0 * TU_GB8,
                        &slow);
     ck_assert(fast.comm == 0.0);
     /* each all-reduce: 2 (n-1) latency steps + 2 (n-1)/n M / B */
@@ -239,7 +238,7 @@ START_TEST(test_tp_comm_once_per_pass)
     ck_assert_double_eq_tol(slow.comm, 4.0 * (2.0 * lat + ar), 1e-12);
     /* sequence parallelism: reduce-scatter + all-gather, the same bytes */
     p.sp = 1;
-    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * GB8, lat, 10.0 * GB8,
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, 10.0 * TU_GB8, lat, 10.0 * TU_GB8,
                        &slow);
     ck_assert_double_eq_tol(slow.comm, 4.0 * (2.0 * lat + ar), 1e-12);
     fmt_model_free(&m);
@@ -250,32 +249,9 @@ END_TEST
 static void profile_model(fmt_model *m, fmt_profile *prof, int n, double fwd,
                           double bwd, double out_bytes)
 {
-    fmt_profile_entry *e;
-    int i;
-
-    memset(m, 0, sizeof *m);
-    m->nlayers = n;
-    m->dtype_bytes = 2;
-    m->layers = calloc((size_t)n, sizeof *m->layers);
-    for (i = 0; i < n; i++) {
-        snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
-        m->layers[i].kind = FMT_KIND_GENERIC;
-        m->layers[i].out_bytes = out_bytes;
-    }
+    tu_generic_model(m, n, out_bytes);
     memset(prof, 0, sizeof *prof);
-    prof->entries = calloc(1, sizeof *prof->entries);
-    prof->nentries = 1;
-    prof->nlayers = n;
-    e = &prof->entries[0];
-    strcpy(e->device, "X");
-    e->tp = 1;
-    e->mbs = 1;
-    e->fwd = malloc((size_t)n * sizeof *e->fwd);
-    e->bwd = malloc((size_t)n * sizeof *e->bwd);
-    for (i = 0; i < n; i++) {
-        e->fwd[i] = fwd;
-        e->bwd[i] = bwd;
-    }
+    tu_profile_add(prof, n, "X", 1, fwd, bwd);
 }
 
 /* n nodes of g devices "X", 100 Gbit/s NICs and intra links. */
@@ -292,8 +268,8 @@ static void x_nodes(fmt_cluster *c, int n, int g)
     for (i = 0; i < n; i++) {
         snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
         c->nodes[i].gpus = g;
-        c->nodes[i].intra_bw = 100.0 * GB8;
-        c->nodes[i].nic_bw = 100.0 * GB8;
+        c->nodes[i].intra_bw = 100.0 * TU_GB8;
+        c->nodes[i].nic_bw = 100.0 * TU_GB8;
     }
     ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
 }
@@ -310,7 +286,7 @@ START_TEST(test_interleaved_bubble)
     cost_params p;
     fmt_strategy s;
     cost_result r1, r2;
-    double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * GB8);
+    double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * TU_GB8);
     int j;
 
     x_nodes(&c, 4, 1);
@@ -400,7 +376,7 @@ START_TEST(test_p2p_scatter_gather)
     cost_params p;
     fmt_strategy s;
     cost_result r;
-    double nic = 100.0 * GB8 / 2.0, a = 1.25e6; /* bytes per sample */
+    double nic = 100.0 * TU_GB8 / 2.0, a = 1.25e6; /* bytes per sample */
     int i;
 
     x_nodes(&c, 2, 2);
@@ -422,7 +398,7 @@ START_TEST(test_p2p_scatter_gather)
      * one step of a/2 over the 100 Gbit/s intra link */
     p.p2p_scatter = 1;
     ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic + a / 2.0 / (100.0 * GB8)),
+    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (a / 2.0 / nic + a / 2.0 / (100.0 * TU_GB8)),
                             1e-12);
     cost_result_free(&r);
     /* sequence parallel: the activation is already split, no gather */
@@ -464,7 +440,7 @@ START_TEST(test_dp_overlap_exposed)
     s.gas = 2;
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r0, NULL), UTIL_OK);
     /* ring all-reduce over 2: 2 (1/2) 200e6 / 12.5e9 = 16 ms */
-    t = 200e6 / (100.0 * GB8);
+    t = 200e6 / (100.0 * TU_GB8);
     ck_assert_double_eq_tol(r0.bd.dp_comm, t, 1e-12);
     p.overlap_grad_reduce = 1;
     p.dp_bucket = 25e6; /* 4 buckets */
@@ -587,8 +563,6 @@ int main(void)
 {
     Suite *su = suite_create("time");
     TCase *tc = tcase_create("core");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, test_block_forward_by_hand);
     tcase_add_test(tc, test_recompute_time);
@@ -602,9 +576,5 @@ int main(void)
     tcase_add_test(tc, test_attention_switch);
     tcase_add_test(tc, test_head_by_hand);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(su);
 }

@@ -10,6 +10,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
+#include "testutil.h"
 
 #define GIB 1073741824.0
 
@@ -146,13 +147,7 @@ static const char mixed8_cluster[] =
 
 static void load_cluster(const char *text, fmt_cluster *c, fmt_model *m)
 {
-    util_error err;
-
-    memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(text, "mixed.json", c, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(gpt_model, "g.json", m, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(text, gpt_model, c, m);
 }
 
 static void load(fmt_cluster *c, fmt_model *m)
@@ -417,11 +412,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(suite());
 }

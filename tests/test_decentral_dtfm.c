@@ -15,6 +15,7 @@
 #include "util.h"
 #include "costmodel.h"
 #include "decentral.h"
+#include "testutil.h"
 
 /* ---- brute force helpers --------------------------------------------- */
 
@@ -355,55 +356,6 @@ END_TEST
 
 /* ---- searchers ------------------------------------------------------- */
 
-/* Random regional network (2..4 regions, +-20% noise per direction). */
-static void small_instance(util_pcg32 *rng, int n, int d_pp,
-                           dtfm_problem *p)
-{
-    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
-    double rl[4][4], rb[4][4];
-
-    ck_assert_int_eq(dtfm_problem_alloc(p, n, d_pp, 0, NULL), UTIL_OK);
-    p->c_pp = 0.512e9;
-    p->c_dp = 0.65e9;
-    for (i = 0; i < nreg; i++)
-        for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
-        }
-    for (i = 0; i < n; i++)
-        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * util_pcg32_double(rng);
-            if (i == j)
-                continue;
-            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
-            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
-        }
-}
-
-static double run(const dtfm_problem *p, int method, long evals,
-                  unsigned long long seed, dtfm_search_result *keep)
-{
-    dtfm_search_params sp;
-    dtfm_search_result r;
-    double c;
-    int rc;
-
-    dtfm_search_params_init(&sp);
-    sp.method = method;
-    sp.max_evals = evals;
-    sp.seed = seed;
-    rc = dtfm_search(p, &sp, &r, NULL);
-    ck_assert_int_eq(rc, UTIL_OK);
-    c = r.cost_s;
-    if (keep)
-        *keep = r;
-    else
-        dtfm_search_result_free(&r);
-    return c;
-}
-
 static long multinomial_partitions(int n, int k)
 {
     /* n! / (g!^k k!) */
@@ -433,12 +385,12 @@ START_TEST(test_exact_enumerates_each_partition_once)
         dtfm_problem p;
         dtfm_search_result r;
         double opt, rnd;
-        small_instance(&rng, sizes[i][0], sizes[i][1], &p);
-        opt = run(&p, DTFM_EXACT, 0, 0, &r);
+        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
+        opt = tu_dtfm_search(&p, DTFM_EXACT, 0, 0, &r);
         ck_assert_int_eq(r.generations, multinomial_partitions(sizes[i][0], sizes[i][1]));
         dtfm_search_result_free(&r);
         /* nothing a sampler finds is below the optimum */
-        rnd = run(&p, DTFM_RANDOM, 3000, 1, NULL);
+        rnd = tu_dtfm_search(&p, DTFM_RANDOM, 3000, 1, NULL);
         ck_assert(rnd >= opt - 1e-12);
         dtfm_problem_free(&p);
     }
@@ -447,7 +399,7 @@ START_TEST(test_exact_enumerates_each_partition_once)
         dtfm_search_params sp;
         dtfm_search_result r;
         util_error err;
-        small_instance(&rng, 18, 3, &p);
+        tu_dtfm_regional(&rng, 18, 3, &p);
         dtfm_search_params_init(&sp);
         sp.method = DTFM_EXACT;
         ck_assert_int_eq(dtfm_search(&p, &sp, &r, &err), UTIL_EINVAL);
@@ -469,10 +421,10 @@ START_TEST(test_ga_sa_gap_small)
     for (i = 0; i < 9; i++) {
         dtfm_problem p;
         double opt, ga, sa;
-        small_instance(&rng, sizes[i][0], sizes[i][1], &p);
-        opt = run(&p, DTFM_EXACT, 0, 0, NULL);
-        ga = run(&p, DTFM_GA, 20000, 0, NULL);
-        sa = run(&p, DTFM_SA, 20000, 0, NULL);
+        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
+        opt = tu_dtfm_search(&p, DTFM_EXACT, 0, 0, NULL);
+        ga = tu_dtfm_search(&p, DTFM_GA, 20000, 0, NULL);
+        sa = tu_dtfm_search(&p, DTFM_SA, 20000, 0, NULL);
         ck_assert_msg(ga <= opt * 1.01, "ga %g vs optimum %g on %d/%d", ga, opt,
                       sizes[i][0], sizes[i][1]);
         ck_assert_msg(sa <= opt * 1.01, "sa %g vs optimum %g on %d/%d", sa, opt,
@@ -490,11 +442,11 @@ START_TEST(test_reproducible)
     int m, i;
 
     util_pcg32_seed(&rng, 9u, 9u);
-    small_instance(&rng, 16, 4, &p);
+    tu_dtfm_regional(&rng, 16, 4, &p);
     for (m = 0; m < DTFM_EXACT; m++) {
         dtfm_search_result a, b;
-        run(&p, m, 4000, 123, &a);
-        run(&p, m, 4000, 123, &b);
+        tu_dtfm_search(&p, m, 4000, 123, &a);
+        tu_dtfm_search(&p, m, 4000, 123, &b);
         ck_assert_double_eq(a.cost_s, b.cost_s);
         ck_assert_int_eq(a.evaluated, b.evaluated);
         for (i = 0; i < p.n; i++)
@@ -515,7 +467,7 @@ START_TEST(test_time_limit_is_a_status)
     dtfm_result e;
 
     util_pcg32_seed(&rng, 3u, 3u);
-    small_instance(&rng, 16, 4, &p);
+    tu_dtfm_regional(&rng, 16, 4, &p);
     dtfm_search_params_init(&sp);
     sp.seconds = 0.05; /* no other limit: only the clock stops it */
     sp.stall = 1000000000L;
@@ -656,24 +608,13 @@ END_TEST
 /* Run the planner with sh; returns the exit code, output into *out. */
 static int planner(const char *args, char **out)
 {
-    char cmd[2048], buf[4096];
-    FILE *f;
-    size_t len = 0, n;
+    char cmd[2048];
     int st;
 
     snprintf(cmd, sizeof cmd, "cd '%s' && '%s' decentralized %s 2>&1",
              HETPLAN_SOURCE_DIR, HETPLAN_PLANNER, args);
-    f = popen(cmd, "r");
-    ck_assert_ptr_nonnull(f);
-    *out = calloc(1, 1);
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
-        *out = realloc(*out, len + n + 1);
-        memcpy(*out + len, buf, n);
-        len += n;
-        (*out)[len] = '\0';
-    }
-    st = pclose(f);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    *out = tu_capture(cmd, &st);
+    return st;
 }
 
 START_TEST(test_commands_cli)
@@ -777,11 +718,5 @@ static Suite *dtfm_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dtfm_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(dtfm_suite());
 }

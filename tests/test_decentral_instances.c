@@ -8,46 +8,12 @@
 
 #include "util.h"
 #include "decentral.h"
+#include "testutil.h"
 
-/* Random regional network as in the bench's small instances. */
-static void small_instance(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p)
-{
-    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
-    double rl[4][4], rb[4][4];
-
-    ck_assert_int_eq(dtfm_problem_alloc(p, n, d_pp, 0, NULL), UTIL_OK);
-    p->c_pp = 0.512e9;
-    p->c_dp = 0.65e9;
-    for (i = 0; i < nreg; i++)
-        for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
-        }
-    for (i = 0; i < n; i++)
-        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * util_pcg32_double(rng);
-            if (i == j)
-                continue;
-            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
-            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
-        }
-}
-
+/* dtfm_search's cost with method and max_evals, the rest default. */
 static double search_cost(const dtfm_problem *p, int method, long evals)
 {
-    dtfm_search_params sp;
-    dtfm_search_result r;
-    double c;
-
-    dtfm_search_params_init(&sp);
-    sp.method = method;
-    sp.max_evals = evals;
-    ck_assert_int_eq(dtfm_search(p, &sp, &r, NULL), UTIL_OK);
-    c = r.cost_s;
-    dtfm_search_result_free(&r);
-    return c;
+    return tu_dtfm_search(p, method, evals, 0, NULL);
 }
 
 /* The bound never exceeds the optimum: exhaustive search (every balanced
@@ -66,7 +32,7 @@ START_TEST(test_bound_below_exhaustive_optimum)
         dtfm_bound b;
         double opt;
 
-        small_instance(&rng, sizes[i][0], sizes[i][1], &p);
+        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
         opt = search_cost(&p, DTFM_EXACT, 0);
         ck_assert_int_eq(dtfm_lower_bound(&p, &b, NULL), UTIL_OK);
         ck_assert_msg(b.total_s <= opt * (1 + 1e-12), "bound %g above optimum %g",
@@ -262,11 +228,5 @@ static Suite *instances_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(instances_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(instances_suite());
 }

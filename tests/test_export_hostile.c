@@ -24,14 +24,7 @@
 
 #define PATHN 4096
 
-static const char cluster_json[] =
-    "{\"name\": \"two\", \"nodes\": ["
-    "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100},"
-    "{\"name\": \"b\", \"device\": \"V100\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100}]}";
-static const char model_json[] =
-    "{\"name\": \"g4\", \"training\": {\"global_batch\": 8},"
-    " \"transformer\": {\"family\": \"gpt2\", \"layers\": 4, \"hidden\": 256,"
-    " \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}";
+/* inputs: tu_two_nodes_json (T4 and V100 nodes), tu_gpt2_small4_json */
 
 /* Names that would run `touch CANARY` if a script interpolated them
  * unquoted, or ended a comment line. */
@@ -75,7 +68,6 @@ static const char fake[] =
 
 static void fixture_make(fixture *f)
 {
-    util_error err;
     char bin[PATHN];
     const char *const tools[] = {"torchrun", "deepspeed", "ssh", "pdsh",
                                  "python", "python3"};
@@ -83,10 +75,7 @@ static void fixture_make(fixture *f)
     int r;
 
     memset(f, 0, sizeof *f);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &f->c, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &f->m, &err) == UTIL_OK,
-                  "%s", err.msg);
+    tu_parse_inputs(tu_two_nodes_json, tu_gpt2_small4_json, &f->c, &f->m);
     cost_params_init(&f->p);
     ck_assert_int_eq(fmt_strategy_alloc(&f->s, 1, 2, 2), UTIL_OK);
     for (r = 0; r < 4; r++)
@@ -420,11 +409,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

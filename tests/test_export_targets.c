@@ -31,33 +31,6 @@
 
 static char tmp_dir[1024];
 
-/* Run the planner in dir with args; stdout/stderr into files; exit code. */
-static int run_planner(const char *dir, const char *const *args,
-                       const char *out_path, const char *err_path)
-{
-    pid_t pid = fork();
-    int st;
-
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char *argv[32];
-        int i, fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(dir) != 0)
-            _exit(127);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        argv[0] = strdup(HETPLAN_PLANNER);
-        for (i = 0; args[i] && i < 30; i++)
-            argv[i + 1] = strdup(args[i]);
-        argv[i + 1] = NULL;
-        execv(HETPLAN_PLANNER, argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* ---- library: hand-made clusters ------------------------------------- */
 
 typedef struct fixture {
@@ -70,13 +43,8 @@ typedef struct fixture {
 static void fixture_make(fixture *f, const char *cluster_json,
                          const char *model_json, int tp, int dp, int pp)
 {
-    util_error err;
-
     memset(f, 0, sizeof *f);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &f->c, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &f->m, &err) == UTIL_OK,
-                  "%s", err.msg);
+    tu_parse_inputs(cluster_json, model_json, &f->c, &f->m);
     cost_params_init(&f->p);
     ck_assert_int_eq(fmt_strategy_alloc(&f->s, tp, dp, pp), UTIL_OK);
 }
@@ -627,27 +595,27 @@ START_TEST(cli_stdout_and_json)
 
     snprintf(so, sizeof so, "%s/cli.out", tmp_dir);
     snprintf(se, sizeof se, "%s/cli.err", tmp_dir);
-    ck_assert_int_eq(run_planner(GOLDEN, a1, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a1, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\np3-0 slots=4\np3-1 slots=4\np3-2 slots=4\n"
                                     "g4dn-0 slots=4\n"));
     free(o);
-    ck_assert_int_eq(run_planner(GOLDEN, a2, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a2, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"target\": \"torchrun\""));
     ck_assert_ptr_nonnull(strstr(o, "\"name\": \"torchrun.sh\""));
     ck_assert_ptr_nonnull(strstr(o, "\"notes\": ["));
     free(o);
-    ck_assert_int_eq(run_planner(GOLDEN, a3, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a3, so, se), 2);
     e = tu_slurp(se);
     ck_assert_ptr_nonnull(strstr(e, "'slurm'"));
     free(e);
-    ck_assert_int_eq(run_planner(GOLDEN, a4, so, se), 3);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a4, so, se), 3);
     e = tu_slurp(se);
     ck_assert_ptr_nonnull(strstr(e, "missing.json"));
     free(e);
-    ck_assert_int_eq(run_planner(GOLDEN, a5, so, se), 5);
-    ck_assert_int_eq(run_planner(GOLDEN, a6, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a5, so, se), 5);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a6, so, se), 2);
 }
 END_TEST
 
@@ -662,7 +630,7 @@ START_TEST(cli_output_table)
     snprintf(so, sizeof so, "%s/t.out", tmp_dir);
     snprintf(se, sizeof se, "%s/t.err", tmp_dir);
     snprintf(dir, sizeof dir, "%s/ds-out", tmp_dir);
-    ck_assert_int_eq(run_planner(GOLDEN, a, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "file                     bytes  contents\n"));
     ck_assert_ptr_nonnull(strstr(o, "ds_config.json"));
@@ -693,7 +661,7 @@ START_TEST(cli_refusal_and_notes)
     snprintf(so, sizeof so, "%s/r.out", tmp_dir);
     snprintf(se, sizeof se, "%s/r.err", tmp_dir);
     snprintf(dir, sizeof dir, "%s/approx", tmp_dir);
-    ck_assert_int_eq(run_planner(GOLDEN, a1, so, se), 6);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a1, so, se), 6);
     o = tu_slurp(so);
     e = tu_slurp(se);
     ck_assert_str_eq(o, "");
@@ -701,18 +669,18 @@ START_TEST(cli_refusal_and_notes)
     ck_assert_ptr_nonnull(strstr(e, "--approximate"));
     free(o);
     free(e);
-    ck_assert_int_eq(run_planner(GOLDEN, a2, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a2, so, se), 0);
     o = tu_slurp(so);
     e = tu_slurp(se);
     ck_assert_ptr_null(strstr(o, "note"));
     ck_assert_ptr_nonnull(strstr(e, "warning: approximation: the plan's layer split"));
     free(o);
     free(e);
-    ck_assert_int_eq(run_planner(GOLDEN, a3, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a3, so, se), 0);
     o = tu_slurp(so);
     ck_assert_str_eq(o, "");
     free(o);
-    ck_assert_int_eq(run_planner(GOLDEN, a4, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a4, so, se), 2);
 }
 END_TEST
 
@@ -747,12 +715,12 @@ START_TEST(cli_plan_from_another_directory)
     free(text);
     snprintf(so, sizeof so, "%s/m.out", tmp_dir);
     snprintf(se, sizeof se, "%s/m.err", tmp_dir);
-    ck_assert_int_eq(run_planner(work, mk, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(work, mk, so, se), 0);
     snprintf(plan, sizeof plan, "%s/plan.json", work);
     snprintf(html, sizeof html, "%s/report.html", tmp_dir);
-    ck_assert_int_eq(run_planner("/", ex, so, se), 0);
-    ck_assert_int_eq(run_planner("/", ex3, so, se), 2); /* --top-k=2 kept two */
-    ck_assert_int_eq(run_planner("/", rp, so, se), 0);
+    ck_assert_int_eq(tu_run_planner("/", ex, so, se), 0);
+    ck_assert_int_eq(tu_run_planner("/", ex3, so, se), 2); /* --top-k=2 kept two */
+    ck_assert_int_eq(tu_run_planner("/", rp, so, se), 0);
     ck_assert_int_eq(stat(html, &st), 0);
     /* moved away: the error names the file and the absolute path tried */
     snprintf(so, sizeof so, "%s/model.json", work);
@@ -760,7 +728,7 @@ START_TEST(cli_plan_from_another_directory)
     ck_assert_int_eq(rename(so, se), 0);
     snprintf(so, sizeof so, "%s/x.out", tmp_dir);
     snprintf(se, sizeof se, "%s/x.err", tmp_dir);
-    ck_assert_int_eq(run_planner("/", ex, so, se), 3);
+    ck_assert_int_eq(tu_run_planner("/", ex, so, se), 3);
     text = tu_slurp(se);
     ck_assert_ptr_nonnull(strstr(text, "cannot find the model file 'model.json'"));
     ck_assert_ptr_nonnull(strstr(text, "/made-here/model.json"));
@@ -794,7 +762,6 @@ static Suite *export_suite(void)
 
 int main(void)
 {
-    SRunner *sr;
     int failed;
     const char *t = getenv("TMPDIR");
 
@@ -803,10 +770,7 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
-    sr = srunner_create(export_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = tu_run(export_suite()) != EXIT_SUCCESS;
     tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

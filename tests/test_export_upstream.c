@@ -103,34 +103,6 @@ static int find(const wordlist *w, const char *name)
 
 static wordlist meg[2], ds[2], tr;
 
-/* ---- running the planner --------------------------------------------- */
-
-static int run_planner(const char *const *args, const char *out_path,
-                       const char *err_path)
-{
-    pid_t pid = fork();
-    int st;
-
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char *argv[32];
-        int i, fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0)
-            _exit(127);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        argv[0] = strdup(HETPLAN_PLANNER);
-        for (i = 0; args[i] && i < 30; i++)
-            argv[i + 1] = strdup(args[i]);
-        argv[i + 1] = NULL;
-        execv(HETPLAN_PLANNER, argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
-
 /* ---- Megatron-LM ----------------------------------------------------- */
 
 /* The next blank-separated word of *p (quotes and backslashes of the
@@ -528,7 +500,7 @@ static void one_export(const char *plan, const plan_doc *d, int k,
     args[n++] = dir;
     args[n++] = "--quiet";
     args[n] = NULL;
-    rc = run_planner(args, so, se);
+    rc = tu_run_planner(NULL, args, so, se);
     if (rc != 0) {
         char *e = tu_slurp(se);
         /* a plan made for this launcher (plan --launcher) is never refused */
@@ -690,11 +662,11 @@ START_TEST(every_example_every_target)
             snprintf(plan, sizeof plan, "%s/plan-%d-%d.json", tmp_dir, c, m);
             snprintf(so, sizeof so, "%s/p.out", tmp_dir);
             snprintf(se, sizeof se, "%s/p.err", tmp_dir);
-            rc = run_planner(args, so, se);
+            rc = tu_run_planner(NULL, args, so, se);
             if (rc == 2) { /* a model without a global batch */
                 args[9] = "--global-batch";
                 args[10] = "64";
-                rc = run_planner(args, so, se);
+                rc = tu_run_planner(NULL, args, so, se);
             }
             if (rc == 4) /* does not fit: nothing to export */
                 continue;
@@ -729,7 +701,7 @@ START_TEST(every_example_every_target)
             snprintf(plan, sizeof plan, "%s/evaluated-%zu.json", tmp_dir, i);
             snprintf(so, sizeof so, "%s/p.out", tmp_dir);
             snprintf(se, sizeof se, "%s/p.err", tmp_dir);
-            ck_assert_msg(run_planner(args, so, se) == 0, "evaluate %s", ev[i][2]);
+            ck_assert_msg(tu_run_planner(NULL, args, so, se) == 0, "evaluate %s", ev[i][2]);
             memset(&d, 0, sizeof d);
             ck_assert_msg(plan_load_plan(plan, &d, &err) == UTIL_OK, "%s", err.msg);
             for (k = 1; k <= d.n; k++)

@@ -10,6 +10,7 @@
 
 #include "util.h"
 #include "formats.h"
+#include "testutil.h"
 
 /* Parameters of an expanded model, a tied head counted with the
  * embedding. */
@@ -468,11 +469,5 @@ static Suite *arch_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(arch_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(arch_suite());
 }

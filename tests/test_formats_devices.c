@@ -9,6 +9,7 @@
 
 #include "util.h"
 #include "formats.h"
+#include "testutil.h"
 
 #define MIB 1048576.0
 
@@ -225,11 +226,5 @@ static Suite *devices_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(devices_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(devices_suite());
 }

@@ -9,6 +9,7 @@
 
 #include "util.h"
 #include "formats.h"
+#include "testutil.h"
 
 #define GIB 1073741824.0
 
@@ -489,22 +490,12 @@ END_TEST
 static cJSON *load_json(const char *name)
 {
     char path[512];
-    FILE *f;
-    long n;
     char *text;
     cJSON *j;
 
     snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, name);
-    f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open '%s'", path);
-    fseek(f, 0, SEEK_END);
-    n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    text = malloc((size_t)n + 1);
-    ck_assert_ptr_nonnull(text);
-    ck_assert_uint_eq(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
+    text = tu_slurp(path);
+    ck_assert_msg(text != NULL, "cannot open '%s'", path);
     j = cJSON_Parse(text);
     free(text);
     ck_assert_msg(j != NULL, "'%s' is not valid JSON", path);
@@ -662,11 +653,5 @@ static Suite *model_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(model_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(model_suite());
 }

@@ -180,8 +180,6 @@ int main(void)
 {
     Suite *su = suite_create("formats_ranges");
     TCase *tc = tcase_create("ranges");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, cluster_numbers);
     tcase_add_test(tc, model_and_profile_numbers);
@@ -190,9 +188,5 @@ int main(void)
     tcase_add_test(tc, number_text);
     tcase_add_test(tc, sign_errors_give_the_range);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(su);
 }

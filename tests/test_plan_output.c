@@ -11,6 +11,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "plan.h"
+#include "testutil.h"
 
 #define GIB 1073741824.0
 
@@ -683,11 +684,5 @@ static Suite *output_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(output_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(output_suite());
 }

@@ -15,6 +15,7 @@
 #include "costmodel.h"
 #include "search.h"
 #include "plan.h"
+#include "testutil.h"
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
 
@@ -339,8 +340,6 @@ int main(void)
 {
     Suite *s = suite_create("planfile");
     TCase *tc = tcase_create("planfile");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, round_trip);
@@ -348,9 +347,5 @@ int main(void)
     tcase_add_test(tc, plan_precision_kept);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(s);
 }

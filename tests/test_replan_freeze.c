@@ -53,10 +53,7 @@ static void load(void)
     int n = 0;
 
     memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", &C, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(cluster_json, model_json, &C, &M);
     ck_assert_msg(fmt_parse_strategies(strategies_json, "s.json", &C, &M, 16, &list,
                                         &n, &err) == UTIL_OK, "%s", err.msg);
     ck_assert_int_eq(n, 1);
@@ -199,17 +196,7 @@ END_TEST
 
 static void make_plan(void)
 {
-    const char *args[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
-                          "--strategies", "s.json", "--output", "plan.json",
-                          "--quiet", NULL};
-    tp_run_out r;
-
-    tp_write("c.json", cluster_json);
-    tp_write("m.json", model_json);
-    tp_write("s.json", strategies_json);
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "evaluate failed: %s", r.err);
-    tp_run_free(&r);
+    tp_evaluate(cluster_json, model_json, strategies_json);
 }
 
 START_TEST(cli_replan)
@@ -247,7 +234,6 @@ END_TEST
 
 START_TEST(cli_replan_errors)
 {
-    tp_run_out r;
     const char *neither[] = {"replan", "--plan", "plan.json", NULL};
     const char *both[] = {"replan", "--plan", "plan.json", "--frozen", "2",
                           "--schedule", "f.json", NULL};
@@ -261,33 +247,14 @@ START_TEST(cli_replan_errors)
 
     tp_setup();
     make_plan();
-    tp_run(&r, neither);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "exactly one of"));
-    tp_run_free(&r);
-    tp_run(&r, both);
-    ck_assert_int_eq(r.status, 2);
-    tp_run_free(&r);
-    tp_run(&r, too_many);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "has 8 layers: expected 0..7"));
-    tp_run_free(&r);
+    tp_expect(neither, 2, "exactly one of", NULL);
+    tp_expect(both, 2, NULL, NULL);
+    tp_expect(too_many, 2, "has 8 layers: expected 0..7", NULL);
     tp_write("f.json", "{\"epochs\":[{\"epoch\":0,\"frozen\":3},{\"epoch\":1,\"frozen\":1}]}");
-    tp_run(&r, bad_sched);
-    ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "'f.json': epochs[1].frozen:"));
-    tp_run_free(&r);
-    tp_run(&r, no_sched);
-    ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "g.json"));
-    tp_run_free(&r);
-    tp_run(&r, neg);
-    ck_assert_int_eq(r.status, 2);
-    tp_run_free(&r);
-    tp_run(&r, help);
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "usage: planner replan"));
-    tp_run_free(&r);
+    tp_expect(bad_sched, 3, "'f.json': epochs[1].frozen:", NULL);
+    tp_expect(no_sched, 3, "g.json", NULL);
+    tp_expect(neg, 2, NULL, NULL);
+    tp_expect(help, 0, NULL, "usage: planner replan");
     tp_teardown();
 }
 END_TEST
@@ -311,11 +278,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(suite());
 }

@@ -11,17 +11,11 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "report.h"
+#include "testutil.h"
 
 #define EVIL "<script>x</script>"
 
-static const char cluster_json[] =
-    "{\"name\": \"two\", \"nodes\": ["
-    "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100},"
-    "{\"name\": \"b\", \"device\": \"V100\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100}]}";
-static const char model_json[] =
-    "{\"name\": \"g4\", \"training\": {\"global_batch\": 8},"
-    " \"transformer\": {\"family\": \"gpt2\", \"layers\": 4, \"hidden\": 256,"
-    " \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}";
+/* inputs: tu_two_nodes_json (T4 and V100 nodes), tu_gpt2_small4_json */
 
 /* 1 when text holds "<script" in any case, or a control character other
  * than a newline. */
@@ -50,8 +44,7 @@ START_TEST(names_are_escaped)
     char *svg = NULL, *html = NULL;
     int i;
 
-    ck_assert_int_eq(fmt_parse_cluster(cluster_json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_int_eq(fmt_parse_model(model_json, "m.json", &m, &err), UTIL_OK);
+    tu_parse_inputs(tu_two_nodes_json, tu_gpt2_small4_json, &c, &m);
     cost_params_init(&p);
     ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
     for (i = 0; i < 4; i++)
@@ -99,14 +92,8 @@ int main(void)
 {
     Suite *su = suite_create("report_escape");
     TCase *tc = tcase_create("escape");
-    SRunner *sr;
-    int failed;
 
     tcase_add_test(tc, names_are_escaped);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(su);
 }

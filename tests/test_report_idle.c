@@ -12,15 +12,6 @@
 
 #define EX HETPLAN_SOURCE_DIR "/examples/"
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-
-    for (; (hay = strstr(hay, needle)) != NULL; hay++)
-        n++;
-    return n;
-}
-
 START_TEST(idle_gpus_are_listed)
 {
     const char *ev[] = {"evaluate", "--cluster", EX "amp-het.json", "--model",
@@ -54,11 +45,11 @@ START_TEST(idle_gpus_are_listed)
         ck_assert_msg(strstr(html, want) != NULL, "no row '%s'", want);
     }
     /* under both charts, the same list */
-    ck_assert_int_eq(count(html, "idle, not drawn: 8 of 16 GPUs run no rank (p3-0: "
+    ck_assert_int_eq(tu_count(html, "idle, not drawn: 8 of 16 GPUs run no rank (p3-0: "
                                  "GPUs 0,1 of 4 V100; p3-1: GPUs 0,1 of 4 V100; p3-2: "
                                  "GPUs 2,3 of 4 V100; g4dn-0: GPUs 2,3 of 4 T4)"), 2);
     /* one memory bar per rank, each on its planned device */
-    ck_assert_int_eq(count(html, "<title>rank "), 8);
+    ck_assert_int_eq(tu_count(html, "<title>rank "), 8);
     ck_assert_ptr_nonnull(strstr(html, "<title>rank 0 on device 2 ("));
     ck_assert_ptr_nonnull(strstr(html, "<title>rank 7 on device 13 ("));
     /* the strategies table: 8 GPUs used, 8 idle */

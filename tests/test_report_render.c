@@ -45,18 +45,6 @@ static void spill(const char *path, const char *text)
     fclose(f);
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    const char *p = hay;
-
-    while ((p = strstr(p, needle)) != NULL) {
-        n++;
-        p += strlen(needle);
-    }
-    return n;
-}
-
 /* ---- a hand-made report input ---------------------------------------- */
 
 static const char two_nodes[] =
@@ -82,14 +70,14 @@ typedef struct rfix {
 static void hand_timeline(cost_timeline *tl)
 {
     static const cost_event ev[] = {
-        {COST_EV_FWD, 0, 0, 0, 0.000, 0.010},      {COST_EV_SEND_ACT, 0, 0, 0, 0.010, 0.012},
-        {COST_EV_FWD, 0, 0, 1, 0.010, 0.020},      {COST_EV_FWD, 1, 0, 0, 0.012, 0.022},
-        {COST_EV_SEND_ACT, 0, 0, 1, 0.020, 0.022}, {COST_EV_BWD, 1, 0, 0, 0.022, 0.042},
-        {COST_EV_SEND_GRAD, 1, 0, 0, 0.042, 0.044}, {COST_EV_FWD, 1, 0, 1, 0.042, 0.052},
-        {COST_EV_BWD, 0, 0, 0, 0.044, 0.064},      {COST_EV_BWD, 1, 0, 1, 0.052, 0.072},
-        {COST_EV_SEND_GRAD, 1, 0, 1, 0.072, 0.074}, {COST_EV_DP_ALLREDUCE, 1, 0, -1, 0.072, 0.080},
-        {COST_EV_BWD, 0, 0, 1, 0.074, 0.094},      {COST_EV_DP_ALLREDUCE, 0, 0, -1, 0.094, 0.104},
-        {COST_EV_OPTIMIZER, 0, 0, -1, 0.104, 0.108}, {COST_EV_OPTIMIZER, 1, 0, -1, 0.104, 0.108}};
+        {COST_EV_FWD, 0, 0, 0, 0.000, 0.010, 0},      {COST_EV_SEND_ACT, 0, 0, 0, 0.010, 0.012, 0},
+        {COST_EV_FWD, 0, 0, 1, 0.010, 0.020, 0},      {COST_EV_FWD, 1, 0, 0, 0.012, 0.022, 0},
+        {COST_EV_SEND_ACT, 0, 0, 1, 0.020, 0.022, 0}, {COST_EV_BWD, 1, 0, 0, 0.022, 0.042, 0},
+        {COST_EV_SEND_GRAD, 1, 0, 0, 0.042, 0.044, 0}, {COST_EV_FWD, 1, 0, 1, 0.042, 0.052, 0},
+        {COST_EV_BWD, 0, 0, 0, 0.044, 0.064, 0},      {COST_EV_BWD, 1, 0, 1, 0.052, 0.072, 0},
+        {COST_EV_SEND_GRAD, 1, 0, 1, 0.072, 0.074, 0}, {COST_EV_DP_ALLREDUCE, 1, 0, -1, 0.072, 0.080, 0},
+        {COST_EV_BWD, 0, 0, 1, 0.074, 0.094, 0},      {COST_EV_DP_ALLREDUCE, 0, 0, -1, 0.094, 0.104, 0},
+        {COST_EV_OPTIMIZER, 0, 0, -1, 0.104, 0.108, 0}, {COST_EV_OPTIMIZER, 1, 0, -1, 0.104, 0.108, 0}};
     int n = (int)(sizeof ev / sizeof ev[0]);
 
     memset(tl, 0, sizeof *tl);
@@ -110,8 +98,7 @@ static void rfix_make(rfix *f)
     int i, r;
 
     memset(f, 0, sizeof *f);
-    ck_assert_msg(fmt_parse_cluster(two_nodes, "c.json", &f->c, &err) == UTIL_OK, "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(gpt16, "m.json", &f->m, &err) == UTIL_OK, "%s", err.msg);
+    tu_parse_inputs(two_nodes, gpt16, &f->c, &f->m);
     cost_params_init(&f->p);
     /* #1: tp 4, pp 2; #2: tp 1, dp 8 */
     ck_assert_int_eq(fmt_strategy_alloc(&f->s[0], 4, 1, 2), UTIL_OK);
@@ -173,7 +160,7 @@ START_TEST(svg_text_has_everything)
     rfix_make(&f);
     ck_assert_int_eq(report_svg(&f.in, &svg, &L, &err), UTIL_OK);
     ck_assert(strncmp(svg, "<?xml", 5) == 0);
-    ck_assert_int_eq(count(svg, "<svg "), 1);
+    ck_assert_int_eq(tu_count(svg, "<svg "), 1);
     ck_assert_ptr_nonnull(strstr(svg, "</svg>\n"));
     /* sections, legends, axis titles with units */
     ck_assert_ptr_nonnull(strstr(svg, "Pipeline timeline of one iteration"));
@@ -189,25 +176,25 @@ START_TEST(svg_text_has_everything)
     ck_assert_ptr_nonnull(strstr(svg, ">rank (device type)</text>"));
     ck_assert_ptr_nonnull(strstr(svg, ">predicted iteration time (s)</text>"));
     /* one shape per event, with its kind in the tooltip */
-    ck_assert_int_eq(count(svg, "<title>forward, stage"), 4);
-    ck_assert_int_eq(count(svg, "<title>backward, stage"), 4);
-    ck_assert_int_eq(count(svg, "<title>send activation, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>send gradient, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>forward, stage"), 4);
+    ck_assert_int_eq(tu_count(svg, "<title>backward, stage"), 4);
+    ck_assert_int_eq(tu_count(svg, "<title>send activation, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>send gradient, stage"), 2);
     /* dp 1: the two gradient syncs are the tied embedding's, not DP's */
-    ck_assert_int_eq(count(svg, "<title>tied-embedding sync, stage"), 2);
-    ck_assert_int_eq(count(svg, "<title>data-parallel all-reduce, stage"), 0);
+    ck_assert_int_eq(tu_count(svg, "<title>tied-embedding sync, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>data-parallel all-reduce, stage"), 0);
     ck_assert_ptr_nonnull(strstr(svg, ">tied-embedding sync</text>"));
     /* the title says which time is predicted and which simulated */
     ck_assert_ptr_nonnull(strstr(svg, " s predicted (cost model), "));
     ck_assert_ptr_nonnull(strstr(svg, " s simulated (event-level schedule"));
     ck_assert_ptr_nonnull(strstr(svg, ">strategy: degrees (placement)</text>"));
-    ck_assert_int_eq(count(svg, "<title>optimizer step, stage"), 2);
+    ck_assert_int_eq(tu_count(svg, "<title>optimizer step, stage"), 2);
     /* x axis ticks 0..100 ms in steps of 10 or 20 */
     ck_assert_ptr_nonnull(strstr(svg, ">100</text>"));
     /* rows labelled with their devices */
     ck_assert_ptr_nonnull(strstr(svg, "stage 1, dp 0: 4xV100 (dev 4-7)"));
     /* one memory bar per rank */
-    ck_assert_int_eq(count(svg, "<g><title>rank "), 8);
+    ck_assert_int_eq(tu_count(svg, "<g><title>rank "), 8);
     /* escaping, nothing external */
     ck_assert_ptr_nonnull(strstr(svg, "two &lt;&amp;&gt; nodes"));
     ck_assert_ptr_nonnull(strstr(svg, "hand &lt;made&gt;"));
@@ -215,7 +202,7 @@ START_TEST(svg_text_has_everything)
     ck_assert_ptr_null(strstr(svg, "<image"));
     ck_assert_ptr_null(strstr(svg, "@font-face"));
     ck_assert_ptr_null(strstr(svg, "href"));
-    ck_assert_int_eq(count(svg, "http://"), 1); /* the xmlns only */
+    ck_assert_int_eq(tu_count(svg, "http://"), 1); /* the xmlns only */
     /* layout boxes inside the drawing and in order */
     ck_assert(L.width == 1300 && L.height > 500);
     ck_assert(box_ok(&L.timeline, L.width, L.height));
@@ -246,14 +233,14 @@ START_TEST(html_has_svg_and_tables)
     rfix_make(&f);
     ck_assert_int_eq(report_html(&f.in, &html, NULL, &err), UTIL_OK);
     ck_assert(strncmp(html, "<!DOCTYPE html>", 15) == 0);
-    ck_assert_int_eq(count(html, "<svg "), 1);
+    ck_assert_int_eq(tu_count(html, "<svg "), 1);
     ck_assert_ptr_null(strstr(html, "<?xml"));
-    ck_assert_int_eq(count(html, "<table>"), 2);
+    ck_assert_int_eq(tu_count(html, "<table>"), 2);
     /* the page follows the window: the drawing scales down to its width
      * (never above its own 1300 px), the tables scroll sideways */
     ck_assert_ptr_nonnull(strstr(html, "<meta name=\"viewport\" content=\"width=device-width"));
     ck_assert_ptr_nonnull(strstr(html, "svg { display: block; width: 100%; max-width: 1300px; height: auto; }"));
-    ck_assert_int_eq(count(html, "<div class=\"wide\"><table>"), 2);
+    ck_assert_int_eq(tu_count(html, "<div class=\"wide\"><table>"), 2);
     /* strategies table: one row per strategy plus header */
     ck_assert_ptr_nonnull(strstr(html, "<th>time (s)</th>"));
     ck_assert_ptr_nonnull(strstr(html, "<th>peak memory (GiB)</th>"));
@@ -326,9 +313,9 @@ START_TEST(dense_timeline_is_downsampled)
     ck_assert_int_eq(report_svg(&f.in, &svg, NULL, &err), UTIL_OK);
     ck_assert_ptr_nonnull(strstr(svg, "dense timeline"));
     /* one run per row: stage 0 fully busy, stage 1 at a quarter */
-    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
-    ck_assert_int_eq(count(svg, "<title>mostly forward, stage 1, replica 0, busy 25%"), 1);
-    ck_assert_int_eq(count(svg, "<title>forward, stage"), 0);
+    ck_assert_int_eq(tu_count(svg, "<title>mostly forward, stage 0, replica 0, busy 100%"), 1);
+    ck_assert_int_eq(tu_count(svg, "<title>mostly forward, stage 1, replica 0, busy 25%"), 1);
+    ck_assert_int_eq(tu_count(svg, "<title>forward, stage"), 0);
     free(svg);
     cost_timeline_free(&dense);
     f.in.timeline = NULL;
@@ -337,32 +324,6 @@ START_TEST(dense_timeline_is_downsampled)
 END_TEST
 
 /* ---- the CLI --------------------------------------------------------- */
-
-static int run_planner(const char *const *args, const char *out_path,
-                       const char *err_path)
-{
-    pid_t pid = fork();
-    int st;
-
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        char *argv[32];
-        int i, fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(GOLDEN) != 0)
-            _exit(127);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        argv[0] = strdup(HETPLAN_PLANNER);
-        for (i = 0; args[i] && i < 30; i++)
-            argv[i + 1] = strdup(args[i]);
-        argv[i + 1] = NULL;
-        execv(HETPLAN_PLANNER, argv);
-        _exit(127);
-    }
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-}
 
 START_TEST(cli_report)
 {
@@ -381,7 +342,7 @@ START_TEST(cli_report)
     snprintf(svg, sizeof svg, "%s/cli.svg", tmp_dir);
     snprintf(html, sizeof html, "%s/cli.html", tmp_dir);
     snprintf(bad, sizeof bad, "%s/cli.png", tmp_dir);
-    ck_assert_int_eq(run_planner(a1, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a1, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "time (s)"));
     ck_assert_ptr_nonnull(strstr(o, "peak mem (GiB)"));
@@ -392,20 +353,20 @@ START_TEST(cli_report)
     ck_assert_ptr_nonnull(t);
     ck_assert(strncmp(t, "<?xml", 5) == 0);
     ck_assert_ptr_nonnull(strstr(t, "<title>forward, stage 7"));
-    ck_assert_int_eq(count(t, "<g><title>rank "), 16);
+    ck_assert_int_eq(tu_count(t, "<g><title>rank "), 16);
     free(t);
-    ck_assert_int_eq(run_planner(a2, so, se), 0);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a2, so, se), 0);
     o = tu_slurp(so);
     ck_assert_ptr_nonnull(strstr(o, "\"format\": \"html\""));
     ck_assert_ptr_nonnull(strstr(o, "\"timeline\": {\"strategy\": 2"));
-    ck_assert_int_eq(count(o, "\"rank\": "), 3);
+    ck_assert_int_eq(tu_count(o, "\"rank\": "), 3);
     free(o);
     t = tu_slurp(html);
     ck_assert_ptr_nonnull(strstr(t, "Stages of strategy #2"));
     free(t);
-    ck_assert_int_eq(run_planner(a3, so, se), 2);
-    ck_assert_int_eq(run_planner(a4, so, se), 2);
-    ck_assert_int_eq(run_planner(a5, so, se), 5);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a3, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a4, so, se), 2);
+    ck_assert_int_eq(tu_run_planner(GOLDEN, a5, so, se), 5);
 }
 END_TEST
 
@@ -733,7 +694,6 @@ int main(void)
 {
     Suite *s = suite_create("report");
     TCase *t = tcase_create("svg"), *c = tcase_create("cli"), *b = tcase_create("browser");
-    SRunner *sr;
     int failed;
     const char *tmp = getenv("TMPDIR");
 
@@ -752,10 +712,7 @@ int main(void)
     suite_add_tcase(s, t);
     suite_add_tcase(s, c);
     suite_add_tcase(s, b);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
+    failed = tu_run(s) != EXIT_SUCCESS;
     tu_remove_tree(tmp_dir);
     return failed == 0 ? 0 : 1;
 }

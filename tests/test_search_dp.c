@@ -9,6 +9,7 @@
 #include "../search/search.h" /* search/, not util/util.h */
 #include "util.h"
 #include "search.h"
+#include "testutil.h"
 
 /* A random instance with owned arrays. */
 typedef struct inst {
@@ -938,11 +939,5 @@ static Suite *dp_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(dp_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(dp_suite());
 }

@@ -13,6 +13,7 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "search.h"
+#include "testutil.h"
 
 /* one node of 8 A100-80GB; a GPT-3-shaped model of 16 blocks with long
  * sequences, so activations weigh as much as the model state */
@@ -266,11 +267,5 @@ static Suite *features_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(features_suite());
-    int nf;
-
-    srunner_run_all(sr, CK_NORMAL);
-    nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(features_suite());
 }

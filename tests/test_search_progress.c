@@ -15,6 +15,7 @@
 #include "costmodel.h"
 #include "search.h"
 #include "plan.h"
+#include "testutil.h"
 
 typedef struct calls {
     int n;
@@ -181,17 +182,11 @@ int main(void)
 {
     Suite *s = suite_create("progress");
     TCase *tc = tcase_create("progress");
-    SRunner *sr;
-    int failed;
 
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, library_calls_back);
     tcase_add_test(tc, cli_silent_when_not_a_terminal);
     tcase_add_test(tc, cli_draws_on_a_terminal);
     suite_add_tcase(s, tc);
-    sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(s);
 }

@@ -387,11 +387,5 @@ static Suite *space_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(space_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(space_suite());
 }

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "launch.h"
+#include "testutil.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 
@@ -1778,41 +1779,21 @@ START_TEST(test_programs_simulated)
 END_TEST
 
 #ifdef HETPLAN_LAUNCH_EXE
-static int run_cmd(const char *cmd, char *out, size_t cap)
-{
-    char full[2048], path[] = "/tmp/hetplan-launch-cli-XXXXXX";
-    FILE *f;
-    size_t n;
-    int fd = mkstemp(path), rc;
-
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, path);
-    rc = system(full);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    fclose(f);
-    unlink(path);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 /* The built program: help, bad input, and no GPU (all GPUs hidden). */
 START_TEST(test_launch_cli)
 {
     char out[4096], cmd[1024];
 
-    ck_assert_int_eq(run_cmd("'" HETPLAN_LAUNCH_EXE "' --help", out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --help", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "--mode M"));
-    ck_assert_int_eq(run_cmd("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json", out,
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json", out,
                              sizeof out), 3);
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --rank 1 --mode executed",
              HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' --plan '%s' --output '%s/t.json'",
              HETPLAN_LAUNCH_EXE, plan_path, tmpdir);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 6);
     ck_assert_msg(strstr(out, "hetplan-launch: no CUDA GPU: ") != NULL, "%s", out);
     snprintf(cmd, sizeof cmd, "%s/t.json", tmpdir);
     ck_assert_int_ne(access(cmd, F_OK), 0); /* nothing half-written */
@@ -1828,7 +1809,7 @@ START_TEST(test_launch_cli_ranks)
     time_t t0;
 
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run", HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     /* pp 4, tp 1, dp 1: rank 3 is the last stage, layers 21-26 */
     ck_assert_msg(strstr(out, "rank 3: plan rank 3, stage 3, dp 0, tp 0; cluster device 3 "
                               "(H100-SXM, node 'h100'); layers 21-26") != NULL, "%s", out);
@@ -1836,37 +1817,37 @@ START_TEST(test_launch_cli_ranks)
     /* as torchrun would start it: only its own rank */
     snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=2 '%s' --plan '%s' --dry-run",
              HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
     /* --spawn, --strategy and --rank that do not fit the plan (pp 4, one
      * strategy) are usage errors naming the option, with or without
      * --dry-run */
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --spawn 3", HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_msg(strstr(out, "option '--spawn' expects the 4 ranks of strategy 1") &&
                   strstr(out, "got 3\ntry 'hetplan-launch --help'"), "%s", out);
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --spawn 3", HETPLAN_LAUNCH_EXE,
              plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "option '--spawn' expects the 4 ranks"));
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --strategy 2", HETPLAN_LAUNCH_EXE,
              plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "option '--strategy' expects 1..1"));
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --rank 4", HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "option '--rank' expects 0..3"));
     snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 RANK=1 MASTER_PORT=70000 '%s' --plan '%s'",
              HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "'MASTER_PORT' expects an integer from 1 to 65535"));
     snprintf(cmd, sizeof cmd, "WORLD_SIZE=4 '%s' --plan '%s'", HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
     ck_assert_ptr_nonnull(strstr(out, "'RANK' is not"));
     t0 = time(NULL);
     snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' --plan '%s' --spawn 4 --timeout 20",
              HETPLAN_LAUNCH_EXE, plan_path);
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 6);
     ck_assert_msg(difftime(time(NULL), t0) < 15.0, "took %.0f s", difftime(time(NULL), t0));
     ck_assert_msg(strstr(out, "hetplan-launch: rank 0: no CUDA GPU") != NULL, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "hetplan-launch: rank 3: "));
@@ -1916,11 +1897,5 @@ static Suite *launcher_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(launcher_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(launcher_suite());
 }

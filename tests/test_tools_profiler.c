@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "prof.h"
+#include "testutil.h"
 
 #define EX(name) HETPLAN_SOURCE_DIR "/examples/" name
 
@@ -648,42 +649,21 @@ START_TEST(test_cupti_load)
 END_TEST
 
 #ifdef HETPLAN_PROFILE_EXE
-/* Exit status of a shell command; its stdout and stderr in out. */
-static int run_cmd(const char *cmd, char *out, size_t cap)
-{
-    char full[2048], path[] = "/tmp/hetplan-prof-cli-XXXXXX";
-    FILE *f;
-    size_t n;
-    int fd = mkstemp(path), rc;
-
-    ck_assert_int_ge(fd, 0);
-    close(fd);
-    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, path);
-    rc = system(full);
-    f = fopen(path, "r");
-    ck_assert_ptr_nonnull(f);
-    n = fread(out, 1, cap - 1, f);
-    out[n] = '\0';
-    fclose(f);
-    unlink(path);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 /* The built program: help, usage errors, and a clear exit 6 without
  * CUPTI (checked before the GPU, so this holds on any machine). */
 START_TEST(test_profile_cli)
 {
     char out[4096], cmd[1024];
 
-    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "' --help", out, sizeof out), 0);
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_PROFILE_EXE "' --help", out, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: hetplan-profile"));
-    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "'", out, sizeof out), 2);
-    ck_assert_int_eq(run_cmd("'" HETPLAN_PROFILE_EXE "' --model /nonexistent.json "
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_PROFILE_EXE "'", out, sizeof out), 2);
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_PROFILE_EXE "' --model /nonexistent.json "
                              "--output /tmp/hetplan-never.json", out, sizeof out), 3);
     snprintf(cmd, sizeof cmd,
              "HETPLAN_CUPTI_LIBRARY=/nonexistent/libcupti.so '%s' --model '%s' "
              "--output /tmp/hetplan-never.json", HETPLAN_PROFILE_EXE, EX("gpt2-345m.json"));
-    ck_assert_int_eq(run_cmd(cmd, out, sizeof out), 6);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 6);
     ck_assert_msg(strstr(out, "hetplan-profile: CUPTI not available: cannot load "
                               "'/nonexistent/libcupti.so'") != NULL, "%s", out);
     ck_assert_int_ne(access("/tmp/hetplan-never.json", F_OK), 0);
@@ -717,11 +697,5 @@ static Suite *profiler_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(profiler_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(profiler_suite());
 }

@@ -147,16 +147,10 @@ int main(void)
 {
     Suite *su = suite_create("util_documents");
     TCase *tc = tcase_create("documents");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, parse_object_finds_duplicates);
     tcase_add_test(tc, every_reader_refuses_duplicates);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(su);
 }

@@ -117,16 +117,10 @@ int main(void)
 {
     Suite *su = suite_create("util_files");
     TCase *tc = tcase_create("files");
-    SRunner *sr;
-    int failed;
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, regular_files_keep_their_mode);
     tcase_add_test(tc, special_files_are_refused);
     suite_add_tcase(su, tc);
-    sr = srunner_create(su);
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(su);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "util.h"
+#include "testutil.h"
 
 START_TEST(test_reference_sequence)
 {
@@ -109,11 +110,5 @@ static Suite *pcg32_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(pcg32_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(pcg32_suite());
 }

@@ -18,31 +18,12 @@
 #include "whatif.h"
 #include "tp_cli.h"
 
-static const char cluster_json[] =
-    "{\"name\":\"x\",\"device_types\":{\"X\":{\"memory_gib\":80,\"tflops_fp16\":1,"
-    "\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\",\"device\":\"X\",\"gpus\":4,"
-    "\"intra_gbps\":8000,\"nic_gbps\":100}]}";
-
-static const char model_json[] =
-    "{\"name\":\"flat\",\"training\":{\"global_batch\":4},"
-    "\"shape\":{\"hidden\":48,\"heads\":24,\"seq\":16,\"vocab\":100,\"ffn\":768},"
-    "\"layers\":[{\"name\":\"l\",\"kind\":\"generic\",\"repeat\":2,\"params\":0,"
-    "\"fwd_flops\":1e12,\"out_bytes\":0,\"act_bytes\":0,\"tp_flops_frac\":1,"
-    "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
-    "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
-
 static fmt_cluster C;
 static fmt_model M;
 
 static void load(void)
 {
-    util_error err;
-
-    memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "x.json", &C, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(tu_flat_cluster_json, tu_flat_model_json, &C, &M);
 }
 
 static void unload(void)
@@ -54,29 +35,12 @@ static void unload(void)
 /* One stage of tp ranks on the given devices, mbs 1, 4 micro-batches. */
 static void on_devices(fmt_strategy *s, int tp, const int *dev)
 {
-    int k;
-
-    ck_assert_int_eq(fmt_strategy_alloc(s, tp, 1, 1), UTIL_OK);
-    for (k = 0; k < tp; k++)
-        s->ranks[k] = dev[k];
-    s->bounds[1] = M.nlayers;
-    s->mbs = 1;
-    s->gas = 4;
+    tu_one_stage(s, &M, tp, dev);
 }
 
 static void run(const fmt_strategy *s, const whatif_slow *sl, whatif_result *w)
 {
-    whatif_params wp;
-    cost_params p;
-    util_error err;
-
-    memset(&err, 0, sizeof err);
-    cost_params_init(&p);
-    whatif_params_init(&wp);
-    wp.slow = sl;
-    wp.nslow = 1;
-    ck_assert_msg(whatif_run(&C, &M, NULL, &p, s, &wp, w, &err) == UTIL_OK, "%s",
-                  err.msg);
+    ck_assert_int_eq(tu_whatif(&C, &M, s, sl, 1, w), UTIL_OK);
 }
 
 /* tp 1 on GPU 2 (0, 1 and 3 idle), rank 0 at half speed: 4 x 2 x 6 s =
@@ -130,21 +94,14 @@ END_TEST
  * slowed, rank 2 (an idle GPU has no rank) is refused with the range. */
 START_TEST(cli_on_idle_plan)
 {
-    const char *ev[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
-                        "--strategies", "s.json", "--output", "plan.json",
-                        "--quiet", NULL};
     const char *ok[] = {"whatif", "--plan", "plan.json", "--slow", "1:2",
                         "--format", "json", NULL};
     const char *bad[] = {"whatif", "--plan", "plan.json", "--slow", "2:2", NULL};
     tp_run_out r;
 
-    tp_write("c.json", cluster_json);
-    tp_write("m.json", model_json);
-    tp_write("s.json", "{\"strategies\":[{\"tp\":2,\"dp\":1,\"pp\":1,\"mbs\":1,"
-                       "\"stage_boundaries\":[0,2],\"ranks\":[3,1]}]}");
-    tp_run(&r, ev);
-    ck_assert_msg(r.status == 0, "evaluate: %s", r.err);
-    tp_run_free(&r);
+    tp_evaluate(tu_flat_cluster_json, tu_flat_model_json,
+                "{\"strategies\":[{\"tp\":2,\"dp\":1,\"pp\":1,\"mbs\":1,"
+                "\"stage_boundaries\":[0,2],\"ranks\":[3,1]}]}");
     tp_run(&r, ok);
     ck_assert_msg(r.status == 0, "whatif: exit %d: %s", r.status, r.err);
     /* rank 1 runs on device 1 (ranks [3, 1]); base 24 s, kept 48 s */

@@ -18,32 +18,14 @@
 #include "whatif.h"
 #include "tp_cli.h"
 
-static const char cluster_json[] =
-    "{\"name\":\"x\",\"device_types\":{\"X\":{\"memory_gib\":80,\"tflops_fp16\":1,"
-    "\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\",\"device\":\"X\",\"gpus\":4,"
-    "\"intra_gbps\":8000,\"nic_gbps\":100}]}";
-
-/* two layers: 24 heads, ffn 768 (12 granules of 64) */
-static const char model_json[] =
-    "{\"name\":\"flat\",\"training\":{\"global_batch\":4},"
-    "\"shape\":{\"hidden\":48,\"heads\":24,\"seq\":16,\"vocab\":100,\"ffn\":768},"
-    "\"layers\":[{\"name\":\"l\",\"kind\":\"generic\",\"repeat\":2,\"params\":0,"
-    "\"fwd_flops\":1e12,\"out_bytes\":0,\"act_bytes\":0,\"tp_flops_frac\":1,"
-    "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
-    "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
-
+/* the model of tu_flat_model_json: two layers, 24 heads, ffn 768 (12
+ * granules of 64); the node of tu_flat_cluster_json: 4 devices X */
 static fmt_cluster C;
 static fmt_model M;
 
 static void load(void)
 {
-    util_error err;
-
-    memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_cluster(cluster_json, "x.json", &C, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_msg(fmt_parse_model(model_json, "m.json", &M, &err) == UTIL_OK, "%s",
-                  err.msg);
+    tu_parse_inputs(tu_flat_cluster_json, tu_flat_model_json, &C, &M);
 }
 
 static void unload(void)
@@ -55,31 +37,13 @@ static void unload(void)
 /* tp ranks on devices 0.., one stage, mbs 1, 4 micro-batches */
 static void tp_only(fmt_strategy *s, int tp)
 {
-    int k;
-
-    ck_assert_int_eq(fmt_strategy_alloc(s, tp, 1, 1), UTIL_OK);
-    for (k = 0; k < tp; k++)
-        s->ranks[k] = k;
-    s->bounds[1] = M.nlayers;
-    s->mbs = 1;
-    s->gas = 4;
+    tu_one_stage(s, &M, tp, NULL);
 }
 
 static int run_whatif(const fmt_strategy *s, const whatif_slow *sl, int n,
                       whatif_result *w)
 {
-    whatif_params wp;
-    cost_params p;
-    util_error err;
-    int rc;
-
-    memset(&err, 0, sizeof err);
-    cost_params_init(&p);
-    whatif_params_init(&wp);
-    wp.slow = sl;
-    wp.nslow = n;
-    rc = whatif_run(&C, &M, NULL, &p, s, &wp, w, &err);
-    return rc;
+    return tu_whatif(&C, &M, s, sl, n, w);
 }
 
 /* tp = 2, rank 1 at half speed.  Even: 6 s vs 3 s per layer -> 12 s a
@@ -227,18 +191,9 @@ END_TEST
 
 static void make_plan(void)
 {
-    const char *args[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
-                          "--strategies", "s.json", "--output", "plan.json",
-                          "--quiet", NULL};
-    tp_run_out r;
-
-    tp_write("c.json", cluster_json);
-    tp_write("m.json", model_json);
-    tp_write("s.json", "{\"strategies\":[{\"tp\":2,\"dp\":2,\"pp\":1,\"mbs\":1,"
-                       "\"stage_boundaries\":[0,2]}]}");
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "evaluate failed: %s", r.err);
-    tp_run_free(&r);
+    tp_evaluate(tu_flat_cluster_json, tu_flat_model_json,
+                "{\"strategies\":[{\"tp\":2,\"dp\":2,\"pp\":1,\"mbs\":1,"
+                "\"stage_boundaries\":[0,2]}]}");
 }
 
 /* The plan: tp 2, dp 2, one stage, global batch 4 -> 2 micro-batches of
@@ -290,7 +245,6 @@ END_TEST
 
 START_TEST(cli_whatif_errors)
 {
-    tp_run_out r;
     const char *no_slow[] = {"whatif", "--plan", "plan.json", NULL};
     const char *bad_slow[] = {"whatif", "--plan", "plan.json", "--slow", "1x2", NULL};
     const char *bad_factor[] = {"whatif", "--plan", "plan.json", "--slow", "1:0.5", NULL};
@@ -303,37 +257,14 @@ START_TEST(cli_whatif_errors)
 
     tp_setup();
     make_plan();
-    tp_run(&r, no_slow);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "--slow RANK:FACTOR"));
-    tp_run_free(&r);
-    tp_run(&r, bad_slow);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "expects RANK:FACTOR, got '1x2'"));
-    tp_run_free(&r);
-    tp_run(&r, bad_factor);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "'--slow' expects a number >= 1"));
-    tp_run_free(&r);
-    tp_run(&r, bad_rank);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "rank 9 is not in the plan: expected 0..3"));
-    tp_run_free(&r);
-    tp_run(&r, missing);
-    ck_assert_int_eq(r.status, 3);
-    ck_assert_ptr_nonnull(strstr(r.err, "nope.json"));
-    tp_run_free(&r);
-    tp_run(&r, unknown);
-    ck_assert_int_eq(r.status, 2);
-    ck_assert_ptr_nonnull(strstr(r.err, "unknown option '--fast'"));
-    tp_run_free(&r);
-    tp_run(&r, bad_out);
-    ck_assert_int_eq(r.status, 5);
-    tp_run_free(&r);
-    tp_run(&r, help);
-    ck_assert_int_eq(r.status, 0);
-    ck_assert_ptr_nonnull(strstr(r.out, "usage: planner whatif"));
-    tp_run_free(&r);
+    tp_expect(no_slow, 2, "--slow RANK:FACTOR", NULL);
+    tp_expect(bad_slow, 2, "expects RANK:FACTOR, got '1x2'", NULL);
+    tp_expect(bad_factor, 2, "'--slow' expects a number >= 1", NULL);
+    tp_expect(bad_rank, 2, "rank 9 is not in the plan: expected 0..3", NULL);
+    tp_expect(missing, 3, "nope.json", NULL);
+    tp_expect(unknown, 2, "unknown option '--fast'", NULL);
+    tp_expect(bad_out, 5, NULL, NULL);
+    tp_expect(help, 0, NULL, "usage: planner whatif");
     tp_teardown();
 }
 END_TEST
@@ -357,11 +288,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return tu_run(suite());
 }

@@ -1,5 +1,6 @@
-/* tests/testutil.h: small helpers shared by the Check test programs
- * (static: each test program gets its own copy). */
+/* tests/testutil.h: helpers shared by the Check test programs: small
+ * static ones here (each test program gets its own copy), the ones that
+ * need the project's libraries in tests/testutil.c (tu_ prefix too). */
 #ifndef HETPLAN_TESTUTIL_H
 #define HETPLAN_TESTUTIL_H
 
@@ -10,6 +11,12 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "util.h"
+#include "formats.h"
+#include "costmodel.h"
+#include "whatif.h"
+#include "decentral.h"
 
 /* Whole file, NUL-terminated (caller frees); NULL when it cannot be opened. */
 static inline char *tu_slurp(const char *path)
@@ -29,6 +36,19 @@ static inline char *tu_slurp(const char *path)
     buf[n] = '\0';
     fclose(f);
     return buf;
+}
+
+/* Occurrences of needle in hay, not overlapping. */
+static inline int tu_count(const char *hay, const char *needle)
+{
+    int n = 0;
+    const char *p = hay;
+
+    while ((p = strstr(p, needle)) != NULL) {
+        n++;
+        p += strlen(needle);
+    }
+    return n;
 }
 
 /* Remove a file or a directory tree; best effort. */
@@ -109,5 +129,62 @@ static inline int tu_main(int argc, char **argv, Suite *(*plain)(void),
     }
     return tu_run(data());
 }
+
+/* ---- tests/testutil.c -------------------------------------------------- */
+
+/* Bytes/s per Gbit/s. */
+#define TU_GB8 (1e9 / 8.0)
+
+/* Run the planner binary with args (NULL-terminated, at most 30) in dir
+ * (NULL: the current directory), stdout and stderr into the two files;
+ * its exit status, 128 when it did not exit. */
+int tu_run_planner(const char *dir, const char *const *args,
+                   const char *out_path, const char *err_path);
+
+/* Exit status of the shell command cmd (-1 when it did not exit); its
+ * stdout and stderr, cut to cap - 1 bytes, NUL-terminated, in out. */
+int tu_run_shell(const char *cmd, char *out, size_t cap);
+
+/* Standard output of the shell command cmd, NUL-terminated (caller
+ * frees, never NULL); *status its exit status, -1 when it did not exit. */
+char *tu_capture(const char *cmd, int *status);
+
+/* Two nodes of two GPUs, T4 and V100, 100 Gbit/s links ("two"). */
+extern const char tu_two_nodes_json[];
+/* GPT-2 shorthand of 4 layers, hidden 256, 4 heads, seq 128, vocab 1000,
+ * global batch 8 ("g4"). */
+extern const char tu_gpt2_small4_json[];
+/* One node of 4 devices "X" (1 TFLOP/s fp16, 80 GiB, 1 TB/s) ("x"). */
+extern const char tu_flat_cluster_json[];
+/* Two generic layers of 1e12 FLOPs per sample, all divided by tensor
+ * parallelism, nothing else (no parameters, traffic, kernels or
+ * all-reduces); 24 heads, ffn 768; global batch 4 ("flat"). */
+extern const char tu_flat_model_json[];
+
+/* Parse the two documents into c and m, failing the test on error. */
+void tu_parse_inputs(const char *cluster_json, const char *model_json,
+                     fmt_cluster *c, fmt_model *m);
+/* n generic layers "l0".. without FLOPs, parameters or traffic, each
+ * with out_bytes of output, fp16: times come from a profile only. */
+void tu_generic_model(fmt_model *m, int n, double out_bytes);
+/* Append a profile entry: every one of nlayers layers takes fwd / bwd
+ * seconds on device type dev at tp 1 and micro-batch mbs. */
+void tu_profile_add(fmt_profile *p, int nlayers, const char *dev, int mbs,
+                    double fwd, double bwd);
+
+/* One stage of tp ranks on devices dev (NULL: 0 .. tp - 1) holding all
+ * of m's layers, no DP, mbs 1, 4 micro-batches. */
+void tu_one_stage(fmt_strategy *s, const fmt_model *m, int tp, const int *dev);
+/* whatif_run with default parameters and the n slowed ranks sl. */
+int tu_whatif(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
+              const whatif_slow *sl, int n, whatif_result *w);
+
+/* Random regional network of n <= 32 devices (2..4 regions, +-20% noise
+ * per direction), d_pp devices a stage. */
+void tu_dtfm_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p);
+/* dtfm_search's cost with method, max_evals and seed (the rest default);
+ * the result goes to keep (caller frees) or is freed when keep is NULL. */
+double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
+                      unsigned long long seed, dtfm_search_result *keep);
 
 #endif

@@ -1,5 +1,6 @@
-/* tests/tp_cli.h: running the planner binary from test_whatif_stragglers and
- * test_replan_freeze in a temporary directory (static helpers, header-only). */
+/* tests/tp_cli.h: running the planner binary from test_whatif_stragglers,
+ * test_whatif_idle and test_replan_freeze in a temporary directory
+ * (static helpers, header-only). */
 #ifndef HETPLAN_TP_CLI_H
 #define HETPLAN_TP_CLI_H
 
@@ -120,6 +121,41 @@ static void tp_run(tp_run_out *r, const char *const *args)
     r->err = tp_read(".stderr");
     ck_assert_ptr_nonnull(r->out);
     ck_assert_ptr_nonnull(r->err);
+}
+
+/* Run the planner with args, expect exit status `status` and, unless
+ * NULL, `err_has` in its stderr and `out_has` in its stdout. */
+static inline void tp_expect(const char *const *args, int status,
+                             const char *err_has, const char *out_has)
+{
+    tp_run_out r;
+
+    tp_run(&r, args);
+    ck_assert_int_eq(r.status, status);
+    if (err_has != NULL)
+        ck_assert_ptr_nonnull(strstr(r.err, err_has));
+    if (out_has != NULL)
+        ck_assert_ptr_nonnull(strstr(r.out, out_has));
+    tp_run_free(&r);
+}
+
+/* Write the cluster, model and strategies documents to c.json, m.json and
+ * s.json and `planner evaluate` them into plan.json; fails the test when
+ * evaluate fails. */
+static inline void tp_evaluate(const char *cluster, const char *model,
+                               const char *strategies)
+{
+    const char *args[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
+                          "--strategies", "s.json", "--output", "plan.json",
+                          "--quiet", NULL};
+    tp_run_out r;
+
+    tp_write("c.json", cluster);
+    tp_write("m.json", model);
+    tp_write("s.json", strategies);
+    tp_run(&r, args);
+    ck_assert_msg(r.status == 0, "evaluate failed: %s", r.err);
+    tp_run_free(&r);
 }
 
 #endif

@@ -1,0 +1,243 @@
+/* tests/testutil.c: helpers shared by several Check test programs that
+ * need the project's libraries (declared in tests/testutil.h, linked into
+ * every test as hetplan_testutil). */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+/* ---- the planner binary ---------------------------------------------- */
+
+int tu_run_planner(const char *dir, const char *const *args,
+                   const char *out_path, const char *err_path)
+{
+    pid_t pid = fork();
+    int st;
+
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        char *argv[32];
+        int i, fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || (dir != NULL && chdir(dir) != 0))
+            _exit(127);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        argv[0] = strdup(HETPLAN_PLANNER);
+        for (i = 0; args[i] && i < 30; i++)
+            argv[i + 1] = strdup(args[i]);
+        argv[i + 1] = NULL;
+        execv(HETPLAN_PLANNER, argv);
+        _exit(127);
+    }
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* ---- shell commands --------------------------------------------------- */
+
+int tu_run_shell(const char *cmd, char *out, size_t cap)
+{
+    char full[2048], path[] = "/tmp/hetplan-cmd-XXXXXX";
+    FILE *f;
+    size_t n;
+    int fd = mkstemp(path), rc;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    snprintf(full, sizeof full, "%s >'%s' 2>&1", cmd, path);
+    rc = system(full);
+    f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+char *tu_capture(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    char *buf = NULL;
+    size_t n = 0, cap = 0, k;
+    char chunk[4096];
+    int st;
+
+    ck_assert_ptr_nonnull(p);
+    while ((k = fread(chunk, 1, sizeof chunk, p)) > 0) {
+        if (n + k + 1 > cap) {
+            cap = (n + k + 1) * 2;
+            buf = realloc(buf, cap);
+            ck_assert_ptr_nonnull(buf);
+        }
+        memcpy(buf + n, chunk, k);
+        n += k;
+    }
+    st = pclose(p);
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    if (buf == NULL)
+        buf = calloc(1, 1);
+    else
+        buf[n] = '\0';
+    ck_assert_ptr_nonnull(buf);
+    return buf;
+}
+
+/* ---- inputs ----------------------------------------------------------- */
+
+const char tu_two_nodes_json[] =
+    "{\"name\": \"two\", \"nodes\": ["
+    "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100},"
+    "{\"name\": \"b\", \"device\": \"V100\", \"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 100}]}";
+
+const char tu_gpt2_small4_json[] =
+    "{\"name\": \"g4\", \"training\": {\"global_batch\": 8},"
+    " \"transformer\": {\"family\": \"gpt2\", \"layers\": 4, \"hidden\": 256,"
+    " \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}";
+
+const char tu_flat_cluster_json[] =
+    "{\"name\":\"x\",\"device_types\":{\"X\":{\"memory_gib\":80,\"tflops_fp16\":1,"
+    "\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\",\"device\":\"X\",\"gpus\":4,"
+    "\"intra_gbps\":8000,\"nic_gbps\":100}]}";
+
+const char tu_flat_model_json[] =
+    "{\"name\":\"flat\",\"training\":{\"global_batch\":4},"
+    "\"shape\":{\"hidden\":48,\"heads\":24,\"seq\":16,\"vocab\":100,\"ffn\":768},"
+    "\"layers\":[{\"name\":\"l\",\"kind\":\"generic\",\"repeat\":2,\"params\":0,"
+    "\"fwd_flops\":1e12,\"out_bytes\":0,\"act_bytes\":0,\"tp_flops_frac\":1,"
+    "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
+    "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
+
+void tu_parse_inputs(const char *cluster_json, const char *model_json,
+                     fmt_cluster *c, fmt_model *m)
+{
+    util_error err;
+
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_parse_cluster(cluster_json, "c.json", c, &err) == UTIL_OK,
+                  "%s", err.msg);
+    ck_assert_msg(fmt_parse_model(model_json, "m.json", m, &err) == UTIL_OK, "%s",
+                  err.msg);
+}
+
+void tu_generic_model(fmt_model *m, int n, double out_bytes)
+{
+    int i;
+
+    memset(m, 0, sizeof *m);
+    m->nlayers = n;
+    m->dtype_bytes = 2;
+    m->layers = calloc((size_t)n, sizeof *m->layers);
+    ck_assert_ptr_nonnull(m->layers);
+    for (i = 0; i < n; i++) {
+        snprintf(m->layers[i].name, sizeof m->layers[i].name, "l%d", i);
+        m->layers[i].kind = FMT_KIND_GENERIC;
+        m->layers[i].out_bytes = out_bytes;
+    }
+}
+
+void tu_profile_add(fmt_profile *p, int nlayers, const char *dev, int mbs,
+                    double fwd, double bwd)
+{
+    fmt_profile_entry *e;
+    int i;
+
+    p->entries = realloc(p->entries, (size_t)(p->nentries + 1) * sizeof *p->entries);
+    ck_assert_ptr_nonnull(p->entries);
+    e = &p->entries[p->nentries++];
+    memset(e, 0, sizeof *e);
+    strcpy(e->device, dev);
+    e->tp = 1;
+    e->mbs = mbs;
+    e->fwd = malloc((size_t)nlayers * sizeof *e->fwd);
+    e->bwd = malloc((size_t)nlayers * sizeof *e->bwd);
+    ck_assert(e->fwd != NULL && e->bwd != NULL);
+    for (i = 0; i < nlayers; i++) {
+        e->fwd[i] = fwd;
+        e->bwd[i] = bwd;
+    }
+    p->nlayers = nlayers;
+}
+
+/* ---- what-if --------------------------------------------------------- */
+
+void tu_one_stage(fmt_strategy *s, const fmt_model *m, int tp, const int *dev)
+{
+    int k;
+
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, 1, 1), UTIL_OK);
+    for (k = 0; k < tp; k++)
+        s->ranks[k] = dev != NULL ? dev[k] : k;
+    s->bounds[1] = m->nlayers;
+    s->mbs = 1;
+    s->gas = 4;
+}
+
+int tu_whatif(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
+              const whatif_slow *sl, int n, whatif_result *w)
+{
+    whatif_params wp;
+    cost_params p;
+    util_error err;
+
+    memset(&err, 0, sizeof err);
+    cost_params_init(&p);
+    whatif_params_init(&wp);
+    wp.slow = sl;
+    wp.nslow = n;
+    return whatif_run(c, m, NULL, &p, s, &wp, w, &err);
+}
+
+/* ---- DT-FM ------------------------------------------------------------ */
+
+void tu_dtfm_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p)
+{
+    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
+    double rl[4][4], rb[4][4];
+
+    ck_assert_int_le(n, 32);
+    ck_assert_int_eq(dtfm_problem_alloc(p, n, d_pp, 0, NULL), UTIL_OK);
+    p->c_pp = 0.512e9;
+    p->c_dp = 0.65e9;
+    for (i = 0; i < nreg; i++)
+        for (j = i; j < nreg; j++) {
+            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
+            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
+        }
+    for (i = 0; i < n; i++)
+        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++) {
+            double f = 0.8 + 0.4 * util_pcg32_double(rng);
+            if (i == j)
+                continue;
+            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
+            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
+        }
+}
+
+double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
+                      unsigned long long seed, dtfm_search_result *keep)
+{
+    dtfm_search_params sp;
+    dtfm_search_result r;
+    double c;
+
+    dtfm_search_params_init(&sp);
+    sp.method = method;
+    sp.max_evals = evals;
+    sp.seed = seed;
+    ck_assert_int_eq(dtfm_search(p, &sp, &r, NULL), UTIL_OK);
+    c = r.cost_s;
+    if (keep)
+        *keep = r;
+    else
+        dtfm_search_result_free(&r);
+    return c;
+}
