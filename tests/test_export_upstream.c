@@ -760,11 +760,11 @@ START_TEST(every_example_planned_for_its_launcher)
                 snprintf(plan, sizeof plan, "%s/launcher-%d-%d-%d.json", tmp_dir, c, m, L);
                 snprintf(so, sizeof so, "%s/p.out", tmp_dir);
                 snprintf(se, sizeof se, "%s/p.err", tmp_dir);
-                rc = run_planner(args, so, se);
+                rc = tu_run_planner(NULL, args, so, se);
                 if (rc == 2) { /* a model without a global batch */
                     args[11] = "--global-batch";
                     args[12] = "64";
-                    rc = run_planner(args, so, se);
+                    rc = tu_run_planner(NULL, args, so, se);
                 }
                 if (rc == 4) /* does not fit: nothing to export */
                     continue;
