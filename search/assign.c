@@ -47,86 +47,242 @@ static int chunk_groups(const fmt_model *m, int v, int *start)
     return g;
 }
 
-/* Layer times of one kind of device at the strategy's tp and mbs:
- * devices of one type on TP rings of equal bandwidth, latency and node
- * bandwidth share them, so a stage costs O(L) per kind, not per device. */
-typedef struct lt_kind {
+/* ---- what the candidates of one search share ------------------------- */
+
+/* Layer times of one kind of device: devices of one type on TP rings of
+ * equal bandwidth, latency and node bandwidth share them, so a stage
+ * costs O(L) per kind, not per device; the key is every input of
+ * cost_layer_time_of besides the layer, with the strategy's features as
+ * search_strategy_params sets them, so that every candidate of a search
+ * with the same key reuses them. */
+typedef struct memo_lt {
     const fmt_device_type *dt;
+    int tp, mbs, recompute, zero, schedule, sp;
     double bw, lat, hbw;
-    int stamp;              /* last stage whose maximum took it */
-    double *t;              /* L fwd + bwd times */
-} lt_kind;
+    double *t;              /* L fwd + bwd times (cost_rank_layer_adjust's) */
+} memo_lt;
 
-typedef struct lt_cache {
-    lt_kind *k;
-    int n, cap, last;
-} lt_cache;
+/* One kind of device in a stage: its type, first device, TP ring and
+ * node bandwidth. */
+typedef struct memo_kind {
+    const fmt_device_type *dt;
+    int dev;
+    double bw, lat, hbw;
+} memo_kind;
 
-static void lt_cache_free(lt_cache *c)
+/* What a placement gives every candidate on it: the kinds of each stage
+ * (in the order of their first device), the least device memory of each
+ * stage and the cut links.  Links read only cost_params' efficiencies
+ * and calibration, which a strategy's features do not change. */
+typedef struct memo_place {
+    int tp, dp, pp;
+    int *ranks;             /* tp * dp * pp, NULL = free slot */
+    int *koff;              /* pp + 1 offsets into kinds */
+    memo_kind *kinds;
+    double *minmem;         /* pp: least device memory of each stage, bytes */
+    double *cut_bw, *cut_lat; /* pp - 1 */
+    long used;              /* last use, for eviction */
+} memo_place;
+
+/* placements kept (the rules of the shapes being searched) */
+#define MEMO_PLACES 8
+/* layer times kept before the table starts again, doubles (32 MiB) */
+#define MEMO_LT_DOUBLES ((size_t)1 << 22)
+
+struct search_memo {
+    memo_lt *lt;
+    int nlt, caplt;
+    size_t lt_doubles;      /* sum of L over lt */
+    memo_place pl[MEMO_PLACES];
+    long clock;
+};
+
+search_memo *search_memo_create(void)
+{
+    return calloc(1, sizeof(search_memo));
+}
+
+static void memo_lt_clear(search_memo *mo)
 {
     int i;
 
-    for (i = 0; i < c->n; i++)
-        free(c->k[i].t);
-    free(c->k);
+    for (i = 0; i < mo->nlt; i++)
+        free(mo->lt[i].t);
+    mo->nlt = 0;
+    mo->lt_doubles = 0;
 }
 
-/* The kind of (dt, ring, node bandwidth), computed on first use; NULL
- * when out of memory. */
-static lt_kind *lt_cache_get(lt_cache *c, const fmt_model *m,
-                             const fmt_profile *prof, const cost_params *cp,
-                             const fmt_strategy *s, const fmt_device_type *dt,
-                             int dev, double bw, double lat, double hbw)
+static void memo_place_free(memo_place *p)
 {
-    lt_kind *k;
-    int i, l;
+    free(p->ranks);
+    free(p->koff);
+    free(p->kinds);
+    free(p->minmem);
+    free(p->cut_bw);
+    free(p->cut_lat);
+    memset(p, 0, sizeof *p);
+}
 
-    if (c->last < c->n) {
-        k = &c->k[c->last];
-        if (k->dt == dt && k->bw == bw && k->lat == lat && k->hbw == hbw)
-            return k;
+void search_memo_destroy(search_memo *mo)
+{
+    int i;
+
+    if (mo == NULL)
+        return;
+    memo_lt_clear(mo);
+    free(mo->lt);
+    for (i = 0; i < MEMO_PLACES; i++)
+        memo_place_free(&mo->pl[i]);
+    free(mo);
+}
+
+/* The stage structure of s's placement, built on first use; NULL when
+ * out of memory. */
+static const memo_place *memo_place_get(search_memo *mo, const fmt_cluster *c,
+                                        const cost_params *cp,
+                                        const fmt_strategy *s)
+{
+    size_t nr = (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
+    memo_place *p;
+    int i, old = 0, j, d, t, n = 0, cap;
+
+    mo->clock++;
+    for (i = 0; i < MEMO_PLACES; i++) {
+        p = &mo->pl[i];
+        if (p->ranks != NULL && p->tp == s->tp && p->dp == s->dp && p->pp == s->pp &&
+            memcmp(p->ranks, s->ranks, nr * sizeof *s->ranks) == 0) {
+            p->used = mo->clock;
+            return p;
+        }
+        if (p->used < mo->pl[old].used)
+            old = i;
     }
-    for (i = 0; i < c->n; i++) {
-        k = &c->k[i];
-        if (k->dt == dt && k->bw == bw && k->lat == lat && k->hbw == hbw) {
-            c->last = i;
-            return k;
+    p = &mo->pl[old];
+    memo_place_free(p);
+    cap = 8;
+    p->ranks = malloc(nr * sizeof *p->ranks);
+    p->koff = malloc(((size_t)s->pp + 1) * sizeof *p->koff);
+    p->kinds = malloc((size_t)cap * sizeof *p->kinds);
+    p->minmem = malloc((size_t)s->pp * sizeof *p->minmem);
+    p->cut_bw = malloc((size_t)s->pp * sizeof *p->cut_bw);
+    p->cut_lat = malloc((size_t)s->pp * sizeof *p->cut_lat);
+    if (!p->ranks || !p->koff || !p->kinds || !p->minmem || !p->cut_bw || !p->cut_lat)
+        goto nomem;
+    for (j = 0; j < s->pp; j++) {
+        p->koff[j] = n;
+        p->minmem[j] = INFINITY;
+        for (d = 0; d < s->dp; d++) {
+            double bw, lat;
+            cost_tp_ring(c, cp, s, j, d, &bw, &lat);
+            for (t = 0; t < s->tp; t++) {
+                int dev = fmt_rank_device(s, j, d, t), q;
+                const fmt_device_type *dt = fmt_device(c, dev);
+                double hbw = c->nodes[c->device_node[dev]].intra_bw * cp->intra_eff;
+                if (dt->mem_bytes < p->minmem[j])
+                    p->minmem[j] = dt->mem_bytes;
+                for (q = p->koff[j]; q < n; q++)
+                    if (p->kinds[q].dt == dt && p->kinds[q].bw == bw &&
+                        p->kinds[q].lat == lat && p->kinds[q].hbw == hbw)
+                        break;
+                if (q < n)
+                    continue;
+                if (n == cap) {
+                    memo_kind *g = realloc(p->kinds, 2 * (size_t)cap * sizeof *g);
+                    if (g == NULL)
+                        goto nomem;
+                    p->kinds = g;
+                    cap *= 2;
+                }
+                p->kinds[n].dt = dt;
+                p->kinds[n].dev = dev;
+                p->kinds[n].bw = bw;
+                p->kinds[n].lat = lat;
+                p->kinds[n].hbw = hbw;
+                n++;
+            }
         }
     }
-    if (c->n == c->cap) {
-        int nc = c->cap ? 2 * c->cap : 8;
-        lt_kind *g = realloc(c->k, (size_t)nc * sizeof *g);
+    p->koff[s->pp] = n;
+    for (j = 0; j + 1 < s->pp; j++)
+        cost_cut_link(c, cp, s, j, &p->cut_bw[j], &p->cut_lat[j]);
+    memcpy(p->ranks, s->ranks, nr * sizeof *s->ranks);
+    p->tp = s->tp;
+    p->dp = s->dp;
+    p->pp = s->pp;
+    p->used = mo->clock;
+    return p;
+nomem:
+    memo_place_free(p);
+    return NULL;
+}
+
+/* The layer times of kind kd under s and cp (the strategy's features),
+ * computed on first use; NULL when out of memory. */
+static const double *memo_lt_get(search_memo *mo, const fmt_model *m,
+                                 const fmt_profile *prof, const cost_params *cp,
+                                 const fmt_strategy *s, const memo_kind *kd)
+{
+    memo_lt *e;
+    int i, l;
+
+    for (i = mo->nlt - 1; i >= 0; i--) {
+        e = &mo->lt[i];
+        if (e->dt == kd->dt && e->tp == s->tp && e->mbs == s->mbs &&
+            e->recompute == cp->recompute && e->zero == cp->zero_stage &&
+            e->schedule == cp->schedule && e->sp == cp->sp && e->bw == kd->bw &&
+            e->lat == kd->lat && e->hbw == kd->hbw)
+            return e->t;
+    }
+    if (mo->lt_doubles + (size_t)m->nlayers > MEMO_LT_DOUBLES)
+        memo_lt_clear(mo);
+    if (mo->nlt == mo->caplt) {
+        int nc = mo->caplt ? 2 * mo->caplt : 32;
+        memo_lt *g = realloc(mo->lt, (size_t)nc * sizeof *g);
         if (g == NULL)
             return NULL;
-        c->k = g;
-        c->cap = nc;
+        mo->lt = g;
+        mo->caplt = nc;
     }
-    k = &c->k[c->n];
-    k->t = malloc((size_t)m->nlayers * sizeof *k->t);
-    if (k->t == NULL)
+    e = &mo->lt[mo->nlt];
+    e->t = malloc((size_t)m->nlayers * sizeof *e->t);
+    if (e->t == NULL)
         return NULL;
-    k->dt = dt;
-    k->bw = bw;
-    k->lat = lat;
-    k->hbw = hbw;
-    k->stamp = -1;
+    e->dt = kd->dt;
+    e->tp = s->tp;
+    e->mbs = s->mbs;
+    e->recompute = cp->recompute;
+    e->zero = cp->zero_stage;
+    e->schedule = cp->schedule;
+    e->sp = cp->sp;
+    e->bw = kd->bw;
+    e->lat = kd->lat;
+    e->hbw = kd->hbw;
     for (l = 0; l < m->nlayers; l++) {
         cost_layer_time lt;
-        cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw, lat, hbw, &lt);
-        cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt);
-        k->t[l] = lt.fwd + lt.bwd;
+        cost_layer_time_of(m, prof, cp, kd->dt, l, s->tp, s->mbs, kd->bw, kd->lat,
+                           kd->hbw, &lt);
+        cost_rank_layer_adjust(m, cp, kd->dt, s, kd->dev, l, &lt);
+        e->t[l] = lt.fwd + lt.bwd;
     }
-    c->last = c->n++;
-    return k;
+    mo->nlt++;
+    mo->lt_doubles += (size_t)m->nlayers;
+    return e->t;
 }
 
 int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                          const fmt_profile *prof, const cost_params *cp0,
                          fmt_strategy *s, util_error *err)
 {
-    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, rc = UTIL_OK;
+    return search_assign_layers_memo(c, m, prof, cp0, s, NULL, err);
+}
+
+int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
+                              const fmt_profile *prof, const cost_params *cp0,
+                              fmt_strategy *s, search_memo *memo, util_error *err)
+{
+    int L = m->nlayers, k = s->pp, j, l, d, t, g, G, q, rc = UTIL_OK;
     double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
-    double *tg = NULL, *eg = NULL, *mg = NULL;
+    double *tg = NULL, *eg = NULL, *mg = NULL, *lm = NULL, *ls = NULL;
     int *gs = NULL, *gb = NULL;
     /* per-rank times differ only with uneven shards or slowdowns */
     int shared = s->slow == NULL &&
@@ -134,9 +290,9 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     search_dp_input in;
     cost_params cpv;
     const cost_params *cp = &cpv;
-    lt_cache cache;
+    search_memo *own = NULL;
+    const memo_place *pl = NULL;
 
-    memset(&cache, 0, sizeof cache);
     search_strategy_params(cp0, prof, s, &cpv);
     tt = calloc((size_t)k * (size_t)L, sizeof *tt);
     e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
@@ -144,10 +300,10 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     cap = calloc((size_t)k, sizeof *cap);
     gs = calloc((size_t)L + 1, sizeof *gs);
     gb = calloc((size_t)k + 1, sizeof *gb);
-    if (!tt || !e || !mem || !cap || !gs || !gb) {
-        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-        goto done;
-    }
+    lm = calloc((size_t)L, sizeof *lm);
+    ls = calloc((size_t)L, sizeof *ls);
+    if (!tt || !e || !mem || !cap || !gs || !gb || !lm || !ls)
+        goto nomem;
     G = s->vpp > 1 ? chunk_groups(m, s->vpp, gs) : param_groups(m, gs);
     if (s->vpp > 1 && G < k) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
@@ -163,35 +319,45 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                             m->name, G, k);
         goto done;
     }
+    if (shared) {
+        if (memo == NULL && (memo = own = search_memo_create()) == NULL)
+            goto nomem;
+        if ((pl = memo_place_get(memo, c, cp, s)) == NULL)
+            goto nomem;
+    }
+    /* model state and stored activations per sample of each layer, the
+     * same on every stage */
+    for (l = 0; l < L; l++) {
+        lm[l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs, 0);
+        ls[l] = cost_layer_stored(m, cp, l, s->tp);
+    }
     for (j = 0; j < k; j++) {
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
         double held = search_inflight(cp, s, j);
         /* memory: per-layer sums plus a bound of the rest */
         double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
                                                  inflight, s->gas);
-        cap[j] = INFINITY;
-        for (d = 0; d < s->dp; d++) {
-            double bw, lat;
-            cost_tp_ring(c, cp, s, j, d, &bw, &lat);
-            for (t = 0; t < s->tp; t++) {
-                int dev = fmt_rank_device(s, j, d, t);
-                const fmt_device_type *dt = fmt_device(c, dev);
-                const fmt_node *node = &c->nodes[c->device_node[dev]];
-                if (shared) {
-                    lt_kind *kd = lt_cache_get(&cache, m, prof, cp, s, dt, dev, bw,
-                                               lat, node->intra_bw * cp->intra_eff);
-                    if (kd == NULL) {
-                        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL,
-                                            "out of memory");
-                        goto done;
-                    }
-                    if (kd->stamp != j) {
-                        kd->stamp = j;
-                        for (l = 0; l < L; l++)
-                            if (kd->t[l] > tt[j * L + l])
-                                tt[j * L + l] = kd->t[l];
-                    }
-                } else {
+        if (shared) {
+            double v = pl->minmem[j] - over;
+            for (q = pl->koff[j]; q < pl->koff[j + 1]; q++) {
+                const double *kt = memo_lt_get(memo, m, prof, cp, s, &pl->kinds[q]);
+                if (kt == NULL)
+                    goto nomem;
+                for (l = 0; l < L; l++)
+                    if (kt[l] > tt[j * L + l])
+                        tt[j * L + l] = kt[l];
+            }
+            /* the least of mem_bytes - over over the stage's devices */
+            cap[j] = v < INFINITY ? v : INFINITY;
+        } else {
+            cap[j] = INFINITY;
+            for (d = 0; d < s->dp; d++) {
+                double bw, lat;
+                cost_tp_ring(c, cp, s, j, d, &bw, &lat);
+                for (t = 0; t < s->tp; t++) {
+                    int dev = fmt_rank_device(s, j, d, t);
+                    const fmt_device_type *dt = fmt_device(c, dev);
+                    const fmt_node *node = &c->nodes[c->device_node[dev]];
                     for (l = 0; l < L; l++) {
                         cost_layer_time lt;
                         cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw,
@@ -200,17 +366,15 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
                         if (lt.fwd + lt.bwd > tt[j * L + l])
                             tt[j * L + l] = lt.fwd + lt.bwd;
                     }
+                    if (dt->mem_bytes - over < cap[j])
+                        cap[j] = dt->mem_bytes - over;
                 }
-                if (dt->mem_bytes - over < cap[j])
-                    cap[j] = dt->mem_bytes - over;
             }
         }
         /* model state plus the activations of the micro-batches in
          * flight, interleaved or not (cost_rank_stage_memory's count) */
         for (l = 0; l < L; l++)
-            mem[j * L + l] = cost_layer_memory(m, cp, l, s->tp, s->dp, s->mbs, 0) +
-                             (double)s->mbs * held *
-                                 cost_layer_stored(m, cp, l, s->tp);
+            mem[j * L + l] = lm[l] + (double)s->mbs * held * ls[l];
         if (cap[j] < 0.0)
             cap[j] = 0.0;
     }
@@ -219,7 +383,12 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
      * concurrent cross-node flows sharing each NIC */
     for (j = 0; j + 1 < k; j++) {
         double bw, lat;
-        cost_cut_link(c, cp, s, j, &bw, &lat);
+        if (pl != NULL) {
+            bw = pl->cut_bw[j];
+            lat = pl->cut_lat[j];
+        } else {
+            cost_cut_link(c, cp, s, j, &bw, &lat);
+        }
         for (l = 1; l <= L; l++)
             e[j * (L + 1) + l] =
                 2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
@@ -255,8 +424,13 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
     if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
         for (j = 0; j <= k; j++)
             s->bounds[j] = gs[gb[j]];
+    goto done;
+nomem:
+    rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
 done:
-    lt_cache_free(&cache);
+    search_memo_destroy(own);
+    free(lm);
+    free(ls);
     free(tt);
     free(e);
     free(mem);

@@ -104,6 +104,7 @@ typedef struct enum_state {
     long used[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED]; /* last use, for eviction */
     long clock;
     int lb_bad;             /* a scored time fell below its lower bound */
+    search_memo *memo;      /* shared by the layer assignments */
 } enum_state;
 
 static void enum_state_free(enum_state *st)
@@ -111,6 +112,7 @@ static void enum_state_free(enum_state *st)
     int i;
 
     free(st->seqs);
+    search_memo_destroy(st->memo);
     for (i = 0; i < SEARCH_PLACE_NPLACEMENTS * ENUM_PLACED; i++)
         fmt_strategy_free(&st->placed[i / ENUM_PLACED][i % ENUM_PLACED]);
 }
@@ -328,7 +330,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             uniform_bounds(m, &s);
             arc = UTIL_OK;
         } else {
-            arc = search_assign_layers(c, m, prof, cp, &s, err);
+            arc = search_assign_layers_memo(c, m, prof, cp, &s, est->memo, err);
             if (arc == UTIL_OK && sp->uneven_tp && tp > 1) {
                 search_shard_params shp;
                 search_shard_params_init(&shp);
@@ -592,7 +594,8 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     out->global_batch = gbs;
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
     est.seqs = calloc((size_t)sp->top_k + 1, sizeof *est.seqs);
-    if (out->cands == NULL || est.seqs == NULL) {
+    est.memo = search_memo_create();
+    if (out->cands == NULL || est.seqs == NULL || est.memo == NULL) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }

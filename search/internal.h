@@ -52,6 +52,19 @@ void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
  * cost_inflight (as cost_rank_stage_memory counts them). */
 double search_inflight(const cost_params *p, const fmt_strategy *s, int stage);
 
+/* What the candidates of one search (one cluster, model, profile and
+ * cost_params) share in their layer assignments: layer times by device
+ * kind, degrees, micro-batch and features, and each placement's stage
+ * kinds and links.  Opaque; NULL when out of memory. */
+typedef struct search_memo search_memo;
+search_memo *search_memo_create(void);
+void search_memo_destroy(search_memo *mo);
+/* search_assign_layers reusing memo (NULL: none), which must only ever
+ * see the same c, m, prof and cp (the strategies vary). */
+int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
+                              const fmt_profile *prof, const cost_params *cp,
+                              fmt_strategy *s, search_memo *memo, util_error *err);
+
 /* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
 int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp,
