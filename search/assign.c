@@ -3,6 +3,7 @@
  * stage's slowest device (shared by identical devices), memory per layer
  * and cut costs from the cost model, then the DP of search/dp.c. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,12 +90,25 @@ typedef struct memo_place {
 /* layer times kept before the table starts again, doubles (32 MiB) */
 #define MEMO_LT_DOUBLES ((size_t)1 << 22)
 
+/* cost_memory_overhead_bound of one stage: its arguments and the
+ * features search_strategy_params sets */
+#define MEMO_OV_KEY 10
+typedef struct memo_ov {
+    int key[MEMO_OV_KEY];
+    int used;
+    double v;
+} memo_ov;
+/* overhead bounds kept before the table starts again */
+#define MEMO_OV_MAX ((size_t)1 << 20)
+
 struct search_memo {
     memo_lt *lt;
     int nlt, caplt;
     size_t lt_doubles;      /* sum of L over lt */
     memo_place pl[MEMO_PLACES];
     long clock;
+    memo_ov *ov;            /* open addressing, a power of 2 slots */
+    size_t nov, capov;
 };
 
 search_memo *search_memo_create(void)
@@ -133,7 +147,93 @@ void search_memo_destroy(search_memo *mo)
     free(mo->lt);
     for (i = 0; i < MEMO_PLACES; i++)
         memo_place_free(&mo->pl[i]);
+    free(mo->ov);
     free(mo);
+}
+
+static size_t memo_ov_hash(const int *key)
+{
+    uint64_t h = 1469598103934665603u;
+    int i;
+
+    for (i = 0; i < MEMO_OV_KEY; i++) {
+        h ^= (uint64_t)(uint32_t)key[i];
+        h *= 1099511628211u;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* Insert (key, v); 0 when out of memory (the value is then not kept). */
+static int memo_ov_put(search_memo *mo, const int *key, double v)
+{
+    size_t i, mask;
+
+    if (2 * (mo->nov + 1) > mo->capov) {
+        size_t nc = mo->capov ? 2 * mo->capov : 1024, j;
+        memo_ov *old = mo->ov, *g;
+        if (nc > 2 * MEMO_OV_MAX) { /* full: start again */
+            nc = mo->capov;
+            memset(mo->ov, 0, nc * sizeof *mo->ov);
+            mo->nov = 0;
+        } else {
+            g = calloc(nc, sizeof *g);
+            if (g == NULL)
+                return 0;
+            mo->ov = g;
+            mo->nov = 0;
+            for (j = 0; j < mo->capov; j++)
+                if (old[j].used) {
+                    for (i = memo_ov_hash(old[j].key) & (nc - 1); g[i].used;
+                         i = (i + 1) & (nc - 1))
+                        ;
+                    g[i] = old[j];
+                    mo->nov++;
+                }
+            free(old);
+            mo->capov = nc;
+        }
+    }
+    mask = mo->capov - 1;
+    for (i = memo_ov_hash(key) & mask; mo->ov[i].used; i = (i + 1) & mask)
+        ;
+    memcpy(mo->ov[i].key, key, sizeof mo->ov[i].key);
+    mo->ov[i].used = 1;
+    mo->ov[i].v = v;
+    mo->nov++;
+    return 1;
+}
+
+/* cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas),
+ * computed once per search for each key (memo may be NULL). */
+static double memo_overhead(search_memo *mo, const fmt_model *m,
+                            const cost_params *cp, int tp, int mbs, int stage,
+                            int pp, int inflight, int gas)
+{
+    int key[MEMO_OV_KEY];
+    size_t i, mask;
+    double v;
+
+    if (mo == NULL)
+        return cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas);
+    key[0] = cp->recompute;
+    key[1] = cp->zero_stage;
+    key[2] = cp->schedule;
+    key[3] = cp->sp;
+    key[4] = tp;
+    key[5] = mbs;
+    key[6] = stage;
+    key[7] = pp;
+    key[8] = inflight;
+    key[9] = gas;
+    if (mo->capov > 0) {
+        mask = mo->capov - 1;
+        for (i = memo_ov_hash(key) & mask; mo->ov[i].used; i = (i + 1) & mask)
+            if (memcmp(mo->ov[i].key, key, sizeof key) == 0)
+                return mo->ov[i].v;
+    }
+    v = cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas);
+    memo_ov_put(mo, key, v);
+    return v;
 }
 
 /* The stage structure of s's placement, built on first use; NULL when
@@ -335,8 +435,8 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
         double held = search_inflight(cp, s, j);
         /* memory: per-layer sums plus a bound of the rest */
-        double over = cost_memory_overhead_bound(m, cp, s->tp, s->mbs, j, s->pp,
-                                                 inflight, s->gas);
+        double over = memo_overhead(own != NULL ? NULL : memo, m, cp, s->tp, s->mbs, j, s->pp,
+                                    inflight, s->gas);
         if (shared) {
             double v = pl->minmem[j] - over;
             for (q = pl->koff[j]; q < pl->koff[j + 1]; q++) {

@@ -35,6 +35,8 @@ typedef struct dp_ctx {
     double A;               /* least stage time allowed (balancing), 0 = none */
     double M;               /* most memory a stage may take besides its cap
                                (peak-memory ties), HUGE_VAL = none */
+    int *rlo, *rhi;         /* k: hull of the starts each stage can have with
+                               every stage time in [A, T] (dp_reach) */
 } dp_ctx;
 
 static int dp_bad(double x)
@@ -212,17 +214,48 @@ static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
     return 1;
 }
 
+/* With a least stage time A > 0, the starts stage j can have when every
+ * stage takes time in [A, T] (memory aside) lie in [rlo[j], rhi[j]]: the
+ * smallest grows from the smallest, the largest from the largest, since
+ * a stage's time only shrinks as its start moves right.  0 when some
+ * stage has none: then no split fits. */
+static int dp_reach(dp_ctx *c, double T)
+{
+    int L = c->L, k = c->k, j, a = 0, b = 0, lo, hi, emax;
+
+    c->rlo[0] = c->rhi[0] = 0;
+    for (j = 0; j + 1 < k; j++) {
+        const double *pj = c->P + (size_t)j * c->n1;
+        emax = L - k + j + 1;
+        for (lo = a + 1; lo <= emax && pj[lo] - pj[a] < c->A; lo++)
+            ;
+        for (hi = b; hi + 1 <= emax && pj[hi + 1] - pj[b] <= T; hi++)
+            ;
+        if (lo > hi)
+            return 0;
+        c->rlo[j + 1] = a = lo;
+        c->rhi[j + 1] = b = hi;
+    }
+    return 1;
+}
+
 /* f(T): fills g, returns g[0][0] (HUGE_VAL when nothing fits).  Stage j
  * may start at i in [j, L - k + j] and end at i2 in [i + 1, L - k + j + 1];
  * the feasible ends form a window whose both sides only move right as i
- * grows, so a monotone deque gives each minimum in amortised O(1). */
+ * grows, so a monotone deque gives each minimum in amortised O(1).  With
+ * A > 0 only the starts of dp_reach are computed: the others cannot lie
+ * on a split that fits, and every value a fitting split reads comes from
+ * starts it reaches, so g[0][0] and dp_rebuild are unchanged. */
 static double dp_solve(dp_ctx *c, double T)
 {
-    int L = c->L, k = c->k, j, i, next, head, tail, imax, emax;
+    int L = c->L, k = c->k, j, i, next, head, tail, imax, emax, i0;
     size_t n1 = c->n1;
     double *gj, *gn, *val = c->val, v, capj = HUGE_VAL;
     const double *pj, *qj = NULL, *ej = NULL;
-    int *dq = c->dq;
+    int *dq = c->dq, reach = c->A > 0.0;
+
+    if (reach && !dp_reach(c, T))
+        return HUGE_VAL;
 
     gj = c->g + (size_t)(k - 1) * n1;
     pj = c->P + (size_t)(k - 1) * n1;
@@ -246,8 +279,13 @@ static double dp_solve(dp_ctx *c, double T)
         for (i = 0; i <= L; i++)
             gj[i] = HUGE_VAL;
         head = tail = 0;
-        next = j + 1;
-        for (i = j; i <= imax; i++) {
+        i0 = j;
+        if (reach) {
+            i0 = c->rlo[j] > j ? c->rlo[j] : j;
+            imax = c->rhi[j] < imax ? c->rhi[j] : imax;
+        }
+        next = i0 + 1;
+        for (i = i0; i <= imax; i++) {
             if (next <= i)
                 next = i + 1;
             /* same tests as dp_seg_ok, same sums as dp_rebuild */
@@ -334,6 +372,8 @@ static void dp_free(dp_ctx *c)
     free(c->dq);
     free(c->cur);
     free(c->bal);
+    free(c->rlo);
+    free(c->rhi);
 }
 
 static int dp_init(dp_ctx *c, const search_dp_input *in)
@@ -353,10 +393,13 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
     c->dq = malloc(n1 * sizeof *c->dq);
     c->cur = malloc((k + 1) * sizeof *c->cur);
     c->bal = malloc((k + 1) * sizeof *c->bal);
+    c->rlo = malloc(k * sizeof *c->rlo);
+    c->rhi = malloc(k * sizeof *c->rhi);
     if (in->mem != NULL && in->cap != NULL)
         c->Q = malloc(k * n1 * sizeof *c->Q);
     if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
-        c->cur == NULL || c->bal == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
+        c->cur == NULL || c->bal == NULL || c->rlo == NULL || c->rhi == NULL ||
+        (in->mem != NULL && in->cap != NULL && c->Q == NULL))
         return UTIL_ENOMEM;
     for (j = 0; j < k; j++) {
         s = 0.0;
