@@ -109,6 +109,7 @@ struct search_memo {
     long clock;
     memo_ov *ov;            /* open addressing, a power of 2 slots */
     size_t nov, capov;
+    search_scratch sa, sd;  /* arrays of the assignment, of its DP */
 };
 
 search_memo *search_memo_create(void)
@@ -148,6 +149,8 @@ void search_memo_destroy(search_memo *mo)
     for (i = 0; i < MEMO_PLACES; i++)
         memo_place_free(&mo->pl[i]);
     free(mo->ov);
+    free(mo->sa.p);
+    free(mo->sd.p);
     free(mo);
 }
 
@@ -392,18 +395,33 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     const cost_params *cp = &cpv;
     search_memo *own = NULL;
     const memo_place *pl = NULL;
+    search_scratch loc = {NULL, 0};
+    size_t zk = (size_t)k, zl = (size_t)L, nd, ni;
+    double *blk;
 
     search_strategy_params(cp0, prof, s, &cpv);
-    tt = calloc((size_t)k * (size_t)L, sizeof *tt);
-    e = calloc((size_t)k * ((size_t)L + 1), sizeof *e);
-    mem = calloc((size_t)k * (size_t)L, sizeof *mem);
-    cap = calloc((size_t)k, sizeof *cap);
-    gs = calloc((size_t)L + 1, sizeof *gs);
-    gb = calloc((size_t)k + 1, sizeof *gb);
-    lm = calloc((size_t)L, sizeof *lm);
-    ls = calloc((size_t)L, sizeof *ls);
-    if (!tt || !e || !mem || !cap || !gs || !gb || !lm || !ls)
+    if (shared && memo == NULL && (memo = own = search_memo_create()) == NULL)
         goto nomem;
+    /* every array in one zeroed block, reused across a search: tt, e,
+     * mem, cap, lm, ls, tg, eg, mg (G <= L), then gs and gb */
+    nd = zk * zl + zk * (zl + 1) + zk * zl + zk + 2 * zl + 3 * zk * zl + zk;
+    ni = zl + 1 + zk + 1;
+    blk = search_scratch_get(memo != NULL ? &memo->sa : &loc,
+                             nd * sizeof *blk + ni * sizeof *gs);
+    if (blk == NULL)
+        goto nomem;
+    memset(blk, 0, nd * sizeof *blk + ni * sizeof *gs);
+    tt = blk;
+    e = tt + zk * zl;
+    mem = e + zk * (zl + 1);
+    cap = mem + zk * zl;
+    lm = cap + zk;
+    ls = lm + zl;
+    tg = ls + zl;
+    eg = tg + zk * zl;
+    mg = eg + zk * (zl + 1);
+    gs = (int *)(blk + nd);
+    gb = gs + zl + 1;
     G = s->vpp > 1 ? chunk_groups(m, s->vpp, gs) : param_groups(m, gs);
     if (s->vpp > 1 && G < k) {
         rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
@@ -419,12 +437,8 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                             m->name, G, k);
         goto done;
     }
-    if (shared) {
-        if (memo == NULL && (memo = own = search_memo_create()) == NULL)
-            goto nomem;
-        if ((pl = memo_place_get(memo, c, cp, s)) == NULL)
-            goto nomem;
-    }
+    if (shared && (pl = memo_place_get(memo, c, cp, s)) == NULL)
+        goto nomem;
     /* model state and stored activations per sample of each layer, the
      * same on every stage */
     for (l = 0; l < L; l++) {
@@ -495,16 +509,6 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     }
     /* the DP runs on the G groups: sums of their layers' times and
      * memory, cuts only before a group (identical when G = L) */
-    {
-        size_t zk = (size_t)(k > 0 ? k : 1), zg = (size_t)(G > 0 ? G : 1);
-        tg = calloc(zk * zg, sizeof *tg);
-        eg = calloc(zk * (zg + 1), sizeof *eg);
-        mg = calloc(zk * zg, sizeof *mg);
-    }
-    if (!tg || !eg || !mg) {
-        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-        goto done;
-    }
     for (j = 0; j < k; j++)
         for (g = 0; g < G; g++) {
             for (l = gs[g]; l < gs[g + 1]; l++) {
@@ -520,7 +524,7 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     in.e = eg;
     in.mem = mg;
     in.cap = cap;
-    rc = search_dp_assign(&in, gb, &obj, err);
+    rc = search_dp_assign_scratch(&in, gb, &obj, memo != NULL ? &memo->sd : NULL, err);
     if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
         for (j = 0; j <= k; j++)
             s->bounds[j] = gs[gb[j]];
@@ -529,17 +533,7 @@ nomem:
     rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
 done:
     search_memo_destroy(own);
-    free(lm);
-    free(ls);
-    free(tt);
-    free(e);
-    free(mem);
-    free(cap);
-    free(tg);
-    free(eg);
-    free(mg);
-    free(gs);
-    free(gb);
+    free(loc.p);
     return rc;
 }
 

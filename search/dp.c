@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "internal.h"
 
 /* relative tolerance under which two objectives count as equal */
 #define DP_TIE 1e-12
@@ -37,6 +37,7 @@ typedef struct dp_ctx {
                                (peak-memory ties), HUGE_VAL = none */
     int *rlo, *rhi;         /* k: hull of the starts each stage can have with
                                every stage time in [A, T] (dp_reach) */
+    void *own;              /* the arrays' block when not a caller's scratch */
 } dp_ctx;
 
 static int dp_bad(double x)
@@ -239,6 +240,21 @@ static int dp_reach(dp_ctx *c, double T)
     return 1;
 }
 
+/* Row j of g to HUGE_VAL: with dp_reach's hull, only the entries that
+ * row j - 1 and dp_rebuild read (the ends of a stage j - 1 that starts
+ * in the hull and takes at most T). */
+static void dp_clear(dp_ctx *c, double *gj, int j, int reach)
+{
+    int i, lo = 0, hi = c->L;
+
+    if (reach) {
+        lo = j == 0 ? 0 : c->rlo[j - 1] + 1;
+        hi = j == 0 ? 0 : c->rhi[j];
+    }
+    for (i = lo; i <= hi; i++)
+        gj[i] = HUGE_VAL;
+}
+
 /* f(T): fills g, returns g[0][0] (HUGE_VAL when nothing fits).  Stage j
  * may start at i in [j, L - k + j] and end at i2 in [i + 1, L - k + j + 1];
  * the feasible ends form a window whose both sides only move right as i
@@ -259,8 +275,7 @@ static double dp_solve(dp_ctx *c, double T)
 
     gj = c->g + (size_t)(k - 1) * n1;
     pj = c->P + (size_t)(k - 1) * n1;
-    for (i = 0; i <= L; i++)
-        gj[i] = HUGE_VAL;
+    dp_clear(c, gj, k - 1, reach);
     for (i = L - 1; i >= k - 1 && dp_seg_ok(c, k - 1, i, L, T); i--)
         if (pj[L] - pj[i] >= c->A)
             gj[i] = pj[L] - pj[i];
@@ -276,8 +291,7 @@ static double dp_solve(dp_ctx *c, double T)
             ej = c->in->e + (size_t)j * n1;
         imax = L - k + j;
         emax = imax + 1;
-        for (i = 0; i <= L; i++)
-            gj[i] = HUGE_VAL;
+        dp_clear(c, gj, j, reach);
         head = tail = 0;
         i0 = j;
         if (reach) {
@@ -363,23 +377,30 @@ static double dp_cheap_lower(const search_dp_input *in)
     return fmax(mx, sum / (double)in->k);
 }
 
-static void dp_free(dp_ctx *c)
+void *search_scratch_get(search_scratch *b, size_t bytes)
 {
-    free(c->P);
-    free(c->Q);
-    free(c->g);
-    free(c->val);
-    free(c->dq);
-    free(c->cur);
-    free(c->bal);
-    free(c->rlo);
-    free(c->rhi);
+    if (bytes > b->cap) {
+        void *g = realloc(b->p, bytes);
+        if (g == NULL)
+            return NULL;
+        b->p = g;
+        b->cap = bytes;
+    }
+    return b->p;
 }
 
-static int dp_init(dp_ctx *c, const search_dp_input *in)
+static void dp_free(dp_ctx *c)
+{
+    free(c->own);
+}
+
+/* The context of in, its arrays in one block from buf (NULL: its own). */
+static int dp_init(dp_ctx *c, const search_dp_input *in, search_scratch *buf)
 {
     size_t j, l, L = (size_t)in->L, k = (size_t)in->k, n1 = L + 1;
-    double s, m;
+    size_t nd = (3 * k + 1) * n1, ni = n1 + 2 * (k + 1) + 2 * k;
+    double s, m, *d;
+    int *z;
 
     memset(c, 0, sizeof *c);
     c->in = in;
@@ -387,20 +408,23 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
     c->L = in->L;
     c->k = in->k;
     c->n1 = n1;
-    c->P = malloc(k * n1 * sizeof *c->P);
-    c->g = malloc(k * n1 * sizeof *c->g);
-    c->val = malloc(n1 * sizeof *c->val);
-    c->dq = malloc(n1 * sizeof *c->dq);
-    c->cur = malloc((k + 1) * sizeof *c->cur);
-    c->bal = malloc((k + 1) * sizeof *c->bal);
-    c->rlo = malloc(k * sizeof *c->rlo);
-    c->rhi = malloc(k * sizeof *c->rhi);
-    if (in->mem != NULL && in->cap != NULL)
-        c->Q = malloc(k * n1 * sizeof *c->Q);
-    if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
-        c->cur == NULL || c->bal == NULL || c->rlo == NULL || c->rhi == NULL ||
-        (in->mem != NULL && in->cap != NULL && c->Q == NULL))
+    if (nd > (SIZE_MAX - ni * sizeof(int)) / sizeof(double))
         return UTIL_ENOMEM;
+    d = buf != NULL ? search_scratch_get(buf, nd * sizeof *d + ni * sizeof *z)
+                    : (c->own = malloc(nd * sizeof *d + ni * sizeof *z));
+    if (d == NULL)
+        return UTIL_ENOMEM;
+    z = (int *)(d + nd);
+    c->P = d;
+    c->g = d + k * n1;
+    c->val = d + 3 * k * n1;
+    if (in->mem != NULL && in->cap != NULL)
+        c->Q = d + 2 * k * n1;
+    c->dq = z;
+    c->cur = z + n1;
+    c->bal = c->cur + k + 1;
+    c->rlo = c->bal + k + 1;
+    c->rhi = c->rlo + k;
     for (j = 0; j < k; j++) {
         s = 0.0;
         m = 0.0;
@@ -605,9 +629,8 @@ static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
     }
 }
 
-int search_dp_assign_stats(const search_dp_input *in, int *bounds,
-                           double *objective, search_dp_stats *stats,
-                           util_error *err)
+static int dp_assign(const search_dp_input *in, int *bounds, double *objective,
+                     search_dp_stats *stats, search_scratch *buf, util_error *err)
 {
     dp_ctx c;
     search_dp_stats st = {0, 0};
@@ -623,7 +646,7 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
     rc = dp_validate(in, err);
     if (rc != UTIL_OK)
         goto cleanup;
-    rc = dp_init(&c, in);
+    rc = dp_init(&c, in, buf);
     if (rc != UTIL_OK) {
         util_error_set(err, rc, NULL, NULL,
                        "no memory for %d stages of %d layers", in->k, in->L);
@@ -654,10 +677,24 @@ cleanup:
     return rc;
 }
 
+int search_dp_assign_stats(const search_dp_input *in, int *bounds,
+                           double *objective, search_dp_stats *stats,
+                           util_error *err)
+{
+    return dp_assign(in, bounds, objective, stats, NULL, err);
+}
+
 int search_dp_assign(const search_dp_input *in, int *bounds,
                      double *objective, util_error *err)
 {
-    return search_dp_assign_stats(in, bounds, objective, NULL, err);
+    return dp_assign(in, bounds, objective, NULL, NULL, err);
+}
+
+int search_dp_assign_scratch(const search_dp_input *in, int *bounds,
+                             double *objective, search_scratch *buf,
+                             util_error *err)
+{
+    return dp_assign(in, bounds, objective, NULL, buf, err);
 }
 
 /* Next k - 1 interior bounds in lexicographic order; 0 after the last. */

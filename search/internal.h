@@ -52,6 +52,19 @@ void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
  * cost_inflight (as cost_rank_stage_memory counts them). */
 double search_inflight(const cost_params *p, const fmt_strategy *s, int stage);
 
+/* A buffer reused from call to call, so that hot loops do not allocate:
+ * search_scratch_get returns at least bytes of it (contents undefined),
+ * NULL when out of memory.  Zero-initialise; free p when done. */
+typedef struct search_scratch {
+    void *p;
+    size_t cap;
+} search_scratch;
+void *search_scratch_get(search_scratch *b, size_t bytes);
+/* search_dp_assign with its working memory in buf (NULL: allocated). */
+int search_dp_assign_scratch(const search_dp_input *in, int *bounds,
+                             double *objective, search_scratch *buf,
+                             util_error *err);
+
 /* What the candidates of one search (one cluster, model, profile and
  * cost_params) share in their layer assignments: layer times by device
  * kind, degrees, micro-batch and features, and each placement's stage
