@@ -82,6 +82,7 @@ typedef struct memo_place {
     memo_kind *kinds;
     double *minmem;         /* pp: least device memory of each stage, bytes */
     double *cut_bw, *cut_lat; /* pp - 1 */
+    int mixed;              /* 1: a TP group mixes device types */
     long used;              /* last use, for eviction */
 } memo_place;
 
@@ -239,6 +240,42 @@ static double memo_overhead(search_memo *mo, const fmt_model *m,
     return v;
 }
 
+/* The kept structure of s's placement, NULL when none; *old gets the
+ * slot to evict. */
+static memo_place *memo_place_find(search_memo *mo, const fmt_strategy *s, int *old)
+{
+    size_t nr = (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
+    memo_place *p;
+    int i;
+
+    mo->clock++;
+    *old = 0;
+    for (i = 0; i < MEMO_PLACES; i++) {
+        p = &mo->pl[i];
+        if (p->ranks != NULL && p->tp == s->tp && p->dp == s->dp && p->pp == s->pp &&
+            memcmp(p->ranks, s->ranks, nr * sizeof *s->ranks) == 0) {
+            p->used = mo->clock;
+            return p;
+        }
+        if (p->used < mo->pl[*old].used)
+            *old = i;
+    }
+    return NULL;
+}
+
+int search_memo_placement(search_memo *mo, const fmt_strategy *s,
+                          const double **minmem, int *mixed)
+{
+    int old;
+    const memo_place *p = mo != NULL ? memo_place_find(mo, s, &old) : NULL;
+
+    if (p == NULL)
+        return 0;
+    *minmem = p->minmem;
+    *mixed = p->mixed;
+    return 1;
+}
+
 /* The stage structure of s's placement, built on first use; NULL when
  * out of memory. */
 static const memo_place *memo_place_get(search_memo *mo, const fmt_cluster *c,
@@ -247,19 +284,10 @@ static const memo_place *memo_place_get(search_memo *mo, const fmt_cluster *c,
 {
     size_t nr = (size_t)s->tp * (size_t)s->dp * (size_t)s->pp;
     memo_place *p;
-    int i, old = 0, j, d, t, n = 0, cap;
+    int old, j, d, t, n = 0, cap;
 
-    mo->clock++;
-    for (i = 0; i < MEMO_PLACES; i++) {
-        p = &mo->pl[i];
-        if (p->ranks != NULL && p->tp == s->tp && p->dp == s->dp && p->pp == s->pp &&
-            memcmp(p->ranks, s->ranks, nr * sizeof *s->ranks) == 0) {
-            p->used = mo->clock;
-            return p;
-        }
-        if (p->used < mo->pl[old].used)
-            old = i;
-    }
+    if ((p = memo_place_find(mo, s, &old)) != NULL)
+        return p;
     p = &mo->pl[old];
     memo_place_free(p);
     cap = 8;
@@ -306,6 +334,9 @@ static const memo_place *memo_place_get(search_memo *mo, const fmt_cluster *c,
         }
     }
     p->koff[s->pp] = n;
+    for (j = 0; j < s->pp && !p->mixed && s->tp > 1; j++)
+        for (d = 0; d < s->dp && !p->mixed; d++)
+            p->mixed = cost_tp_group_mixed(c, s, j, d);
     for (j = 0; j + 1 < s->pp; j++)
         cost_cut_link(c, cp, s, j, &p->cut_bw[j], &p->cut_lat[j]);
     memcpy(p->ranks, s->ranks, nr * sizeof *s->ranks);

@@ -78,6 +78,13 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                               const fmt_profile *prof, const cost_params *cp,
                               fmt_strategy *s, search_memo *memo, util_error *err);
 
+/* What memo keeps of s's placement (ranks and degrees), when it does
+ * (returns 1): *minmem (pp entries, valid until memo's next use) the
+ * least device memory of each stage, bytes; *mixed 1 when a TP group
+ * mixes device types (cost_tp_group_mixed).  0 when not kept. */
+int search_memo_placement(search_memo *mo, const fmt_strategy *s,
+                          const double **minmem, int *mixed);
+
 /* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
 int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp,
