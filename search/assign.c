@@ -415,9 +415,8 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                               fmt_strategy *s, search_memo *memo, util_error *err)
 {
     int L = m->nlayers, k = s->pp, j, l, d, t, g, G, q, rc = UTIL_OK;
-    double *tt = NULL, *e = NULL, *mem = NULL, *cap = NULL, obj;
-    double *tg = NULL, *eg = NULL, *mg = NULL, *lm = NULL, *ls = NULL;
-    int *gs = NULL, *gb = NULL;
+    double *tt, *e, *mem, *cap, *tg, *eg, *mg, *lm, *ls, obj, sum, msum;
+    int *gs, *gb;
     /* per-rank times differ only with uneven shards or slowdowns */
     int shared = s->slow == NULL &&
                  !(s->tp_heads != NULL && s->tp_cols != NULL && s->tp > 1);
@@ -433,22 +432,22 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     search_strategy_params(cp0, prof, s, &cpv);
     if (shared && memo == NULL && (memo = own = search_memo_create()) == NULL)
         goto nomem;
-    /* every array in one zeroed block, reused across a search: tt, e,
-     * mem, cap, lm, ls, tg, eg, mg (G <= L), then gs and gb */
-    nd = zk * zl + zk * (zl + 1) + zk * zl + zk + 2 * zl + 3 * zk * zl + zk;
+    /* one block reused across a search: one stage's layer times, cuts and
+     * memory (tt, e, mem), lm, ls, cap, then the DP's input on groups
+     * (tg, eg, mg; G <= L), then gs and gb */
+    nd = 5 * zl + 1 + zk + 3 * zk * zl + zk;
     ni = zl + 1 + zk + 1;
     blk = search_scratch_get(memo != NULL ? &memo->sa : &loc,
                              nd * sizeof *blk + ni * sizeof *gs);
     if (blk == NULL)
         goto nomem;
-    memset(blk, 0, nd * sizeof *blk + ni * sizeof *gs);
     tt = blk;
-    e = tt + zk * zl;
-    mem = e + zk * (zl + 1);
-    cap = mem + zk * zl;
-    lm = cap + zk;
+    e = tt + zl;
+    mem = e + zl + 1;
+    lm = mem + zl;
     ls = lm + zl;
-    tg = ls + zl;
+    cap = ls + zl;
+    tg = cap + zk;
     eg = tg + zk * zl;
     mg = eg + zk * (zl + 1);
     gs = (int *)(blk + nd);
@@ -480,8 +479,10 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
         double held = search_inflight(cp, s, j);
         /* memory: per-layer sums plus a bound of the rest */
-        double over = memo_overhead(own != NULL ? NULL : memo, m, cp, s->tp, s->mbs, j, s->pp,
-                                    inflight, s->gas);
+        double over = memo_overhead(own != NULL ? NULL : memo, m, cp, s->tp, s->mbs,
+                                    j, s->pp, inflight, s->gas);
+        /* layer times of the stage's slowest device */
+        memset(tt, 0, zl * sizeof *tt);
         if (shared) {
             double v = pl->minmem[j] - over;
             for (q = pl->koff[j]; q < pl->koff[j + 1]; q++) {
@@ -489,8 +490,8 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                 if (kt == NULL)
                     goto nomem;
                 for (l = 0; l < L; l++)
-                    if (kt[l] > tt[j * L + l])
-                        tt[j * L + l] = kt[l];
+                    if (kt[l] > tt[l])
+                        tt[l] = kt[l];
             }
             /* the least of mem_bytes - over over the stage's devices */
             cap[j] = v < INFINITY ? v : INFINITY;
@@ -508,8 +509,8 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                         cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw,
                                            lat, node->intra_bw * cp->intra_eff, &lt);
                         cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt);
-                        if (lt.fwd + lt.bwd > tt[j * L + l])
-                            tt[j * L + l] = lt.fwd + lt.bwd;
+                        if (lt.fwd + lt.bwd > tt[l])
+                            tt[l] = lt.fwd + lt.bwd;
                     }
                     if (dt->mem_bytes - over < cap[j])
                         cap[j] = dt->mem_bytes - over;
@@ -519,35 +520,40 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
         /* model state plus the activations of the micro-batches in
          * flight, interleaved or not (cost_rank_stage_memory's count) */
         for (l = 0; l < L; l++)
-            mem[j * L + l] = lm[l] + (double)s->mbs * held * ls[l];
+            mem[l] = lm[l] + (double)s->mbs * held * ls[l];
         if (cap[j] < 0.0)
             cap[j] = 0.0;
-    }
-    /* cut costs: activation forward and gradient backward between the
-     * stages, on the worst link any replica/TP rank uses there, with the
-     * concurrent cross-node flows sharing each NIC */
-    for (j = 0; j + 1 < k; j++) {
-        double bw, lat;
-        if (pl != NULL) {
-            bw = pl->cut_bw[j];
-            lat = pl->cut_lat[j];
-        } else {
-            cost_cut_link(c, cp, s, j, &bw, &lat);
-        }
-        for (l = 1; l <= L; l++)
-            e[j * (L + 1) + l] =
-                2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
-    }
-    /* the DP runs on the G groups: sums of their layers' times and
-     * memory, cuts only before a group (identical when G = L) */
-    for (j = 0; j < k; j++)
-        for (g = 0; g < G; g++) {
-            for (l = gs[g]; l < gs[g + 1]; l++) {
-                tg[j * G + g] += tt[j * L + l];
-                mg[j * G + g] += mem[j * L + l];
+        /* cut costs: activation forward and gradient backward to the next
+         * stage, on the worst link any replica/TP rank uses there, with
+         * the concurrent cross-node flows sharing each NIC (none after
+         * the last stage) */
+        memset(e, 0, (zl + 1) * sizeof *e);
+        if (j + 1 < k) {
+            double bw, lat;
+            if (pl != NULL) {
+                bw = pl->cut_bw[j];
+                lat = pl->cut_lat[j];
+            } else {
+                cost_cut_link(c, cp, s, j, &bw, &lat);
             }
-            eg[j * (G + 1) + g] = e[j * (L + 1) + gs[g]];
+            for (l = 1; l <= L; l++)
+                e[l] = 2.0 * (lat + (double)s->mbs * m->layers[l - 1].out_bytes / bw);
         }
+        /* the DP runs on the G groups: sums of their layers' times and
+         * memory, cuts only before a group (identical when G = L) */
+        for (g = 0; g < G; g++) {
+            sum = 0.0;
+            msum = 0.0;
+            for (l = gs[g]; l < gs[g + 1]; l++) {
+                sum += tt[l];
+                msum += mem[l];
+            }
+            tg[j * G + g] = sum;
+            mg[j * G + g] = msum;
+            eg[j * (G + 1) + g] = e[gs[g]];
+        }
+        eg[j * (G + 1) + G] = 0.0;
+    }
     in.L = G;
     in.k = k;
     in.gas = s->gas;

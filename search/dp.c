@@ -590,10 +590,65 @@ static int dp_peak_probe(dp_ctx *c, double B, double M, double bestv,
  * stage memory, then the lexicographically smallest.  A bisection on a
  * memory bound M, then a descending sweep over the peaks reached (each
  * strictly lower than the last) until none is left below. */
+/* Least peak stage memory over the splits whose stage times all lie in
+ * [c->A, B] and whose stages fit their caps, by the tests of dp_solve
+ * (min over ends of max(stage memory, rest)): a probe under a memory
+ * bound below it cannot succeed.  HUGE_VAL when no split qualifies; -1
+ * when unknown (A = 0, or windows so wide that the probes cost less).
+ * Uses g as scratch. */
+static double dp_least_peak(dp_ctx *c, double B)
+{
+    int L = c->L, k = c->k, j, i, i2, emax, lo, hi;
+    size_t n1 = c->n1;
+    long work = 0, budget = 4L * (long)k * (long)n1;
+    double *h, *hn, v, p, q;
+    const double *pj, *qj;
+
+    if (!(c->A > 0.0))
+        return -1.0;
+    if (!dp_reach(c, B))
+        return HUGE_VAL;
+    h = c->g + (size_t)(k - 1) * n1;
+    pj = c->P + (size_t)(k - 1) * n1;
+    qj = c->Q + (size_t)(k - 1) * n1;
+    for (i = c->rlo[k - 1]; i <= c->rhi[k - 1]; i++) {
+        p = pj[L] - pj[i];
+        q = qj[L] - qj[i];
+        h[i] = i < L && p <= B && !(p < c->A) && q <= c->in->cap[k - 1] ? q : HUGE_VAL;
+    }
+    for (j = k - 2; j >= 0; j--) {
+        h = c->g + (size_t)j * n1;
+        hn = h + n1;
+        pj = c->P + (size_t)j * n1;
+        qj = c->Q + (size_t)j * n1;
+        emax = L - k + j + 1;
+        lo = c->rlo[j];
+        hi = c->rhi[j] < emax - 1 ? c->rhi[j] : emax - 1;
+        for (i = lo; i <= c->rhi[j]; i++)
+            h[i] = HUGE_VAL;
+        for (i = lo; i <= hi; i++)
+            for (i2 = i + 1; i2 <= emax; i2++) {
+                if (++work > budget)
+                    return -1.0;
+                p = pj[i2] - pj[i];
+                q = qj[i2] - qj[i];
+                if (p > B || !(q <= c->in->cap[j]))
+                    break;
+                if (p < c->A)
+                    continue;
+                /* i2 starts stage j + 1 within its hull */
+                v = fmax(q, hn[i2]);
+                if (v < h[i])
+                    h[i] = v;
+            }
+    }
+    return c->g[0];
+}
+
 static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
 {
     const search_dp_input *in = c->in;
-    double B, A, lo = 0.0, hi, mid, sum0, tol;
+    double B, A, lo = 0.0, hi, mid, sum0, tol, least;
     int it, found = 0;
 
     if (c->Q == NULL)
@@ -603,17 +658,20 @@ static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
     c->A = A;
     sum0 = *bestv - (double)(in->gas - 1) * B;
     tol = DP_TIE * fmax(fabs(*bestv), fabs(sum0));
+    /* probes below the least peak any split reaches fail: skipped */
+    least = dp_least_peak(c, B);
     /* no qualifying split has peak <= lo; best reaches hi */
     for (it = 0; it < 40 && hi - lo > 1e-9 * hi; it++) {
         mid = lo + 0.5 * (hi - lo);
-        if (dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+        if (mid >= least && dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
             found = 1;
         else
             lo = mid;
     }
     for (it = 0; it < 64; it++) {
         mid = nextafter(hi, -HUGE_VAL);
-        if (!(mid > lo) || !dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+        if (!(mid > lo) || !(mid >= least) ||
+            !dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
             break;
         found = 1;
     }
