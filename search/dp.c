@@ -37,6 +37,7 @@ typedef struct dp_ctx {
                                (peak-memory ties), HUGE_VAL = none */
     int *rlo, *rhi;         /* k: hull of the starts each stage can have with
                                every stage time in [A, T] (dp_reach) */
+    int *blo;               /* k: least start from which the rest can end */
     void *own;              /* the arrays' block when not a caller's scratch */
 } dp_ctx;
 
@@ -215,15 +216,28 @@ static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
     return 1;
 }
 
-/* With a least stage time A > 0, the starts stage j can have when every
- * stage takes time in [A, T] (memory aside) lie in [rlo[j], rhi[j]]: the
- * smallest grows from the smallest, the largest from the largest, since
- * a stage's time only shrinks as its start moves right.  0 when some
- * stage has none: then no split fits. */
+/* The starts stage j can have when every stage takes time in [A, T]
+ * (memory aside) lie in [rlo[j], rhi[j]]: the smallest grows from the
+ * smallest, the largest from the largest, since a stage's time only
+ * shrinks as its start moves right; no start below blo[j] can end at L.
+ * 0 when some stage has none: then no split fits. */
 static int dp_reach(dp_ctx *c, double T)
 {
-    int L = c->L, k = c->k, j, a = 0, b = 0, lo, hi, emax;
+    int L = c->L, k = c->k, j, a = 0, b = 0, lo, hi, emax, i;
 
+    /* backwards, the least start from which stages j.. can end at L
+     * with every time at most T: stage j ends at or after blo[j + 1],
+     * and the least start for an end only grows with the end */
+    b = L;
+    for (j = k - 1; j >= 0; j--) {
+        const double *pj = c->P + (size_t)j * c->n1;
+        for (i = b; i - 1 >= j && pj[b] - pj[i - 1] <= T; i--)
+            ;
+        c->blo[j] = b = i;
+    }
+    if (c->blo[0] > 0)
+        return 0;
+    b = 0;
     c->rlo[0] = c->rhi[0] = 0;
     for (j = 0; j + 1 < k; j++) {
         const double *pj = c->P + (size_t)j * c->n1;
@@ -243,14 +257,10 @@ static int dp_reach(dp_ctx *c, double T)
 /* Row j of g to HUGE_VAL: with dp_reach's hull, only the entries that
  * row j - 1 and dp_rebuild read (the ends of a stage j - 1 that starts
  * in the hull and takes at most T). */
-static void dp_clear(dp_ctx *c, double *gj, int j, int reach)
+static void dp_clear(dp_ctx *c, double *gj, int j)
 {
-    int i, lo = 0, hi = c->L;
+    int i, lo = j == 0 ? 0 : c->rlo[j - 1] + 1, hi = j == 0 ? 0 : c->rhi[j];
 
-    if (reach) {
-        lo = j == 0 ? 0 : c->rlo[j - 1] + 1;
-        hi = j == 0 ? 0 : c->rhi[j];
-    }
     for (i = lo; i <= hi; i++)
         gj[i] = HUGE_VAL;
 }
@@ -258,24 +268,25 @@ static void dp_clear(dp_ctx *c, double *gj, int j, int reach)
 /* f(T): fills g, returns g[0][0] (HUGE_VAL when nothing fits).  Stage j
  * may start at i in [j, L - k + j] and end at i2 in [i + 1, L - k + j + 1];
  * the feasible ends form a window whose both sides only move right as i
- * grows, so a monotone deque gives each minimum in amortised O(1).  With
- * A > 0 only the starts of dp_reach are computed: the others cannot lie
- * on a split that fits, and every value a fitting split reads comes from
- * starts it reaches, so g[0][0] and dp_rebuild are unchanged. */
+ * grows, so a monotone deque gives each minimum in amortised O(1).  Only
+ * the starts of dp_reach are computed: the others cannot lie on a split
+ * that fits, every value a fitting split reads comes from starts it
+ * reaches, and starts below blo stay HUGE_VAL as they would, so g[0][0]
+ * and dp_rebuild are unchanged. */
 static double dp_solve(dp_ctx *c, double T)
 {
     int L = c->L, k = c->k, j, i, next, head, tail, imax, emax, i0;
     size_t n1 = c->n1;
     double *gj, *gn, *val = c->val, v, capj = HUGE_VAL;
     const double *pj, *qj = NULL, *ej = NULL;
-    int *dq = c->dq, reach = c->A > 0.0;
+    int *dq = c->dq;
 
-    if (reach && !dp_reach(c, T))
+    if (!dp_reach(c, T))
         return HUGE_VAL;
 
     gj = c->g + (size_t)(k - 1) * n1;
     pj = c->P + (size_t)(k - 1) * n1;
-    dp_clear(c, gj, k - 1, reach);
+    dp_clear(c, gj, k - 1);
     for (i = L - 1; i >= k - 1 && dp_seg_ok(c, k - 1, i, L, T); i--)
         if (pj[L] - pj[i] >= c->A)
             gj[i] = pj[L] - pj[i];
@@ -291,13 +302,12 @@ static double dp_solve(dp_ctx *c, double T)
             ej = c->in->e + (size_t)j * n1;
         imax = L - k + j;
         emax = imax + 1;
-        dp_clear(c, gj, j, reach);
+        dp_clear(c, gj, j);
         head = tail = 0;
-        i0 = j;
-        if (reach) {
-            i0 = c->rlo[j] > j ? c->rlo[j] : j;
-            imax = c->rhi[j] < imax ? c->rhi[j] : imax;
-        }
+        i0 = c->rlo[j] > j ? c->rlo[j] : j;
+        if (c->blo[j] > i0)
+            i0 = c->blo[j];
+        imax = c->rhi[j] < imax ? c->rhi[j] : imax;
         next = i0 + 1;
         for (i = i0; i <= imax; i++) {
             if (next <= i)
@@ -398,7 +408,7 @@ static void dp_free(dp_ctx *c)
 static int dp_init(dp_ctx *c, const search_dp_input *in, search_scratch *buf)
 {
     size_t j, l, L = (size_t)in->L, k = (size_t)in->k, n1 = L + 1;
-    size_t nd = (3 * k + 1) * n1, ni = n1 + 2 * (k + 1) + 2 * k;
+    size_t nd = (3 * k + 1) * n1, ni = n1 + 2 * (k + 1) + 3 * k;
     double s, m, *d;
     int *z;
 
@@ -425,6 +435,7 @@ static int dp_init(dp_ctx *c, const search_dp_input *in, search_scratch *buf)
     c->bal = c->cur + k + 1;
     c->rlo = c->bal + k + 1;
     c->rhi = c->rlo + k;
+    c->blo = c->rhi + k;
     for (j = 0; j < k; j++) {
         s = 0.0;
         m = 0.0;
