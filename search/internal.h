@@ -52,6 +52,12 @@ void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
  * cost_inflight (as cost_rank_stage_memory counts them). */
 double search_inflight(const cost_params *p, const fmt_strategy *s, int stage);
 
+/* relative tolerance under which two objectives of the layer-assignment
+ * DP count as equal */
+#define SEARCH_DP_TIE 1e-12
+/* UTIL_OK when in is a valid layer-assignment input (detail in err). */
+int search_dp_validate(const search_dp_input *in, util_error *err);
+
 /* A buffer reused from call to call, so that hot loops do not allocate:
  * search_scratch_get returns at least bytes of it (contents undefined),
  * NULL when out of memory.  Zero-initialise; free p when done. */
