@@ -99,8 +99,9 @@ typedef struct memo_ov {
     int used;
     double v;
 } memo_ov;
-/* overhead bounds kept before the table starts again */
-#define MEMO_OV_MAX ((size_t)1 << 20)
+/* overhead bounds kept before the table starts again (at most 2^17
+ * slots of 56 bytes) */
+#define MEMO_OV_MAX ((size_t)1 << 16)
 
 struct search_memo {
     memo_lt *lt;
