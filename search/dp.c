@@ -203,6 +203,12 @@ static double dp_cut(const dp_ctx *c, int j, int i)
     return c->in->e[(size_t)j * c->n1 + (size_t)i];
 }
 
+/* Memory stage j may take: its cap, at most M (neither is NaN). */
+static double dp_cap_of(const dp_ctx *c, int j)
+{
+    return c->in->cap[j] < c->M ? c->in->cap[j] : c->M;
+}
+
 /* Layers [a, b) fit on stage j under bottleneck T and memory. */
 static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
 {
@@ -211,7 +217,7 @@ static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
     if (c->P[o + (size_t)b] - c->P[o + (size_t)a] > T)
         return 0;
     if (c->Q != NULL &&
-        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > fmin(c->in->cap[j], c->M))
+        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > dp_cap_of(c, j))
         return 0;
     return 1;
 }
@@ -296,7 +302,7 @@ static double dp_solve(dp_ctx *c, double T)
         pj = c->P + (size_t)j * n1;
         if (c->Q != NULL) {
             qj = c->Q + (size_t)j * n1;
-            capj = fmin(c->in->cap[j], c->M);
+            capj = dp_cap_of(c, j);
         }
         if (c->in->e != NULL)
             ej = c->in->e + (size_t)j * n1;
