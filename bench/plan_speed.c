@@ -3,7 +3,9 @@
  * of the scale targets (thousands of GPUs, huge batches, a 530B model),
  * each printed with its target and whether it is met, and the process's
  * peak resident memory.  Prints one JSON object; --dp-only skips the
- * searches, --targets-only runs only the scale targets. */
+ * searches, --targets-only runs only the scale targets.  --record prints
+ * instead the plans of every example cluster x model and of the targets
+ * at full precision, to check that a faster search plans the same. */
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
@@ -188,6 +190,10 @@ static void bench_plan(const plan_case *pc, int first)
         fmt_cluster_free(&c);
 }
 
+/* 1 with --record: plans printed in full instead of timings */
+static int g_record;
+static void record_result(const char *name, int rc, const search_result *res);
+
 /* ---- scale targets --------------------------------------------------- */
 
 /* A generated cluster: `nodes` nodes of 8 GPUs, the first half of one
@@ -269,8 +275,10 @@ static void bench_target(const target_case *tc, int first)
              "\"layers\":%d,\"hidden\":%d,\"heads\":%d,\"seq\":%d,"
              "\"vocab\":51200}}", tc->global_batch, tc->blocks, tc->hidden,
              tc->heads, tc->seq);
-    printf("%s{\"target\":", first ? "" : ",");
-    put_json_string(tc->name);
+    if (!g_record) {
+        printf("%s{\"target\":", first ? "" : ",");
+        put_json_string(tc->name);
+    }
     rc = fmt_parse_cluster(cj, "bench-cluster.json", &c, &err);
     if (rc == UTIL_OK)
         rc = fmt_parse_model(mj, "bench-model.json", &m, &err);
@@ -283,6 +291,10 @@ static void bench_target(const target_case *tc, int first)
         rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);
         s = (now_ms() - t0) / 1e3;
         cs = cpu_s() - c0;
+    }
+    if (g_record) {
+        record_result(tc->name, rc, &res);
+        goto cleanup;
     }
     printf(",\"gpus\":%d,\"layers\":%d,\"global_batch\":%.0f",
            c.ndevices, m.nlayers, tc->global_batch);
@@ -305,9 +317,97 @@ static void bench_target(const target_case *tc, int first)
     }
     printf(",\"max_rss_mib\":%.1f}", max_rss_mib());
     fflush(stdout);
+cleanup:
     search_result_free(&res);
     fmt_model_free(&m);
     fmt_cluster_free(&c);
+}
+
+
+/* ---- plans at full precision (--record) ------------------------------ */
+
+/* Every kept candidate of res: degrees, features, placement, bounds,
+ * ranks, shards and the predicted time to 17 digits, so that two builds'
+ * plans can be compared with diff. */
+static void record_result(const char *name, int rc, const search_result *res)
+{
+    int i, j;
+
+    printf("%s rc %d", name, rc);
+    if (rc != UTIL_OK) {
+        putchar('\n');
+        return;
+    }
+    printf(" n %d batch %d\n", res->n, res->global_batch);
+    for (i = 0; i < res->n; i++) {
+        const fmt_strategy *s = &res->cands[i].s;
+        const cost_result *r = &res->cands[i].r;
+        int nr = s->tp * s->dp * s->pp;
+        printf("  %d tp %d dp %d pp %d mbs %d gas %d sched %d vpp %d sp %d rc %d "
+               "zero %d place %s iter %.17g fits %d\n   bounds", i, s->tp, s->dp,
+               s->pp, s->mbs, s->gas, s->schedule, s->vpp, s->sp, s->recompute,
+               s->zero, s->placement, r->iter_s, r->fits);
+        for (j = 0; j <= s->pp; j++)
+            printf(" %d", s->bounds[j]);
+        printf("\n   ranks");
+        for (j = 0; j < nr; j++)
+            printf(" %d", s->ranks[j]);
+        if (s->tp_heads != NULL) {
+            printf("\n   heads");
+            for (j = 0; j < nr; j++)
+                printf(" %d/%d", s->tp_heads[j], s->tp_cols ? s->tp_cols[j] : -1);
+        }
+        putchar('\n');
+    }
+}
+
+static const char *const rec_clusters[] = {"amp-homogeneous", "amp-het",
+                                           "mixed-generations", "h100-node4"};
+static const char *const rec_models[] = {
+    "gpt2-amp", "gpt2-345m", "gpt2-small", "gpt2-medium", "gpt2-xl",
+    "gpt3-xl", "gpt-neo-2.7b", "gpt-neox-20b", "opt-1.3b", "llama-7b",
+    "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b"};
+
+/* search_plan on every example cluster x model (the model's batch, else
+ * 32) and on the scale targets, printed by record_result. */
+static void record_all(void)
+{
+    char cpath[512], mpath[512], name[256];
+    size_t a, b;
+
+    for (a = 0; a < sizeof rec_clusters / sizeof rec_clusters[0]; a++)
+        for (b = 0; b < sizeof rec_models / sizeof rec_models[0]; b++) {
+            fmt_cluster c;
+            fmt_model m;
+            cost_params cp;
+            search_params sp;
+            search_result res;
+            util_error err;
+            int rc;
+
+            memset(&c, 0, sizeof c);
+            memset(&m, 0, sizeof m);
+            memset(&res, 0, sizeof res);
+            memset(&err, 0, sizeof err);
+            snprintf(cpath, sizeof cpath, "%s/examples/%s.json",
+                     HETPLAN_SOURCE_DIR, rec_clusters[a]);
+            snprintf(mpath, sizeof mpath, "%s/examples/%s.json",
+                     HETPLAN_SOURCE_DIR, rec_models[b]);
+            snprintf(name, sizeof name, "%s+%s", rec_clusters[a], rec_models[b]);
+            rc = fmt_load_cluster(cpath, &c, &err);
+            if (rc == UTIL_OK)
+                rc = fmt_load_model(mpath, &m, &err);
+            if (rc == UTIL_OK) {
+                cost_params_init(&cp);
+                search_params_init(&sp);
+                sp.global_batch = m.global_batch > 0 ? m.global_batch : 32;
+                rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);
+            }
+            record_result(name, rc, &res);
+            search_result_free(&res);
+            fmt_model_free(&m);
+            fmt_cluster_free(&c);
+        }
 }
 
 int main(int argc, char **argv)
@@ -320,17 +420,27 @@ int main(int argc, char **argv)
     for (a = 1; a < argc; a++) {
         if (strcmp(argv[a], "--dp-only") == 0) {
             dp_only = 1;
+        } else if (strcmp(argv[a], "--record") == 0) {
+            g_record = 1;
         } else if (strcmp(argv[a], "--targets-only") == 0) {
             targets_only = 1;
         } else if (strcmp(argv[a], "--target") == 0 && a + 1 < argc) {
             targets_only = 1;
             only = atoi(argv[++a]);
         } else {
-            fprintf(stderr, "usage: plan-speed [--dp-only | --targets-only | --target I]\n");
+            fprintf(stderr, "usage: plan-speed [--dp-only | --targets-only | --target I | --record]\n");
             return EXIT_FAILURE;
         }
     }
     util_pcg32_seed(&rng, 1u, 1u);
+    if (g_record) { /* plans, not timings */
+        if (only < 0)
+            record_all();
+        for (i = 0; i < sizeof target_cases / sizeof target_cases[0]; i++)
+            if (only < 0 || (size_t)only == i)
+                bench_target(&target_cases[i], 0);
+        return EXIT_SUCCESS;
+    }
     printf("{");
     if (!targets_only) {
         printf("\"dp\":[");

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "search.h"
+#include "internal.h"
 
 /* relative tolerance under which two objectives count as equal */
-#define DP_TIE 1e-12
+#define DP_TIE SEARCH_DP_TIE
 /* relative slack of the pruning bounds (covers rounding of sums) */
 #define DP_SLACK 1e-10
 /* the bisection on the bottleneck stops at this relative width */
@@ -35,6 +35,10 @@ typedef struct dp_ctx {
     double A;               /* least stage time allowed (balancing), 0 = none */
     double M;               /* most memory a stage may take besides its cap
                                (peak-memory ties), HUGE_VAL = none */
+    int *rlo, *rhi;         /* k: hull of the starts each stage can have with
+                               every stage time in [A, T] (dp_reach) */
+    int *blo;               /* k: least start from which the rest can end */
+    void *own;              /* the arrays' block when not a caller's scratch */
 } dp_ctx;
 
 static int dp_bad(double x)
@@ -42,7 +46,7 @@ static int dp_bad(double x)
     return !(x >= 0.0) || isinf(x);
 }
 
-static int dp_validate(const search_dp_input *in, util_error *err)
+int search_dp_validate(const search_dp_input *in, util_error *err)
 {
     size_t L, k, j, l;
 
@@ -199,6 +203,12 @@ static double dp_cut(const dp_ctx *c, int j, int i)
     return c->in->e[(size_t)j * c->n1 + (size_t)i];
 }
 
+/* Memory stage j may take: its cap, at most M (neither is NaN). */
+static double dp_cap_of(const dp_ctx *c, int j)
+{
+    return c->in->cap[j] < c->M ? c->in->cap[j] : c->M;
+}
+
 /* Layers [a, b) fit on stage j under bottleneck T and memory. */
 static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
 {
@@ -207,27 +217,82 @@ static int dp_seg_ok(const dp_ctx *c, int j, int a, int b, double T)
     if (c->P[o + (size_t)b] - c->P[o + (size_t)a] > T)
         return 0;
     if (c->Q != NULL &&
-        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > fmin(c->in->cap[j], c->M))
+        c->Q[o + (size_t)b] - c->Q[o + (size_t)a] > dp_cap_of(c, j))
         return 0;
     return 1;
+}
+
+/* The starts stage j can have when every stage takes time in [A, T]
+ * (memory aside) lie in [rlo[j], rhi[j]]: the smallest grows from the
+ * smallest, the largest from the largest, since a stage's time only
+ * shrinks as its start moves right; no start below blo[j] can end at L.
+ * 0 when some stage has none: then no split fits. */
+static int dp_reach(dp_ctx *c, double T)
+{
+    int L = c->L, k = c->k, j, a = 0, b = 0, lo, hi, emax, i;
+
+    /* backwards, the least start from which stages j.. can end at L
+     * with every time at most T: stage j ends at or after blo[j + 1],
+     * and the least start for an end only grows with the end */
+    b = L;
+    for (j = k - 1; j >= 0; j--) {
+        const double *pj = c->P + (size_t)j * c->n1;
+        for (i = b; i - 1 >= j && pj[b] - pj[i - 1] <= T; i--)
+            ;
+        c->blo[j] = b = i;
+    }
+    if (c->blo[0] > 0)
+        return 0;
+    b = 0;
+    c->rlo[0] = c->rhi[0] = 0;
+    for (j = 0; j + 1 < k; j++) {
+        const double *pj = c->P + (size_t)j * c->n1;
+        emax = L - k + j + 1;
+        for (lo = a + 1; lo <= emax && pj[lo] - pj[a] < c->A; lo++)
+            ;
+        for (hi = b; hi + 1 <= emax && pj[hi + 1] - pj[b] <= T; hi++)
+            ;
+        if (lo > hi)
+            return 0;
+        c->rlo[j + 1] = a = lo;
+        c->rhi[j + 1] = b = hi;
+    }
+    return 1;
+}
+
+/* Row j of g to HUGE_VAL: with dp_reach's hull, only the entries that
+ * row j - 1 and dp_rebuild read (the ends of a stage j - 1 that starts
+ * in the hull and takes at most T). */
+static void dp_clear(dp_ctx *c, double *gj, int j)
+{
+    int i, lo = j == 0 ? 0 : c->rlo[j - 1] + 1, hi = j == 0 ? 0 : c->rhi[j];
+
+    for (i = lo; i <= hi; i++)
+        gj[i] = HUGE_VAL;
 }
 
 /* f(T): fills g, returns g[0][0] (HUGE_VAL when nothing fits).  Stage j
  * may start at i in [j, L - k + j] and end at i2 in [i + 1, L - k + j + 1];
  * the feasible ends form a window whose both sides only move right as i
- * grows, so a monotone deque gives each minimum in amortised O(1). */
+ * grows, so a monotone deque gives each minimum in amortised O(1).  Only
+ * the starts of dp_reach are computed: the others cannot lie on a split
+ * that fits, every value a fitting split reads comes from starts it
+ * reaches, and starts below blo stay HUGE_VAL as they would, so g[0][0]
+ * and dp_rebuild are unchanged. */
 static double dp_solve(dp_ctx *c, double T)
 {
-    int L = c->L, k = c->k, j, i, next, head, tail, imax, emax;
+    int L = c->L, k = c->k, j, i, next, head, tail, imax, emax, i0;
     size_t n1 = c->n1;
     double *gj, *gn, *val = c->val, v, capj = HUGE_VAL;
     const double *pj, *qj = NULL, *ej = NULL;
     int *dq = c->dq;
 
+    if (!dp_reach(c, T))
+        return HUGE_VAL;
+
     gj = c->g + (size_t)(k - 1) * n1;
     pj = c->P + (size_t)(k - 1) * n1;
-    for (i = 0; i <= L; i++)
-        gj[i] = HUGE_VAL;
+    dp_clear(c, gj, k - 1);
     for (i = L - 1; i >= k - 1 && dp_seg_ok(c, k - 1, i, L, T); i--)
         if (pj[L] - pj[i] >= c->A)
             gj[i] = pj[L] - pj[i];
@@ -237,17 +302,20 @@ static double dp_solve(dp_ctx *c, double T)
         pj = c->P + (size_t)j * n1;
         if (c->Q != NULL) {
             qj = c->Q + (size_t)j * n1;
-            capj = fmin(c->in->cap[j], c->M);
+            capj = dp_cap_of(c, j);
         }
         if (c->in->e != NULL)
             ej = c->in->e + (size_t)j * n1;
         imax = L - k + j;
         emax = imax + 1;
-        for (i = 0; i <= L; i++)
-            gj[i] = HUGE_VAL;
+        dp_clear(c, gj, j);
         head = tail = 0;
-        next = j + 1;
-        for (i = j; i <= imax; i++) {
+        i0 = c->rlo[j] > j ? c->rlo[j] : j;
+        if (c->blo[j] > i0)
+            i0 = c->blo[j];
+        imax = c->rhi[j] < imax ? c->rhi[j] : imax;
+        next = i0 + 1;
+        for (i = i0; i <= imax; i++) {
             if (next <= i)
                 next = i + 1;
             /* same tests as dp_seg_ok, same sums as dp_rebuild */
@@ -325,21 +393,30 @@ static double dp_cheap_lower(const search_dp_input *in)
     return fmax(mx, sum / (double)in->k);
 }
 
-static void dp_free(dp_ctx *c)
+void *search_scratch_get(search_scratch *b, size_t bytes)
 {
-    free(c->P);
-    free(c->Q);
-    free(c->g);
-    free(c->val);
-    free(c->dq);
-    free(c->cur);
-    free(c->bal);
+    if (bytes > b->cap) {
+        void *g = realloc(b->p, bytes);
+        if (g == NULL)
+            return NULL;
+        b->p = g;
+        b->cap = bytes;
+    }
+    return b->p;
 }
 
-static int dp_init(dp_ctx *c, const search_dp_input *in)
+static void dp_free(dp_ctx *c)
+{
+    free(c->own);
+}
+
+/* The context of in, its arrays in one block from buf (NULL: its own). */
+static int dp_init(dp_ctx *c, const search_dp_input *in, search_scratch *buf)
 {
     size_t j, l, L = (size_t)in->L, k = (size_t)in->k, n1 = L + 1;
-    double s, m;
+    size_t nd = (3 * k + 1) * n1, ni = n1 + 2 * (k + 1) + 3 * k;
+    double s, m, *d;
+    int *z;
 
     memset(c, 0, sizeof *c);
     c->in = in;
@@ -347,17 +424,24 @@ static int dp_init(dp_ctx *c, const search_dp_input *in)
     c->L = in->L;
     c->k = in->k;
     c->n1 = n1;
-    c->P = malloc(k * n1 * sizeof *c->P);
-    c->g = malloc(k * n1 * sizeof *c->g);
-    c->val = malloc(n1 * sizeof *c->val);
-    c->dq = malloc(n1 * sizeof *c->dq);
-    c->cur = malloc((k + 1) * sizeof *c->cur);
-    c->bal = malloc((k + 1) * sizeof *c->bal);
-    if (in->mem != NULL && in->cap != NULL)
-        c->Q = malloc(k * n1 * sizeof *c->Q);
-    if (c->P == NULL || c->g == NULL || c->val == NULL || c->dq == NULL ||
-        c->cur == NULL || c->bal == NULL || (in->mem != NULL && in->cap != NULL && c->Q == NULL))
+    if (nd > (SIZE_MAX - ni * sizeof(int)) / sizeof(double))
         return UTIL_ENOMEM;
+    d = buf != NULL ? search_scratch_get(buf, nd * sizeof *d + ni * sizeof *z)
+                    : (c->own = malloc(nd * sizeof *d + ni * sizeof *z));
+    if (d == NULL)
+        return UTIL_ENOMEM;
+    z = (int *)(d + nd);
+    c->P = d;
+    c->g = d + k * n1;
+    c->val = d + 3 * k * n1;
+    if (in->mem != NULL && in->cap != NULL)
+        c->Q = d + 2 * k * n1;
+    c->dq = z;
+    c->cur = z + n1;
+    c->bal = c->cur + k + 1;
+    c->rlo = c->bal + k + 1;
+    c->rhi = c->rlo + k;
+    c->blo = c->rhi + k;
     for (j = 0; j < k; j++) {
         s = 0.0;
         m = 0.0;
@@ -523,10 +607,65 @@ static int dp_peak_probe(dp_ctx *c, double B, double M, double bestv,
  * stage memory, then the lexicographically smallest.  A bisection on a
  * memory bound M, then a descending sweep over the peaks reached (each
  * strictly lower than the last) until none is left below. */
+/* Least peak stage memory over the splits whose stage times all lie in
+ * [c->A, B] and whose stages fit their caps, by the tests of dp_solve
+ * (min over ends of max(stage memory, rest)): a probe under a memory
+ * bound below it cannot succeed.  HUGE_VAL when no split qualifies; -1
+ * when unknown (A = 0, or windows so wide that the probes cost less).
+ * Uses g as scratch. */
+static double dp_least_peak(dp_ctx *c, double B)
+{
+    int L = c->L, k = c->k, j, i, i2, emax, lo, hi;
+    size_t n1 = c->n1;
+    long work = 0, budget = 4L * (long)k * (long)n1;
+    double *h, *hn, v, p, q;
+    const double *pj, *qj;
+
+    if (!(c->A > 0.0))
+        return -1.0;
+    if (!dp_reach(c, B))
+        return HUGE_VAL;
+    h = c->g + (size_t)(k - 1) * n1;
+    pj = c->P + (size_t)(k - 1) * n1;
+    qj = c->Q + (size_t)(k - 1) * n1;
+    for (i = c->rlo[k - 1]; i <= c->rhi[k - 1]; i++) {
+        p = pj[L] - pj[i];
+        q = qj[L] - qj[i];
+        h[i] = i < L && p <= B && !(p < c->A) && q <= c->in->cap[k - 1] ? q : HUGE_VAL;
+    }
+    for (j = k - 2; j >= 0; j--) {
+        h = c->g + (size_t)j * n1;
+        hn = h + n1;
+        pj = c->P + (size_t)j * n1;
+        qj = c->Q + (size_t)j * n1;
+        emax = L - k + j + 1;
+        lo = c->rlo[j];
+        hi = c->rhi[j] < emax - 1 ? c->rhi[j] : emax - 1;
+        for (i = lo; i <= c->rhi[j]; i++)
+            h[i] = HUGE_VAL;
+        for (i = lo; i <= hi; i++)
+            for (i2 = i + 1; i2 <= emax; i2++) {
+                if (++work > budget)
+                    return -1.0;
+                p = pj[i2] - pj[i];
+                q = qj[i2] - qj[i];
+                if (p > B || !(q <= c->in->cap[j]))
+                    break;
+                if (p < c->A)
+                    continue;
+                /* i2 starts stage j + 1 within its hull */
+                v = fmax(q, hn[i2]);
+                if (v < h[i])
+                    h[i] = v;
+            }
+    }
+    return c->g[0];
+}
+
 static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
 {
     const search_dp_input *in = c->in;
-    double B, A, lo = 0.0, hi, mid, sum0, tol;
+    double B, A, lo = 0.0, hi, mid, sum0, tol, least;
     int it, found = 0;
 
     if (c->Q == NULL)
@@ -536,17 +675,20 @@ static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
     c->A = A;
     sum0 = *bestv - (double)(in->gas - 1) * B;
     tol = DP_TIE * fmax(fabs(*bestv), fabs(sum0));
+    /* probes below the least peak any split reaches fail: skipped */
+    least = dp_least_peak(c, B);
     /* no qualifying split has peak <= lo; best reaches hi */
     for (it = 0; it < 40 && hi - lo > 1e-9 * hi; it++) {
         mid = lo + 0.5 * (hi - lo);
-        if (dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+        if (mid >= least && dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
             found = 1;
         else
             lo = mid;
     }
     for (it = 0; it < 64; it++) {
         mid = nextafter(hi, -HUGE_VAL);
-        if (!(mid > lo) || !dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
+        if (!(mid > lo) || !(mid >= least) ||
+            !dp_peak_probe(c, B, mid, *bestv, sum0, tol, &hi, st))
             break;
         found = 1;
     }
@@ -562,9 +704,8 @@ static void dp_lowpeak(dp_ctx *c, int *best, double *bestv, search_dp_stats *st)
     }
 }
 
-int search_dp_assign_stats(const search_dp_input *in, int *bounds,
-                           double *objective, search_dp_stats *stats,
-                           util_error *err)
+static int dp_assign(const search_dp_input *in, int *bounds, double *objective,
+                     search_dp_stats *stats, search_scratch *buf, util_error *err)
 {
     dp_ctx c;
     search_dp_stats st = {0, 0};
@@ -577,10 +718,10 @@ int search_dp_assign_stats(const search_dp_input *in, int *bounds,
                             "missing bounds or objective output");
         goto cleanup;
     }
-    rc = dp_validate(in, err);
+    rc = search_dp_validate(in, err);
     if (rc != UTIL_OK)
         goto cleanup;
-    rc = dp_init(&c, in);
+    rc = dp_init(&c, in, buf);
     if (rc != UTIL_OK) {
         util_error_set(err, rc, NULL, NULL,
                        "no memory for %d stages of %d layers", in->k, in->L);
@@ -611,134 +752,22 @@ cleanup:
     return rc;
 }
 
+int search_dp_assign_stats(const search_dp_input *in, int *bounds,
+                           double *objective, search_dp_stats *stats,
+                           util_error *err)
+{
+    return dp_assign(in, bounds, objective, stats, NULL, err);
+}
+
 int search_dp_assign(const search_dp_input *in, int *bounds,
                      double *objective, util_error *err)
 {
-    return search_dp_assign_stats(in, bounds, objective, NULL, err);
+    return dp_assign(in, bounds, objective, NULL, NULL, err);
 }
 
-/* Next k - 1 interior bounds in lexicographic order; 0 after the last. */
-static int dp_next_composition(int *b, int k, int L)
+int search_dp_assign_scratch(const search_dp_input *in, int *bounds,
+                             double *objective, search_scratch *buf,
+                             util_error *err)
 {
-    int j = k - 1, i;
-
-    while (j >= 1 && b[j] == L - (k - j))
-        j--;
-    if (j < 1)
-        return 0;
-    b[j]++;
-    for (i = j + 1; i < k; i++)
-        b[i] = b[i - 1] + 1;
-    return 1;
-}
-
-/* Largest and smallest stage time, sum of times and cuts, and largest
- * stage memory (0 without memory) of b. */
-static void bf_stats(const search_dp_input *in, const int *b, double *mx,
-                     double *mn, double *sum, double *peak)
-{
-    size_t L = (size_t)in->L, j, l;
-
-    *mx = 0.0;
-    *mn = HUGE_VAL;
-    *sum = 0.0;
-    *peak = 0.0;
-    for (j = 0; j < (size_t)in->k; j++) {
-        double t = 0.0, q = 0.0;
-        for (l = (size_t)b[j]; l < (size_t)b[j + 1]; l++) {
-            t += in->t[j * L + l];
-            if (in->mem != NULL && in->cap != NULL)
-                q += in->mem[j * L + l];
-        }
-        *peak = fmax(*peak, q);
-        *mx = fmax(*mx, t);
-        *mn = fmin(*mn, t);
-        *sum += t;
-        if (in->e != NULL && j + 1 < (size_t)in->k)
-            *sum += in->e[j * (L + 1) + (size_t)b[j + 1]];
-    }
-}
-
-/* First composition of k stages. */
-static void bf_first(int *b, int k, int L)
-{
-    int j;
-
-    for (j = 0; j <= k; j++)
-        b[j] = j < k ? j : L;
-}
-
-int search_dp_bruteforce(const search_dp_input *in, int *bounds,
-                         double *objective, util_error *err)
-{
-    int *b = NULL, rc, have = 0, more, pass;
-    double v, bestv = HUGE_VAL, B0 = -1.0, amax = -HUGE_VAL, smin = HUGE_VAL;
-    double mx, mn, sum, peak, pmin = HUGE_VAL, tol;
-
-    if (bounds == NULL || objective == NULL) {
-        rc = util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                            "missing bounds or objective output");
-        goto cleanup;
-    }
-    rc = dp_validate(in, err);
-    if (rc != UTIL_OK)
-        goto cleanup;
-    b = malloc(((size_t)in->k + 1) * sizeof *b);
-    if (b == NULL) {
-        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL,
-                            "no memory for %d stages", in->k);
-        goto cleanup;
-    }
-    /* pass 0: least objective; pass 1: bottleneck B0 of the first split
-     * within tolerance; pass 2: among those within tolerance and B0 the
-     * largest smallest stage; pass 3: least sum among those; pass 4:
-     * least peak stage memory among those (k > 1); pass 5: the first of
-     * them (search_dp_assign's balanced ties) */
-    for (pass = 0; pass <= 5; pass++) {
-        bf_first(b, in->k, in->L);
-        tol = DP_TIE * fabs(bestv);
-        do {
-            if (search_dp_fits(in, b)) {
-                v = search_dp_objective(in, b);
-                have = 1;
-                bf_stats(in, b, &mx, &mn, &sum, &peak);
-                if (pass == 0 && v < bestv) {
-                    bestv = v;
-                } else if (pass > 0 && v <= bestv + tol) {
-                    if (pass == 1) {
-                        B0 = mx;
-                        break;
-                    }
-                    if (mx > B0)
-                        ;
-                    else if (pass == 2)
-                        amax = fmax(amax, in->k > 1 ? mn : 0.0);
-                    else if (in->k > 1 && mn < amax)
-                        ;
-                    else if (pass == 3)
-                        smin = fmin(smin, sum);
-                    else if (!(sum <= smin + DP_TIE * fabs(smin)))
-                        ;
-                    else if (pass == 4)
-                        pmin = fmin(pmin, in->k > 1 ? peak : 0.0);
-                    else if (in->k == 1 || peak <= pmin) {
-                        memcpy(bounds, b, ((size_t)in->k + 1) * sizeof *b);
-                        *objective = v;
-                        break;
-                    }
-                }
-            }
-            more = dp_next_composition(b, in->k, in->L);
-        } while (more);
-        if (!have) {
-            rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                                "no split of %d layers into %d stages fits "
-                                "memory", in->L, in->k);
-            goto cleanup;
-        }
-    }
-    rc = UTIL_OK;
-cleanup:
-    free(b);
-    return rc;
+    return dp_assign(in, bounds, objective, NULL, buf, err);
 }

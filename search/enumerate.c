@@ -104,6 +104,7 @@ typedef struct enum_state {
     long used[SEARCH_PLACE_NPLACEMENTS][ENUM_PLACED]; /* last use, for eviction */
     long clock;
     int lb_bad;             /* a scored time fell below its lower bound */
+    search_memo *memo;      /* shared by the layer assignments */
 } enum_state;
 
 static void enum_state_free(enum_state *st)
@@ -111,6 +112,7 @@ static void enum_state_free(enum_state *st)
     int i;
 
     free(st->seqs);
+    search_memo_destroy(st->memo);
     for (i = 0; i < SEARCH_PLACE_NPLACEMENTS * ENUM_PLACED; i++)
         fmt_strategy_free(&st->placed[i / ENUM_PLACED][i % ENUM_PLACED]);
 }
@@ -221,22 +223,28 @@ static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
  * (the cost model's, as cost_evaluate computes it) exceeds the smallest
  * device of that stage.  1 with uneven shards (not checked here). */
 static int memory_fits(const fmt_cluster *c, const fmt_model *m,
-                       const cost_params *cp, const fmt_strategy *s)
+                       const cost_params *cp, const fmt_strategy *s,
+                       search_memo *memo)
 {
     cost_params ps;
-    int j, i, g = s->tp * s->dp;
+    int j, i, g = s->tp * s->dp, mixed;
+    const double *minmem = NULL;
 
     if (s->tp_heads != NULL)
         return 1;
+    if (!search_memo_placement(memo, s, &minmem, &mixed))
+        minmem = NULL;
     search_strategy_params(cp, NULL, s, &ps);
     for (j = 0; j < s->pp; j++) {
         cost_memory mem;
         double cap = INFINITY, need;
-        for (i = 0; i < g; i++) {
+        for (i = 0; i < g && minmem == NULL; i++) {
             double b = fmt_device(c, s->ranks[j * g + i])->mem_bytes;
             if (b < cap)
                 cap = b;
         }
+        if (minmem != NULL) /* the same least, kept with the placement */
+            cap = minmem[j];
         cost_rank_stage_memory(m, &ps, s, j * g, &mem);
         cost_runtime_apply(c, &ps, s, j * g, &mem);
         need = cost_rank_memory(m, &ps, s, j * g, mem.total);
@@ -332,8 +340,14 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
                 /* a split the target launcher cannot write: its best one */
                 arc = search_assign_layers_for(c, m, prof, cp, &sp->launcher, &s, err);
         } else {
-            arc = search_assign_layers_for(c, m, prof, cp, &sp->launcher, &s, err);
-            if (arc == UTIL_OK && sp->uneven_tp && tp > 1) {
+            const double *mm;
+            int mixed = 1;
+            arc = search_assign_layers_memo(c, m, prof, cp, &sp->launcher, &s, est->memo,
+                                            err);
+            /* shards are planned only where a TP group mixes types */
+            if (!search_memo_placement(est->memo, &s, &mm, &mixed))
+                mixed = 1;
+            if (arc == UTIL_OK && sp->uneven_tp && tp > 1 && mixed) {
                 search_shard_params shp;
                 search_shard_params_init(&shp);
                 shp.granule = sp->tp_granule > 0 ? sp->tp_granule : shp.granule;
@@ -354,7 +368,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             goto done;
         }
         if (arc == UTIL_OK && res->n > 0 && !sp->keep_infeasible &&
-            !memory_fits(c, m, cp, &s)) {
+            !memory_fits(c, m, cp, &s, est->memo)) {
             res->rejected_memory++;
             fmt_strategy_free(&s);
             continue;
@@ -596,7 +610,8 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     out->global_batch = gbs;
     out->cands = calloc((size_t)sp->top_k + 1, sizeof *out->cands);
     est.seqs = calloc((size_t)sp->top_k + 1, sizeof *est.seqs);
-    if (out->cands == NULL || est.seqs == NULL) {
+    est.memo = search_memo_create();
+    if (out->cands == NULL || est.seqs == NULL || est.memo == NULL) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }

@@ -52,6 +52,46 @@ void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
  * cost_inflight (as cost_rank_stage_memory counts them). */
 double search_inflight(const cost_params *p, const fmt_strategy *s, int stage);
 
+/* relative tolerance under which two objectives of the layer-assignment
+ * DP count as equal */
+#define SEARCH_DP_TIE 1e-12
+/* UTIL_OK when in is a valid layer-assignment input (detail in err). */
+int search_dp_validate(const search_dp_input *in, util_error *err);
+
+/* A buffer reused from call to call, so that hot loops do not allocate:
+ * search_scratch_get returns at least bytes of it (contents undefined),
+ * NULL when out of memory.  Zero-initialise; free p when done. */
+typedef struct search_scratch {
+    void *p;
+    size_t cap;
+} search_scratch;
+void *search_scratch_get(search_scratch *b, size_t bytes);
+/* search_dp_assign with its working memory in buf (NULL: allocated). */
+int search_dp_assign_scratch(const search_dp_input *in, int *bounds,
+                             double *objective, search_scratch *buf,
+                             util_error *err);
+
+/* What the candidates of one search (one cluster, model, profile and
+ * cost_params) share in their layer assignments: layer times by device
+ * kind, degrees, micro-batch and features, and each placement's stage
+ * kinds and links.  Opaque; NULL when out of memory. */
+typedef struct search_memo search_memo;
+search_memo *search_memo_create(void);
+void search_memo_destroy(search_memo *mo);
+/* search_assign_layers_for reusing memo (NULL: none), which must only ever
+ * see the same c, m, prof and cp (the strategies vary); lc may be NULL. */
+int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
+                              const fmt_profile *prof, const cost_params *cp,
+                              const search_launcher *lc, fmt_strategy *s,
+                              search_memo *memo, util_error *err);
+
+/* What memo keeps of s's placement (ranks and degrees), when it does
+ * (returns 1): *minmem (pp entries, valid until memo's next use) the
+ * least device memory of each stage, bytes; *mixed 1 when a TP group
+ * mixes device types (cost_tp_group_mixed).  0 when not kept. */
+int search_memo_placement(search_memo *mo, const fmt_strategy *s,
+                          const double **minmem, int *mixed);
+
 /* search_plan at sp->global_batch exactly (batch_tolerance ignored). */
 int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
                       const fmt_profile *prof, const cost_params *cp,

@@ -50,6 +50,8 @@ int search_divisors(long n, long cap, long **out)
 void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
                             const fmt_strategy *s, cost_params *out)
 {
+    /* search_memo (search/assign.c) keys what it keeps by the fields set
+     * here: a field added here belongs in its keys too */
     *out = *cp;
     out->recompute = cost_strategy_recompute(cp, s);
     out->zero_stage = cost_strategy_zero(cp, s);
