@@ -343,7 +343,8 @@ static const char *const file_keys[] = {"path", "absolute_path", "sha256", "form
 static const char *const settings_keys[] = {
     "global_batch", "method", "schedule", "precision", "fidelity", "cost_params",
     "requested_global_batch", "batch_note", "requested_precision", "precision_note",
-    NULL};
+    "launcher", NULL};
+static const char *const launcher_keys[] = {"target", "version", NULL};
 static const char *const strategy_keys[] = {
     "rank", "tp", "dp", "pp", "mbs", "micro_batches", "schedule", "vpp", "zero",
     "recompute", "sequence_parallel", "placement", "predicted_s", "samples_per_s",
@@ -361,7 +362,9 @@ static int plan_keys(const char *path, const cJSON *root, util_error *err)
     if ((rc = fmt_check_keys(path, root, "", root_keys, err)) != UTIL_OK ||
         (rc = fmt_check_keys(path, inputs, "inputs", input_keys, err)) != UTIL_OK ||
         (rc = fmt_check_keys(path, get(root, "settings"), "settings", settings_keys,
-                             err)) != UTIL_OK)
+                             err)) != UTIL_OK ||
+        (rc = fmt_check_keys(path, get(get(root, "settings"), "launcher"),
+                             "settings.launcher", launcher_keys, err)) != UTIL_OK)
         return rc;
     for (k = 0; input_keys[k] != NULL; k++) {
         snprintf(jp, sizeof jp, "inputs.%s", input_keys[k]);

@@ -272,6 +272,48 @@ START_TEST(trials_plan_and_scenario_keys)
 }
 END_TEST
 
+/* Plans the planner itself writes, with every optional setting it
+ * records (target launcher, simulated timeline, time limit), read back
+ * without a warning. */
+START_TEST(written_plans_have_no_unknown_keys)
+{
+    static const char *const extra[][8] = {
+        {"--launcher", "megatron", NULL},
+        {"--launcher", "deepspeed", "--fidelity", "simulate", NULL},
+        {"--vpp", "2", "--fidelity", "simulate", "--time-limit", "600", NULL},
+    };
+    char dir[64], plan[128], out[128], err_path[128];
+    size_t k;
+
+    snprintf(dir, sizeof dir, "/tmp/hetplan_keys_w_%ld", (long)getpid());
+    tu_remove_tree(dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(plan, sizeof plan, "%s/plan.json", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    snprintf(err_path, sizeof err_path, "%s/err", dir);
+    for (k = 0; k < sizeof extra / sizeof extra[0]; k++) {
+        const char *args[24] = {"--cluster", EX("amp-homogeneous.json"), "--model",
+                                EX("gpt2-amp.json"), "--output", plan, "--quiet"};
+        int n = 7, i;
+        plan_doc d;
+        util_error err;
+
+        for (i = 0; extra[k][i] != NULL; i++)
+            args[n++] = extra[k][i];
+        args[n] = NULL;
+        ck_assert_int_eq(tu_run_planner(NULL, args, out, err_path), 0);
+        memset(&err, 0, sizeof err);
+        sink_on(1);
+        ck_assert_msg(plan_load_plan(plan, &d, &err) == UTIL_OK, "%s %s: %s",
+                      extra[k][0], extra[k][1], err.msg);
+        ck_assert_int_eq(warn.n, 0);
+        plan_doc_free(&d);
+        sink_off();
+    }
+    tu_remove_tree(dir);
+}
+END_TEST
+
 /* The top-level key that tells what an example file is. */
 static int has_key(const char *path, const char *key)
 {
@@ -434,6 +476,7 @@ static Suite *plain(void)
     tcase_add_test(tc, profile_and_strategy_keys);
     tcase_add_test(tc, trials_plan_and_scenario_keys);
     tcase_add_test(tc, examples_have_no_unknown_keys);
+    tcase_add_test(tc, written_plans_have_no_unknown_keys);
     suite_add_tcase(s, tc);
     return s;
 }
