@@ -667,6 +667,25 @@ START_TEST(test_profile_cli)
     ck_assert_msg(strstr(out, "hetplan-profile: CUPTI not available: cannot load "
                               "'/nonexistent/libcupti.so'") != NULL, "%s", out);
     ck_assert_int_ne(access("/tmp/hetplan-never.json", F_OK), 0);
+    /* a misspelled key of the model file is named, with the right one */
+    {
+        char path[64];
+        FILE *f;
+        snprintf(path, sizeof path, "/tmp/hetplan-prof-keys-%ld.json", (long)getpid());
+        f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs("{\"name\": \"m\", \"transformer\": {\"layers\": 2, \"hidden\": 64,"
+              " \"heads\": 2, \"sequ\": 8, \"vocab\": 10}}", f);
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "'%s' --model '%s' --output /tmp/hetplan-never.json",
+                 HETPLAN_PROFILE_EXE, path);
+        ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 3);
+        ck_assert_msg(strstr(out, "hetplan-profile: warning: '") != NULL &&
+                          strstr(out, "transformer.sequ: unknown key 'sequ', did you "
+                                      "mean 'seq'?") != NULL,
+                      "%s", out);
+        unlink(path);
+    }
 }
 END_TEST
 #endif
