@@ -46,7 +46,9 @@ typedef struct cl_ctx {
     double *self;            /* ncomp: eq. 3 between two stages of the same composition */
     int ncl;                 /* single-linkage clusters of classes, the whole set left out */
     uint32_t cl_mask[2 * CL_MAX]; /* their classes */
-    double cl_exit[2 * CL_MAX]; /* lightest eq. 3 weight from inside to outside */
+    double cl_exit[2 * CL_MAX]; /* lightest eq. 3 weight from inside to outside
+                                  (ascending) */
+    uint16_t *ccnt;          /* ncomp * ncl: devices of each cluster in each composition */
     int near[CL_MAX][CL_MAX]; /* the other classes by eq. 3 weight, ascending */
     long first_with[CL_MAX]; /* first composition (eq. 2 order) holding the class */
     double w_min;            /* lightest eq. 3 edge between two stages */
@@ -224,19 +226,21 @@ static double bottleneck(cl_ctx *c, long i, long j)
  * the matching: when x holds more devices of class a than y, one of them
  * is matched to a device of another class present in y (and the other
  * way round). */
-static double edge_lb(const cl_ctx *c, const unsigned char *x, const unsigned char *y)
+static double edge_lb(const cl_ctx *c, long i, long j)
 {
+    const unsigned char *x = c->x + (size_t)i * (size_t)c->nc,
+                        *y = c->x + (size_t)j * (size_t)c->nc;
+    const uint16_t *cx = c->ccnt + (size_t)i * (size_t)c->ncl,
+                   *cy = c->ccnt + (size_t)j * (size_t)c->ncl;
     double lb = 0.0;
     int a, t, b;
 
-    for (t = 0; t < c->ncl; t++) { /* clusters, as in future_extra */
-        int dx = 0;
-        for (a = 0; a < c->nc; a++)
-            if (c->cl_mask[t] >> a & 1u)
-                dx += x[a] - y[a];
-        if (dx != 0 && c->cl_exit[t] > lb)
+    /* clusters, as in future_extra; exit weights ascend with t */
+    for (t = c->ncl - 1; t >= 0; t--)
+        if (cx[t] != cy[t]) {
             lb = c->cl_exit[t];
-    }
+            break;
+        }
     for (a = 0; a < c->nc; a++) {
         const unsigned char *from = x[a] > y[a] ? y : x[a] < y[a] ? x : NULL;
         if (from == NULL)
@@ -260,20 +264,14 @@ static double edge_lb(const cl_ctx *c, const unsigned char *x, const unsigned ch
  * of its devices is matched outside A).  The next edge changes
  * composition; when the devices of A left cannot be spread evenly over
  * the m1 stages, a later edge changes A's count too. */
-static double future_extra(const cl_ctx *c, const int *rem, int L,
-                           const unsigned char *x, int m1)
+static double future_extra(const cl_ctx *c, const int *remc, int L, long i, int m1)
 {
+    const uint16_t *cx = c->ccnt + (size_t)i * (size_t)c->ncl;
     double e1 = c->w_change, e2 = 0.0;
-    int t, q;
+    int t;
 
     for (t = 0; t < c->ncl; t++) {
-        uint32_t mask = c->cl_mask[t];
-        int left = 0, here = 0;
-        for (q = 0; q < c->nc; q++)
-            if (mask >> q & 1u) {
-                left += rem[q] - L * x[q];
-                here += x[q];
-            }
+        int here = cx[t], left = remc[t] - L * here;
         if (left != m1 * here && c->cl_exit[t] > e1)
             e1 = c->cl_exit[t];
         if (left % m1 != 0 && c->cl_exit[t] > e2)
@@ -322,12 +320,14 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
     int q, L, placed = c->k - m;
     uint64_t key;
     cl_tt *slot;
+    int remc[2 * CL_MAX];
 
     if (c->stop)
         return;
-    if ((++c->nodes & 1023) == 0 &&
-        ((c->pp->max_nodes > 0 && c->nodes >= c->pp->max_nodes) ||
-         (c->deadline > 0 && cl_now() >= c->deadline))) {
+    /* a node scans up to every composition: the clock is read at each */
+    c->nodes++;
+    if ((c->pp->max_nodes > 0 && c->nodes > c->pp->max_nodes) ||
+        (c->deadline > 0 && cl_now() >= c->deadline)) {
         c->stop = 1;
         return;
     }
@@ -338,6 +338,12 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
     slot = tt_slot(c, rem, id, &key);
     if (tt_same(c, slot, key, rem, id) && slot->mx <= mx && slot->acc <= acc)
         return;
+    for (L = 0; L < c->ncl; L++) { /* devices left in each cluster */
+        remc[L] = 0;
+        for (q = 0; q < c->nc; q++)
+            if (c->cl_mask[L] >> q & 1u)
+                remc[L] += rem[q];
+    }
     for (i = 0; i < c->limit && !c->stop; i++) {
         const unsigned char *x = c->x + (size_t)i * (size_t)c->nc;
         double mx1, edge, cut = c->best * (1.0 - CL_REL);
@@ -358,7 +364,7 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
             if (x[q] > 0 && rem[q] < maxl * x[q])
                 maxl = rem[q] / x[q];
         if (last >= 0 &&
-            mx1 + acc + edge_lb(c, c->x + (size_t)last * (size_t)c->nc, x) +
+            mx1 + acc + edge_lb(c, last, i) +
                     (m - 1) * c->w_min + m * c->c_min >= cut)
             continue;
         edge = last >= 0 ? bottleneck(c, last, i) : 0.0;
@@ -380,7 +386,7 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
                 continue;
             lb = mx2 + acc1;
             if (m1 > 0)
-                lb += m1 * (c->w_min + c->c_min) + future_extra(c, rem, L, x, m1);
+                lb += m1 * (c->w_min + c->c_min) + future_extra(c, remc, L, i, m1);
             if (lb >= cut)
                 continue;
             for (q = 0; q < L; q++)
@@ -481,6 +487,7 @@ static void cl_free(cl_ctx *c)
     free(c->self);
     free(c->memo);
     free(c->tt);
+    free(c->ccnt);
     free(c->sub);
     free(c->seq);
     free(c->best_seq);
@@ -533,8 +540,8 @@ static int cl_setup(cl_ctx *c, const double *wdp, const double *wpp)
 
     if (!find_classes(c, wdp, wpp))
         return 0;
-    for (a = 0; a < c->nc; a++)
-        if (c->size[a] > 65535)
+    for (a = 0; a < c->nc; a++) /* compositions are stored in bytes */
+        if (c->size[a] > 65535 || c->g > 255)
             return 0;
     c->ncomp = count_comps(c, 0, c->g, c->pp->max_compositions);
     if (c->ncomp > c->pp->max_compositions)
@@ -579,6 +586,20 @@ static int cl_setup(cl_ctx *c, const double *wdp, const double *wpp)
         }
     }
     clusters(c);
+    c->ccnt = malloc((size_t)c->ncomp * (size_t)(c->ncl > 0 ? c->ncl : 1) * sizeof *c->ccnt);
+    if (c->ccnt == NULL)
+        return -1;
+    for (i = 0; i < c->ncomp; i++) {
+        const unsigned char *x = c->x + (size_t)i * (size_t)c->nc;
+        int t;
+        for (t = 0; t < c->ncl; t++) {
+            int sum = 0;
+            for (a = 0; a < c->nc; a++)
+                if (c->cl_mask[t] >> a & 1u)
+                    sum += x[a];
+            c->ccnt[(size_t)i * (size_t)c->ncl + (size_t)t] = (uint16_t)sum;
+        }
+    }
     c->w_min = c->w_change = DBL_MAX;
     for (a = 0; a < c->nc; a++)
         for (b = 0; b < c->nc; b++) {

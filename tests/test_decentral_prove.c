@@ -223,6 +223,46 @@ START_TEST(test_prove_declines)
 }
 END_TEST
 
+/* --searcher exact beyond DTFM_EXACT_MAX devices: by classes when the
+ * devices have few, an error otherwise. */
+START_TEST(test_search_exact_by_classes)
+{
+    util_pcg32 rng;
+    dtfm_problem p;
+    dtfm_search_params sp;
+    dtfm_search_result r, ga;
+    dtfm_gen_params gp;
+    dtfm_bound b;
+    util_error err;
+    int reg[24];
+
+    util_pcg32_seed(&rng, 31u, 7u);
+    region_instance(&rng, 24, 4, 4, 0, 0, &p, reg);
+    dtfm_search_params_init(&sp);
+    sp.method = DTFM_EXACT;
+    ck_assert_int_eq(dtfm_search(&p, &sp, &r, NULL), UTIL_OK);
+    sp.method = DTFM_GA;
+    sp.max_evals = 20000;
+    ck_assert_int_eq(dtfm_search(&p, &sp, &ga, NULL), UTIL_OK);
+    ck_assert_int_eq(dtfm_lower_bound(&p, &b, NULL), UTIL_OK);
+    /* the optimum: no dearer than the GA's schedule, above the bound */
+    ck_assert(r.cost_s <= ga.cost_s * (1 + 1e-12));
+    ck_assert(r.cost_s >= b.total_s);
+    dtfm_search_result_free(&r);
+    dtfm_search_result_free(&ga);
+    dtfm_problem_free(&p);
+
+    dtfm_gen_params_init(&gp); /* 64 devices, each its own class */
+    ck_assert_int_eq(dtfm_generate(&gp, &p, NULL, NULL), UTIL_OK);
+    dtfm_search_params_init(&sp);
+    sp.method = DTFM_EXACT;
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(dtfm_search(&p, &sp, &r, &err), UTIL_EINVAL);
+    ck_assert(strstr(err.msg, "at most 16 devices") != NULL);
+    dtfm_problem_free(&p);
+}
+END_TEST
+
 static Suite *prove_suite(void)
 {
     Suite *s = suite_create("dtfm-prove");
@@ -233,6 +273,7 @@ static Suite *prove_suite(void)
     tcase_add_test(tc, test_prove_budget_bound_valid);
     tcase_add_test(tc, test_prove_hand_worked);
     tcase_add_test(tc, test_prove_declines);
+    tcase_add_test(tc, test_search_exact_by_classes);
     suite_add_tcase(s, tc);
     return s;
 }
