@@ -49,6 +49,8 @@ typedef struct cl_ctx {
     double cl_exit[2 * CL_MAX]; /* lightest eq. 3 weight from inside to outside
                                   (ascending) */
     uint16_t *ccnt;          /* ncomp * ncl: devices of each cluster in each composition */
+    double tmin[CL_MAX];     /* lightest eq. 3 weight a device of the class can use */
+    int tord[CL_MAX];        /* classes by tmin, descending */
     int near[CL_MAX][CL_MAX]; /* the other classes by eq. 3 weight, ascending */
     long first_with[CL_MAX]; /* first composition (eq. 2 order) holding the class */
     double w_min;            /* lightest eq. 3 edge between two stages */
@@ -282,6 +284,30 @@ static double future_extra(const cl_ctx *c, const int *remc, int L, long i, int 
     return e1 - c->w_min;
 }
 
+/* Another bound on the m1 edges to come: each stage left has its own
+ * incoming edge (from the stage before it), at least the lightest weight
+ * t_a any device of each class a it holds can use.  With the devices
+ * left in descending t order, the stage holding the (j g)-th has an
+ * incoming edge of at least that device's t (the j g + 1 first fill at
+ * least j + 1 stages), as in dtfm_lower_bound. */
+static double incoming(const cl_ctx *c, const int *rem, int L, const unsigned char *x,
+                       int m1)
+{
+    double sum = 0.0;
+    int t, seen = 0, j = 0;
+
+    for (t = 0; t < c->nc && j < m1; t++) {
+        int a = c->tord[t], left = rem[a] - L * x[a];
+        /* devices seen .. seen + left - 1 are of class a */
+        while (j < m1 && j * c->g < seen + left) {
+            sum += c->tmin[a];
+            j++;
+        }
+        seen += left;
+    }
+    return sum;
+}
+
 /* Was this state (devices left, last composition) searched in this
  * level from an eq. 2 maximum and an accumulated cost no larger?  Then
  * every completion from here costs at least as much as one already
@@ -385,8 +411,11 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
             if (none)
                 continue;
             lb = mx2 + acc1;
-            if (m1 > 0)
-                lb += m1 * (c->w_min + c->c_min) + future_extra(c, remc, L, i, m1);
+            if (m1 > 0) {
+                double f1 = m1 * c->w_min + future_extra(c, remc, L, i, m1),
+                       f2 = incoming(c, rem, L, x, m1);
+                lb += m1 * c->c_min + (f1 > f2 ? f1 : f2);
+            }
             if (lb >= cut)
                 continue;
             for (q = 0; q < L; q++)
@@ -599,6 +628,16 @@ static int cl_setup(cl_ctx *c, const double *wdp, const double *wpp)
                     sum += x[a];
             c->ccnt[(size_t)i * (size_t)c->ncl + (size_t)t] = (uint16_t)sum;
         }
+    }
+    for (a = 0; a < c->nc; a++) {
+        int u;
+        c->tmin[a] = c->size[a] > 1 ? c->wpp[a][a] : DBL_MAX;
+        for (b = 0; b < c->nc; b++)
+            if (b != a && c->wpp[a][b] < c->tmin[a])
+                c->tmin[a] = c->wpp[a][b];
+        for (u = a; u > 0 && c->tmin[c->tord[u - 1]] < c->tmin[a]; u--)
+            c->tord[u] = c->tord[u - 1];
+        c->tord[u] = a;
     }
     c->w_min = c->w_change = DBL_MAX;
     for (a = 0; a < c->nc; a++)

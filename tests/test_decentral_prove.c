@@ -130,6 +130,48 @@ START_TEST(test_prove_equals_exhaustive_optimum)
 }
 END_TEST
 
+/* Spot-like (DT-FM case 2 in small): multi-GPU nodes fast inside,
+ * single GPUs, every other link slow; 12 devices.  The exhaustive
+ * optimum and the class search agree for several node sizes and stage
+ * counts. */
+START_TEST(test_prove_spot_like)
+{
+    static const int shapes[][3] = {{2, 3, 4}, {3, 2, 4}, {4, 2, 3}, {2, 4, 2}};
+    int sh;
+
+    for (sh = 0; sh < 4; sh++) {
+        int per = shapes[sh][0], nodes = shapes[sh][1], d_pp = shapes[sh][2];
+        int n = 12, i, j;
+        dtfm_problem p;
+        dtfm_prove_params pp;
+        dtfm_proof pr;
+        double opt;
+
+        ck_assert_int_eq(dtfm_problem_alloc(&p, n, d_pp, 0, NULL), UTIL_OK);
+        p.c_pp = 0.512e9;
+        p.c_dp = 0.65e9;
+        for (i = 0; i < n; i++)
+            for (j = 0; j < n; j++) {
+                int same = i / per == j / per && i < per * nodes && j < per * nodes;
+                if (i == j)
+                    continue;
+                p.lat[i * n + j] = same ? 1e-5 : 1e-4;
+                p.bw[i * n + j] = (same ? 100.0 : 10.0) * 1e9 / 8;
+            }
+        opt = exhaustive(&p);
+        dtfm_prove_params_init(&pp);
+        ck_assert_int_eq(dtfm_prove(&p, &pp, &pr, NULL), UTIL_OK);
+        ck_assert_int_eq(pr.complete, 1);
+        /* one class per node and one for the single GPUs */
+        ck_assert_int_eq(pr.classes, nodes + 1);
+        ck_assert_msg(fabs(pr.best_s - opt) <= 1e-9 * opt, "shape %d: proof %.12g, "
+                      "exhaustive %.12g", sh, pr.best_s, opt);
+        dtfm_proof_free(&pr);
+        dtfm_problem_free(&p);
+    }
+}
+END_TEST
+
 /* Stopped by its node budget, the search still returns a valid bound:
  * between the simple bound and the exhaustive optimum. */
 START_TEST(test_prove_budget_bound_valid)
@@ -270,6 +312,7 @@ static Suite *prove_suite(void)
 
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_prove_equals_exhaustive_optimum);
+    tcase_add_test(tc, test_prove_spot_like);
     tcase_add_test(tc, test_prove_budget_bound_valid);
     tcase_add_test(tc, test_prove_hand_worked);
     tcase_add_test(tc, test_prove_declines);
