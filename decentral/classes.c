@@ -19,7 +19,7 @@
 #define CL_REL 1e-12         /* a schedule must beat the incumbent by this (relative) */
 
 typedef struct cl_memo {
-    uint64_t key;            /* (i + 1) << 32 | (j + 1), i <= j; 0 = empty */
+    uint64_t key;            /* (i + 1) << 32 | (j + 1), from i to j; 0 = empty */
     double v;
 } cl_memo;
 
