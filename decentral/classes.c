@@ -89,11 +89,12 @@ static int find_classes(cl_ctx *c, const double *wdp, const double *wpp)
             e = rep[q];
             if (c->p->compute && c->p->compute[d] != c->p->compute[e])
                 continue;
-            for (x = 0; x < n; x++)
-                if (x != d && x != e &&
-                    (wdp[(size_t)d * (size_t)n + (size_t)x] != wdp[(size_t)e * (size_t)n + (size_t)x] ||
-                     wpp[(size_t)d * (size_t)n + (size_t)x] != wpp[(size_t)e * (size_t)n + (size_t)x]))
+            for (x = 0; x < n; x++) {
+                size_t dx = (size_t)d * (size_t)n + (size_t)x,
+                       ex = (size_t)e * (size_t)n + (size_t)x;
+                if (x != d && x != e && (wdp[dx] != wdp[ex] || wpp[dx] != wpp[ex]))
                     break;
+            }
             if (x == n)
                 break;
         }
@@ -481,7 +482,8 @@ static int sort_comps(cl_ctx *c)
     }
     qsort(key, (size_t)c->ncomp, sizeof *key, cmp_key);
     for (i = 0; i < c->ncomp; i++) {
-        memcpy(x2 + (size_t)i * (size_t)c->nc, c->x + (size_t)key[i].idx * (size_t)c->nc, (size_t)c->nc);
+        memcpy(x2 + (size_t)i * (size_t)c->nc, c->x + (size_t)key[i].idx * (size_t)c->nc,
+               (size_t)c->nc);
         c->dp[i] = key[i].dp;
         cm2[i] = c->cm[key[i].idx];
     }

@@ -202,7 +202,8 @@ static int exact_by_classes(const dtfm_problem *p, const dtfm_search_params *sp,
         dtfm_proof_free(&pr);
         return util_error_set(err, UTIL_EINVAL, "", "",
                               "the exact search handles at most %d devices, or devices "
-                              "in at most 32 classes of identical links; got %d devices",
+                              "in at most 32 classes of identical links giving at most 200000 "
+                              "stage compositions; got %d devices",
                               DTFM_EXACT_MAX, n);
     }
     dtfm_proof_free(&pr);
