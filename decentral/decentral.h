@@ -344,4 +344,17 @@ int dtfm_prove(const dtfm_problem *p, const dtfm_prove_params *pp,
                dtfm_proof *out, util_error *err);
 void dtfm_proof_free(dtfm_proof *r);
 
+/* Lower bound for any instance (decentral/relax.c): devices merged into
+ * clusters along their lightest eq. 3 links until the clusters compose a
+ * stage in at most pp->max_compositions ways (at most 32 clusters); the
+ * coarse instance (per cluster pair the smallest latency and largest
+ * bandwidth, per cluster the smallest compute) costs no more for every
+ * schedule, and dtfm_prove (pp's limits; upper_s ignored) bounds its
+ * optimum.  out->lower_s is the bound (valid also when the budget ended
+ * the search), out->complete says it is the coarse optimum, group_of is
+ * NULL; *clusters gets the cluster count.  UTIL_EINVAL when p fails
+ * dtfm_problem_check, UTIL_ENOMEM. */
+int dtfm_relaxed_bound(const dtfm_problem *p, const dtfm_prove_params *pp,
+                       dtfm_proof *out, int *clusters, util_error *err);
+
 #endif

@@ -242,6 +242,53 @@ START_TEST(test_prove_hand_worked)
 }
 END_TEST
 
+/* The coarse-instance bound stays below the exhaustive optimum when the
+ * devices are merged into few clusters (compositions capped at 5-40), and
+ * equals it when no merging is needed (every device its own cluster). */
+START_TEST(test_relaxed_bound_below_optimum)
+{
+    static const int sizes[][3] = {{8, 2, 3}, {9, 3, 3}, {10, 5, 4}, {12, 3, 4},
+                                   {12, 4, 3}, {12, 6, 5}};
+    util_pcg32 rng;
+    int i, noise, reg[12], merged = 0;
+
+    util_pcg32_seed(&rng, 404u, 2u);
+    for (i = 0; i < (int)(sizeof sizes / sizeof sizes[0]); i++)
+        for (noise = 0; noise <= 1; noise++) {
+            dtfm_problem p;
+            dtfm_prove_params pp;
+            dtfm_proof pr;
+            double opt;
+            long cap;
+            int ncl;
+
+            region_instance(&rng, sizes[i][0], sizes[i][1], sizes[i][2], noise, noise,
+                            &p, reg);
+            opt = exhaustive(&p);
+            for (cap = 5; cap <= 40; cap *= 2) {
+                dtfm_prove_params_init(&pp);
+                pp.max_compositions = cap;
+                ck_assert_int_eq(dtfm_relaxed_bound(&p, &pp, &pr, &ncl, NULL), UTIL_OK);
+                ck_assert_msg(pr.lower_s <= opt * (1 + 1e-12),
+                              "n %d cap %ld: relaxed bound %.12g above optimum %.12g",
+                              p.n, cap, pr.lower_s, opt);
+                ck_assert_ptr_null(pr.group_of);
+                merged += ncl < p.n;
+                dtfm_proof_free(&pr);
+            }
+            dtfm_prove_params_init(&pp);
+            ck_assert_int_eq(dtfm_relaxed_bound(&p, &pp, &pr, &ncl, NULL), UTIL_OK);
+            ck_assert_int_eq(ncl, p.n);
+            ck_assert_int_eq(pr.complete, 1);
+            ck_assert_msg(fabs(pr.lower_s - opt) <= 1e-9 * opt, "unmerged %.12g vs %.12g",
+                          pr.lower_s, opt);
+            dtfm_proof_free(&pr);
+            dtfm_problem_free(&p);
+        }
+    ck_assert_int_gt(merged, 0);
+}
+END_TEST
+
 /* More classes than the search handles: declined, the simple bound. */
 START_TEST(test_prove_declines)
 {
@@ -316,6 +363,7 @@ static Suite *prove_suite(void)
     tcase_add_test(tc, test_prove_budget_bound_valid);
     tcase_add_test(tc, test_prove_hand_worked);
     tcase_add_test(tc, test_prove_declines);
+    tcase_add_test(tc, test_relaxed_bound_below_optimum);
     tcase_add_test(tc, test_search_exact_by_classes);
     suite_add_tcase(s, tc);
     return s;
