@@ -72,11 +72,6 @@ typedef struct cl_ctx {
     int stop;
 } cl_ctx;
 
-static double cl_now(void)
-{
-    return dtfm_now_s();
-}
-
 /* Classes: d and e are interchangeable when their eq. 2 and eq. 3
  * weights to every other device and their compute times are equal. */
 static int find_classes(cl_ctx *c, const double *wdp, const double *wpp)
@@ -225,6 +220,14 @@ static double bottleneck(cl_ctx *c, long i, long j)
     return v;
 }
 
+/* eq. 3 between two stages of composition i. */
+static double self_edge(cl_ctx *c, long i)
+{
+    if (c->self[i] < 0.0)
+        c->self[i] = bottleneck(c, i, i);
+    return c->self[i];
+}
+
 /* A lower bound on eq. 3 between compositions x and y, x != y, without
  * the matching: when x holds more devices of class a than y, one of them
  * is matched to a device of another class present in y (and the other
@@ -354,7 +357,7 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
     /* a node scans up to every composition: the clock is read at each */
     c->nodes++;
     if ((c->pp->max_nodes > 0 && c->nodes > c->pp->max_nodes) ||
-        (c->deadline > 0 && cl_now() >= c->deadline)) {
+        (c->deadline > 0 && dtfm_now_s() >= c->deadline)) {
         c->stop = 1;
         return;
     }
@@ -378,6 +381,11 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
 
         if (i == last)
             continue;
+        /* large stages make each matching slow: the clock here too */
+        if ((i & 15) == 15 && c->deadline > 0 && dtfm_now_s() >= c->deadline) {
+            c->stop = 1;
+            break;
+        }
         mx1 = mx > c->dp[i] ? mx : c->dp[i];
         /* compositions are in eq. 2 order: the rest cannot do better */
         if (mx1 + acc + (last >= 0 ? c->w_change : 0.0) +
@@ -397,7 +405,8 @@ static void search(cl_ctx *c, int *rem, int m, long last, int fresh, double mx,
         edge = last >= 0 ? bottleneck(c, last, i) : 0.0;
         for (L = maxl; L >= 1; L--) {
             int m1 = m - L, none = 0;
-            double acc1 = acc + edge + (L - 1) * c->self[i] + L * c->cm[i], lb, mx2 = mx1;
+            double acc1 = acc + edge + (L > 1 ? (L - 1) * self_edge(c, i) : 0.0) +
+                          L * c->cm[i], lb, mx2 = mx1;
 
             for (q = 0; q < c->nc; q++) {
                 int left = rem[q] - L * x[q];
@@ -599,7 +608,7 @@ static int cl_setup(cl_ctx *c, const double *wdp, const double *wpp)
     c->c_min = DBL_MAX;
     for (i = 0; i < c->ncomp; i++) {
         const unsigned char *x = c->x + (size_t)i * (size_t)c->nc;
-        c->self[i] = bottleneck(c, i, i);
+        c->self[i] = -1.0; /* computed when first needed */
         for (a = 0; a < c->nc; a++)
             if (x[a] > 0 && c->first_with[a] == c->ncomp)
                 c->first_with[a] = i;
@@ -656,7 +665,7 @@ static int cl_setup(cl_ctx *c, const double *wdp, const double *wpp)
  * before done were: each holds a stage of eq. 2 >= dp[done]; all its
  * stages have one composition (the one with size / d_pp of each class,
  * whose cost is known) or its path changes composition at least once. */
-static double level_bound(const cl_ctx *c, long done)
+static double level_bound(cl_ctx *c, long done)
 {
     double lb = c->dp[done] + c->w_change + (c->k - 2) * c->w_min + c->k * c->c_min;
     long i;
@@ -669,7 +678,7 @@ static double level_bound(const cl_ctx *c, long done)
         for (q = 0; q < c->nc && x[q] * c->k == c->size[q]; q++)
             ;
         if (q == c->nc) {
-            double u = c->dp[i] + (c->k - 1) * c->self[i] + c->k * c->cm[i];
+            double u = c->dp[i] + (c->k - 1) * self_edge(c, i) + c->k * c->cm[i];
             return u < lb ? u : lb;
         }
     }
@@ -682,7 +691,7 @@ int dtfm_prove(const dtfm_problem *p, const dtfm_prove_params *pp,
     cl_ctx c;
     dtfm_bound b;
     size_t nn = (size_t)p->n * (size_t)p->n;
-    double *wdp = NULL, *wpp = NULL, t0 = cl_now(), next = 0.0;
+    double *wdp = NULL, *wpp = NULL, t0 = dtfm_now_s(), next = 0.0;
     int rc, st, rem[CL_MAX], q;
     long done = 0;
 
@@ -781,7 +790,7 @@ int dtfm_prove(const dtfm_problem *p, const dtfm_prove_params *pp,
             out->lower_s = next;
     }
 done:
-    out->elapsed_s = cl_now() - t0;
+    out->elapsed_s = dtfm_now_s() - t0;
     cl_free(&c);
     free(wdp);
     free(wpp);
