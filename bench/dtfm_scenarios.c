@@ -9,8 +9,8 @@
  * margin over Kernighan-Lin and random, and the planner command's wall
  * time against its --seconds budget.  Prints one JSON object.
  *
- * usage: dtfm-scenarios [--seconds S] [--hard-seconds S] [--seed N]
- *                       [--quick] [--planner PATH]
+ * usage: dtfm-scenarios [--seconds S] [--hard-seconds S] [--prove-seconds S] [--case N]
+ *                       [--seed N] [--quick] [--planner PATH]
  *                       [--only scenarios|small|hard|budget] */
 #include <math.h>
 #include <fcntl.h>
@@ -41,6 +41,8 @@ static const int methods[4] = {DTFM_GA, DTFM_SA, DTFM_KL,
 
 static double seconds_opt = 5.0;
 static double hard_seconds_opt = 5.0;
+static double prove_seconds_opt = 60.0;
+static int case_opt = 0; /* run one scenario number (both conventions); 0 = all */
 static const char *planner_opt = NULL;
 static const char *only_opt = NULL; /* run one part: scenarios, small, hard, budget */
 
@@ -58,14 +60,16 @@ static void print_num(double v)
         printf("null");
 }
 
-/* Run one searcher and print {"cost_s":...}. */
-static void run_one(const dtfm_problem *p, int method)
+/* Run one searcher and print {"cost_s":...}; returns its cost (NAN on
+ * failure). */
+static double run_one(const dtfm_problem *p, int method)
 {
     dtfm_search_params sp;
     dtfm_search_result r;
     dtfm_result res;
     util_error err;
     int rc;
+    double cost;
 
     memset(&err, 0, sizeof err);
     dtfm_search_params_init(&sp);
@@ -83,8 +87,9 @@ static void run_one(const dtfm_problem *p, int method)
         dtfm_evaluate(p, r.group_of, &res, &err) != UTIL_OK) {
         printf("{\"error\":\"%s\"}", err.msg);
         dtfm_search_result_free(&r);
-        return;
+        return NAN;
     }
+    cost = res.total_s;
     printf("{\"cost_s\":");
     print_num(res.total_s);
     printf(",\"dp_s\":");
@@ -101,17 +106,60 @@ static void run_one(const dtfm_problem *p, int method)
            r.timed_out ? "true" : "false");
     dtfm_result_free(&res);
     dtfm_search_result_free(&r);
+    return cost;
+}
+
+/* Exact search over interchangeable devices (dtfm_prove) with the best
+ * searcher's cost as the incumbent: prints "best_s" (the cheaper of the
+ * two), the lower bound, the gap and whether the bound is proven exact. */
+static void prove(const dtfm_problem *p, double upper)
+{
+    dtfm_prove_params pp;
+    dtfm_proof pr;
+    dtfm_bound b;
+
+    dtfm_prove_params_init(&pp);
+    pp.seconds = prove_seconds_opt;
+    pp.upper_s = isfinite(upper) ? upper : 0.0;
+    printf(",\"proof\":");
+    if (dtfm_lower_bound(p, &b, NULL) != UTIL_OK || dtfm_prove(p, &pp, &pr, NULL) != UTIL_OK) {
+        printf("{\"error\":\"no bound\"}");
+        return;
+    }
+    printf("{\"searchers_best_s\":");
+    print_num(upper);
+    printf(",\"best_s\":");
+    print_num(pr.best_s);
+    printf(",\"improved\":%s,\"simple_bound_s\":", pr.group_of ? "true" : "false");
+    print_num(b.total_s);
+    printf(",\"bound_s\":");
+    print_num(pr.lower_s);
+    printf(",\"gap\":");
+    print_num((pr.best_s - pr.lower_s) / pr.lower_s);
+    printf(",\"bound_exact\":%s,\"classes\":%d,\"compositions\":%ld,\"level_s\":",
+           pr.complete ? "true" : "false", pr.classes, pr.compositions);
+    print_num(pr.level_s);
+    printf(",\"nodes\":%ld,\"wall_s\":", pr.nodes);
+    print_num(pr.elapsed_s);
+    printf("}");
+    dtfm_proof_free(&pr);
 }
 
 static void run_all(const dtfm_problem *p)
 {
     int m;
+    double best = NAN;
 
     for (m = 0; m < 4; m++) {
+        double c;
         printf(",\"%s\":", dtfm_method_name(methods[m]));
-        run_one(p, methods[m]);
+        c = run_one(p, methods[m]);
+        if (isfinite(c) && !(c >= best))
+            best = c;
         fflush(stdout);
     }
+    prove(p, best);
+    fflush(stdout);
 }
 
 /* One public-code case as a hetplan decentralized cluster document. */
@@ -309,7 +357,7 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     dtfm_result pr;
     hard_run ga, kl, rnd;
     int *planted = malloc((size_t)n * sizeof *planted), exact = 0;
-    double planted_s = NAN;
+    double planted_s = NAN, best_bound;
 
     dtfm_gen_params_init(&gp);
     gp.kind = kind;
@@ -331,6 +379,7 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
         exact = fabs(planted_s - b.total_s) <= 1e-9 * b.total_s;
         dtfm_result_free(&pr);
     }
+    best_bound = b.total_s;
     printf(",\"bound_s\":");
     print_num(b.total_s);
     printf(",\"bound_dp_s\":");
@@ -340,6 +389,30 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     printf(",\"planted_s\":");
     print_num(planted_s);
     printf(",\"bound_exact\":%s", exact ? "true" : "false");
+    {
+        /* the coarse-instance bound (decentral/relax.c) */
+        dtfm_prove_params pp;
+        dtfm_proof rx;
+        int ncl = 0;
+        dtfm_prove_params_init(&pp);
+        pp.seconds = 2.0 * hard_seconds_opt;
+        printf(",\"relaxed\":");
+        if (dtfm_relaxed_bound(&p, &pp, &rx, &ncl, NULL) == UTIL_OK) {
+            printf("{\"bound_s\":");
+            print_num(rx.lower_s);
+            printf(",\"clusters\":%d,\"coarse_optimum\":%s,\"wall_s\":", ncl,
+                   rx.complete ? "true" : "false");
+            print_num(rx.elapsed_s);
+            printf("}");
+            if (rx.lower_s > best_bound)
+                best_bound = rx.lower_s;
+            dtfm_proof_free(&rx);
+        } else {
+            printf("null");
+        }
+        printf(",\"best_bound_s\":");
+        print_num(best_bound);
+    }
     {
         /* the GA's first member before local search, the greedy clusters
          * (one evaluation): how far the structured start is */
@@ -363,6 +436,8 @@ static void run_hard(int kind, int n, int d_pp, uint64_t iseed, int first)
     print_hard_run("kl", &kl, b.total_s);
     print_hard_run("random", &rnd, b.total_s);
     /* margin: how much higher the baseline's cost is than the GA's */
+    printf(",\"ga_gap_best_bound\":");
+    print_num(ga.ok ? (ga.cost - best_bound) / best_bound : NAN);
     printf(",\"kl_over_ga\":");
     print_num(ga.ok && kl.ok ? (kl.cost - ga.cost) / ga.cost : NAN);
     printf(",\"random_over_ga\":");
@@ -529,6 +604,10 @@ int main(int argc, char **argv)
             seconds_opt = atof(argv[++i]);
         else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc)
             seed_opt = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--case") == 0 && i + 1 < argc)
+            case_opt = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--prove-seconds") == 0 && i + 1 < argc)
+            prove_seconds_opt = atof(argv[++i]);
         else if (strcmp(argv[i], "--hard-seconds") == 0 && i + 1 < argc)
             hard_seconds_opt = atof(argv[++i]);
         else if (strcmp(argv[i], "--planner") == 0 && i + 1 < argc)
@@ -539,7 +618,8 @@ int main(int argc, char **argv)
             quick = 1;
         else {
             fprintf(stderr, "usage: dtfm-scenarios [--seconds S] [--hard-seconds S] "
-                            "[--seed N] [--quick] [--planner PATH]\n"
+                            "[--prove-seconds S] [--case N]\n"
+                            "       [--seed N] [--quick] [--planner PATH]\n"
                             "       [--only scenarios|small|hard|budget]\n");
             return 2;
         }
@@ -563,6 +643,8 @@ int main(int argc, char **argv)
         util_error err;
         char path[1024];
 
+        if (case_opt > 0 && cs != case_opt)
+            continue;
         memset(&err, 0, sizeof err);
         dtfm_options_init(&o);
         snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR,
@@ -583,8 +665,11 @@ int main(int argc, char **argv)
         dtfm_input in;
         dtfm_options o;
         util_error err;
-        char *doc = public_case_doc(cJSON_GetArrayItem(pcases, cs - 1));
+        char *doc;
 
+        if (case_opt > 0 && cs != case_opt)
+            continue;
+        doc = public_case_doc(cJSON_GetArrayItem(pcases, cs - 1));
         memset(&err, 0, sizeof err);
         dtfm_options_init(&o);
         o.convention = DTFM_PUBLIC_CODE;

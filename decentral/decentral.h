@@ -298,4 +298,64 @@ typedef struct dtfm_bound {
  * UTIL_EINVAL when p fails dtfm_problem_check, UTIL_ENOMEM. */
 int dtfm_lower_bound(const dtfm_problem *p, dtfm_bound *b, util_error *err);
 
+/* ---- exact search over interchangeable devices (decentral/classes.c) - */
+
+/* Devices are interchangeable when their eq. 2 and eq. 3 weights to
+ * every other device (and their compute times) are equal: the GPUs of one
+ * region of a regions-form cluster file.  With few such classes a
+ * schedule is a sequence of stage compositions (devices of each class per
+ * stage), which branch and bound searches exactly. */
+typedef struct dtfm_prove_params {
+    double seconds;         /* wall-time limit, s; 0 = none (0) */
+    long max_nodes;         /* search nodes allowed (the reproducible limit);
+                               0 = none (0) */
+    double upper_s;         /* cost of a known schedule (e.g. the GA's): only
+                               cheaper ones are searched for; 0 = none (0) */
+    long max_compositions;  /* decline when stages can be composed in more ways
+                               than this (200000) */
+} dtfm_prove_params;
+
+void dtfm_prove_params_init(dtfm_prove_params *pp);
+
+typedef struct dtfm_proof {
+    int classes;            /* classes of interchangeable devices; 0 when the
+                               instance has too many compositions (declined) */
+    long compositions;      /* ways to compose one stage from the classes */
+    double lower_s;         /* lower bound on every schedule's cost, at least
+                               dtfm_lower_bound's; = best_s when complete */
+    double best_s;          /* cost of group_of, or upper_s when the search found
+                               nothing cheaper (HUGE_VAL without upper_s) */
+    int *group_of;          /* n: the cheapest schedule found, or NULL when none
+                               beat upper_s; owned */
+    int complete;           /* 1: the search finished, best_s is the optimum
+                               (to 1e-12 relative) */
+    double level_s;         /* every schedule whose stages all have eq. 2 <= this
+                               was searched (0 before the first level ended) */
+    long nodes;             /* search nodes */
+    double elapsed_s;       /* wall time, s */
+} dtfm_proof;
+
+/* Exact search (branch and bound over stage compositions, in levels of
+ * the largest eq. 2 allowed; docs/decentralized.md).  out is overwritten;
+ * free with dtfm_proof_free.  UTIL_OK also when the budget ended the
+ * search (complete = 0, lower_s still valid) or when the instance was
+ * declined (classes = 0, lower_s = dtfm_lower_bound's); UTIL_EINVAL when
+ * p fails dtfm_problem_check, UTIL_ENOMEM. */
+int dtfm_prove(const dtfm_problem *p, const dtfm_prove_params *pp,
+               dtfm_proof *out, util_error *err);
+void dtfm_proof_free(dtfm_proof *r);
+
+/* Lower bound for any instance (decentral/relax.c): devices merged into
+ * clusters along their lightest eq. 3 links until the clusters compose a
+ * stage in at most pp->max_compositions ways (at most 32 clusters); the
+ * coarse instance (per cluster pair the smallest latency and largest
+ * bandwidth, per cluster the smallest compute) costs no more for every
+ * schedule, and dtfm_prove (pp's limits; upper_s ignored) bounds its
+ * optimum.  out->lower_s is the bound (valid also when the budget ended
+ * the search), out->complete says it is the coarse optimum, group_of is
+ * NULL; *clusters gets the cluster count.  UTIL_EINVAL when p fails
+ * dtfm_problem_check, UTIL_ENOMEM. */
+int dtfm_relaxed_bound(const dtfm_problem *p, const dtfm_prove_params *pp,
+                       dtfm_proof *out, int *clusters, util_error *err);
+
 #endif

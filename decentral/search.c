@@ -167,6 +167,98 @@ static void ctx_free(dtfm_ctx *c)
     free(c->best_grp);
 }
 
+/* Number groups as dtfm_evaluate does (by their smallest device). */
+static void renumber(const dtfm_result *res, int n, int *group_of)
+{
+    int i, q, j;
+
+    for (i = 0; i < n; i++)
+        for (q = 0; q < res->k; q++)
+            for (j = 0; j < res->g; j++)
+                if (res->members[q * res->g + j] == i)
+                    group_of[i] = q;
+}
+
+/* The exact search beyond DTFM_EXACT_MAX devices: the GA's schedule
+ * (20 000 evaluations, at most a quarter of the time budget) as the
+ * incumbent of the branch and bound over classes of interchangeable
+ * devices (decentral/classes.c), whose nodes count as evaluations. */
+static int exact_by_classes(const dtfm_problem *p, const dtfm_search_params *sp,
+                            dtfm_search_result *out, util_error *err)
+{
+    dtfm_prove_params pp;
+    dtfm_search_params gsp;
+    dtfm_search_result ga;
+    dtfm_proof pr;
+    dtfm_result res;
+    double t0 = dtfm_now_s(), end = 0.0;
+    int rc, i, n = p->n;
+
+    dtfm_prove_params_init(&pp);
+    pp.max_nodes = 1; /* is the instance accepted? */
+    if ((rc = dtfm_prove(p, &pp, &pr, err)) != UTIL_OK)
+        return rc;
+    if (pr.classes == 0) {
+        dtfm_proof_free(&pr);
+        return util_error_set(err, UTIL_EINVAL, "", "",
+                              "the exact search handles at most %d devices, or devices "
+                              "in at most 32 classes of identical links giving at most 200000 "
+                              "stage compositions; got %d devices",
+                              DTFM_EXACT_MAX, n);
+    }
+    dtfm_proof_free(&pr);
+    dtfm_prove_params_init(&pp);
+    gsp = *sp;
+    gsp.method = DTFM_GA;
+    gsp.max_evals = 20000;
+    gsp.stall = 0;
+    gsp.checkpoint_s = 0;
+    gsp.budget_start_s = 0;
+    gsp.reserve_s = 0;
+    if (sp->seconds > 0) {
+        /* the budget less the caller's reserve and 1% for the final
+         * evaluation and output */
+        end = (sp->budget_start_s > 0 ? sp->budget_start_s : t0) + sp->seconds -
+              (sp->reserve_s > 0 ? sp->reserve_s : 0.0) - 0.01 * sp->seconds;
+        gsp.seconds = end > t0 ? 0.25 * (end - t0) : 1e-9;
+    }
+    rc = dtfm_search(p, &gsp, &ga, err);
+    if (rc != UTIL_OK && rc != UTIL_ETIMEOUT)
+        return rc;
+    pp.upper_s = ga.cost_s;
+    pp.max_nodes = sp->max_evals;
+    if (sp->seconds > 0) {
+        double now = dtfm_now_s();
+        pp.seconds = end > now ? end - now : 1e-9;
+    }
+    if ((rc = dtfm_prove(p, &pp, &pr, err)) != UTIL_OK) {
+        dtfm_search_result_free(&ga);
+        return rc;
+    }
+    *out = ga;
+    if (pr.group_of) { /* cheaper than the GA's */
+        for (i = 0; i < n; i++)
+            out->group_of[i] = pr.group_of[i];
+        rc = dtfm_evaluate(p, out->group_of, &res, err);
+        if (rc != UTIL_OK) {
+            dtfm_proof_free(&pr);
+            dtfm_search_result_free(out);
+            return rc;
+        }
+        renumber(&res, n, out->group_of);
+        out->cost_s = res.total_s;
+        out->best_at_s = dtfm_now_s() - t0;
+        dtfm_result_free(&res);
+    }
+    out->evaluated += pr.nodes;
+    out->generations += pr.nodes;
+    out->elapsed_s = dtfm_now_s() - t0;
+    out->checkpoint_cost_s = -1.0;
+    out->timed_out = !pr.complete && sp->seconds > 0 && dtfm_now_s() >= end;
+    dtfm_proof_free(&pr);
+    return out->timed_out ? UTIL_ETIMEOUT : UTIL_OK;
+}
+
 int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
                 dtfm_search_result *out, util_error *err)
 {
@@ -186,9 +278,7 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
         return util_error_set(err, UTIL_EINVAL, "", "",
                               "unknown search method %d", sp->method);
     if (sp->method == DTFM_EXACT && n > DTFM_EXACT_MAX)
-        return util_error_set(err, UTIL_EINVAL, "", "",
-                              "the exact search handles at most %d devices, "
-                              "got %d", DTFM_EXACT_MAX, n);
+        return exact_by_classes(p, sp, out, err);
     c.p = p;
     c.sp = sp;
     c.n = n;
@@ -278,13 +368,7 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
     if (rc != UTIL_OK)
         goto done;
     /* report groups numbered as dtfm_evaluate numbers them */
-    for (i = 0; i < n; i++) {
-        int q, j;
-        for (q = 0; q < k; q++)
-            for (j = 0; j < g; j++)
-                if (res.members[q * g + j] == i)
-                    out->group_of[i] = q;
-    }
+    renumber(&res, n, out->group_of);
     out->n = n;
     out->cost_s = res.total_s;
     out->evaluated = c.evals;
