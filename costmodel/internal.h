@@ -33,6 +33,10 @@ void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
 /* One-way transfer (latency + bytes / bandwidth) between stage j and
  * j + 1 of replica dpi, with the NIC shared by all replicas' and TP
  * ranks' concurrent transfers of that cut: half of e_j of AMP eq. 5. */
+/* Does the device name contain tag (upper case), case-insensitively?  The
+ * device generation tables of kernels.c and runtime.c match on it. */
+int cost_name_has_tag(const char *name, const char *tag);
+
 double cost_p2p_oneway(const fmt_cluster *c, const fmt_model *m,
                        const cost_params *p, const fmt_strategy *s, int j,
                        int dpi);

@@ -44,8 +44,7 @@ static const gen_row gens[] = {
 /* Anything else: a typical large-GEMM efficiency of tensor-core GPUs. */
 static const gen_row gen_default = {"", 0.75, 0.50, 0.40, 80};
 
-/* Case-insensitive: does name contain tag? */
-static int has_tag(const char *name, const char *tag)
+int cost_name_has_tag(const char *name, const char *tag)
 {
     size_t n = strlen(name), t = strlen(tag), i, k;
 
@@ -64,7 +63,7 @@ static const gen_row *gen_of(const fmt_device_type *dt)
     size_t i;
 
     for (i = 0; i < sizeof gens / sizeof gens[0]; i++)
-        if (has_tag(dt->name, gens[i].tag))
+        if (cost_name_has_tag(dt->name, gens[i].tag))
             return &gens[i];
     return &gen_default;
 }

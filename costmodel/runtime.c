@@ -4,7 +4,6 @@
  * buffers of each communicator the rank belongs to and the caching
  * allocator's minimum segments.  Constants per device generation, each
  * with its source.  Pure functions, no I/O. */
-#include <ctype.h>
 #include <string.h>
 
 #include "costmodel.h"
@@ -95,27 +94,12 @@ static const rt_gen gens[] = {
 /* Anything else (AMD parts, unknown names): the published 1.3 GB. */
 static const rt_gen gen_default = {"", 1.3e9, 8.125 * MIB, 16.0};
 
-/* Case-insensitive: does name contain tag? */
-static int name_has(const char *name, const char *tag)
-{
-    size_t n = strlen(name), t = strlen(tag), i, k;
-
-    for (i = 0; i + t <= n; i++) {
-        for (k = 0; k < t; k++)
-            if (toupper((unsigned char)name[i + k]) != tag[k])
-                break;
-        if (k == t)
-            return 1;
-    }
-    return 0;
-}
-
 static const rt_gen *rt_gen_of(const fmt_device_type *dt)
 {
     size_t i;
 
     for (i = 0; i < sizeof gens / sizeof gens[0]; i++)
-        if (name_has(dt->name, gens[i].tag))
+        if (cost_name_has_tag(dt->name, gens[i].tag))
             return &gens[i];
     return &gen_default;
 }

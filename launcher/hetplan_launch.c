@@ -10,7 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "formats.h"
 #include "internal.h"
 
 
@@ -308,26 +307,6 @@ done:
 
 #endif /* HETPLAN_LAUNCH_CUDA */
 
-/* Unknown keys in the input files, printed as warnings when the tool
- * ends (misspelled keys would otherwise be ignored silently). */
-static fmt_warnings key_warnings;
-
-static void print_key_warnings(void)
-{
-    char buf[1024];
-    int k;
-
-    for (k = 0; k < key_warnings.n; k++) {
-        util_error_format(&key_warnings.items[k], buf, sizeof buf);
-        fprintf(stderr, "hetplan-launch: warning: %s\n", buf);
-    }
-    if (key_warnings.dropped > 0)
-        fprintf(stderr, "hetplan-launch: warning: %d more unknown keys not shown\n",
-                key_warnings.dropped);
-    fmt_warnings_use(NULL);
-    fmt_warnings_free(&key_warnings);
-}
-
 int main(int argc, char **argv)
 {
     launch_options o;
@@ -342,8 +321,7 @@ int main(int argc, char **argv)
     int *peer = NULL;
     int rc, code = LAUNCH_EXIT_OK, j, ngpu = 0, progress, mode;
 
-    fmt_warnings_use(&key_warnings);
-    atexit(print_key_warnings);
+    prof_warn_unknown_keys("hetplan-launch");
     memset(&d, 0, sizeof d);
     memset(&w, 0, sizeof w);
     memset(&t, 0, sizeof t);

@@ -1,5 +1,6 @@
 /* profiler/args.c: the command line of hetplan-profile. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -200,4 +201,30 @@ int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");
     return UTIL_OK;
+}
+
+static fmt_warnings key_warnings;
+static const char *key_tool = "";
+
+static void print_key_warnings(void)
+{
+    char buf[1024];
+    int k;
+
+    for (k = 0; k < key_warnings.n; k++) {
+        util_error_format(&key_warnings.items[k], buf, sizeof buf);
+        fprintf(stderr, "%s: warning: %s\n", key_tool, buf);
+    }
+    if (key_warnings.dropped > 0)
+        fprintf(stderr, "%s: warning: %d more unknown keys not shown\n", key_tool,
+                key_warnings.dropped);
+    fmt_warnings_use(NULL);
+    fmt_warnings_free(&key_warnings);
+}
+
+void prof_warn_unknown_keys(const char *tool)
+{
+    key_tool = tool;
+    fmt_warnings_use(&key_warnings);
+    atexit(print_key_warnings);
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "formats.h"
 #include "prof.h"
 
 enum exit_code {
@@ -66,26 +65,6 @@ static int report(const char *prefix, const util_error *err)
     }
 }
 
-/* Unknown keys in the input files, printed as warnings when the tool
- * ends (misspelled keys would otherwise be ignored silently). */
-static fmt_warnings key_warnings;
-
-static void print_key_warnings(void)
-{
-    char buf[1024];
-    int k;
-
-    for (k = 0; k < key_warnings.n; k++) {
-        util_error_format(&key_warnings.items[k], buf, sizeof buf);
-        fprintf(stderr, "hetplan-profile: warning: %s\n", buf);
-    }
-    if (key_warnings.dropped > 0)
-        fprintf(stderr, "hetplan-profile: warning: %d more unknown keys not shown\n",
-                key_warnings.dropped);
-    fmt_warnings_use(NULL);
-    fmt_warnings_free(&key_warnings);
-}
-
 int main(int argc, char **argv)
 {
     prof_options o;
@@ -100,8 +79,7 @@ int main(int argc, char **argv)
     int progress;
     char *text = NULL;
 
-    fmt_warnings_use(&key_warnings);
-    atexit(print_key_warnings);
+    prof_warn_unknown_keys("hetplan-profile");
     memset(&m, 0, sizeof m);
     memset(&err, 0, sizeof err);
     if (prof_parse_args(argc, argv, &o, &err) != UTIL_OK) {

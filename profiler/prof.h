@@ -184,6 +184,11 @@ int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
  * (unknown option, missing value, bad number, missing --model/--output
  * unless --help/--version). */
 int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err);
+/* For the tools' main(): collect the unknown keys the input readers find
+ * and print each as "TOOL: warning: ..." on stderr when the program
+ * exits (a misspelled key is not ignored silently).  tool must outlive
+ * the program (a string literal). */
+void prof_warn_unknown_keys(const char *tool);
 
 /* ---- the profile document (profiler/profile_json.c) ------------------ */
 

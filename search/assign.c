@@ -33,19 +33,7 @@ static int param_groups(const fmt_model *m, int *start)
  * model chunks.  Returns the count (0 when blocks % v != 0). */
 static int chunk_groups(const fmt_model *m, int v, int *start)
 {
-    int l, b = 0, g = 0;
-
-    if (v < 2 || search_blocks(m) % v != 0 || search_blocks(m) == 0)
-        return 0;
-    start[0] = 0;
-    for (l = 0; l < m->nlayers; l++)
-        if (m->layers[l].kind == FMT_KIND_TRANSFORMER) {
-            if (b > 0 && b % v == 0)
-                start[++g] = l;
-            b++;
-        }
-    start[++g] = m->nlayers;
-    return g;
+    return v < 2 ? 0 : search_launcher_groups(m, v, start);
 }
 
 /* ---- what the candidates of one search share ------------------------- */
