@@ -243,6 +243,9 @@ static int dispatch(int argc, char **argv)
             return CMD_EXIT_OK;
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+            if (argc > 2)
+                return cmd_usage_error(NULL, "unexpected argument '%s' after "
+                                             "'--version'", argv[2]);
             cmd_print_version();
             return CMD_EXIT_OK;
         }
@@ -261,6 +264,9 @@ static int dispatch(int argc, char **argv)
             fputs(cmd_plan_usage_options, stdout);
             return CMD_EXIT_OK;
         }
+        if (argc > 3)
+            return cmd_usage_error(NULL, "unexpected argument '%s' after 'help %s'",
+                                   argv[3], argv[2]);
         for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
             if (strcmp(argv[2], subcommands[k].name) == 0) {
                 hv[0] = argv[2];

@@ -235,7 +235,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_CALL("--sequence-parallel", OPT_SEQ_PAR),
         CMD_INT("--vpp", &o->vpp, 1, FMT_MAX_VPP),
         CMD_CALL("--batch-tolerance", OPT_BATCH_TOL),
-        CMD_CALL("--param", OPT_PARAM),
+        CMD_REPEAT("--param", OPT_PARAM),
         CMD_CALL("--precision", OPT_PRECISION),
         CMD_CALL("--method", OPT_METHOD),
         CMD_CALL("--placement", OPT_PLACEMENT),

@@ -119,7 +119,7 @@ static int whatif_args(int argc, char **argv, whatif_opts *o)
         CMD_STRING("--plan", NULL, &o->plan),
         CMD_INT("--strategy", &o->strategy, 1, 1000000),
         CMD_INT("--granule", &o->wp.granule, 1, 1 << 20),
-        CMD_CALL("--slow", OPT_SLOW),
+        CMD_REPEAT("--slow", OPT_SLOW),
         CMD_CALL("--iterations", OPT_ITERATIONS),
         CMD_CALL("--tolerance", OPT_TOLERANCE),
         CMD_CALL("--time-limit", OPT_TIME_LIMIT),

@@ -551,6 +551,81 @@ START_TEST(usage_unknown_option)
 }
 END_TEST
 
+/* A single-valued option given twice is a mistake (which one was meant?),
+ * in every command and in both spellings; --param and --slow are the
+ * documented repeatable options, flags may be repeated. */
+START_TEST(usage_repeated_option)
+{
+    run r;
+
+    PLANNER(&r, "--cluster", CLUSTER, "--cluster", "examples/h100-node4.json",
+            "--model", MODEL);
+    expect_usage(&r, "'--cluster'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k=3", "--top-k", "2");
+    expect_usage(&r, "'--top-k'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-o", "a.json",
+            "--output", "b.json");
+    expect_usage(&r, "'--output'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", "json",
+            "--format", "table");
+    expect_usage(&r, "'--format'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--objective", "time",
+            "--objective", "cost");
+    expect_usage(&r, "'--objective'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+            STRATS, "--strategies", STRATS);
+    expect_usage(&r, "'--strategies'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--to", "megatron");
+    expect_usage(&r, "'--to'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "whatif", "--plan", "a.json", "--plan", "b.json", "--slow", "0:2");
+    expect_usage(&r, "'--plan'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-campuses.json",
+            "--seed", "1", "--seed", "2");
+    expect_usage(&r, "'--seed'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "replan", "--plan", "a.json", "--frozen", "1", "--frozen", "2");
+    expect_usage(&r, "'--frozen'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "report", "--plan", "a.json", "--output", "a.svg", "--output", "b.svg");
+    expect_usage(&r, "'--output'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "calibrate", "--cluster", CLUSTER, "--cluster", CLUSTER, "--model",
+            MODEL, "--trials", "t.json");
+    expect_usage(&r, "'--cluster'", "more than once");
+    run_free(&r);
+    /* repeatable: two --param and a repeated flag plan as usual */
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "1",
+            "--param", "net_eff=0.5", "--param", "net_eff=0.25", "--quiet", "--quiet");
+    expect_exit(&r, 0);
+    run_free(&r);
+}
+END_TEST
+
+/* --version and 'help COMMAND' take nothing after them. */
+START_TEST(usage_version_extra)
+{
+    run r;
+
+    PLANNER(&r, "--version", "extra");
+    expect_usage(&r, "'extra'", "--version");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--version");
+    expect_usage(&r, "'--version'", NULL);
+    run_free(&r);
+    PLANNER(&r, "help", "plan", "extra");
+    expect_usage(&r, "'extra'", NULL);
+    run_free(&r);
+}
+END_TEST
+
 /* An unknown option as the last argument is still an unknown option, not
  * an option that lacks its value. */
 START_TEST(usage_unknown_option_last)
@@ -1584,6 +1659,8 @@ static Suite *cli_suite(void)
 
     tcase_add_test(tu, usage_unknown_option);
     tcase_add_test(tu, usage_unknown_option_last);
+    tcase_add_test(tu, usage_repeated_option);
+    tcase_add_test(tu, usage_version_extra);
     tcase_add_test(tu, usage_missing_cluster);
     tcase_add_test(tu, usage_missing_model);
     tcase_add_test(tu, usage_option_without_value);
