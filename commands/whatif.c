@@ -60,8 +60,8 @@ static double whatif_number(const char *opt, const char *s, double lo, int *bad)
 
     if (end == s || *end != '\0' || !(v >= lo) || v > 1e15) {
         char l[UTIL_NUM_N];
-        cmd_usage_error("whatif", "option '%s' expects a number >= %s, got '%s'", opt,
-                        util_num_text(lo, l, sizeof l), s);
+        cmd_usage_error("whatif", "option '%s' expects a number from %s to 1e15, "
+                                  "got '%s'", opt, util_num_text(lo, l, sizeof l), s);
         *bad = 1;
     }
     return v;

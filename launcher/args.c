@@ -25,6 +25,9 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
     int i, rc, all_local = 0;
 
     launch_options_init(o);
+    if ((rc = prof_repeated_option(argc, argv, valued, sizeof valued / sizeof valued[0],
+                                   err)) != UTIL_OK)
+        return rc;
     for (i = 1; i < argc; i++) {
         char name[64];
         const char *val;

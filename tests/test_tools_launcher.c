@@ -321,6 +321,11 @@ START_TEST(test_args)
 
     ck_assert_int_eq(parse(&o, &err, NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "missing required option '--plan'");
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--plan=q", NULL), UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--plan' given more than once");
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "-o", "a", "--output", "b", NULL),
+                     UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--output' given more than once");
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--rank", "1", "--all-local",
                            NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "options '--rank' and '--all-local' exclude each other");
@@ -1788,6 +1793,13 @@ START_TEST(test_launch_cli)
     ck_assert_ptr_nonnull(strstr(out, "--mode M"));
     ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json", out,
                              sizeof out), 3);
+    /* a plan that cannot be read is a bad input (3) on every path */
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json "
+                                  "--dry-run", out, sizeof out), 3);
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json "
+                                  "--spawn 2", out, sizeof out), 3);
+    ck_assert_int_eq(tu_run_shell("WORLD_SIZE=2 RANK=0 '" HETPLAN_LAUNCH_EXE "' --plan "
+                                  "/nonexistent.json", out, sizeof out), 3);
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --rank 1 --mode executed",
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
