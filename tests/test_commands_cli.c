@@ -1156,6 +1156,49 @@ END_TEST
 
 /* ---- successful runs ------------------------------------------------- */
 
+/* --batch-tolerance may round the batch, but a plan has one global batch:
+ * every strategy runs settings.global_batch = dp x mbs x micro_batches
+ * samples (AMP's cluster and GPT-3 XL, batch 256 within 10%: dp 2 x mbs 3
+ * x 43 = 258 runs too, and must not join a plan whose batch is 256), its
+ * samples/s is that batch over its time, and every strategy exports. */
+START_TEST(plan_batch_tolerance_one_batch)
+{
+    char o[PATHN], d[PATHN + 16], k[16];
+    char *text;
+    cJSON *plan;
+    const cJSON *s;
+    int gb, n = 0;
+    run r;
+
+    wpath(o, "OUT.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", "examples/gpt3-xl.json",
+            "--batch-tolerance", "10", "--top-k", "8", "--quiet", "--output", o);
+    expect_exit(&r, 0);
+    run_free(&r);
+    text = read_all(o);
+    plan = parse_json(text, "OUT.json");
+    gb = get_int(get(plan, "settings"), "global_batch");
+    cJSON_ArrayForEach(s, get_arr(plan, "strategies")) {
+        int b = get_int(s, "dp") * get_int(s, "mbs") * get_int(s, "micro_batches");
+        ck_assert_msg(b == gb, "strategy %d runs %d samples, the plan's batch is %d",
+                      n + 1, b, gb);
+        ck_assert_msg(fabs(get_num(s, "samples_per_s") * get_num(s, "predicted_s") - gb)
+                          < 1e-6 * gb, "strategy %d: samples/s is not %d / time", n + 1,
+                      gb);
+        n++;
+        snprintf(k, sizeof k, "%d", n);
+        snprintf(d, sizeof d, "%s/x%d", work_dir, n);
+        PLANNER(&r, "export", "--plan", o, "--strategy", k, "--to", "torchrun",
+                "--output", d);
+        expect_exit(&r, 0);
+        run_free(&r);
+    }
+    ck_assert_int_ge(n, 2);
+    cJSON_Delete(plan);
+    free(text);
+}
+END_TEST
+
 START_TEST(plan_success)
 {
     char o[PATHN], list[PATHN];
@@ -1693,6 +1736,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tx, stdout_not_writable);
 
     tcase_add_test(ts, plan_success);
+    tcase_add_test(ts, plan_batch_tolerance_one_batch);
     tcase_add_test(ts, plan_top_k);
     tcase_add_test(ts, plan_format_json);
     tcase_add_test(ts, plan_quiet_and_verbose);
