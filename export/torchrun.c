@@ -50,7 +50,7 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd)
 {
     int k;
 
-    util_buf_printf(b, "case \"${NODE_RANK:?set NODE_RANK to this agent's node rank, "
+    util_buf_printf(b, "case \"${NODE_RANK:?set NODE_RANK to the node rank of this agent, "
                  "0..%d}\" in\n", x->ng - 1);
     for (k = 0; k < x->ng; k++) {
         const export_group *g = &x->g[k];
