@@ -609,6 +609,23 @@ START_TEST(usage_repeated_option)
 }
 END_TEST
 
+/* export --master-addr is written into every launch line: an empty or
+ * blank value would start torchrun with no rendezvous host. */
+START_TEST(usage_export_master_addr)
+{
+    static const char *const bad[] = {"", "a b", "host;x", "-h"};
+    size_t i;
+    run r;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun",
+                "--master-addr", bad[i]);
+        expect_usage(&r, "'--master-addr' expects a host name or an IP address", NULL);
+        run_free(&r);
+    }
+}
+END_TEST
+
 /* --version and 'help COMMAND' take nothing after them. */
 START_TEST(usage_version_extra)
 {
@@ -1704,6 +1721,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tu, usage_unknown_option_last);
     tcase_add_test(tu, usage_repeated_option);
     tcase_add_test(tu, usage_version_extra);
+    tcase_add_test(tu, usage_export_master_addr);
     tcase_add_test(tu, usage_missing_cluster);
     tcase_add_test(tu, usage_missing_model);
     tcase_add_test(tu, usage_option_without_value);
