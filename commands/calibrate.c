@@ -193,7 +193,7 @@ int cmd_calibrate(int argc, char **argv)
     code = calibrate_args(argc, argv, &o);
     if (code != CMD_EXIT_OK)
         return code;
-    if (fmt_load_cluster(o.in.cluster, &c, &err) != UTIL_OK ||
+    if (cmd_load_cluster(o.in.cluster, &c, &err) != UTIL_OK ||
         fmt_load_model(o.in.model, &m, &err) != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;

@@ -196,6 +196,11 @@ int cmd_emit_report(char *json, char *table, const cmd_output_opts *o);
 /* SHA-256 of a file's text as hex into out: UTIL_OK or an error in err. */
 int cmd_digest_file(const char *path, char out[65], util_error *err);
 
+/* fmt_load_cluster, except that a decentralized cluster file (the input
+ * of 'planner decentralized') is refused with that hint and without the
+ * warnings about its keys. */
+int cmd_load_cluster(const char *path, fmt_cluster *c, util_error *err);
+
 /* Seconds of a monotonic clock. */
 double cmd_seconds(void);
 

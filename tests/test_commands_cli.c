@@ -852,6 +852,25 @@ START_TEST(input_malformed_json)
 }
 END_TEST
 
+/* A decentralized cluster file given to plan or calibrate: one message
+ * that says which command reads it, not a warning for each of its keys. */
+START_TEST(input_decentralized_cluster)
+{
+    run r;
+
+    PLANNER(&r, "--cluster", "examples/dtfm-campuses.json", "--model", MODEL);
+    expect_input(&r, "examples/dtfm-campuses.json", "nodes",
+                 "missing required field 'nodes'",
+                 "'planner decentralized --cluster examples/dtfm-campuses.json'");
+    run_free(&r);
+    PLANNER(&r, "calibrate", "--cluster", "examples/dtfm-worldwide.json", "--model",
+            MODEL, "--trials", "t.json", "--profile", "p.json");
+    expect_input(&r, "examples/dtfm-worldwide.json", "nodes", "planner decentralized",
+                 NULL);
+    run_free(&r);
+}
+END_TEST
+
 START_TEST(input_missing_nodes)
 {
     char p[PATHN];
@@ -1735,6 +1754,7 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_missing_file);
     tcase_add_test(ti, input_malformed_json);
     tcase_add_test(ti, input_missing_nodes);
+    tcase_add_test(ti, input_decentralized_cluster);
     tcase_add_test(ti, input_negative_gpus);
     tcase_add_test(ti, input_zero_nic);
     tcase_add_test(ti, input_unknown_key);
