@@ -126,7 +126,8 @@ typedef struct cmd_parser {
 /* Parse the options argv[1..argc-1] in order, storing each as its table
  * entry says; returns an exit code, after the message when not
  * CMD_EXIT_OK.  An option given twice is a usage error, except a flag
- * (CMD_OPT_SET) and a CMD_REPEAT entry.  --help and -h print the usage and exit with status 0, as
+ * (CMD_OPT_SET) and a CMD_REPEAT entry, and so are --quiet with
+ * --verbose.  --help and -h print the usage and exit with status 0, as
  * --version does where the parser accepts it. */
 int cmd_parse_options(const cmd_parser *p, int argc, char **argv);
 

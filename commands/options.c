@@ -117,13 +117,21 @@ static int note_seen(const cmd_parser *p, const cmd_option *o, const char *a,
 {
     size_t k = (size_t)(o - p->options);
 
-    if (o->kind == CMD_OPT_SET || (o->kind == CMD_OPT_CALL && o->lo == 1) ||
-        k >= MAX_OPTIONS)
+    if (k >= MAX_OPTIONS)
         return CMD_EXIT_OK;
-    if (seen[k])
+    if (seen[k] && o->kind != CMD_OPT_SET && !(o->kind == CMD_OPT_CALL && o->lo == 1))
         return cmd_usage_error(p->hint, "option '%s' given more than once", a);
     seen[k] = 1;
     return CMD_EXIT_OK;
+}
+
+/* 1 when the option named name was given (seen by note_seen). */
+static int given(const cmd_parser *p, const unsigned char *seen, const char *name)
+{
+    const cmd_option *o = find_option(p, name);
+    size_t k = o ? (size_t)(o - p->options) : MAX_OPTIONS;
+
+    return k < MAX_OPTIONS && seen[k];
 }
 
 int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
@@ -183,6 +191,9 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
             (code = store(p, o, a, v)) != CMD_EXIT_OK)
             return code;
     }
+    if (given(p, seen, "--quiet") && given(p, seen, "--verbose"))
+        return cmd_usage_error(p->hint, "%s", "options '--quiet' and '--verbose' "
+                                              "exclude each other");
     return CMD_EXIT_OK;
 }
 

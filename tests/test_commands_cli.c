@@ -601,6 +601,13 @@ START_TEST(usage_repeated_option)
             MODEL, "--trials", "t.json");
     expect_usage(&r, "'--cluster'", "more than once");
     run_free(&r);
+    /* --quiet and --verbose contradict each other, in every command */
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-q", "--verbose");
+    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--verbose", "--quiet");
+    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
+    run_free(&r);
     /* repeatable: two --param and a repeated flag plan as usual */
     PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "1",
             "--param", "net_eff=0.5", "--param", "net_eff=0.25", "--quiet", "--quiet");
