@@ -155,6 +155,8 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
         in.local_world = env->local_world;
         in.only = env->rank;
         in.local_first = env->rank - env->local_rank;
+    } else if (o->rank >= 0) {
+        in.only = o->rank; /* --rank R: that rank only */
     }
     {
         static char names[64][64];

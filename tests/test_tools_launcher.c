@@ -1831,6 +1831,17 @@ START_TEST(test_launch_cli_ranks)
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
+    /* so does --rank R */
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --rank 2", HETPLAN_LAUNCH_EXE,
+             plan_path);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1") &&
+                  !strstr(out, "rank 3: plan rank 3"), "%s", out);
+    /* the dry run prints text only: --format json is refused, not ignored */
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --format json",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'--dry-run' and '--format json' exclude each other"));
     /* --spawn, --strategy and --rank that do not fit the plan (pp 4, one
      * strategy) are usage errors naming the option, with or without
      * --dry-run */
