@@ -93,7 +93,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_STRING("--amp-trials", NULL, &o->amp_trials),
         CMD_INT("--global-batch", &o->global_batch, 1, INT_MAX / 2),
         CMD_SET("--no-loo", NULL, &o->loo, 0),
-        CMD_CALL("--param", OPT_PARAM),
+        CMD_REPEAT("--param", OPT_PARAM),
         CMD_CALL("--reg", OPT_REG),
         CMD_CALL("--time-limit", OPT_TIME_LIMIT),
         CMD_OUTPUT_OPTIONS(&o->out),
@@ -193,7 +193,7 @@ int cmd_calibrate(int argc, char **argv)
     code = calibrate_args(argc, argv, &o);
     if (code != CMD_EXIT_OK)
         return code;
-    if (fmt_load_cluster(o.in.cluster, &c, &err) != UTIL_OK ||
+    if (cmd_load_cluster(o.in.cluster, &c, &err) != UTIL_OK ||
         fmt_load_model(o.in.model, &m, &err) != UTIL_OK) {
         code = cmd_report_error(&err);
         goto done;

@@ -65,7 +65,8 @@ typedef struct cmd_option {
     int kind;           /* enum cmd_option_kind */
     const char **str;   /* CMD_OPT_STRING: where the value goes */
     int *num;           /* CMD_OPT_INT, _SET, _FORMAT: where the number goes */
-    int lo, hi;         /* CMD_OPT_INT: the range; CMD_OPT_SET: the number */
+    int lo, hi;         /* CMD_OPT_INT: the range; CMD_OPT_SET: the number;
+                         * CMD_OPT_CALL: lo = 1 when it may be repeated */
     int id;             /* CMD_OPT_CALL: passed to the handle */
 } cmd_option;
 
@@ -74,6 +75,7 @@ typedef struct cmd_option {
 #define CMD_INT(name, p, lo, hi) {name, NULL, CMD_OPT_INT, NULL, p, lo, hi, 0}
 #define CMD_SET(name, alias, p, v) {name, alias, CMD_OPT_SET, NULL, p, v, 0, 0}
 #define CMD_CALL(name, id) {name, NULL, CMD_OPT_CALL, NULL, NULL, 0, 0, id}
+#define CMD_REPEAT(name, id) {name, NULL, CMD_OPT_CALL, NULL, NULL, 1, 0, id}
 #define CMD_END {NULL, NULL, 0, NULL, NULL, 0, 0, 0}
 
 /* The output options' values. */
@@ -123,7 +125,9 @@ typedef struct cmd_parser {
 
 /* Parse the options argv[1..argc-1] in order, storing each as its table
  * entry says; returns an exit code, after the message when not
- * CMD_EXIT_OK.  --help and -h print the usage and exit with status 0, as
+ * CMD_EXIT_OK.  An option given twice is a usage error, except a flag
+ * (CMD_OPT_SET) and a CMD_REPEAT entry, and so are --quiet with
+ * --verbose.  --help and -h print the usage and exit with status 0, as
  * --version does where the parser accepts it. */
 int cmd_parse_options(const cmd_parser *p, int argc, char **argv);
 
@@ -192,6 +196,11 @@ int cmd_emit_report(char *json, char *table, const cmd_output_opts *o);
 
 /* SHA-256 of a file's text as hex into out: UTIL_OK or an error in err. */
 int cmd_digest_file(const char *path, char out[65], util_error *err);
+
+/* fmt_load_cluster, except that a decentralized cluster file (the input
+ * of 'planner decentralized') is refused with that hint and without the
+ * warnings about its keys. */
+int cmd_load_cluster(const char *path, fmt_cluster *c, util_error *err);
 
 /* Seconds of a monotonic clock. */
 double cmd_seconds(void);

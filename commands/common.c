@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "decentral.h"
 
 /* The unknown input keys of this run (cmd_dispatch), and how many of
  * them are printed. */
@@ -243,6 +244,9 @@ static int dispatch(int argc, char **argv)
             return CMD_EXIT_OK;
         }
         if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
+            if (argc > 2)
+                return cmd_usage_error(NULL, "unexpected argument '%s' after "
+                                             "'--version'", argv[2]);
             cmd_print_version();
             return CMD_EXIT_OK;
         }
@@ -261,6 +265,9 @@ static int dispatch(int argc, char **argv)
             fputs(cmd_plan_usage_options, stdout);
             return CMD_EXIT_OK;
         }
+        if (argc > 3)
+            return cmd_usage_error(NULL, "unexpected argument '%s' after 'help %s'",
+                                   argv[3], argv[2]);
         for (k = 0; k < sizeof subcommands / sizeof subcommands[0]; k++)
             if (strcmp(argv[2], subcommands[k].name) == 0) {
                 hv[0] = argv[2];
@@ -277,4 +284,28 @@ static int dispatch(int argc, char **argv)
     return cmd_usage_error(NULL, "unknown command '%s' (commands: plan, evaluate, "
                                  "calibrate, decentralized, whatif, replan, export, "
                                  "report)", argv[1]);
+}
+
+int cmd_load_cluster(const char *path, fmt_cluster *c, util_error *err)
+{
+    int n0 = run_warnings.n, rc = fmt_load_cluster(path, c, err);
+    dtfm_options o;
+    dtfm_input in;
+    util_error e2;
+    size_t len;
+
+    if (rc != UTIL_EFIELD || strstr(err->msg, "missing required field 'nodes'") == NULL)
+        return rc;
+    memset(&e2, 0, sizeof e2);
+    memset(&in, 0, sizeof in);
+    dtfm_options_init(&o);
+    if (dtfm_load(path, &o, &in, &e2) != UTIL_OK)
+        return rc;
+    dtfm_input_free(&in);
+    if (run_warnings.n > n0 && warnings_printed <= n0)
+        run_warnings.n = n0; /* its keys are right for 'planner decentralized' */
+    len = strlen(err->msg);
+    snprintf(err->msg + len, sizeof err->msg - len, " (a decentralized cluster: "
+             "'planner decentralized --cluster %s' schedules it)", path);
+    return rc;
 }

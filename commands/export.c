@@ -74,6 +74,18 @@ static int export_option(void *ctx, int id, const char *opt, const char *v)
     return CMD_EXIT_OK;
 }
 
+/* 1 when s can be a rendezvous address: a host name (IPv4 addresses are
+ * host names to the check) or an IPv6 address (hex digits, ':', '.'). */
+static int addr_ok(const char *s)
+{
+    size_t n = strlen(s);
+
+    if (util_hostname_ok(s))
+        return 1;
+    return n > 1 && n <= 45 && strchr(s, ':') != NULL &&
+           strspn(s, "0123456789abcdefABCDEF:.") == n;
+}
+
 /* Parse the command line into o; exit code. */
 static int export_args(int argc, char **argv, export_opts *o)
 {
@@ -102,6 +114,9 @@ static int export_args(int argc, char **argv, export_opts *o)
         return cmd_usage_error(NULL, "%s", "missing required option '--plan'");
     if (o->target < 0)
         return cmd_usage_error(NULL, "%s", "missing required option '--to'");
+    if (o->master_addr != NULL && !addr_ok(o->master_addr))
+        return cmd_usage_error(NULL, "option '--master-addr' expects a host name or "
+                                     "an IP address, got '%s'", o->master_addr);
     return CMD_EXIT_OK;
 }
 

@@ -107,8 +107,36 @@ static int store(const cmd_parser *p, const cmd_option *o, const char *a, const 
     }
 }
 
+/* Largest number of entries in an option table. */
+#define MAX_OPTIONS 128
+
+/* Note that o (written as a) was given; a usage error when it was given
+ * before and cannot be repeated. */
+static int note_seen(const cmd_parser *p, const cmd_option *o, const char *a,
+                     unsigned char *seen)
+{
+    size_t k = (size_t)(o - p->options);
+
+    if (k >= MAX_OPTIONS)
+        return CMD_EXIT_OK;
+    if (seen[k] && o->kind != CMD_OPT_SET && !(o->kind == CMD_OPT_CALL && o->lo == 1))
+        return cmd_usage_error(p->hint, "option '%s' given more than once", a);
+    seen[k] = 1;
+    return CMD_EXIT_OK;
+}
+
+/* 1 when the option named name was given (seen by note_seen). */
+static int given(const cmd_parser *p, const unsigned char *seen, const char *name)
+{
+    const cmd_option *o = find_option(p, name);
+    size_t k = o ? (size_t)(o - p->options) : MAX_OPTIONS;
+
+    return k < MAX_OPTIONS && seen[k];
+}
+
 int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
 {
+    unsigned char seen[MAX_OPTIONS] = {0};
     int i, code;
 
     for (i = 1; i < argc; i++) {
@@ -124,6 +152,9 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
             exit(CMD_EXIT_OK);
         }
         if (p->version && strcmp(a, "--version") == 0) {
+            if (argc > 2)
+                return cmd_usage_error(p->hint, "%s", "option '--version' takes "
+                                                      "no other argument");
             cmd_print_version();
             exit(CMD_EXIT_OK);
         }
@@ -137,7 +168,8 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
                 return unknown_option(p, name);
             if (o->kind == CMD_OPT_SET)
                 return cmd_usage_error(p->hint, "option '%s' takes no value", name);
-            if ((code = store(p, o, name, eq + 1)) != CMD_EXIT_OK)
+            if ((code = note_seen(p, o, o->name, seen)) != CMD_EXIT_OK ||
+                (code = store(p, o, name, eq + 1)) != CMD_EXIT_OK)
                 return code;
             continue;
         }
@@ -155,9 +187,13 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
                 return unknown_option(p, a);
             i++;
         }
-        if ((code = store(p, o, a, v)) != CMD_EXIT_OK)
+        if ((code = note_seen(p, o, o->name, seen)) != CMD_EXIT_OK ||
+            (code = store(p, o, a, v)) != CMD_EXIT_OK)
             return code;
     }
+    if (given(p, seen, "--quiet") && given(p, seen, "--verbose"))
+        return cmd_usage_error(p->hint, "%s", "options '--quiet' and '--verbose' "
+                                              "exclude each other");
     return CMD_EXIT_OK;
 }
 

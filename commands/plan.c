@@ -235,7 +235,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_CALL("--sequence-parallel", OPT_SEQ_PAR),
         CMD_INT("--vpp", &o->vpp, 1, FMT_MAX_VPP),
         CMD_CALL("--batch-tolerance", OPT_BATCH_TOL),
-        CMD_CALL("--param", OPT_PARAM),
+        CMD_REPEAT("--param", OPT_PARAM),
         CMD_CALL("--precision", OPT_PRECISION),
         CMD_CALL("--method", OPT_METHOD),
         CMD_CALL("--placement", OPT_PLACEMENT),
@@ -437,7 +437,7 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
     code = plan_args(argc, argv, evaluate, o);
     if (code != CMD_EXIT_OK)
         return code;
-    if (fmt_load_cluster(o->in.cluster, &r->c, &err) != UTIL_OK ||
+    if (cmd_load_cluster(o->in.cluster, &r->c, &err) != UTIL_OK ||
         fmt_load_model(o->in.model, &r->m, &err) != UTIL_OK ||
         (o->precision >= 0 && /* --precision overrides training.precision */
          fmt_model_set_precision(&r->m, o->precision, &err) != UTIL_OK) ||

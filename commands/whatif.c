@@ -60,8 +60,8 @@ static double whatif_number(const char *opt, const char *s, double lo, int *bad)
 
     if (end == s || *end != '\0' || !(v >= lo) || v > 1e15) {
         char l[UTIL_NUM_N];
-        cmd_usage_error("whatif", "option '%s' expects a number >= %s, got '%s'", opt,
-                        util_num_text(lo, l, sizeof l), s);
+        cmd_usage_error("whatif", "option '%s' expects a number from %s to 1e15, "
+                                  "got '%s'", opt, util_num_text(lo, l, sizeof l), s);
         *bad = 1;
     }
     return v;
@@ -119,7 +119,7 @@ static int whatif_args(int argc, char **argv, whatif_opts *o)
         CMD_STRING("--plan", NULL, &o->plan),
         CMD_INT("--strategy", &o->strategy, 1, 1000000),
         CMD_INT("--granule", &o->wp.granule, 1, 1 << 20),
-        CMD_CALL("--slow", OPT_SLOW),
+        CMD_REPEAT("--slow", OPT_SLOW),
         CMD_CALL("--iterations", OPT_ITERATIONS),
         CMD_CALL("--tolerance", OPT_TOLERANCE),
         CMD_CALL("--time-limit", OPT_TIME_LIMIT),

@@ -31,18 +31,17 @@ void export_agent_notes(export_ctx *x)
         if (x->node_groups[k] > 1) {
             if (used < sizeof hosts - 80)
                 used += (size_t)snprintf(hosts + used, sizeof hosts - used,
-                                         "%s'%s' (%d)", n ? ", " : "",
+                                         "%s'%s' runs %d agents", n ? ", " : "",
                                          export_host_of(x, k), x->node_groups[k]);
             else if (used < sizeof hosts - 5)
                 used += (size_t)snprintf(hosts + used, sizeof hosts - used, ", ...");
             n++;
         }
     if (n > 0)
-        export_note(x, "the plan's ranks on %d host(s) are not consecutive, "
+        export_note(x, "the plan's ranks are not consecutive on %d host%s, "
                     "so one torchrun per host cannot realise its placement; "
                     "each run of consecutive ranks gets its own torchrun "
-                    "agent (node rank and GPUs), several on one host: %s "
-                    "agents", n, hosts);
+                    "agent (node rank and GPUs): %s", n, n == 1 ? "" : "s", hosts);
 }
 
 /* The per-agent case arms of a launch script. */
@@ -50,7 +49,7 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd)
 {
     int k;
 
-    util_buf_printf(b, "case \"${NODE_RANK:?set NODE_RANK to this agent's node rank, "
+    util_buf_printf(b, "case \"${NODE_RANK:?set NODE_RANK to the node rank of this agent, "
                  "0..%d}\" in\n", x->ng - 1);
     for (k = 0; k < x->ng; k++) {
         const export_group *g = &x->g[k];

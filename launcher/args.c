@@ -25,6 +25,9 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
     int i, rc, all_local = 0;
 
     launch_options_init(o);
+    if ((rc = prof_repeated_option(argc, argv, valued, sizeof valued / sizeof valued[0],
+                                   err)) != UTIL_OK)
+        return rc;
     for (i = 1; i < argc; i++) {
         char name[64];
         const char *val;
@@ -125,6 +128,10 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "option '--spawn' excludes '--rank' and '--mode' "
                               "(every rank runs its own part)");
+    if (o->dry_run && o->json)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "options '--dry-run' and '--format json' exclude each "
+                              "other (the dry run prints text)");
     if (o->quiet && o->verbose)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "options '--quiet' and '--verbose' exclude each other");

@@ -77,6 +77,15 @@ static int fail(int rank, const util_error *err)
     return code_of(err);
 }
 
+/* fail() for an error while reading the plan and the work of a rank: a
+ * plan file that cannot be read is a bad input (3), not a lost peer. */
+static int fail_load(int rank, const util_error *err)
+{
+    int code = fail(rank, err);
+
+    return err->code == UTIL_EIO ? LAUNCH_EXIT_INPUT : code;
+}
+
 int launch_cli_check_options(const launch_options *o, const plan_doc *d)
 {
     const fmt_strategy *s;
@@ -146,6 +155,8 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
         in.local_world = env->local_world;
         in.only = env->rank;
         in.local_first = env->rank - env->local_rank;
+    } else if (o->rank >= 0) {
+        in.only = o->rank; /* --rank R: that rank only */
     }
     {
         static char names[64][64];
@@ -158,7 +169,7 @@ int launch_cli_dry_run(const launch_options *o, const launch_env *env)
     }
     if (load(o, &d, &w, env->present ? env->rank : 0, &usage, &err) != UTIL_OK ||
         launch_dry_run(&d, &w, &in, &text, &warn, &err) != UTIL_OK) {
-        code = usage != LAUNCH_EXIT_OK ? usage : fail(-1, &err);
+        code = usage != LAUNCH_EXIT_OK ? usage : fail_load(-1, &err);
         goto done;
     }
     if (!o->quiet)
@@ -193,7 +204,7 @@ int launch_cli_spawn(int argc, char **argv, const launch_options *o)
         launch_work_free(&w);
         plan_doc_free(&d);
         if (rc != UTIL_OK)
-            return usage != LAUNCH_EXIT_OK ? usage : fail(-1, &err);
+            return usage != LAUNCH_EXIT_OK ? usage : fail_load(-1, &err);
     }
     child = calloc((size_t)argc + 1, sizeof *child);
     if (!child) {
@@ -346,7 +357,7 @@ int launch_cli_rank(const launch_options *o, const launch_env *env)
     if (load(o, &d, &w, rank, &usage, &err) != UTIL_OK ||
         launch_plan_rank(&d.cluster, &d.s[w.strategy], o->order, rank, env->world, &pr,
                          &err) != UTIL_OK) {
-        code = usage != LAUNCH_EXIT_OK ? usage : fail(rank, &err);
+        code = usage != LAUNCH_EXIT_OK ? usage : fail_load(rank, &err);
         goto done;
     }
     info.plan_rank = pr;

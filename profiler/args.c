@@ -119,6 +119,36 @@ int prof_next_option(int argc, char **argv, int *i,
     return UTIL_OK;
 }
 
+int prof_repeated_option(int argc, char **argv, const char *const *valued,
+                         size_t nvalued, util_error *err)
+{
+    char seen[32], name[64];
+    const char *val;
+    size_t j;
+    int i;
+
+    if (nvalued > sizeof seen)
+        nvalued = sizeof seen;
+    memset(seen, 0, sizeof seen);
+    for (i = 1; i < argc; i++) {
+        split(argv[i], name, sizeof name, &val);
+        if (strcmp(name, "-o") == 0)
+            snprintf(name, sizeof name, "--output");
+        for (j = 0; j < nvalued; j++)
+            if (strcmp(name, valued[j]) == 0)
+                break;
+        if (j == nvalued)
+            continue;
+        if (val == NULL)
+            i++; /* its value */
+        if (seen[j])
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "option '%s' given more than once", name);
+        seen[j] = 1;
+    }
+    return UTIL_OK;
+}
+
 int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
 {
     static const char *const valued[] = {
@@ -127,6 +157,9 @@ int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
     int i, rc;
 
     prof_options_init(o);
+    if ((rc = prof_repeated_option(argc, argv, valued, sizeof valued / sizeof valued[0],
+                                   err)) != UTIL_OK)
+        return rc;
     for (i = 1; i < argc; i++) {
         char name[64];
         const char *val;

@@ -173,6 +173,11 @@ int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
  * "--name=value" part, or argv[++*i] when name is one of valued[0..nvalued-1];
  * *val NULL for a flag.  *val points into argv.  UTIL_EINVAL on a missing
  * or unexpected value. */
+/* UTIL_EINVAL naming the first of valued[0..nvalued-1] that argv[1..]
+ * gives twice ("-o" counts as "--output"), else UTIL_OK; a value that
+ * looks like an option is not taken for one. */
+int prof_repeated_option(int argc, char **argv, const char *const *valued,
+                         size_t nvalued, util_error *err);
 int prof_next_option(int argc, char **argv, int *i,
                      const char *const *valued, size_t nvalued, char *name,
                      size_t n, const char **val, util_error *err);

@@ -17,6 +17,7 @@
 
 #include "replan.h"
 #include "plan.h"
+#include "formats.h"
 
 void replan_params_init(replan_params *p)
 {
@@ -42,22 +43,18 @@ static int whole(const cJSON *v)
 int replan_parse_freeze(const char *text, const char *file, int nlayers,
                       replan_freeze *out, util_error *err)
 {
-    cJSON *doc = cJSON_Parse(text);
+    static const char *const root_keys[] = {"total_epochs", "epochs", NULL};
+    static const char *const phase_keys[] = {"epoch", "frozen", NULL};
+    cJSON *doc = NULL;
     const cJSON *arr, *e, *te;
     char jp[64];
-    int rc = UTIL_OK, i = 0;
+    int rc, i = 0;
 
     memset(out, 0, sizeof *out);
-    if (doc == NULL)
-        return util_error_set(err, UTIL_EPARSE, file, NULL,
-                              "malformed JSON near byte %ld",
-                              (long)(cJSON_GetErrorPtr() ? cJSON_GetErrorPtr() - text : 0));
-    if (!cJSON_IsObject(doc)) {
-        rc = util_error_set(err, UTIL_EFIELD, file, NULL,
-                            "expected an object with \"epochs\", got %s",
-                            util_json_type(doc));
+    if ((rc = util_json_parse_object(text, file, &doc, err)) != UTIL_OK)
+        return rc;
+    if ((rc = fmt_check_keys(file, doc, "", root_keys, err)) != UTIL_OK)
         goto done;
-    }
     arr = cJSON_GetObjectItemCaseSensitive(doc, "epochs");
     if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) == 0) {
         rc = util_error_set(err, UTIL_EFIELD, file, "epochs",
@@ -82,6 +79,10 @@ int replan_parse_freeze(const char *text, const char *file, int nlayers,
                                 "expected an object, got %s", util_json_type(e));
             goto done;
         }
+        snprintf(jp, sizeof jp, "epochs[%d]", i);
+        if ((rc = fmt_check_keys(file, e, jp, phase_keys, err)) != UTIL_OK)
+            goto done;
+        snprintf(jp, sizeof jp, "epochs[%d].epoch", i);
         if (!whole(ep) || ep->valuedouble < 0) {
             rc = util_error_set(err, UTIL_EFIELD, file, jp,
                                 "expected a whole epoch number >= 0, got %s",

@@ -726,8 +726,12 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
-    for (i = 0; i < n; i++) {
+    for (i = 0; i < x.npool && out->n < n; i++) {
         search_candidate *cd = &x.pool[i].cand;
+        long b = (long)cd->s.mbs * cd->s.gas * cd->s.dp;
+        if (out->n > 0 && b != out->global_batch)
+            continue; /* a plan has one global batch: that of the best */
+        out->global_batch = (int)b;
         if (sp->memory_headroom > 0.0) { /* memory and headroom of the real devices */
             cost_result r;
             rc = cost_evaluate(c, m, prof, cp, &cd->s, &r, err);
@@ -740,8 +744,6 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
         out->cands[out->n++] = *cd;
         memset(cd, 0, sizeof *cd);
     }
-    if (out->n > 0)
-        out->global_batch = out->cands[0].s.mbs * out->cands[0].s.gas * out->cands[0].s.dp;
 done:
     for (i = 0; i < x.npool; i++) {
         fmt_strategy_free(&x.pool[i].cand.s);

@@ -551,6 +551,105 @@ START_TEST(usage_unknown_option)
 }
 END_TEST
 
+/* A single-valued option given twice is a mistake (which one was meant?),
+ * in every command and in both spellings; --param and --slow are the
+ * documented repeatable options, flags may be repeated. */
+START_TEST(usage_repeated_option)
+{
+    run r;
+
+    PLANNER(&r, "--cluster", CLUSTER, "--cluster", "examples/h100-node4.json",
+            "--model", MODEL);
+    expect_usage(&r, "'--cluster'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k=3", "--top-k", "2");
+    expect_usage(&r, "'--top-k'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-o", "a.json",
+            "--output", "b.json");
+    expect_usage(&r, "'--output'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", "json",
+            "--format", "table");
+    expect_usage(&r, "'--format'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--objective", "time",
+            "--objective", "cost");
+    expect_usage(&r, "'--objective'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+            STRATS, "--strategies", STRATS);
+    expect_usage(&r, "'--strategies'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--to", "megatron");
+    expect_usage(&r, "'--to'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "whatif", "--plan", "a.json", "--plan", "b.json", "--slow", "0:2");
+    expect_usage(&r, "'--plan'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-campuses.json",
+            "--seed", "1", "--seed", "2");
+    expect_usage(&r, "'--seed'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "replan", "--plan", "a.json", "--frozen", "1", "--frozen", "2");
+    expect_usage(&r, "'--frozen'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "report", "--plan", "a.json", "--output", "a.svg", "--output", "b.svg");
+    expect_usage(&r, "'--output'", "more than once");
+    run_free(&r);
+    PLANNER(&r, "calibrate", "--cluster", CLUSTER, "--cluster", CLUSTER, "--model",
+            MODEL, "--trials", "t.json");
+    expect_usage(&r, "'--cluster'", "more than once");
+    run_free(&r);
+    /* --quiet and --verbose contradict each other, in every command */
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-q", "--verbose");
+    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
+    run_free(&r);
+    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--verbose", "--quiet");
+    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
+    run_free(&r);
+    /* repeatable: two --param and a repeated flag plan as usual */
+    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "1",
+            "--param", "net_eff=0.5", "--param", "net_eff=0.25", "--quiet", "--quiet");
+    expect_exit(&r, 0);
+    run_free(&r);
+}
+END_TEST
+
+/* export --master-addr is written into every launch line: an empty or
+ * blank value would start torchrun with no rendezvous host. */
+START_TEST(usage_export_master_addr)
+{
+    static const char *const bad[] = {"", "a b", "host;x", "-h"};
+    size_t i;
+    run r;
+
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun",
+                "--master-addr", bad[i]);
+        expect_usage(&r, "'--master-addr' expects a host name or an IP address", NULL);
+        run_free(&r);
+    }
+}
+END_TEST
+
+/* --version and 'help COMMAND' take nothing after them. */
+START_TEST(usage_version_extra)
+{
+    run r;
+
+    PLANNER(&r, "--version", "extra");
+    expect_usage(&r, "'extra'", "--version");
+    run_free(&r);
+    PLANNER(&r, "--cluster", CLUSTER, "--version");
+    expect_usage(&r, "'--version'", NULL);
+    run_free(&r);
+    PLANNER(&r, "help", "plan", "extra");
+    expect_usage(&r, "'extra'", NULL);
+    run_free(&r);
+}
+END_TEST
+
 /* An unknown option as the last argument is still an unknown option, not
  * an option that lacks its value. */
 START_TEST(usage_unknown_option_last)
@@ -756,6 +855,25 @@ START_TEST(input_malformed_json)
     put_file(p, "array.json", "[1, 2]\n");
     PLANNER(&r, "--cluster", p, "--model", MODEL);
     expect_input(&r, p, NULL, "expected a JSON object", NULL);
+    run_free(&r);
+}
+END_TEST
+
+/* A decentralized cluster file given to plan or calibrate: one message
+ * that says which command reads it, not a warning for each of its keys. */
+START_TEST(input_decentralized_cluster)
+{
+    run r;
+
+    PLANNER(&r, "--cluster", "examples/dtfm-campuses.json", "--model", MODEL);
+    expect_input(&r, "examples/dtfm-campuses.json", "nodes",
+                 "missing required field 'nodes'",
+                 "'planner decentralized --cluster examples/dtfm-campuses.json'");
+    run_free(&r);
+    PLANNER(&r, "calibrate", "--cluster", "examples/dtfm-worldwide.json", "--model",
+            MODEL, "--trials", "t.json", "--profile", "p.json");
+    expect_input(&r, "examples/dtfm-worldwide.json", "nodes", "planner decentralized",
+                 NULL);
     run_free(&r);
 }
 END_TEST
@@ -1080,6 +1198,49 @@ START_TEST(output_is_directory)
 END_TEST
 
 /* ---- successful runs ------------------------------------------------- */
+
+/* --batch-tolerance may round the batch, but a plan has one global batch:
+ * every strategy runs settings.global_batch = dp x mbs x micro_batches
+ * samples (AMP's cluster and GPT-3 XL, batch 256 within 10%: dp 2 x mbs 3
+ * x 43 = 258 runs too, and must not join a plan whose batch is 256), its
+ * samples/s is that batch over its time, and every strategy exports. */
+START_TEST(plan_batch_tolerance_one_batch)
+{
+    char o[PATHN], d[PATHN + 16], k[16];
+    char *text;
+    cJSON *plan;
+    const cJSON *s;
+    int gb, n = 0;
+    run r;
+
+    wpath(o, "OUT.json");
+    PLANNER(&r, "--cluster", CLUSTER, "--model", "examples/gpt3-xl.json",
+            "--batch-tolerance", "10", "--top-k", "8", "--quiet", "--output", o);
+    expect_exit(&r, 0);
+    run_free(&r);
+    text = read_all(o);
+    plan = parse_json(text, "OUT.json");
+    gb = get_int(get(plan, "settings"), "global_batch");
+    cJSON_ArrayForEach(s, get_arr(plan, "strategies")) {
+        int b = get_int(s, "dp") * get_int(s, "mbs") * get_int(s, "micro_batches");
+        ck_assert_msg(b == gb, "strategy %d runs %d samples, the plan's batch is %d",
+                      n + 1, b, gb);
+        ck_assert_msg(fabs(get_num(s, "samples_per_s") * get_num(s, "predicted_s") - gb)
+                          < 1e-6 * gb, "strategy %d: samples/s is not %d / time", n + 1,
+                      gb);
+        n++;
+        snprintf(k, sizeof k, "%d", n);
+        snprintf(d, sizeof d, "%s/x%d", work_dir, n);
+        PLANNER(&r, "export", "--plan", o, "--strategy", k, "--to", "torchrun",
+                "--output", d);
+        expect_exit(&r, 0);
+        run_free(&r);
+    }
+    ck_assert_int_ge(n, 2);
+    cJSON_Delete(plan);
+    free(text);
+}
+END_TEST
 
 START_TEST(plan_success)
 {
@@ -1584,6 +1745,9 @@ static Suite *cli_suite(void)
 
     tcase_add_test(tu, usage_unknown_option);
     tcase_add_test(tu, usage_unknown_option_last);
+    tcase_add_test(tu, usage_repeated_option);
+    tcase_add_test(tu, usage_version_extra);
+    tcase_add_test(tu, usage_export_master_addr);
     tcase_add_test(tu, usage_missing_cluster);
     tcase_add_test(tu, usage_missing_model);
     tcase_add_test(tu, usage_option_without_value);
@@ -1597,6 +1761,7 @@ static Suite *cli_suite(void)
     tcase_add_test(ti, input_missing_file);
     tcase_add_test(ti, input_malformed_json);
     tcase_add_test(ti, input_missing_nodes);
+    tcase_add_test(ti, input_decentralized_cluster);
     tcase_add_test(ti, input_negative_gpus);
     tcase_add_test(ti, input_zero_nic);
     tcase_add_test(ti, input_unknown_key);
@@ -1616,6 +1781,7 @@ static Suite *cli_suite(void)
     tcase_add_test(tx, stdout_not_writable);
 
     tcase_add_test(ts, plan_success);
+    tcase_add_test(ts, plan_batch_tolerance_one_batch);
     tcase_add_test(ts, plan_top_k);
     tcase_add_test(ts, plan_format_json);
     tcase_add_test(ts, plan_quiet_and_verbose);

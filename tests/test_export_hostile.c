@@ -102,9 +102,10 @@ static void fixture_free(fixture *f)
     fmt_cluster_free(&f->c);
 }
 
-/* Run `sh script args...` in f->dir with the fakes first on PATH; exit
+/* Run `SHELL script args...` in f->dir with the fakes first on PATH; exit
  * status. */
-static int run_script(const fixture *f, const char *script, int node_rank)
+static int run_script_in(const fixture *f, const char *shell, const char *script,
+                         int node_rank)
 {
     pid_t pid = fork();
     int st;
@@ -118,12 +119,25 @@ static int run_script(const fixture *f, const char *script, int node_rank)
             setenv("NODE_RANK", nr, 1) != 0 ||
             setenv("HETPLAN_FAKE_DIR", f->dir, 1) != 0)
             _exit(126);
-        execl("/bin/sh", "sh", script, "train.py", "--arg", "$(touch CANARY)",
+        execl(shell, shell, script, "train.py", "--arg", "$(touch CANARY)",
               (char *)NULL);
         _exit(127);
     }
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+}
+
+/* Run the script with /bin/sh, then with bash where there is one
+ * (users run `bash torchrun.sh`, and /bin/sh is bash on many systems):
+ * both must exit alike; the exit status. */
+static int run_script(const fixture *f, const char *script, int node_rank)
+{
+    int st = run_script_in(f, "/bin/sh", script, node_rank);
+
+    if (access("/bin/bash", X_OK) == 0)
+        ck_assert_msg(run_script_in(f, "/bin/bash", script, node_rank) == st,
+                      "bash and sh disagree on %s (node rank %d)", script, node_rank);
+    return st;
 }
 
 /* The arguments a fake received, NULL-terminated (free each and the

@@ -621,7 +621,8 @@ static void examples(char (*clusters)[PATHN], int *nc, char (*models)[PATHN], in
         char path[PATHN];
         size_t len = strlen(e->d_name);
         if (len < 6 || strcmp(e->d_name + len - 5, ".json") != 0 ||
-            strncmp(e->d_name, "dtfm-", 5) == 0 || strncmp(e->d_name, "strategies-", 11) == 0)
+            strncmp(e->d_name, "dtfm-", 5) == 0 || strncmp(e->d_name, "strategies-", 11) == 0 ||
+            strstr(e->d_name, "-priced.") != NULL) /* amp-het again, with prices */
             continue;
         snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->d_name);
         if (is_kind(path, "\"nodes\"") && *nc < 16)

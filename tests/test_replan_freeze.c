@@ -175,7 +175,12 @@ static void bad_freeze(const char *text, const char *path, const char *what)
 START_TEST(freeze_errors)
 {
     bad_freeze("{\"epochs\":[}", "", "malformed JSON");
-    bad_freeze("[]", "", "expected an object");
+    /* read like every input file: the same messages for an empty file or
+     * an array, and no key given twice */
+    bad_freeze("[]", "", "expected a JSON object");
+    bad_freeze("", "", "malformed JSON: expected a JSON object, got an empty document");
+    bad_freeze("{\"epochs\":[{\"epoch\":0,\"frozen\":0,\"frozen\":2}]}",
+               "epochs[0].frozen", "duplicate key 'frozen'");
     bad_freeze("{\"epochs\":[]}", "epochs", "non-empty array");
     bad_freeze("{\"epochs\":[{\"epoch\":1,\"frozen\":0}]}", "epochs[0].epoch",
                "must start at epoch 0");
@@ -242,6 +247,8 @@ START_TEST(cli_replan_errors)
                                NULL};
     const char *no_sched[] = {"replan", "--plan", "plan.json", "--schedule", "g.json",
                               NULL};
+    const char *strict_sched[] = {"replan", "--plan", "plan.json", "--schedule", "g.json",
+                                  "--strict", NULL};
     const char *neg[] = {"replan", "--plan", "plan.json", "--frozen", "-1", NULL};
     const char *help[] = {"replan", "--help", NULL};
 
@@ -253,6 +260,12 @@ START_TEST(cli_replan_errors)
     tp_write("f.json", "{\"epochs\":[{\"epoch\":0,\"frozen\":3},{\"epoch\":1,\"frozen\":1}]}");
     tp_expect(bad_sched, 3, "'f.json': epochs[1].frozen:", NULL);
     tp_expect(no_sched, 3, "g.json", NULL);
+    /* a misspelt key is named with its correction; --strict refuses it */
+    tp_write("g.json", "{\"epochs\":[{\"epoch\":0,\"frozen\":0},{\"epoch\":1,"
+                       "\"frozen\":1,\"frozn\":2}]}");
+    tp_expect(no_sched, 0, "'g.json': epochs[1].frozn: unknown key 'frozn', did you "
+                           "mean 'frozen'?", NULL);
+    tp_expect(strict_sched, 3, "'g.json': epochs[1].frozn: unknown key 'frozn'", NULL);
     tp_expect(neg, 2, NULL, NULL);
     tp_expect(help, 0, NULL, "usage: planner replan");
     tp_teardown();

@@ -321,6 +321,11 @@ START_TEST(test_args)
 
     ck_assert_int_eq(parse(&o, &err, NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "missing required option '--plan'");
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--plan=q", NULL), UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--plan' given more than once");
+    ck_assert_int_eq(parse(&o, &err, "--plan", "p", "-o", "a", "--output", "b", NULL),
+                     UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--output' given more than once");
     ck_assert_int_eq(parse(&o, &err, "--plan", "p", "--rank", "1", "--all-local",
                            NULL), UTIL_EINVAL);
     ck_assert_str_eq(err.msg, "options '--rank' and '--all-local' exclude each other");
@@ -1788,6 +1793,13 @@ START_TEST(test_launch_cli)
     ck_assert_ptr_nonnull(strstr(out, "--mode M"));
     ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json", out,
                              sizeof out), 3);
+    /* a plan that cannot be read is a bad input (3) on every path */
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json "
+                                  "--dry-run", out, sizeof out), 3);
+    ck_assert_int_eq(tu_run_shell("'" HETPLAN_LAUNCH_EXE "' --plan /nonexistent.json "
+                                  "--spawn 2", out, sizeof out), 3);
+    ck_assert_int_eq(tu_run_shell("WORLD_SIZE=2 RANK=0 '" HETPLAN_LAUNCH_EXE "' --plan "
+                                  "/nonexistent.json", out, sizeof out), 3);
     snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --rank 1 --mode executed",
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
@@ -1819,6 +1831,17 @@ START_TEST(test_launch_cli_ranks)
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
     ck_assert(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1"));
+    /* so does --rank R */
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --rank 2", HETPLAN_LAUNCH_EXE,
+             plan_path);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 0);
+    ck_assert_msg(strstr(out, "rank 2: plan rank 2") && !strstr(out, "rank 1: plan rank 1") &&
+                  !strstr(out, "rank 3: plan rank 3"), "%s", out);
+    /* the dry run prints text only: --format json is refused, not ignored */
+    snprintf(cmd, sizeof cmd, "'%s' --plan '%s' --dry-run --format json",
+             HETPLAN_LAUNCH_EXE, plan_path);
+    ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 2);
+    ck_assert_ptr_nonnull(strstr(out, "'--dry-run' and '--format json' exclude each other"));
     /* --spawn, --strategy and --rank that do not fit the plan (pp 4, one
      * strategy) are usage errors naming the option, with or without
      * --dry-run */

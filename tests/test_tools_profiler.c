@@ -400,6 +400,17 @@ START_TEST(test_args)
                            NULL), UTIL_EINVAL);
     ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--quiet",
                            "--verbose", NULL), UTIL_EINVAL);
+    /* an option given twice, in any spelling, is refused, naming it; a
+     * value that looks like an option is a value */
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--model=n", NULL),
+                     UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--model' given more than once");
+    ck_assert_int_eq(parse(&o, &err, "--model", "m", "-o", "p", "--output", "q", NULL),
+                     UTIL_EINVAL);
+    ck_assert_str_eq(err.msg, "option '--output' given more than once");
+    ck_assert_int_eq(parse(&o, &err, "--model", "--tp", "-o", "p", "--tp", "2", NULL),
+                     UTIL_OK);
+    ck_assert_str_eq(o.model, "--tp");
 }
 END_TEST
 

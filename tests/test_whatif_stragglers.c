@@ -248,6 +248,9 @@ START_TEST(cli_whatif_errors)
     const char *no_slow[] = {"whatif", "--plan", "plan.json", NULL};
     const char *bad_slow[] = {"whatif", "--plan", "plan.json", "--slow", "1x2", NULL};
     const char *bad_factor[] = {"whatif", "--plan", "plan.json", "--slow", "1:0.5", NULL};
+    /* too large: the message gives the whole range, not only its floor */
+    const char *huge_factor[] = {"whatif", "--plan", "plan.json", "--slow", "1:1e308",
+                                 NULL};
     const char *bad_rank[] = {"whatif", "--plan", "plan.json", "--slow", "9:2", NULL};
     const char *missing[] = {"whatif", "--plan", "nope.json", "--slow", "1:2", NULL};
     const char *unknown[] = {"whatif", "--plan", "plan.json", "--fast", "1", NULL};
@@ -259,7 +262,9 @@ START_TEST(cli_whatif_errors)
     make_plan();
     tp_expect(no_slow, 2, "--slow RANK:FACTOR", NULL);
     tp_expect(bad_slow, 2, "expects RANK:FACTOR, got '1x2'", NULL);
-    tp_expect(bad_factor, 2, "'--slow' expects a number >= 1", NULL);
+    tp_expect(bad_factor, 2, "'--slow' expects a number from 1 to 1e15, got '0.5'", NULL);
+    tp_expect(huge_factor, 2, "'--slow' expects a number from 1 to 1e15, got '1e308'",
+              NULL);
     tp_expect(bad_rank, 2, "rank 9 is not in the plan: expected 0..3", NULL);
     tp_expect(missing, 3, "nope.json", NULL);
     tp_expect(unknown, 2, "unknown option '--fast'", NULL);
