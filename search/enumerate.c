@@ -23,6 +23,7 @@ void search_params_init(search_params *p)
     p->tp_granule = 64;
     p->recompute = -1;
     p->zero = -1;
+    p->offload = -1;
     p->seq_par = -1;
     p->vpp = 0;
     p->batch_tolerance = 0.0;
@@ -322,6 +323,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             s.sp = f->sp;
             s.recompute = f->recompute;
             s.zero = f->zero;
+            s.offload = f->offload;
         }
         if (placed && same_ranks(&s, &first)) {
             fmt_strategy_free(&s);
