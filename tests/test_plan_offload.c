@@ -70,6 +70,37 @@ START_TEST(round_trip)
 }
 END_TEST
 
+/* --offload fixes the dimension: none leaves nothing that fits (exit 4,
+ * no strategy fits), a bad name is a usage error (exit 2). */
+START_TEST(option)
+{
+    char cl[300], out[300], errp[300];
+    const char *none[] = {"--cluster", cl, "--model", EX "llama2-13b.json",
+                          "--global-batch", "8", "--offload", "none", NULL};
+    const char *bad[] = {"--cluster", cl, "--model", EX "llama2-13b.json",
+                         "--offload", "gpu", NULL};
+    FILE *f;
+    char *e;
+
+    snprintf(cl, sizeof cl, "%s/c.json", dir);
+    snprintf(out, sizeof out, "%s/out.txt", dir);
+    snprintf(errp, sizeof errp, "%s/err.txt", dir);
+    f = fopen(cl, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"name\":\"small\",\"nodes\":[{\"name\":\"n\",\"device\":\"A100-40GB\","
+          "\"gpus\":4,\"intra_gbps\":2400,\"nic_gbps\":100,\"host_memory_gib\":512}]}",
+          f);
+    fclose(f);
+    ck_assert_int_eq(tu_run_planner(NULL, none, out, errp), 4);
+    ck_assert_int_eq(tu_run_planner(NULL, bad, out, errp), 2);
+    e = tu_slurp(errp);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_ptr_nonnull(strstr(e, "option '--offload' expects none or optimizer, "
+                                    "got 'gpu'"));
+    free(e);
+}
+END_TEST
+
 static void setup(void)
 {
     const char *t = getenv("TMPDIR");
@@ -91,6 +122,7 @@ static Suite *suite(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, round_trip);
+    tcase_add_test(tc, option);
     suite_add_tcase(s, tc);
     return s;
 }
