@@ -217,6 +217,10 @@ typedef struct search_memory_miss {
     int tp, dp, pp, mbs;    /* its degrees and micro-batch size */
     int stage, device;      /* stage and device (global index) with the least headroom */
     double need, cap;       /* bytes that device needs and has; need = 0: none recorded */
+    int host_short;         /* 1: its GPUs fit but the host memory of node
+                               host_node does not hold the optimizer state
+                               offloaded to it: need and cap are those bytes */
+    char host_node[64];     /* that node's name when host_short */
 } search_memory_miss;
 
 typedef struct search_result {

@@ -39,6 +39,8 @@ static void model(const char *path, fmt_model *m)
     ck_assert_msg(fmt_load_model(path, m, &err) == UTIL_OK, "%s", err.msg);
 }
 
+static util_error last_err; /* of the last plan() */
+
 /* search_plan_devices with batch gb, top_k 8; target >= 0 plans for that
  * launcher.  Returns the search's status. */
 static int plan(const fmt_cluster *c, const fmt_model *m, int gb, int offload,
@@ -58,7 +60,8 @@ static int plan(const fmt_cluster *c, const fmt_model *m, int gb, int offload,
                          UTIL_OK);
         ck_assert_int_eq(search_launcher_params(&sp, &cp, &err), UTIL_OK);
     }
-    return search_plan_devices(c, m, NULL, &cp, &sp, res, &err);
+    memset(&last_err, 0, sizeof last_err);
+    return search_plan_devices(c, m, NULL, &cp, &sp, res, &last_err);
 }
 
 /* llama2-13b in bf16 on 4 x 40 GB: 13e9 x (2 + 4) B of weights and
@@ -97,6 +100,17 @@ START_TEST(chosen_when_nothing_else_fits)
     fmt_cluster_free(&host);
     cluster(&host, 100);
     ck_assert_int_eq(plan(&host, &m, 8, -1, -1, 0, &res), UTIL_EINFEASIBLE);
+    search_result_free(&res);
+    /* just short of the state (12 B x 13.0e9 = 145.3 GiB, 0.6% more with
+     * the norms and embeddings): the closest plan fits its GPUs, and the
+     * miss names the host */
+    fmt_cluster_free(&host);
+    cluster(&host, 145.3);
+    ck_assert_int_eq(plan(&host, &m, 8, -1, -1, 0, &res), UTIL_EINFEASIBLE);
+    ck_assert_msg(strstr(last_err.msg, "fits its GPUs but offloads 145.") != NULL &&
+                      strstr(last_err.msg, "of optimizer state to node 'n', which has "
+                                           "145.30 GiB of host memory") != NULL,
+                  "%s", last_err.msg);
     search_result_free(&res);
     fmt_model_free(&m);
     fmt_cluster_free(&host);
