@@ -253,6 +253,9 @@ typedef struct cmd_plan_opts {
     int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
     double time_limit;      /* --time-limit SECONDS of the search, 0 = none */
     const char *launcher;   /* --launcher TARGET[@VERSION], NULL = none (plan only) */
+    int offload;            /* --offload: enum fmt_offload, -1 = not given (plan
+                               searches it where every node gives host memory,
+                               evaluate none) */
 } cmd_plan_opts;
 
 /* --launcher TARGET[@VERSION] (plan, replan) into *target and *version

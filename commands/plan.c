@@ -54,6 +54,9 @@ const char cmd_plan_usage_options[] =
     "  --fidelity analytic|simulate  iteration time from AMP's formula (default)\n"
     "                         or the schedule simulator (plan: re-ranks the best)\n"
     "  --zero N               ZeRO stage 0-3 (default: plan searches 0-3, evaluate 0)\n"
+    "  --offload none|optimizer  optimizer state and step on the host (default: plan\n"
+    "                         searches it where every node gives host_memory_gib;\n"
+    "                         evaluate none)\n"
     "  --recompute            full activation recomputation (default: plan searches\n"
     "                         none, selective and full; evaluate none)\n"
     "  --recompute-level none|selective|full  fix the recomputation level\n"
@@ -86,7 +89,7 @@ const char cmd_plan_usage_options[] =
 enum {
     OPT_PARAM = 1, OPT_PRECISION, OPT_METHOD, OPT_PLACEMENT, OPT_SCHEDULE, OPT_FIDELITY,
     OPT_OBJECTIVE, OPT_HEADROOM,
-    OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL,
+    OPT_RECOMPUTE_LEVEL, OPT_SEQ_PAR, OPT_BATCH_TOL, OPT_OFFLOAD,
     OPT_TIME_LIMIT, OPT_LAUNCHER
 };
 
@@ -201,6 +204,12 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
             return cmd_usage_error(NULL, "option '--sequence-parallel' expects on or "
                                          "off, got '%s'", v);
         break;
+    case OPT_OFFLOAD:
+        o->offload = fmt_offload_from_name(v);
+        if (o->offload < 0)
+            return cmd_usage_error(NULL, "option '--offload' expects none or "
+                                         "optimizer, got '%s'", v);
+        break;
     case OPT_BATCH_TOL: {
         char *end = NULL;
         double pct = strtod(v, &end);
@@ -233,6 +242,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
         CMD_SET("--recompute", NULL, &o->recompute, FMT_RECOMPUTE_FULL),
         CMD_CALL("--recompute-level", OPT_RECOMPUTE_LEVEL),
         CMD_CALL("--sequence-parallel", OPT_SEQ_PAR),
+        CMD_CALL("--offload", OPT_OFFLOAD),
         CMD_INT("--vpp", &o->vpp, 1, FMT_MAX_VPP),
         CMD_CALL("--batch-tolerance", OPT_BATCH_TOL),
         CMD_REPEAT("--param", OPT_PARAM),
@@ -267,6 +277,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     o->zero = -1;
     o->recompute = -1;
     o->seq_par = -1;
+    o->offload = -1;
     if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
         return code;
     if (o->use_all || o->seed >= 0 || o->anneal_steps >= 0 || o->ga_population > 0 ||
@@ -471,6 +482,7 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
     r->cp.calib = r->profile ? r->prof.calib : NULL; /* a calibrated profile */
     r->cp.schedule = o->schedule;
     r->cp.zero_stage = o->zero >= 0 ? o->zero : 0;
+    r->cp.offload = o->offload >= 0 ? o->offload : FMT_OFFLOAD_NONE;
     r->cp.recompute = o->recompute >= 0 ? o->recompute : FMT_RECOMPUTE_NONE;
     if (o->fidelity >= 0)
         r->cp.fidelity = o->fidelity;
@@ -638,6 +650,7 @@ int cmd_plan(int argc, char **argv)
     sp.anneal_steps = r.o.anneal_steps < 0 ? 0 : r.o.anneal_steps > 0 ? r.o.anneal_steps : -1;
     sp.recompute = r.o.recompute;
     sp.zero = r.o.zero;
+    sp.offload = r.o.offload;
     sp.seq_par = r.o.seq_par;
     sp.vpp = r.o.vpp;
     sp.batch_tolerance = r.o.batch_tolerance;

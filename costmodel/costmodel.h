@@ -82,6 +82,9 @@ typedef struct cost_params {
                                0: every stage waits for each exchange with
                                its neighbours (Megatron-LM before 2023,
                                its non-interleaved 1F1B) (1) */
+    int offload;            /* enum fmt_offload of strategies that do not
+                               state theirs (none, 0); cost_evaluate and
+                               cost_rank_stage_memory use the strategy's own */
 } cost_params;
 
 /* cost_params.attention */
@@ -110,6 +113,9 @@ int cost_params_get(const cost_params *p, const char *name, double *value);
  * its own when stated (>= 0), else p's default. */
 int cost_strategy_recompute(const cost_params *p, const fmt_strategy *s);
 int cost_strategy_zero(const cost_params *p, const fmt_strategy *s);
+/* A strategy's optimizer offload (enum fmt_offload): its own when stated
+ * (>= 0), else p's default. */
+int cost_strategy_offload(const cost_params *p, const fmt_strategy *s);
 
 /* ---- evaluation ------------------------------------------------------ */
 
@@ -142,6 +148,10 @@ typedef struct cost_result {
     int empty_stage;        /* first pipeline stage whose layers hold no parameters,
                                -1 if none: not runnable whatever the memory (a
                                structural rule, cost_empty_stage) */
+    double host_bytes;      /* offloaded optimizer state on the node with the
+                               least host headroom, bytes (0 without offload) */
+    double host_cap;        /* that node's host memory, bytes (0 when none) */
+    int host_node;          /* that node, -1 without offload */
 } cost_result;
 
 void cost_result_free(cost_result *r);
@@ -391,6 +401,9 @@ typedef struct cost_memory {
     double reserve;         /* runtime memory: cost_params.mem_reserve, or
                                cost_runtime_memory once cost_runtime_apply ran */
     double total;           /* peak */
+    double host;            /* optimizer state offloaded to host memory (in
+                               none of the above, not in total); 0 without
+                               offload */
 } cost_memory;
 
 /* Peak memory of one device (docs/cost-model.md, "Memory"); out (may be
@@ -412,6 +425,30 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
 double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
                                   int tp, int mbs, int stage, int pp,
                                   int inflight, int gas);
+
+/* ---- optimizer offload (costmodel/offload.c) ------------------------- */
+
+/* Host side of node n: per-GPU host link bandwidth *pcie and host DRAM
+ * bandwidth *host, B/s: the node's, else its GPU generation's default
+ * (docs/time-model.md, "Optimizer offload"). */
+void cost_offload_links(const fmt_cluster *c, int n, double *pcie,
+                        double *host);
+/* Offloaded optimizer step of stage j under s (slowest rank), s: the
+ * gradients of the rank's shard to host over its PCIe link, of which
+ * window seconds (the last backward pass) hide the transfer, the CPU
+ * Adam step over every offloading rank of its node at the node's DRAM
+ * bandwidth, the updated weights back (Ren et al., ZeRO-Offload,
+ * USENIX ATC'21, sec. 4).  p carries the strategy's features. */
+double cost_offload_step(const fmt_cluster *c, const fmt_model *m,
+                         const cost_params *p, const fmt_strategy *s, int j,
+                         double window);
+/* Host memory check: fills r->host_bytes, host_cap and host_node from the
+ * offloaded state of every rank (its stage's cost_memory.host) summed
+ * per node; returns 0 when a node holds more than its host memory (or
+ * has none while a rank offloads to it), 1 otherwise. */
+int cost_host_fits(const fmt_cluster *c, const fmt_model *m,
+                   const cost_params *p, const fmt_strategy *s,
+                   cost_result *r);
 
 /* ---- runtime memory (costmodel/runtime.c) ---------------------------- */
 

@@ -274,12 +274,23 @@ static double tied_sync(const eval_ctx *x)
 /* Optimizer step: streaming passes over the parameters a device owns
  * (of stage `only` when >= 0), cost_optimizer_bytes per parameter at
  * memory_eff of the memory bandwidth, once per iteration. */
-static double optimizer_time(const eval_ctx *x, int only)
+static double optimizer_time(const eval_ctx *x, int only, const double *window)
 {
     const fmt_strategy *s = x->s;
     double worst = 0.0, bytes = cost_optimizer_bytes(x->m, x->p);
     int j, d, k;
 
+    if (cost_strategy_offload(x->p, s) == FMT_OFFLOAD_OPTIMIZER) {
+        /* on the host CPU: costmodel/offload.c */
+        for (j = 0; j < s->pp; j++)
+            if (only < 0 || j == only) {
+                double t = cost_offload_step(x->c, x->m, x->p, s, j,
+                                             window != NULL ? window[j] : 0.0);
+                if (t > worst)
+                    worst = t;
+            }
+        return worst;
+    }
     for (j = 0; j < s->pp; j++) {
         double params = stage_grad_bytes(x, j) / (double)x->m->dtype_bytes;
         if (only >= 0 && j != only)
@@ -314,6 +325,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     ps.schedule = s->schedule;
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.offload = cost_strategy_offload(p, s);
     ps.sp = s->sp != 0;
     ps.calib = cost_calibration_of(p, prof);
     p = &ps;
@@ -454,7 +466,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             out->bd.dp_comm = t;
     }
     out->bd.dp_comm += tied_sync(&x);
-    out->bd.optimizer = optimizer_time(&x, -1);
+    /* offloaded gradients leave during the last backward pass only when
+     * the gradient reduction runs in it (overlap_grad_reduce) */
+    out->bd.optimizer = optimizer_time(&x, -1, p->overlap_grad_reduce ? sb : NULL);
     out->bd.total = out->bd.compute + out->bd.tp_comm + out->bd.bubble +
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
@@ -499,6 +513,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
                 out->fits = 0;
         }
     }
+    /* offloaded optimizer state within each node's host memory */
+    if (!cost_host_fits(c, m, p, s, out))
+        out->fits = 0;
     /* structural rule, not memory: a stage without parameters cannot run */
     out->empty_stage = cost_empty_stage(m, s);
 done:
@@ -624,7 +641,7 @@ double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
     x.m = m;
     x.p = p;
     x.s = s;
-    return optimizer_time(&x, j);
+    return optimizer_time(&x, j, NULL);
 }
 
 void cost_result_free(cost_result *r)

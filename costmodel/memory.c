@@ -167,8 +167,10 @@ double cost_layer_memory(const fmt_model *m, const cost_params *p, int l,
     double w, g, o;
 
     cost_state_bytes(m, p, dp, &w, &g, &o);
+    if (frozen(p, l) || p->offload == FMT_OFFLOAD_OPTIMIZER)
+        o = 0.0; /* none, or in host memory */
     if (frozen(p, l))
-        g = o = 0.0;
+        g = 0.0;
     return rank_params(&m->layers[l], tp) * (w + g + o) +
            (double)mbs * (double)inflight * cost_layer_stored(m, p, l, tp);
 }
@@ -251,6 +253,14 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     x.weights = params * w;
     x.grads = trained * g;
     x.optimizer = trained * o;
+    if (p->offload == FMT_OFFLOAD_OPTIMIZER) {
+        /* ZeRO-Offload (Ren et al., USENIX ATC'21, sec. 4): the fp32
+         * master weights, Adam's m and v (and fp16's fp32 gradient copy)
+         * of the rank's shard live in host memory; the GPU keeps the
+         * 16-bit weights and gradients */
+        x.host = x.optimizer;
+        x.optimizer = 0.0;
+    }
     x.activations = (double)st->mbs *
                     (st->inflight_v > 0.0 ? st->inflight_v : (double)st->inflight) * act;
     x.workspace = (double)st->mbs * ws;
@@ -330,6 +340,7 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
 
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.offload = cost_strategy_offload(p, s);
     ps.sp = s->sp > 0 && s->tp > 1;
     p = &ps;
     memset(&st, 0, sizeof st);

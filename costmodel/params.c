@@ -36,6 +36,7 @@ void cost_params_init(cost_params *p)
      * of NVLink 3's 300 GB/s per direction */
     p->nvlink_eff = 0.78;
     p->overlap_p2p = 1; /* AMP eq. 5: steady-state P2P behind compute */
+    p->offload = FMT_OFFLOAD_NONE;
 }
 
 /* Megatron-LM's mixed-precision step (optimizer/optimizer.py,
@@ -152,4 +153,11 @@ int cost_strategy_zero(const cost_params *p, const fmt_strategy *s)
     if (s != NULL && s->zero >= 0)
         return s->zero;
     return p != NULL ? p->zero_stage : 0;
+}
+
+int cost_strategy_offload(const cost_params *p, const fmt_strategy *s)
+{
+    if (s != NULL && s->offload >= 0)
+        return s->offload;
+    return p != NULL ? p->offload : FMT_OFFLOAD_NONE;
 }

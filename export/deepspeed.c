@@ -44,6 +44,14 @@ static int deepspeed_limits(export_ctx *x, int *include)
                     "(Megatron-style); hetplan_pipe.py passes a "
                     "PipeModelDataParallelTopology with num_mp=%d", s->tp,
                     s->tp);
+    if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER && zero < 1) {
+        /* offload_optimizer is a ZeRO feature: stage 0 runs the plain
+         * optimizer on the GPU (DeepSpeedZeroOffloadOptimizerConfig) */
+        export_approx(x, "the plan offloads the optimizer without ZeRO; "
+                      "DeepSpeed offloads it with ZeRO stage 1 or above; "
+                      "ds_config.json asks for stage 1");
+        zero = 1;
+    }
     *include = export_order_notes(x, "the deepspeed launcher", 1);
     return zero;
 }
@@ -66,7 +74,11 @@ static void ds_config(const export_ctx *x, util_buf *cfg, int zero)
     util_buf_printf(cfg, "\n  },\n");
     util_buf_printf(cfg, "  \"bf16\": {\n    \"enabled\": %s\n  },\n",
                     strcmp(prec, "bf16") == 0 ? "true" : "false");
-    util_buf_printf(cfg, "  \"zero_optimization\": {\n    \"stage\": %d\n  },\n", zero);
+    util_buf_printf(cfg, "  \"zero_optimization\": {\n    \"stage\": %d", zero);
+    if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER) /* ZeRO-Offload */
+        util_buf_printf(cfg, ",\n    \"offload_optimizer\": {\n"
+                        "      \"device\": \"cpu\",\n      \"pin_memory\": true\n    }");
+    util_buf_printf(cfg, "\n  },\n");
     util_buf_printf(cfg, "  \"steps_per_print\": 10,\n");
     util_buf_printf(cfg, "  \"wall_clock_breakdown\": false\n}\n");
 }

@@ -101,6 +101,8 @@ int export_target_caps(int target, int version, search_launcher *caps,
         caps->split = version == EXPORT_VERSION_OLD ? SEARCH_SPLIT_ENDS
                                                     : SEARCH_SPLIT_BLOCKS;
         caps->zero_limit = version == EXPORT_VERSION_OLD ? 2 : 0;
+        /* --optimizer-cpu-offload arrived after core_r0.9.0 */
+        caps->no_offload = version == EXPORT_VERSION_OLD;
         break;
     case EXPORT_DEEPSPEED:
         /* the pipeline engine: 1F1B-style, ZeRO 0-1 with pp > 1, whole
@@ -194,6 +196,11 @@ int export_recompute(const export_ctx *x)
 int export_zero(const export_ctx *x)
 {
     return cost_strategy_zero(x->p, x->s);
+}
+
+int export_offload(const export_ctx *x)
+{
+    return cost_strategy_offload(x->p, x->s);
 }
 
 /* UTIL_EINVAL naming the first device of the plan that cannot train in
@@ -345,6 +352,9 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
     for (i = 0; i < s->pp; i++)
         util_buf_printf(b, " %d-%d", s->bounds[i], s->bounds[i + 1] - 1);
     util_buf_printf(b, "\n");
+    if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER)
+        util_buf_printf(b, "# optimizer state and step offloaded to host "
+                        "memory and CPU (ZeRO-Offload)\n");
     for (i = 0; i < x->out->nnotes; i++)
         util_buf_printf(b, "# %s: %s\n", x->out->approx[i] ? "APPROXIMATION" : "NOTE",
                         x->out->notes[i]);

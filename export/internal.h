@@ -60,6 +60,8 @@ const char *export_release(const export_ctx *x);
  * plan's default). */
 int export_recompute(const export_ctx *x);
 int export_zero(const export_ctx *x);
+/* The strategy's optimizer offload (enum fmt_offload). */
+int export_offload(const export_ctx *x);
 /* GPU index of a rank on its node; a node's host name and GPU type. */
 int export_gpu_of(const export_ctx *x, int rank);
 const char *export_host_of(const export_ctx *x, int node);

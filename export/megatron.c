@@ -192,6 +192,26 @@ static void arch_args(export_ctx *x, util_buf *b)
         util_buf_printf(b, "  --untie-embeddings-and-output-weights \\\n");
 }
 
+/* Optimizer offload: --optimizer-cpu-offload (core_v0.19.0), which runs
+ * inside the distributed optimizer; core_r0.9.0 has no such flag. */
+static void offload_args(export_ctx *x, util_buf *b, int zero)
+{
+    if (x->caps.no_offload) {
+        export_approx(x, "the plan offloads the optimizer state to host "
+                      "memory; Megatron-LM %s has no --optimizer-cpu-offload "
+                      "(--target-version %s has it)", EXPORT_MEGATRON_OLD,
+                      EXPORT_MEGATRON_NEW);
+        return;
+    }
+    if (zero < 1) {
+        export_approx(x, "the plan offloads the optimizer without sharding "
+                      "it; Megatron-LM offloads the distributed optimizer's "
+                      "shard: the command adds --use-distributed-optimizer");
+        util_buf_printf(b, "  --use-distributed-optimizer \\\n");
+    }
+    util_buf_printf(b, "  --optimizer-cpu-offload \\\n");
+}
+
 /* Recomputation, sequence parallelism, optimizer sharding, precision. */
 static void feature_args(export_ctx *x, util_buf *b)
 {
@@ -214,6 +234,8 @@ static void feature_args(export_ctx *x, util_buf *b)
                       "has --use-megatron-fsdp", zero == 2 ? "gradients" :
                       "gradients and weights", zero, EXPORT_MEGATRON_OLD,
                       EXPORT_MEGATRON_NEW);
+    if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER)
+        offload_args(x, b, zero);
     if (rc == FMT_RECOMPUTE_FULL)
         util_buf_printf(b, "  --recompute-granularity full \\\n"
                         "  --recompute-method uniform \\\n"

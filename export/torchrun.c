@@ -162,6 +162,10 @@ static void plan_env(const export_ctx *x, util_buf *b)
                     fmt_recompute_name(export_recompute(x)) ?
                         fmt_recompute_name(export_recompute(x)) : "none",
                     export_zero(x));
+    /* the script's to honour, e.g. DeepSpeed's offload_optimizer or
+     * Megatron's --optimizer-cpu-offload: torchrun itself has none */
+    util_buf_printf(b, "export HETPLAN_OFFLOAD=%s\n",
+                    fmt_offload_name(export_offload(x)));
     util_buf_printf(b, "# stage i runs layers [b_i, b_(i+1)) of the model's layer list\n");
     util_buf_printf(b, "export HETPLAN_STAGE_BOUNDARIES=");
     for (j = 0; j <= s->pp; j++)

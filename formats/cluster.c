@@ -123,7 +123,9 @@ static const char *const type_keys[] = {"memory_gib", "tflops_fp16", "tflops_bf1
                                         "price_per_hour", NULL};
 static const char *const node_keys[] = {"name", "device", "gpus", "intra_gbps",
                                         "nic_gbps", "region", "intra_latency_us",
-                                        "nic_latency_us", "count", NULL};
+                                        "nic_latency_us", "count",
+                                        "host_memory_gib", "host_bw_gbps",
+                                        "pcie_gbps", NULL};
 static const char *const link_keys[] = {"a", "b", "gbps", "latency_ms", NULL};
 
 static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
@@ -249,6 +251,22 @@ static void known_types(const fmt_device_type *custom, int ncustom,
 }
 
 /* "nodes": expanded by "count"; *refs gets the nodes sorted by name. */
+/* A node's optional host side (docs/inputs.md): host memory in GiB, host
+ * DRAM and per-GPU PCIe bandwidth in Gbit/s, each > 0 when given (within
+ * the limits of formats/json_read.c), 0 when absent. */
+static int host_fields(const fmt_read_ctx *cx, const cJSON *e, const char *p,
+                       double *gib, double *host_gbps, double *pcie_gbps)
+{
+    int rc;
+
+    if ((rc = fmt_num_field(cx, e, p, "host_memory_gib", FMT_F_POS, 0.0, gib)) !=
+            UTIL_OK ||
+        (rc = fmt_num_field(cx, e, p, "host_bw_gbps", FMT_F_POS, 0.0, host_gbps)) !=
+            UTIL_OK)
+        return rc;
+    return fmt_num_field(cx, e, p, "pcie_gbps", FMT_F_POS, 0.0, pcie_gbps);
+}
+
 static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
                        const fmt_device_type *custom, int ncustom,
                        fmt_cluster *c, node_ref **refs)
@@ -259,6 +277,7 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
     fmt_node nd, *grown;
     const char *dev;
     double intra_gbps = 0.0, nic_gbps = 0.0, intra_us, nic_us; /* for -O2 */
+    double host_gib = 0.0, host_gbps = 0.0, pcie_gbps = 0.0;
     long long gpus_total = 0;
     int rc, entry = 0, cap = 0, count, k, t, nent;
 
@@ -298,6 +317,8 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
             (rc = fmt_num_field(cx, e, p, "nic_latency_us", FMT_F_NONNEG, 50,
                                 &nic_us)) != UTIL_OK ||
             (rc = fmt_int_field(cx, e, p, "count", FMT_F_POS, 1, &count)) !=
+                UTIL_OK ||
+            (rc = host_fields(cx, e, p, &host_gib, &host_gbps, &pcie_gbps)) !=
                 UTIL_OK)
             goto done;
         t = type_index(c, custom, ncustom, dev);
@@ -313,6 +334,9 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
         nd.nic_bw = nic_gbps * 1e9 / 8;
         nd.intra_lat = intra_us / 1e6;
         nd.nic_lat = nic_us / 1e6;
+        nd.host_mem = host_gib * 1073741824.0;
+        nd.host_bw = host_gbps * 1e9 / 8;
+        nd.pcie_bw = pcie_gbps * 1e9 / 8;
         gpus_total += (long long)nd.gpus * count;
         if (gpus_total > MAX_DEVICES) {
             util_json_key(fp, sizeof fp, p, count > 1 ? "count" : "gpus");

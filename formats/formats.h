@@ -47,6 +47,14 @@ typedef struct fmt_node {
     double intra_lat;    /* latency inside the node, s */
     double nic_bw;       /* NIC bandwidth to other nodes, B/s */
     double nic_lat;      /* latency to other nodes, s */
+    /* host side, for optimizer offload (docs/inputs.md); 0 = not given */
+    double host_mem;     /* host memory the node's GPUs may fill with
+                            offloaded optimizer state, bytes; 0 = none:
+                            offload is not searched on this node */
+    double host_bw;      /* host DRAM bandwidth of the node, B/s; 0 = the
+                            GPU generation's default (costmodel/offload.c) */
+    double pcie_bw;      /* host <-> GPU bandwidth of each GPU, B/s; 0 = the
+                            GPU generation's default */
 } fmt_node;
 
 /* Explicit link between two nodes (gpu = -1) or two GPUs. */
@@ -277,10 +285,21 @@ typedef struct fmt_strategy {
     int zero;               /* 0..3: optimizer state (1, Megatron's distributed
                                optimizer), + gradients (2), + weights (3) sharded
                                over the DP group; -1 = cost_params.zero_stage */
+    int offload;            /* enum fmt_offload: where the optimizer state
+                               lives; -1 = cost_params.offload */
 } fmt_strategy;
 
+/* Optimizer offload (ZeRO-Offload, Ren et al. USENIX ATC'21): the fp32
+ * master weights and Adam moments (the rank's ZeRO shard) in host
+ * memory, the optimizer step on the host CPU. */
+enum fmt_offload { FMT_OFFLOAD_NONE = 0, FMT_OFFLOAD_OPTIMIZER = 1 };
+/* "none", "optimizer"; NULL when out of range. */
+const char *fmt_offload_name(int o);
+/* Value from its name, -1 when unknown. */
+int fmt_offload_from_name(const char *name);
+
 /* Allocate bounds and ranks for the given degrees (contents zeroed; mbs,
- * gas and vpp 1, sp 0, recompute and zero -1: not stated). */
+ * gas and vpp 1, sp 0, recompute, zero and offload -1: not stated). */
 int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp);
 int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src);
 void fmt_strategy_free(fmt_strategy *s);

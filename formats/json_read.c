@@ -78,6 +78,9 @@ static const num_limit limits[] = {
     {"gpus", 65536, ""},
     {"count", 1048576, ""},
     {"total_gpus", 1048576, ""},
+    {"host_memory_gib", 1e6, " GiB"},
+    {"host_bw_gbps", 1e7, " Gbit/s"},
+    {"pcie_gbps", 1e7, " Gbit/s"},
     /* model.json */
     {"params", 1e15, ""},
     {"fwd_flops", 1e18, " FLOP"},
@@ -125,6 +128,8 @@ static const num_limit floors[] = {
     {"nic_gbps", 1e-6, " Gbit/s"},
     {"gbps", 1e-6, " Gbit/s"},
     {"bandwidth_gbps", 1e-6, " Gbit/s"},
+    {"host_bw_gbps", 1e-6, " Gbit/s"},
+    {"pcie_gbps", 1e-6, " Gbit/s"},
 };
 
 /* Any other number (AMP profile times, device indices, boundaries). */

@@ -94,3 +94,20 @@ int fmt_recompute_from_name(const char *name)
             return r;
     return -1;
 }
+
+const char *fmt_offload_name(int o)
+{
+    static const char *const names[] = {"none", "optimizer"};
+
+    return o >= 0 && o <= FMT_OFFLOAD_OPTIMIZER ? names[o] : NULL;
+}
+
+int fmt_offload_from_name(const char *name)
+{
+    int o;
+
+    for (o = 0; name != NULL && o <= FMT_OFFLOAD_OPTIMIZER; o++)
+        if (strcmp(name, fmt_offload_name(o)) == 0)
+            return o;
+    return -1;
+}

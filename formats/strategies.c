@@ -77,17 +77,17 @@ static int parse_flag(const fmt_read_ctx *cx, const cJSON *obj,
 const char *const fmt_strategies_root_keys[] = {"strategies", NULL};
 const char *const fmt_strategy_keys[] = {"tp", "dp", "pp", "mbs", "schedule", "vpp",
                                          "zero", "recompute", "sequence_parallel",
-                                         "stage_boundaries", "ranks", NULL};
+                                         "stage_boundaries", "ranks", "offload", NULL};
 
 static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                           const fmt_cluster *c, const fmt_model *m, int gb,
                           const char *const *keys, fmt_strategy *s)
 {
     const cJSON *jb = NULL, *jr, *v;
-    const char *sched = NULL, *rec = NULL;
+    const char *sched = NULL, *rec = NULL, *off = NULL;
     char fp[FMT_PATH_N], ep[FMT_PATH_N];
     int rc, tp, dp, pp, mbs, i, nb, sch = FMT_SCHED_1F1B, vpp, zero, sp = 0;
-    int recompute = -1;
+    int recompute = -1, offload = -1;
 
     memset(s, 0, sizeof *s);
     if (!cJSON_IsObject(e))
@@ -107,6 +107,7 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_int_field(cx, e, p, "zero", 0, -1, &zero)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, e, p, "recompute", 0, &rec)) != UTIL_OK ||
         (rc = parse_flag(cx, e, p, "sequence_parallel", &sp)) != UTIL_OK ||
+        (rc = fmt_str_ref(cx, e, p, "offload", 0, &off)) != UTIL_OK ||
         (rc = fmt_sub_field(cx, e, p, "stage_boundaries", FMT_F_REQ, FMT_K_ARR,
                             &jb)) != UTIL_OK)
         return rc;
@@ -130,6 +131,11 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         util_json_key(fp, sizeof fp, p, "recompute");
         return fmt_fail(cx, UTIL_EFIELD, fp,
                         "expected 'none', 'full' or 'selective', got '%s'", rec);
+    }
+    if (off != NULL && (offload = fmt_offload_from_name(off)) < 0) {
+        util_json_key(fp, sizeof fp, p, "offload");
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "expected 'none' or 'optimizer', got '%s'", off);
     }
     if (zero != -1 && (zero < 0 || zero > 3)) {
         util_json_key(fp, sizeof fp, p, "zero");
@@ -155,6 +161,7 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     s->sp = sp;
     s->recompute = recompute;
     s->zero = zero;
+    s->offload = offload;
     i = 0;
     cJSON_ArrayForEach(v, jb)
     {

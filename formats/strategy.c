@@ -32,6 +32,7 @@ int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp)
     s->sp = 0;
     s->recompute = -1;
     s->zero = -1;
+    s->offload = -1;
     return UTIL_OK;
 }
 
@@ -49,6 +50,7 @@ int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src)
     dst->sp = src->sp;
     dst->recompute = src->recompute;
     dst->zero = src->zero;
+    dst->offload = src->offload;
     memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
     memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
     memcpy(dst->placement, src->placement, sizeof dst->placement);
@@ -148,6 +150,9 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, "zero",
                               "expected a ZeRO stage from 0 to 3, got %d",
                               s->zero);
+    if (s->offload < -1 || s->offload > FMT_OFFLOAD_OPTIMIZER)
+        return util_error_set(err, UTIL_EINVAL, NULL, "offload",
+                              "expected none or optimizer, got %d", s->offload);
     seen = calloc((size_t)c->ndevices, 1);
     if (seen == NULL)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

@@ -385,7 +385,14 @@ static int runnable_reason(const fmt_model *m, const fmt_strategy *s,
                                          ? m->layers[a].name : "none",
                        b - a > 1 ? ", ..." : "");
     }
-    if (!r->fits && len >= 0 && (size_t)len < n) {
+    if (!r->fits && len >= 0 && (size_t)len < n && r->host_node >= 0 &&
+        r->host_bytes > r->host_cap) {
+        snprintf(buf + len, n - (size_t)len,
+                 "%sdoes not fit host memory: the optimizer state offloaded to "
+                 "node %d needs %.2f GiB, the node has %.2f GiB",
+                 len > 0 ? "; " : "", r->host_node, gib(r->host_bytes),
+                 gib(r->host_cap));
+    } else if (!r->fits && len >= 0 && (size_t)len < n) {
         if (r->mem_bytes != NULL && r->mem_cap != NULL && w >= 0 && w < r->nranks)
             snprintf(buf + len, n - (size_t)len,
                      "%sdoes not fit memory: rank %d needs %.2f GiB, its device "
@@ -411,7 +418,9 @@ static int features_put(cJSON *o, const cost_params *p, const fmt_strategy *s)
            util_json_put_bool(o, "sequence_parallel", s->sp != 0) &&
            util_json_put_str(o, "recompute",
                              fmt_recompute_name(cost_strategy_recompute(p, s))) &&
-           util_json_put_num(o, "zero", cost_strategy_zero(p, s));
+           util_json_put_num(o, "zero", cost_strategy_zero(p, s)) &&
+           util_json_put_str(o, "offload",
+                             fmt_offload_name(cost_strategy_offload(p, s)));
 }
 
 static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
@@ -469,6 +478,11 @@ static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
         !(least < HUGE_VAL ? util_json_put_num(mem, "min_headroom_gib", gib3(least))
                            : util_json_put_null(mem, "min_headroom_gib")) ||
         !util_json_put_num(mem, "worst_rank", r->worst_rank))
+        goto done;
+    if (r->host_node >= 0 && /* offloaded optimizer state, fullest node */
+        (!util_json_put_num(mem, "host_gib", gib3(r->host_bytes)) ||
+         !util_json_put_num(mem, "host_capacity_gib", gib3(r->host_cap)) ||
+         !util_json_put_str(mem, "host_node", c->nodes[r->host_node].name)))
         goto done;
     { /* verdict of memory and of the empty-stage rule */
         char why[512];
@@ -585,6 +599,8 @@ static void feature_cell(const fmt_strategy *s, char *out, size_t n)
         FEAT("full");
     if (s->zero > 0)
         FEAT("zero%d", s->zero);
+    if (s->offload == FMT_OFFLOAD_OPTIMIZER)
+        FEAT("offload");
 #undef FEAT
     if (out[0] == '\0')
         snprintf(out, n, "-");

@@ -23,6 +23,7 @@ void search_params_init(search_params *p)
     p->tp_granule = 64;
     p->recompute = -1;
     p->zero = -1;
+    p->offload = -1;
     p->seq_par = -1;
     p->vpp = 0;
     p->batch_tolerance = 0.0;
@@ -199,24 +200,30 @@ static int largest_node(const fmt_cluster *c, int smallest)
 static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
                       const cost_result *r, search_result *res)
 {
-    int w = r->worst_rank;
+    int w = r->worst_rank, host;
     double short_new, short_old;
 
     if (res->n > 0 || r->mem_bytes == NULL || w < 0 || w >= r->nranks)
         return;
-    short_new = r->mem_bytes[w] - r->mem_cap[w];
+    /* the GPUs fit, the host memory of an offloading node does not */
+    host = r->mem_bytes[w] <= r->mem_cap[w] && r->host_node >= 0 &&
+           r->host_bytes > r->host_cap;
+    short_new = host ? r->host_bytes - r->host_cap : r->mem_bytes[w] - r->mem_cap[w];
     short_old = res->miss.need - res->miss.cap;
     if (res->miss.need > 0.0 && short_new >= short_old)
         return;
+    res->miss.host_short = host;
+    if (host)
+        memcpy(res->miss.host_node, c->nodes[r->host_node].name,
+               sizeof res->miss.host_node); /* both 64 bytes */
     res->miss.tp = s->tp;
     res->miss.dp = s->dp;
     res->miss.pp = s->pp;
     res->miss.mbs = s->mbs;
     res->miss.stage = w / (s->tp * s->dp);
     res->miss.device = s->ranks[w];
-    res->miss.need = r->mem_bytes[w];
-    res->miss.cap = r->mem_cap[w];
-    (void)c;
+    res->miss.need = host ? r->host_bytes : r->mem_bytes[w];
+    res->miss.cap = host ? r->host_cap : r->mem_cap[w];
 }
 
 /* Memory before the full cost: 0 when a stage's even-split memory
@@ -322,6 +329,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             s.sp = f->sp;
             s.recompute = f->recompute;
             s.zero = f->zero;
+            s.offload = f->offload;
         }
         if (placed && same_ranks(&s, &first)) {
             fmt_strategy_free(&s);
@@ -636,6 +644,19 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
                                 out->evaluated + out->rejected_other);
             goto done;
         }
+    }
+    if (out->n == 0 && out->miss.need > 0.0 && out->miss.host_short) {
+        const search_memory_miss *x = &out->miss;
+        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                            "no strategy fits in memory: the closest (tp %d, dp %d, "
+                            "pp %d, mbs %d) fits its GPUs but offloads %.2f GiB of "
+                            "optimizer state to node '%s', which has %.2f GiB of "
+                            "host memory; %ld candidates rejected for memory, %ld "
+                            "for divisibility (try more host memory or more GPUs)",
+                            x->tp, x->dp, x->pp, x->mbs, x->need / 1073741824.0,
+                            x->host_node, x->cap / 1073741824.0,
+                            out->rejected_memory, out->rejected_other);
+        goto done;
     }
     if (out->n == 0 && out->miss.need > 0.0) {
         const search_memory_miss *x = &out->miss;

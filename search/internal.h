@@ -14,6 +14,7 @@ typedef struct search_feat {
     int sp;                 /* sequence parallelism 0/1 */
     int zero;               /* ZeRO stage 0..3 */
     int vpp;                /* model chunks per device (1 = plain 1F1B) */
+    int offload;            /* enum fmt_offload */
 } search_feat;
 
 /* One point of the space: degrees, micro-batch size, features, and a

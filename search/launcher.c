@@ -41,8 +41,14 @@ int search_launcher_params(search_params *sp, const cost_params *cp,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "ZeRO stage %d is fixed, but the launcher runs "
                               "stages below %d only", sp->zero, lc->zero_limit);
+    if (lc->no_offload && sp->offload == FMT_OFFLOAD_OPTIMIZER)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "optimizer offload is fixed, but the launcher "
+                              "cannot offload the optimizer");
     if (lc->no_sp)
         sp->seq_par = 0;
+    if (lc->no_offload)
+        sp->offload = FMT_OFFLOAD_NONE;
     if (lc->no_vpp)
         sp->vpp = 1;
     if (lc->no_uneven_tp)
@@ -57,7 +63,8 @@ int search_launcher_feat(const search_launcher *lc, int pp, const search_feat *f
     return !((lc->no_sp && f->sp > 0) || (lc->no_vpp && f->vpp > 1) ||
              (lc->no_selective && f->recompute == FMT_RECOMPUTE_SELECTIVE) ||
              (lc->zero_limit > 0 && f->zero >= lc->zero_limit) ||
-             (lc->zero_limit_pp > 0 && pp > 1 && f->zero >= lc->zero_limit_pp));
+             (lc->zero_limit_pp > 0 && pp > 1 && f->zero >= lc->zero_limit_pp) ||
+             (lc->no_offload && f->offload == FMT_OFFLOAD_OPTIMIZER));
 }
 
 int search_launcher_groups(const fmt_model *m, int vpp, int *start)
@@ -305,10 +312,11 @@ int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
     f.vpp = s->vpp;
     f.recompute = s->recompute;
     f.zero = s->zero;
+    f.offload = s->offload;
     if (!search_launcher_feat(lc, s->pp, &f)) {
         snprintf(why, n, "a training feature (sequence parallelism, virtual "
-                 "stages, selective recomputation or ZeRO stage %d) it lacks",
-                 s->zero);
+                 "stages, selective recomputation, ZeRO stage %d or optimizer "
+                 "offload) it lacks", s->zero);
         return 0;
     }
     if (lc->no_gpipe && s->schedule == FMT_SCHED_GPIPE && s->pp > 1) {

@@ -129,6 +129,7 @@ typedef struct search_launcher {
     int zero_limit_pp;      /* same with pp > 1; 0 = none (0) */
     int split;              /* enum search_split (any) */
     int order;              /* enum search_order (any) */
+    int no_offload;         /* 1: no optimizer offload (0) */
 } search_launcher;
 
 typedef struct search_params {
@@ -180,6 +181,12 @@ typedef struct search_params {
                                so far (out->timed_out); <= 0 = none (0) */
     search_launcher launcher; /* what the launcher the plan is for can run
                                  (export_target_caps); zeroed = anything */
+    int offload;            /* enum fmt_offload every strategy uses, -1 =
+                               search none and optimizer where every node
+                               the strategy uses gives host_memory (with
+                               ZeRO >= 1, the stage both DeepSpeed and
+                               Megatron's distributed optimizer offload)
+                               (-1; 0 when zeroed) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -210,6 +217,10 @@ typedef struct search_memory_miss {
     int tp, dp, pp, mbs;    /* its degrees and micro-batch size */
     int stage, device;      /* stage and device (global index) with the least headroom */
     double need, cap;       /* bytes that device needs and has; need = 0: none recorded */
+    int host_short;         /* 1: its GPUs fit but the host memory of node
+                               host_node does not hold the optimizer state
+                               offloaded to it: need and cap are those bytes */
+    char host_node[64];     /* that node's name when host_short */
 } search_memory_miss;
 
 typedef struct search_result {

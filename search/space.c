@@ -1,8 +1,9 @@
 /* search/space.c: the strategy space of AMP's enumeration (Algorithm 1)
  * extended by today's training features: degrees and micro-batch sizes
  * from divisors, sequence parallelism, recomputation level, virtual
- * pipeline stages and ZeRO stage, each point with a lower bound of its
- * iteration time from compute alone, for a best-first search. */
+ * pipeline stages, ZeRO stage and optimizer offload, each point with a
+ * lower bound of its iteration time from compute alone, for a best-first
+ * search. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ void search_strategy_params(const cost_params *cp, const fmt_profile *prof,
     *out = *cp;
     out->recompute = cost_strategy_recompute(cp, s);
     out->zero_stage = cost_strategy_zero(cp, s);
+    out->offload = cost_strategy_offload(cp, s);
     out->schedule = s->schedule;
     /* sequence parallelism only splits work over a TP group */
     out->sp = s->sp > 0 && s->tp > 1;
@@ -253,7 +255,7 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
     long N = c->ndevices, gbs = sp->global_batch, cap = 0, n = 0, seq = 0;
     long *pps = NULL, mcap;
     int ti, mi, pi, npp, i, k, rc = UTIL_OK, blocks = search_blocks(m);
-    int player = cost_param_layers(m);
+    int player = cost_param_layers(m), host = c->nnodes > 0;
     search_key *v = NULL;
 
     memset(&t, 0, sizeof t);
@@ -272,6 +274,8 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
         t.ntp < 0 || t.nmbs < 0)
         goto nomem;
     for (i = 0; i < c->nnodes; i++) {
+        if (!(c->nodes[i].host_mem > 0.0)) /* offload searched with host memory */
+            host = 0;
         for (k = 0; k < t.ntypes && t.types[k] != c->nodes[i].type; k++)
             ;
         if (k == t.ntypes)
@@ -339,23 +343,36 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                             if (s0 != (sp->seq_par >= 0 ? (tp > 1 ? sp->seq_par : 0)
                                                         : (tp > 1)))
                                 continue;
-                            for (z = 0; z < 4; z++) {
+                            for (z = 0; z < 8; z++) {
                                 search_key key;
+                                int zs = z / 2, off = z % 2;
+                                /* optimizer offload needs host memory on
+                                 * every node and ZeRO >= 1 (DeepSpeed's
+                                 * offload_optimizer, Megatron's
+                                 * --optimizer-cpu-offload with its
+                                 * distributed optimizer), which then
+                                 * runs with dp = 1 too */
+                                if (off ? (sp->offload == FMT_OFFLOAD_NONE || zs < 1 ||
+                                           (sp->offload < 0 && !host))
+                                        : sp->offload == FMT_OFFLOAD_OPTIMIZER)
+                                    continue;
                                 /* ZeRO above 0 needs replicas to shard over;
                                  * stages 2 and 3 do not combine with pipeline
                                  * parallelism (DeepSpeed's pipeline engine
                                  * refuses them), Megatron's distributed
                                  * optimizer is stage 1 */
-                                if (sp->zero >= 0 ? z != sp->zero
-                                                  : ((z > 0 && dp == 1) || (z > 1 && pp > 1)))
+                                if (sp->zero >= 0 ? zs != sp->zero
+                                                  : ((zs > 0 && dp == 1 && !(off && zs == 1)) ||
+                                                     (zs > 1 && pp > 1)))
                                     continue;
                                 key.tp = tp;
                                 key.pp = pp;
                                 key.mbs = mbs;
                                 key.f.recompute = lvl;
                                 key.f.sp = s0;
-                                key.f.zero = z;
+                                key.f.zero = zs;
                                 key.f.vpp = vv;
+                                key.f.offload = off;
                                 if (!search_launcher_feat(&sp->launcher, pp, &key.f))
                                     continue; /* the target launcher lacks it */
                                 key.lb = lb;
