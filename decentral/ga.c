@@ -9,6 +9,43 @@
 
 #include "internal.h"
 
+/* Lean mode, above GA_LS_DEVICES devices (an evaluation costs far more:
+ * eq. 3 is a g x g bottleneck matching per coarsened edge) or when the
+ * budget buys fewer than GA_LEAN_MEMBERS Kernighan-Lin members (about
+ * GA_KL_PASSES evaluations per pair of groups each): every member gets
+ * Kernighan-Lin, initial members nothing more, offspring the paper's
+ * local search only when they reach the best cost so far or are one in
+ * GA_LS_EVERY, and none the full pair-swap polish; so the population
+ * fills about as fast as the KL searcher's while the best members are
+ * refined. */
+#define GA_LS_DEVICES 256
+#define GA_LEAN_MEMBERS 8
+#define GA_KL_PASSES 4
+#define GA_LS_EVERY 4
+
+static int large(const dtfm_ctx *c)
+{
+    return c->lean;
+}
+
+/* Set c->lean: the evaluations left in the budget (the limit, or the
+ * time left over one swap's evaluation, about 4 / d_pp of a full one,
+ * which touches 2 (d_pp - 1) of the d_pp (d_pp - 1) / 2 coarse edges). */
+static void choose_lean(dtfm_ctx *c, int npairs)
+{
+    double left = -1.0, member = (double)npairs * GA_KL_PASSES;
+
+    if (c->sp->max_evals > 0)
+        left = (double)(c->sp->max_evals - c->evals);
+    if (c->deadline > 0 && c->build_s > 0) {
+        double t = (c->deadline - dtfm_now_s()) / (c->build_s * 4.0 / c->k);
+        if (left < 0 || t < left)
+            left = t;
+    }
+    c->lean = c->n > GA_LS_DEVICES ||
+              (left >= 0 && left < GA_LEAN_MEMBERS * member);
+}
+
 /* ---- initial population ---------------------------------------------- */
 
 /* Structured starting points (our addition to the paper's random
@@ -447,6 +484,26 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
     }
 }
 
+/* Kernighan-Lin moves by the affinity gain, so its last state can cost
+ * more than one it passed: when it passed a new best, return there. */
+static void back_to_best(dtfm_ctx *c, dtfm_state *s, double before)
+{
+    if (better(c->best, before) && better(c->best, s->cost)) {
+        memcpy(s->grp, c->best_grp, (size_t)c->n * sizeof *s->grp);
+        dtfm_state_build(c, s);
+    }
+}
+
+/* Is the paper's local search due for a member after Kernighan-Lin? */
+static int paper_due(dtfm_ctx *c, const dtfm_state *s, int init)
+{
+    if (!large(c))
+        return 1;
+    if (init)
+        return 0;
+    return !better(c->best, s->cost) || c->gens % GA_LS_EVERY == 0;
+}
+
 /* Local search of an offspring: Kernighan-Lin for the KL baseline; for
  * the GA the paper's, preceded by Kernighan-Lin when with_kl (the random
  * half of the initial population: the affinity pulls fast-linked devices
@@ -455,6 +512,7 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
 static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int init)
 {
     int limit = c->sp->ls_passes;
+    double before = c->best;
 
     /* initial members: a couple of passes, so that on large instances
      * the population fills before the budget goes on one member */
@@ -463,7 +521,9 @@ static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int ini
     if (kl || with_kl)
         dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
                              w->seq, w->locked);
-    if (!kl)
+    if (!kl && with_kl)
+        back_to_best(c, &w->s, before);
+    if (!kl && paper_due(c, &w->s, init))
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
                            w->kseq, w->fx, w->fy, w->order, limit);
 }
@@ -486,8 +546,8 @@ static void restart_half(dtfm_ctx *c, dtfm_work *w, indiv *pop, int filled, int 
     for (i = filled / 2; i < filled && !c->stop; i++) {
         dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, i % 2, 0);
-        if (!kl)
+        local_search(c, w, kl, large(c) || i % 2, 0);
+        if (!kl && !large(c))
             dtfm_polish(c, &w->t, &w->s);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
@@ -502,6 +562,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     indiv *pop = NULL;
     long since_best = 0;
     double last_best;
+    util_pcg32 kl_rng = c->rng; /* the KL searcher's stream at its start */
 
     if (P < 2)
         P = 2;
@@ -516,14 +577,29 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         }
     }
     c->phase = kl ? "kl-init" : "ga-init";
+    choose_lean(c, w->npairs);
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
-        /* the greedy clusters first, then random members with
-         * Kernighan-Lin first alternating with the interleaved seeds,
-         * r = d_pp, ..., 1 (GA only) */
+        /* the greedy clusters first, then a Kernighan-Lin local optimum
+         * from the random partition the KL searcher starts from (its
+         * random stream, saved at the start), then random members
+         * with Kernighan-Lin first alternating with the interleaved
+         * seeds, r = d_pp, ..., 1 (GA only) */
         if (!kl && i == 0 && w->gsum) {
             greedy_partition(c, w->s.grp, w->gsum);
             seeded = 1;
+        }
+        if (!kl && i == 1) {
+            util_pcg32 keep = c->rng;
+            double kl_before = c->best;
+            c->rng = kl_rng;
+            dtfm_random_partition(c, w->s.grp);
+            dtfm_state_build(c, &w->s);
+            dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
+                                 w->seq, w->locked);
+            back_to_best(c, &w->s, kl_before);
+            c->rng = keep;
+            seeded = 2;
         }
         while (!kl && j <= c->k && !seeded && i % 2 == 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
@@ -532,8 +608,10 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         }
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
-        dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, !seeded || i == 0, 1);
+        if (seeded != 2)
+            dtfm_state_build(c, &w->s);
+        local_search(c, w, kl,
+                     seeded != 2 && (large(c) || !seeded || i == 0), 1);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);
@@ -555,8 +633,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             mutate(c, w->s.grp, 1 + (int)util_pcg32_bounded(
                                        &c->rng, (uint32_t)(c->n / 8 + 1)));
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, (int)(c->gens & 1), 0);
-        if (!kl && !better(c->best, w->s.cost))
+        local_search(c, w, kl, large(c) || (c->gens & 1), 0);
+        if (!kl && !large(c) && !better(c->best, w->s.cost))
             dtfm_polish(c, &w->t, &w->s);
         c->gens++;
         {
