@@ -19,7 +19,7 @@
  * fills about as fast as the KL searcher's while the best members are
  * refined. */
 #define GA_LS_DEVICES 256
-#define GA_LEAN_MEMBERS 8
+#define GA_LEAN_MEMBERS 16
 #define GA_KL_PASSES 4
 #define GA_LS_EVERY 4
 
@@ -582,7 +582,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         int seeded = 0;
         /* the greedy clusters first, then a Kernighan-Lin local optimum
          * from the random partition the KL searcher starts from (its
-         * random stream, saved at the start), then random members
+         * random stream, saved at the start: the KL searcher's first
+         * member), then random members
          * with Kernighan-Lin first alternating with the interleaved
          * seeds, r = d_pp, ..., 1 (GA only) */
         if (!kl && i == 0 && w->gsum) {
@@ -592,7 +593,13 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         if (!kl && i == 1) {
             util_pcg32 keep = c->rng;
             double kl_before = c->best;
+            int a, b;
             c->rng = kl_rng;
+            /* the pairs in their first order, as the KL searcher starts */
+            w->npairs = 0;
+            for (a = 0; a < c->k; a++)
+                for (b = a + 1; b < c->k; b++)
+                    w->pairs[w->npairs++] = a * c->k + b;
             dtfm_random_partition(c, w->s.grp);
             dtfm_state_build(c, &w->s);
             dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
