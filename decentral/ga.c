@@ -485,13 +485,36 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
 }
 
 /* Kernighan-Lin moves by the affinity gain, so its last state can cost
- * more than one it passed: when it passed a new best, return there. */
+ * more than one it passed: when it passed a new best, return there
+ * (the search keeps that best anyway once the budget is spent). */
 static void back_to_best(dtfm_ctx *c, dtfm_state *s, double before)
 {
-    if (better(c->best, before) && better(c->best, s->cost)) {
+    if (!c->stop && better(c->best, before) && better(c->best, s->cost)) {
         memcpy(s->grp, c->best_grp, (size_t)c->n * sizeof *s->grp);
         dtfm_state_build(c, s);
     }
+}
+
+/* A random member with Kernighan-Lin as the KL searcher makes its
+ * initial members: its random stream *krng and pair order kpairs, which
+ * advance here and nowhere else. */
+static void kl_stream_member(dtfm_ctx *c, dtfm_work *w, util_pcg32 *krng,
+                             int *kpairs)
+{
+    util_pcg32 keep = c->rng;
+    int *own = w->pairs;
+    double before = c->best;
+
+    c->rng = *krng;
+    w->pairs = kpairs;
+    dtfm_random_partition(c, w->s.grp);
+    dtfm_state_build(c, &w->s);
+    dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D, w->seq,
+                         w->locked);
+    back_to_best(c, &w->s, before);
+    *krng = c->rng;
+    c->rng = keep;
+    w->pairs = own;
 }
 
 /* Is the paper's local search due for a member after Kernighan-Lin? */
@@ -563,6 +586,7 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     long since_best = 0;
     double last_best;
     util_pcg32 kl_rng = c->rng; /* the KL searcher's stream at its start */
+    int *kl_pairs = NULL;       /* the KL searcher's pair order */
 
     if (P < 2)
         P = 2;
@@ -578,6 +602,16 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     }
     c->phase = kl ? "kl-init" : "ga-init";
     choose_lean(c, w->npairs);
+    kl_pairs = malloc((size_t)(w->npairs > 0 ? w->npairs : 1) * sizeof *kl_pairs);
+    if (kl_pairs == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
+        goto done;
+    }
+    memcpy(kl_pairs, w->pairs, (size_t)w->npairs * sizeof *kl_pairs);
+    /* lean mode: the GA's own moves on a stream of their own, so that the
+     * random members are the KL searcher's initial members, in order */
+    if (!kl && c->lean)
+        util_pcg32_seed(&c->rng, c->sp->seed, 0x67612d6f776eULL /* "ga-own" */);
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
         /* the greedy clusters first, then a Kernighan-Lin local optimum
@@ -591,27 +625,17 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             seeded = 1;
         }
         if (!kl && i == 1) {
-            util_pcg32 keep = c->rng;
-            double kl_before = c->best;
-            int a, b;
-            c->rng = kl_rng;
-            /* the pairs in their first order, as the KL searcher starts */
-            w->npairs = 0;
-            for (a = 0; a < c->k; a++)
-                for (b = a + 1; b < c->k; b++)
-                    w->pairs[w->npairs++] = a * c->k + b;
-            dtfm_random_partition(c, w->s.grp);
-            dtfm_state_build(c, &w->s);
-            dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
-                                 w->seq, w->locked);
-            back_to_best(c, &w->s, kl_before);
-            c->rng = keep;
+            kl_stream_member(c, w, &kl_rng, kl_pairs);
             seeded = 2;
         }
         while (!kl && j <= c->k && !seeded && i % 2 == 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
                                            w->lock);
             j++;
+        }
+        if (!kl && !seeded && c->lean) {
+            kl_stream_member(c, w, &kl_rng, kl_pairs);
+            seeded = 2;
         }
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
@@ -673,7 +697,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             restart_half(c, w, pop, filled, kl);
     }
 done:
-    for (i = 0; i < P; i++)
+    free(kl_pairs);
+    for (i = 0; i < P && pop; i++)
         free(pop[i].grp);
     free(pop);
     return rc;
