@@ -9,7 +9,8 @@
  * margin over Kernighan-Lin and random, and the planner command's wall
  * time against its --seconds budget.  Prints one JSON object.
  *
- * usage: dtfm-scenarios [--seconds S] [--hard-seconds S] [--prove-seconds S] [--case N]
+ * usage: dtfm-scenarios [--seconds S] [--hard-seconds S] [--hard-evals N]
+ *                       [--prove-seconds S] [--case N]
  *                       [--seed N] [--quick] [--planner PATH]
  *                       [--only scenarios|small|hard|budget] */
 #include <math.h>
@@ -41,6 +42,7 @@ static const int methods[4] = {DTFM_GA, DTFM_SA, DTFM_KL,
 
 static double seconds_opt = 5.0;
 static double hard_seconds_opt = 5.0;
+static long hard_evals_opt = 0; /* > 0: GA and KL stop on evaluations */
 static double prove_seconds_opt = 60.0;
 static int case_opt = 0; /* run one scenario number (both conventions); 0 = all */
 static const char *planner_opt = NULL;
@@ -315,6 +317,12 @@ static hard_run hard_one(const dtfm_problem *p, int method)
     sp.seed = seed_opt;
     sp.seconds = hard_seconds_opt;
     sp.stall = 100;
+    if (hard_evals_opt > 0 && method != DTFM_RANDOM) {
+        /* equal evaluation budgets: load-independent, reproducible */
+        sp.seconds = 0;
+        sp.stall = 0;
+        sp.max_evals = hard_evals_opt;
+    }
     if (method == DTFM_RANDOM) { /* the public baseline: 5000 samples */
         sp.stall = 0;
         sp.max_evals = 5000;
@@ -610,6 +618,8 @@ int main(int argc, char **argv)
             prove_seconds_opt = atof(argv[++i]);
         else if (strcmp(argv[i], "--hard-seconds") == 0 && i + 1 < argc)
             hard_seconds_opt = atof(argv[++i]);
+        else if (strcmp(argv[i], "--hard-evals") == 0 && i + 1 < argc)
+            hard_evals_opt = atol(argv[++i]);
         else if (strcmp(argv[i], "--planner") == 0 && i + 1 < argc)
             planner_opt = argv[++i];
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
@@ -618,7 +628,7 @@ int main(int argc, char **argv)
             quick = 1;
         else {
             fprintf(stderr, "usage: dtfm-scenarios [--seconds S] [--hard-seconds S] "
-                            "[--prove-seconds S] [--case N]\n"
+                            "[--hard-evals N] [--prove-seconds S] [--case N]\n"
                             "       [--seed N] [--quick] [--planner PATH]\n"
                             "       [--only scenarios|small|hard|budget]\n");
             return 2;
@@ -636,7 +646,8 @@ int main(int argc, char **argv)
             cJSON_GetObjectItem(data, "public_code_conventions"),
             "public_results_seed0");
     }
-    printf("{\"seconds\":%g,\"seed\":%llu,\"scenarios\":[", seconds_opt, seed_opt);
+    printf("{\"seconds\":%g,\"hard_evals\":%ld,\"seed\":%llu,\"scenarios\":[", seconds_opt,
+           hard_evals_opt, seed_opt);
     for (cs = 1; cs <= 5 && part("scenarios"); cs++) {
         dtfm_input in;
         dtfm_options o;

@@ -9,6 +9,43 @@
 
 #include "internal.h"
 
+/* Lean mode, above GA_LS_DEVICES devices (an evaluation costs far more:
+ * eq. 3 is a g x g bottleneck matching per coarsened edge) or when the
+ * budget buys fewer than GA_LEAN_MEMBERS Kernighan-Lin members (about
+ * GA_KL_PASSES evaluations per pair of groups each): every member gets
+ * Kernighan-Lin, initial members nothing more, offspring the paper's
+ * local search only when they reach the best cost so far or are one in
+ * GA_LS_EVERY, and none the full pair-swap polish; so the population
+ * fills about as fast as the KL searcher's while the best members are
+ * refined. */
+#define GA_LS_DEVICES 256
+#define GA_LEAN_MEMBERS 16
+#define GA_KL_PASSES 4
+#define GA_LS_EVERY 4
+
+static int large(const dtfm_ctx *c)
+{
+    return c->lean;
+}
+
+/* Set c->lean: the evaluations left in the budget (the limit, or the
+ * time left over one swap's evaluation, about 4 / d_pp of a full one,
+ * which touches 2 (d_pp - 1) of the d_pp (d_pp - 1) / 2 coarse edges). */
+static void choose_lean(dtfm_ctx *c, int npairs)
+{
+    double left = -1.0, member = (double)npairs * GA_KL_PASSES;
+
+    if (c->sp->max_evals > 0)
+        left = (double)(c->sp->max_evals - c->evals);
+    if (c->deadline > 0 && c->build_s > 0) {
+        double t = (c->deadline - dtfm_now_s()) / (c->build_s * 4.0 / c->k);
+        if (left < 0 || t < left)
+            left = t;
+    }
+    c->lean = c->n > GA_LS_DEVICES ||
+              (left >= 0 && left < GA_LEAN_MEMBERS * member);
+}
+
 /* ---- initial population ---------------------------------------------- */
 
 /* Structured starting points (our addition to the paper's random
@@ -447,6 +484,49 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
     }
 }
 
+/* Kernighan-Lin moves by the affinity gain, so its last state can cost
+ * more than one it passed: when it passed a new best, return there
+ * (the search keeps that best anyway once the budget is spent). */
+static void back_to_best(dtfm_ctx *c, dtfm_state *s, double before)
+{
+    if (!c->stop && better(c->best, before) && better(c->best, s->cost)) {
+        memcpy(s->grp, c->best_grp, (size_t)c->n * sizeof *s->grp);
+        dtfm_state_build(c, s);
+    }
+}
+
+/* A random member with Kernighan-Lin as the KL searcher makes its
+ * initial members: its random stream *krng and pair order kpairs, which
+ * advance here and nowhere else. */
+static void kl_stream_member(dtfm_ctx *c, dtfm_work *w, util_pcg32 *krng,
+                             int *kpairs)
+{
+    util_pcg32 keep = c->rng;
+    int *own = w->pairs;
+    double before = c->best;
+
+    c->rng = *krng;
+    w->pairs = kpairs;
+    dtfm_random_partition(c, w->s.grp);
+    dtfm_state_build(c, &w->s);
+    dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D, w->seq,
+                         w->locked);
+    back_to_best(c, &w->s, before);
+    *krng = c->rng;
+    c->rng = keep;
+    w->pairs = own;
+}
+
+/* Is the paper's local search due for a member after Kernighan-Lin? */
+static int paper_due(dtfm_ctx *c, const dtfm_state *s, int init)
+{
+    if (!large(c))
+        return 1;
+    if (init)
+        return 0;
+    return !better(c->best, s->cost) || c->gens % GA_LS_EVERY == 0;
+}
+
 /* Local search of an offspring: Kernighan-Lin for the KL baseline; for
  * the GA the paper's, preceded by Kernighan-Lin when with_kl (the random
  * half of the initial population: the affinity pulls fast-linked devices
@@ -455,6 +535,7 @@ static void mutate(dtfm_ctx *c, int *grp, int m)
 static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int init)
 {
     int limit = c->sp->ls_passes;
+    double before = c->best;
 
     /* initial members: a couple of passes, so that on large instances
      * the population fills before the budget goes on one member */
@@ -463,7 +544,9 @@ static void local_search(dtfm_ctx *c, dtfm_work *w, int kl, int with_kl, int ini
     if (kl || with_kl)
         dtfm_local_search_kl(c, &w->t, &w->s, w->pairs, w->npairs, w->D,
                              w->seq, w->locked);
-    if (!kl)
+    if (!kl && with_kl)
+        back_to_best(c, &w->s, before);
+    if (!kl && paper_due(c, &w->s, init))
         local_search_paper(c, &w->t, &w->s, w->pairs, w->npairs, w->lock,
                            w->kseq, w->fx, w->fy, w->order, limit);
 }
@@ -486,8 +569,8 @@ static void restart_half(dtfm_ctx *c, dtfm_work *w, indiv *pop, int filled, int 
     for (i = filled / 2; i < filled && !c->stop; i++) {
         dtfm_random_partition(c, w->s.grp);
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, i % 2, 0);
-        if (!kl)
+        local_search(c, w, kl, large(c) || i % 2, 0);
+        if (!kl && !large(c))
             dtfm_polish(c, &w->t, &w->s);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
@@ -502,6 +585,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
     indiv *pop = NULL;
     long since_best = 0;
     double last_best;
+    util_pcg32 kl_rng = c->rng; /* the KL searcher's stream at its start */
+    int *kl_pairs = NULL;       /* the KL searcher's pair order */
 
     if (P < 2)
         P = 2;
@@ -516,24 +601,48 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
         }
     }
     c->phase = kl ? "kl-init" : "ga-init";
+    choose_lean(c, w->npairs);
+    kl_pairs = malloc((size_t)(w->npairs > 0 ? w->npairs : 1) * sizeof *kl_pairs);
+    if (kl_pairs == NULL) {
+        rc = util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
+        goto done;
+    }
+    memcpy(kl_pairs, w->pairs, (size_t)w->npairs * sizeof *kl_pairs);
+    /* lean mode: the GA's own moves on a stream of their own, so that the
+     * random members are the KL searcher's initial members, in order */
+    if (!kl && c->lean)
+        util_pcg32_seed(&c->rng, c->sp->seed, 0x67612d6f776eULL /* "ga-own" */);
     for (i = 0, j = 1; i < P && !(c->stop && i > 0); i++) {
         int seeded = 0;
-        /* the greedy clusters first, then random members with
-         * Kernighan-Lin first alternating with the interleaved seeds,
-         * r = d_pp, ..., 1 (GA only) */
+        /* the greedy clusters first, then a Kernighan-Lin local optimum
+         * from the random partition the KL searcher starts from (its
+         * random stream, saved at the start: the KL searcher's first
+         * member), then random members
+         * with Kernighan-Lin first alternating with the interleaved
+         * seeds, r = d_pp, ..., 1 (GA only) */
         if (!kl && i == 0 && w->gsum) {
             greedy_partition(c, w->s.grp, w->gsum);
             seeded = 1;
+        }
+        if (!kl && i == 1) {
+            kl_stream_member(c, w, &kl_rng, kl_pairs);
+            seeded = 2;
         }
         while (!kl && j <= c->k && !seeded && i % 2 == 1) {
             seeded = interleaved_partition(c, c->k / j, w->s.grp, w->order,
                                            w->lock);
             j++;
         }
+        if (!kl && !seeded && c->lean) {
+            kl_stream_member(c, w, &kl_rng, kl_pairs);
+            seeded = 2;
+        }
         if (!seeded)
             dtfm_random_partition(c, w->s.grp);
-        dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, !seeded || i == 0, 1);
+        if (seeded != 2)
+            dtfm_state_build(c, &w->s);
+        local_search(c, w, kl,
+                     seeded != 2 && (large(c) || !seeded || i == 0), 1);
         memcpy(pop[i].grp, w->s.grp, (size_t)c->n * sizeof *w->s.grp);
         pop[i].cost = w->s.cost;
         pop[i].key = part_key(c, &w->s);
@@ -555,8 +664,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             mutate(c, w->s.grp, 1 + (int)util_pcg32_bounded(
                                        &c->rng, (uint32_t)(c->n / 8 + 1)));
         dtfm_state_build(c, &w->s);
-        local_search(c, w, kl, (int)(c->gens & 1), 0);
-        if (!kl && !better(c->best, w->s.cost))
+        local_search(c, w, kl, large(c) || (c->gens & 1), 0);
+        if (!kl && !large(c) && !better(c->best, w->s.cost))
             dtfm_polish(c, &w->t, &w->s);
         c->gens++;
         {
@@ -588,7 +697,8 @@ int dtfm_run_ga(dtfm_ctx *c, dtfm_work *w, int kl, util_error *err)
             restart_half(c, w, pop, filled, kl);
     }
 done:
-    for (i = 0; i < P; i++)
+    free(kl_pairs);
+    for (i = 0; i < P && pop; i++)
         free(pop[i].grp);
     free(pop);
     return rc;

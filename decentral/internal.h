@@ -56,6 +56,7 @@ typedef struct dtfm_ctx {
     double checkpoint_cost;
     int checkpoint_done;
     const char *phase;
+    int lean;                /* GA: the budget buys few members (decentral/ga.c) */
 } dtfm_ctx;
 
 /* A partition and everything its cost is computed from. */
