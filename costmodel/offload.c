@@ -3,12 +3,11 @@
  * the step on the host CPU, gradients and weights crossing the GPU's
  * host link every iteration (docs/time-model.md and
  * docs/memory-model.md, "Optimizer offload").  Pure functions, no I/O. */
-#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "costmodel.h"
+#include "internal.h"
 
 #define GBS 1e9
 
@@ -49,21 +48,6 @@ static const host_gen gens[] = {
 /* anything older or unknown: PCIe 3.0 x16 in a DGX-1 class host */
 static const host_gen gen_default = {"", 12 * GBS, 153.6 * GBS};
 
-/* Case-insensitive: does name contain tag? */
-static int name_has(const char *name, const char *tag)
-{
-    size_t n = strlen(name), t = strlen(tag), i, k;
-
-    for (i = 0; i + t <= n; i++) {
-        for (k = 0; k < t; k++)
-            if (toupper((unsigned char)name[i + k]) != tag[k])
-                break;
-        if (k == t)
-            return 1;
-    }
-    return 0;
-}
-
 void cost_offload_links(const fmt_cluster *c, int n, double *pcie,
                         double *host)
 {
@@ -72,7 +56,7 @@ void cost_offload_links(const fmt_cluster *c, int n, double *pcie,
     size_t i;
 
     for (i = 0; i < sizeof gens / sizeof gens[0]; i++)
-        if (name_has(c->types[nd->type].name, gens[i].tag)) {
+        if (cost_name_has_tag(c->types[nd->type].name, gens[i].tag)) {
             g = &gens[i];
             break;
         }
