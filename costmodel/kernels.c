@@ -40,6 +40,8 @@ static const gen_row gens[] = {
     /* V100: cuBLAS HGEMM reaches about 100 of 125 TF at large sizes
      * (cuBLAS microbenchmarks); 80 SMs */
     {"V100", 0.80, 0.50, 0.40, 80},
+    /* T4 (Turing TU104): 40 SMs (NVIDIA Turing whitepaper, appendix) */
+    {"T4", 0.75, 0.50, 0.40, 40},
 };
 /* Anything else: a typical large-GEMM efficiency of tensor-core GPUs. */
 static const gen_row gen_default = {"", 0.75, 0.50, 0.40, 80};

@@ -58,6 +58,19 @@ static double tp_comm_bwd(const fmt_model *m, const fmt_layer *l, int tp,
     return tp_comm(l, tp, mbs, bw, lat);
 }
 
+/* The estimate's forward work per sample at TP degree tp and micro-batch
+ * mbs, the kernels' fixed costs left out (costmodel/kernels.c): its
+ * ratio between two TP degrees is the speed-up of the layer's kernels. */
+static double sample_work(const fmt_model *m, const cost_params *p,
+                          const fmt_device_type *dt, int layer, int tp, int mbs)
+{
+    cost_kernel_time k;
+    double launch = (double)m->layers[layer].kernels * p->kernel_overhead;
+
+    cost_layer_kernels(m, p, dt, layer, tp, mbs, &k);
+    return k.fwd > launch && mbs > 0 ? (k.fwd - launch) / (double)mbs : 0.0;
+}
+
 /* Profile entries for (device, tp) covering layer, sorted by mbs. */
 static int profile_points(const fmt_profile *prof, const char *dev, int tp,
                           int layer, const fmt_profile_entry **pts, int max)
@@ -173,8 +186,15 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
                 launch = p0 - c0 > 0.0 ? p0 - c0 : 0.0;
             w = (p0 - c0 - launch) / b0;
         } else if (nb > 0 && wa1 > 0.0) {
+            /* the speed-up of the estimate's kernels (tile and wave
+             * quantization, element-wise work replicated under TP), else
+             * of the FLOP and byte roofline */
             double p1 = base[0]->fwd[layer], l1 = launch < p1 ? launch : p1;
-            w = (p1 - l1) / (double)base[0]->mbs * wat / wa1;
+            double e1 = sample_work(m, p, dt, layer, 1, base[0]->mbs);
+            double et = sample_work(m, p, dt, layer, tp, pts[0]->mbs);
+
+            w = (p1 - l1) / (double)base[0]->mbs *
+                (e1 > 0.0 && et > 0.0 ? et / e1 : wat / wa1);
         }
         if (w < 0.0)
             w = 0.0;
