@@ -2,7 +2,12 @@
  * Sailor's 15 OPT-350 runs on GH200 nodes (../shared/data/sailor-opt).
  * Each run's exact strategy is evaluated with cost_evaluate twice: with
  * the shipped per-layer profile and analytically (no profile).
- * Usage: sailor-opt [DATA_DIR]   (default ../shared/data/sailor-opt).
+ * The data's model files describe OPT-350 as family "gpt2" (a GeLU MLP);
+ * the runs trained OPT, whose MLP is a ReLU (Zhang et al. 2022; HF
+ * OPTConfig activation_function "relu"), so the bench states "mlp":
+ * "relu" in the model it loads; --mlp gelu scores the file as written.
+ * Usage: sailor-opt [--mlp gelu|swiglu|relu] [DATA_DIR]   (default relu,
+ * ../shared/data/sailor-opt).
  * Prints one JSON object on stdout (with each run's memory terms at its
  * peak rank, "peak_terms") and on stderr three lines of peak-memory
  * scores (docs/memory-model.md, "Against measured runs") and a summary
@@ -23,6 +28,9 @@
 #include "bench_data.h"
 
 #define MAX_RUNS 64
+
+/* The MLP the runs trained, set into every model file loaded. */
+static const char *run_mlp = "relu";
 
 /* One run of runs.json. */
 typedef struct sailor_run {
@@ -194,6 +202,32 @@ static double put_terms(cJSON *out, const fmt_cluster *c, const fmt_model *m,
     return best.total - best.reserve;
 }
 
+/* The model file at path with transformer.mlp set to run_mlp. */
+static int load_model(const char *path, fmt_model *m, util_error *err)
+{
+    cJSON *doc = NULL, *tf;
+    char *text = NULL;
+    int rc = bench_read_json(path, &doc, err);
+
+    if (rc != UTIL_OK)
+        return rc;
+    tf = cJSON_GetObjectItemCaseSensitive(doc, "transformer");
+    if (!cJSON_IsObject(tf)) {
+        cJSON_Delete(doc);
+        return util_error_set(err, UTIL_EFIELD, path, "transformer",
+                              "expected the transformer shorthand");
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
+    cJSON_AddStringToObject(tf, "mlp", run_mlp);
+    text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (text == NULL)
+        return util_error_set(err, UTIL_ENOMEM, path, NULL, "out of memory");
+    rc = fmt_parse_model(text, path, m, err);
+    cJSON_free(text);
+    return rc;
+}
+
 /* Evaluate run r: out gets its object, t[0..2] its time (profile), time
  * (analytic) and peak-memory trials. */
 static int eval_run(const char *dir, const sailor_run *r, int index,
@@ -219,7 +253,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     rc = fmt_load_cluster(path, &c, err);
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/model_%s.json", dir, r->model);
-        rc = fmt_load_model(path, &m, err);
+        rc = load_model(path, &m, err);
     }
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/profile_%s.json", dir, r->model);
@@ -344,6 +378,17 @@ int main(int argc, char **argv)
     util_error err;
     int n = 0, rc;
 
+    if (argc > 2 && strcmp(argv[1], "--mlp") == 0) {
+        if (fmt_arch_from_name(FMT_AXIS_MLP, argv[2]) < 0) {
+            fprintf(stderr, "sailor-opt: option '--mlp' expects gelu, swiglu "
+                    "or relu, got '%s'\n", argv[2]);
+            return 2;
+        }
+        run_mlp = argv[2];
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
     if (!bench_data_dir(argc, argv, "sailor-opt", "sailor-opt", dir, sizeof dir))
         return 0;
     memset(&err, 0, sizeof err);
@@ -352,6 +397,7 @@ int main(int argc, char **argv)
                     "cost_evaluate with the shipped profile and analytically; "
                     "peak = largest over ranks; false_rejects = runs predicted "
                     "not to fit (all ran)", &arr);
+    cJSON_AddStringToObject(doc, "mlp", run_mlp);
     snprintf(path, sizeof path, "%s/runs.json", dir);
     rc = bench_read_json(path, &runs, &err);
     if (rc == UTIL_OK)

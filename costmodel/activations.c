@@ -2,8 +2,8 @@
  * description (docs/memory-model.md, "Activations"): what each layer
  * keeps for its backward pass per sample, after Korthikanti et al. 2022
  * ("Reducing activation recomputation in large transformer models",
- * section 4), generalised to grouped-query attention, gated MLPs,
- * models without dropout, flash attention and every precision.  Models
+ * section 4), generalised to grouped-query attention, gated and ReLU
+ * MLPs, models without dropout, flash attention and every precision.  Models
  * given as a layer list keep their stated act_bytes.  Pure functions. */
 #include "costmodel.h"
 
@@ -30,6 +30,14 @@ static double elem(const fmt_model *m)
     return m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;
 }
 
+/* s x f tensors an MLP keeps for backward (cost_block_act). */
+static double mlp_tensors(const fmt_model *m)
+{
+    if (m->mlp == FMT_MLP_SWIGLU)
+        return 3.0;
+    return m->mlp == FMT_MLP_RELU ? 1.0 : 2.0;
+}
+
 void cost_block_act(const fmt_model *m, int recompute, cost_act *out)
 {
     double e = elem(m), s = m->seq, h = m->hidden, a = m->heads;
@@ -48,7 +56,11 @@ void cost_block_act(const fmt_model *m, int recompute, cost_act *out)
      *   Ainslie et al. 2023, keeps kv heads), 2esh under eager attention
      *   (K and V are expanded to every head before the batched GEMMs);
      *   the MLP's activation input and output, 2esf, or for a gated MLP
-     *   (SwiGLU, Shazeer 2020) gate, up and their product, 3esf;
+     *   (SwiGLU, Shazeer 2020) gate, up and their product, 3esf; a ReLU
+     *   MLP (OPT, Zhang et al. 2022) keeps esf: ReLU's derivative is
+     *   1[y > 0] of its output y (PyTorch's threshold_backward takes the
+     *   result, nn.ReLU saves it), and y is fc2's input, saved anyway, so
+     *   fc1's output is not kept;
      * - the attention core: eager attention keeps the softmax output
      *   e a s^2, plus a mask a s^2 and dropout output e a s^2 when the
      *   probabilities are dropped out; flash attention (Dao et al. 2022)
@@ -59,7 +71,7 @@ void cost_block_act(const fmt_model *m, int recompute, cost_act *out)
     out->rep = 4.0 * e * s * h + (drop ? 2.0 * s * h : 0.0);
     out->shard = 2.0 * e * s * h +
                  2.0 * e * s * (eager ? h : h * kv / a) +
-                 (m->mlp == FMT_MLP_SWIGLU ? 3.0 : 2.0) * e * s * f;
+                 mlp_tensors(m) * e * s * f;
     if (eager)
         out->core = e * a * s * s +
                     (m->attn_dropout == FMT_FLAG_ON ? (1.0 + e) * a * s * s

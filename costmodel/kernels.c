@@ -206,7 +206,8 @@ static void block_time(const fmt_model *m, const cost_params *p,
     mask = S2 / d; /* one byte per dropout-mask element */
     /* forward, one pass each: two fused layer norms (read, write), two
      * fused bias-dropout-add (read branch and residual, write, mask),
-     * fused bias-GeLU (read, write) or SwiGLU (read gate and up, write) */
+     * fused bias-GeLU or bias-ReLU (read, write) or SwiGLU (read gate and
+     * up, write) */
     ew_f = 4.0 * Er + 2.0 * (3.0 * Er + (drop ? Er / d : 0.0)) +
            (gated ? 3.0 : 2.0) * F;
     /* backward: layer norms in two kernels each (apex's and Megatron's
@@ -214,7 +215,9 @@ static void block_time(const fmt_model *m, const cost_params *p,
      * partial sums read input and gradient, the input gradient reads them
      * again and writes), dropout-add (read gradient and mask, write) and
      * the residual gradient sums (read two, write), GeLU (read input and
-     * gradient, write) or SwiGLU (read gate, up and gradient, write two) */
+     * gradient, write), ReLU (read output and gradient, write: PyTorch's
+     * threshold_backward) or SwiGLU (read gate, up and gradient, write
+     * two) */
     ew_b = 2.0 * 5.0 * Er + 2.0 * (2.0 * Er + (drop ? Er / d : 0.0)) + 2.0 * 3.0 * Er +
            (gated ? 5.0 : 3.0) * F;
     /* the attention output's [b, heads, s, dh] -> [s, b, h] layout copy

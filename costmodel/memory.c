@@ -97,8 +97,8 @@ double cost_layer_stored(const fmt_model *m, const cost_params *p, int l,
 /* Backward of a block, per sample: the gradient of its largest saved
  * tensor and the gradient that op produces, while the saved tensors of
  * the ops after it are already freed: 2 x the largest of the eager
- * scores e a s^2 / t, the MLP's e s f / t (gate and up together, 2esf / t,
- * for a gated MLP) and e s h. */
+ * scores e a s^2 / t, the MLP's e s f / t (GeLU's or ReLU's input or
+ * output; gate and up together, 2esf / t, for a gated MLP) and e s h. */
 static double block_workspace(const fmt_model *m, int tp)
 {
     double e = m->dtype_bytes > 0 ? (double)m->dtype_bytes : 2.0;

@@ -129,8 +129,10 @@ typedef struct fmt_layer {
 } fmt_layer;
 
 /* Architecture choices of a transformer (docs/model-formulas.md); 0 is
- * the family's default (gpt2's for a model without a family). */
-enum fmt_mlp { FMT_MLP_FAMILY = 0, FMT_MLP_GELU, FMT_MLP_SWIGLU };
+ * the family's default (gpt2's for a model without a family).  The ReLU
+ * MLP (OPT) has the GeLU MLP's two matrices; its backward keeps only the
+ * activation's output. */
+enum fmt_mlp { FMT_MLP_FAMILY = 0, FMT_MLP_GELU, FMT_MLP_SWIGLU, FMT_MLP_RELU };
 enum fmt_positions {
     FMT_POS_FAMILY = 0, FMT_POS_LEARNED, FMT_POS_ROTARY, FMT_POS_ALIBI
 };
@@ -139,7 +141,8 @@ enum fmt_flag { FMT_FLAG_FAMILY = 0, FMT_FLAG_ON, FMT_FLAG_OFF };
 /* Which choice an enum value names, for fmt_arch_name and
  * fmt_arch_from_name. */
 enum fmt_arch_axis { FMT_AXIS_MLP = 0, FMT_AXIS_POSITIONS, FMT_AXIS_NORM };
-/* "gelu", "swiglu"; "learned", "rotary", "alibi"; "layernorm", "rmsnorm".
+/* "gelu", "swiglu", "relu"; "learned", "rotary", "alibi"; "layernorm",
+ * "rmsnorm".
  * NULL for 0 (family default) or out of range. */
 const char *fmt_arch_name(int axis, int value);
 /* Value of a name on an axis (exact, lower case), -1 when unknown. */
@@ -185,8 +188,8 @@ typedef struct fmt_transformer_spec {
     char family[32];        /* gpt2, gpt3, bert, opt, gpt-neo, gpt-neox, llama */
     int blocks;             /* transformer blocks */
     int hidden, heads, seq, vocab;
-    int ffn;                /* FFN inner size; 0 = 4 * hidden (gelu) or 8/3 *
-                               hidden rounded up to 256 (swiglu) */
+    int ffn;                /* FFN inner size; 0 = 4 * hidden (gelu, relu) or
+                               8/3 * hidden rounded up to 256 (swiglu) */
     int tied_embeddings;    /* 1: embedding and LM head share weights, 0: not,
                                -1: family default (untied for gpt-neox and
                                llama, tied otherwise) */

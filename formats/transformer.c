@@ -13,7 +13,7 @@
 
 /* ---- architecture choices -------------------------------------------- */
 
-static const char *const mlp_names[] = {NULL, "gelu", "swiglu"};
+static const char *const mlp_names[] = {NULL, "gelu", "swiglu", "relu"};
 static const char *const pos_names[] = {NULL, "learned", "rotary", "alibi"};
 static const char *const norm_names[] = {NULL, "layernorm", "rmsnorm"};
 
@@ -74,9 +74,10 @@ static const family families[] = {
     {"gpt2", 1, GPT_LIKE},
     {"gpt3", 1, GPT_LIKE},
     {"bert", 1, GPT_LIKE},
-    /* OPT (Zhang et al. 2022): the same layout; its ReLU MLP has the
-     * GeLU MLP's two matrices */
-    {"opt", 1, GPT_LIKE},
+    /* OPT (Zhang et al. 2022, section 2.1; HF OPTConfig
+     * activation_function "relu"): GPT's layout with a ReLU MLP, the
+     * same two matrices */
+    {"opt", 1, FMT_MLP_RELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, ON, ON},
     /* GPT-Neo (Black et al. 2021, HF GPTNeoForCausalLM): tied */
     {"gpt-neo", 1, GPT_LIKE},
     /* GPT-NeoX-20B (Black et al. 2022): rotary, untied embed_in and
@@ -178,6 +179,7 @@ static void fill_block(const shape *x, fmt_layer *l)
 {
     double s = x->s, h = x->h, a = x->a, f = x->f, d = x->d, r = x->d / 2.0;
     int drop = x->dropout == FMT_FLAG_ON, gated = x->mlp == FMT_MLP_SWIGLU;
+    double mlp_sf = gated ? 6.0 : x->mlp == FMT_MLP_RELU ? 2.0 : 4.0;
     double weights;
 
     block_params(x, &weights, &l->params, &l->params_rep);
@@ -188,17 +190,18 @@ static void fill_block(const shape *x, fmt_layer *l)
     l->fwd_flops = 2.0 * s * weights + 4.0 * s * s * h;
     l->tp_flops_frac = 1.0;
     /* score matrix: GEMM write 2, softmax 4, context read 2, dropout 5;
-     * MLP: GeLU read + write, or SiLU read + write and product 3 */
+     * MLP: GeLU or ReLU read + write, or SiLU read + write and product 3 */
     l->traffic = (drop ? 13.0 : 8.0) * a * s * s * r +
                  (gated ? 5.0 : 2.0) * s * f * d;
     /* norms 4, residual adds 6, two dropouts 5 */
     l->traffic_rep = (drop ? 15.0 : 10.0) * s * h * d;
     l->out_bytes = s * h * d;
     /* Korthikanti et al. 2022, section 4: attention 10sh + 2as^2, its
-     * dropout 3as^2, two dropout masks 2sh, MLP 2sh + 4sf (gated: 6sf),
-     * norms 4sh; K and V counted at a heads */
+     * dropout 3as^2, two dropout masks 2sh, MLP 2sh + 4sf (gated: 6sf;
+     * ReLU: 2sf, its output alone, costmodel/activations.c), norms 4sh;
+     * K and V counted at a heads */
     l->act_bytes = ((drop ? 18.0 : 16.0) * s * h +
-                    (gated ? 6.0 : 4.0) * s * f +
+                    mlp_sf * s * f +
                     (drop ? 5.0 : 2.0) * a * s * s) *
                    r;
     l->act_rep_bytes = (drop ? 10.0 : 8.0) * s * h * r;
@@ -353,7 +356,7 @@ static int check_choices(const fmt_transformer_spec *sp, util_error *err)
         const char *field;
         int value, hi;
     } ch[] = {
-        {"mlp", sp->mlp, FMT_MLP_SWIGLU},
+        {"mlp", sp->mlp, FMT_MLP_RELU},
         {"positions", sp->positions, FMT_POS_ALIBI},
         {"norm", sp->norm, FMT_NORM_RMSNORM},
         {"bias", sp->bias, FMT_FLAG_OFF},

@@ -2,12 +2,14 @@
  * description (costmodel/activations.c) against Korthikanti et al. 2022
  * ("Reducing activation recomputation in large transformer models",
  * table 2 and the configurations of table 3), hand-computed cases for
- * flash attention, grouped-query attention and gated MLPs, interleaved
+ * flash attention, grouped-query attention, gated and ReLU MLPs, interleaved
  * in-flight micro-batches, optimizer bytes and replicated parameters. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "util.h"
 #include "formats.h"
@@ -140,6 +142,59 @@ START_TEST(flash_gqa_swiglu_by_hand)
     ck_assert_int_eq(cost_attention(&m), FMT_ATTN_EAGER);
     ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_NONE),
                         2.0 * (16384.0 + 8192.0 + 8192.0 + 30720.0 + 16384.0));
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* OPT's ReLU MLP keeps its output only (fc2's input; ReLU's backward
+ * takes its result), one s x f tensor where GeLU keeps two.  fp16 (e 2),
+ * flash attention, dropout (family opt), s 32, h 64, a = kv 8, f 4h 256:
+ * - replicated: norm inputs and outputs 4esh = 4 x 2 x 32 x 64 = 16384,
+ *   two dropout masks 2sh = 4096: 20480;
+ * - sharded: Q and attention output 2esh = 8192, K and V 2esh = 8192,
+ *   ReLU output esf = 2 x 32 x 256 = 16384: 32768 (GeLU: + 16384);
+ * - core: fp32 log-sum-exp 4as = 4 x 8 x 32 = 1024. */
+START_TEST(relu_mlp_by_hand)
+{
+    static const char *const shape =
+        "\"layers\": 2, \"hidden\": 64, \"heads\": 8, \"seq\": 32, "
+        "\"vocab\": 100";
+    char tf[256];
+    fmt_model m;
+    cost_params p;
+
+    snprintf(tf, sizeof tf, "\"family\": \"opt\", %s", shape);
+    load(&m, "\"precision\": \"fp16\"", tf);
+    ck_assert_int_eq(m.mlp, FMT_MLP_RELU);
+    ck_assert_int_eq(cost_attention(&m), FMT_ATTN_FLASH);
+    ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_NONE),
+                        20480.0 + 32768.0 + 1024.0);
+    /* tp 2: 20480 + (32768 + 1024) / 2 = 37376 */
+    ck_assert_double_eq(block(&m, 2, 0, FMT_RECOMPUTE_NONE), 37376.0);
+    /* tp 2 with sequence parallelism: (20480 + 33792) / 2 = 27136 */
+    ck_assert_double_eq(block(&m, 2, 1, FMT_RECOMPUTE_NONE), 27136.0);
+    /* selective drops the core: 20480 + 32768 */
+    ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_SELECTIVE), 53248.0);
+    /* full keeps the block's input, esh = 4096 */
+    ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_FULL), 4096.0);
+    /* backward workspace as for GeLU: 2 x the ReLU output's gradient,
+     * 2 x esf = 32768 */
+    cost_params_init(&p);
+    ck_assert_double_eq(cost_layer_transient(&m, &p, 1, 1), 32768.0);
+    fmt_model_free(&m);
+
+    /* the same shape with a GeLU MLP keeps esf = 16384 more */
+    snprintf(tf, sizeof tf, "\"family\": \"opt\", \"mlp\": \"gelu\", %s", shape);
+    load(&m, "\"precision\": \"fp16\"", tf);
+    ck_assert_int_eq(m.mlp, FMT_MLP_GELU);
+    ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_NONE),
+                        20480.0 + 32768.0 + 16384.0 + 1024.0);
+    fmt_model_free(&m);
+
+    /* "mlp": "relu" on another family: the same bytes as family opt */
+    snprintf(tf, sizeof tf, "\"family\": \"gpt2\", \"mlp\": \"relu\", %s", shape);
+    load(&m, "\"precision\": \"fp16\"", tf);
+    ck_assert_double_eq(block(&m, 1, 0, FMT_RECOMPUTE_NONE), 54272.0);
     fmt_model_free(&m);
 }
 END_TEST
@@ -325,6 +380,31 @@ END_TEST
 
 #define SAILOR TU_DATA "/sailor-opt/"
 
+/* The data's OPT-350 model file (family gpt2, a GeLU MLP) with OPT's
+ * ReLU MLP stated, as the runs trained it (Zhang et al. 2022). */
+static void sailor_model(fmt_model *m)
+{
+    char *text = tu_slurp(SAILOR "model_OPT-350.json"), *out;
+    cJSON *doc, *tf;
+    util_error err;
+
+    ck_assert_ptr_nonnull(text);
+    doc = cJSON_Parse(text);
+    free(text);
+    tf = cJSON_GetObjectItemCaseSensitive(doc, "transformer");
+    ck_assert(cJSON_IsObject(tf));
+    cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
+    cJSON_AddStringToObject(tf, "mlp", "relu");
+    out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    ck_assert_ptr_nonnull(out);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_parse_model(out, "model_OPT-350.json", m, &err) == UTIL_OK,
+                  "%s", err.msg);
+    cJSON_free(out);
+    ck_assert_int_eq(m->mlp, FMT_MLP_RELU);
+}
+
 /* Predicted peak (largest over ranks, runtime memory excluded) of run tag with
  * tp 4, global batch gbs; asserts it fits. */
 static double sailor_peak(const char *tag, int gbs)
@@ -342,8 +422,7 @@ static double sailor_peak(const char *tag, int gbs)
     memset(&err, 0, sizeof err);
     snprintf(path, sizeof path, SAILOR "%s_cluster.json", tag);
     ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
-    ck_assert_msg(fmt_load_model(SAILOR "model_OPT-350.json", &m, &err) == UTIL_OK,
-                  "%s", err.msg);
+    sailor_model(&m);
     snprintf(path, sizeof path, SAILOR "%s_strat.json", tag);
     ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &n, &err) == UTIL_OK,
                   "%s", err.msg);
@@ -368,9 +447,10 @@ static double sailor_peak(const char *tag, int gbs)
  * pp 1 grow by 32560381952 - 9551478784 = 23008903168 bytes from mbs 1
  * (gbs 1) to mbs 8 (dp 16, gbs 1024); at pp 4 by 25140658176 -
  * 7358906368 = 17781751808 bytes from mbs 1 (dp 1, gbs 64) to mbs 8
- * (dp 4, gbs 1024).  The model (fp32, eager attention, GeLU as the
- * model file states; OPT's ReLU keeps e s f less per block) stays within
- * 5% at pp 1 and 15% at pp 4, and predicts every run to fit. */
+ * (dp 4, gbs 1024).  The model (fp32, eager attention, OPT's ReLU MLP)
+ * stays within 5% at pp 1 and 10% at pp 4 (with the GeLU MLP the file
+ * describes, e s f more per block, pp 4's growth is 13% high), and
+ * predicts every run to fit. */
 START_TEST(sailor_per_sample_growth)
 {
     double d1 = sailor_peak("clariden_OPT-350_N16_N16_D16", 1024) -
@@ -380,7 +460,7 @@ START_TEST(sailor_per_sample_growth)
 
     ck_assert_msg(d1 > 0.95 * 23008903168.0 && d1 < 1.05 * 23008903168.0,
                   "pp 1: predicted growth %g bytes", d1);
-    ck_assert_msg(d4 > 0.85 * 17781751808.0 && d4 < 1.15 * 17781751808.0,
+    ck_assert_msg(d4 > 0.90 * 17781751808.0 && d4 < 1.10 * 17781751808.0,
                   "pp 4: predicted growth %g bytes", d4);
 }
 END_TEST
@@ -393,6 +473,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, korthikanti_table2_gpt3_175b);
     tcase_add_test(tc, korthikanti_530b_1t);
     tcase_add_test(tc, flash_gqa_swiglu_by_hand);
+    tcase_add_test(tc, relu_mlp_by_hand);
     tcase_add_test(tc, head_logits);
     tcase_add_test(tc, interleaved_inflight);
     tcase_add_test(tc, optimizer_bytes);

@@ -165,6 +165,13 @@ START_TEST(test_block_backward_by_hand)
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
     ck_assert_double_eq_tol(lt.bwd, gemms + core + ew, 1e-12);
+    /* a ReLU MLP (OPT): the same GEMMs, and its backward reads the output
+     * and the gradient and writes one, 3F as GeLU's (PyTorch's
+     * threshold_backward): the same sum; its forward 2F as GeLU's */
+    m.mlp = FMT_MLP_RELU;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_double_eq_tol(lt.bwd, gemms + core + ew, 1e-12);
+    ck_assert_double_eq_tol(lt.fwd, hand_fwd(&core), 1e-12);
     fmt_model_free(&m);
 }
 END_TEST

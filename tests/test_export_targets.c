@@ -357,6 +357,69 @@ START_TEST(shards_and_features_per_target)
 }
 END_TEST
 
+/* OPT's ReLU MLP: Megatron-LM's GPT model has GeLU, --swiglu and
+ * --squared-relu and no plain ReLU (upstream flag lists of core_r0.9.0
+ * and core_v0.19.0), so both releases refuse it, naming the MLP;
+ * --approximate writes the GeLU command.  DeepSpeed and torchrun run the
+ * user's own model code and carry no activation: they export it. */
+START_TEST(relu_mlp_per_target)
+{
+    static const char opt16[] =
+        "{\"name\": \"o16\", \"training\": {\"global_batch\": 64, \"precision\": \"fp16\"},"
+        " \"transformer\": {\"family\": \"opt\", \"layers\": 16, \"hidden\": 1024,"
+        " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}";
+    const int blocks[] = {4, 4, 4, 4};
+    const int targets[] = {EXPORT_DEEPSPEED, EXPORT_TORCHRUN};
+    fixture f;
+    export_result e;
+    export_options o;
+    util_error err;
+    int r, v;
+
+    fixture_make(&f, two_nodes, opt16, 2, 1, 4);
+    ck_assert_int_eq(f.m.mlp, FMT_MLP_RELU);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.mbs = 2;
+    f.s.gas = 32;
+    set_blocks(&f, blocks);
+    export_options_init(&o);
+    for (v = 0; v < EXPORT_NVERSIONS; v++) {
+        o.version = v;
+        o.approximate = 0;
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                      64, &o, &e, &err), UTIL_EINVAL);
+        ck_assert_int_eq(e.napprox, 1);
+        ck_assert_int_eq(e.nfiles, 0);
+        ck_assert(has_note(&e, "ReLU MLP"));
+        ck_assert_ptr_nonnull(strstr(err.msg, "ReLU MLP"));
+        export_free(&e);
+        o.approximate = 1;
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                      64, &o, &e, &err), UTIL_OK);
+        /* no activation flag (the header's note names them) */
+        ck_assert_ptr_null(strstr(e.files[0].text, "  --swiglu \\\n"));
+        ck_assert_ptr_null(strstr(e.files[0].text, "  --squared-relu \\\n"));
+        ck_assert_ptr_nonnull(strstr(e.files[0].text, "# APPROXIMATION: the model has a ReLU MLP"));
+        export_free(&e);
+    }
+    for (v = 0; v < 2; v++) {
+        ck_assert_int_eq(export_build(targets[v], &f.c, &f.m, &f.p, &f.s, 64,
+                                      NULL, &e, &err), UTIL_OK);
+        ck_assert_int_eq(e.napprox, 0);
+        export_free(&e);
+    }
+    /* the same model with "mlp": "gelu" exports to Megatron-LM exactly */
+    f.m.mlp = FMT_MLP_GELU;
+    ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s, 64,
+                                  NULL, &e, &err), UTIL_OK);
+    ck_assert_int_eq(e.nnotes, 0);
+    export_free(&e);
+    fixture_free(&f);
+}
+END_TEST
+
 /* bf16 on a V100 (no bf16 units) is refused by every target, also with
  * --approximate. */
 START_TEST(precision_checked_per_device)
@@ -684,6 +747,28 @@ START_TEST(cli_refusal_and_notes)
 }
 END_TEST
 
+/* planner plan --launcher megatron on an OPT model: no strategy is
+ * left (exit 6) and the reason names the ReLU MLP; DeepSpeed plans it. */
+START_TEST(cli_launcher_relu)
+{
+    char so[PATHN], se[PATHN];
+    char *e;
+    const char *mg[] = {"plan", "--cluster", "h100-node4.json", "--model",
+                        "opt-1.3b.json", "--launcher", "megatron", NULL};
+    const char *ds[] = {"plan", "--cluster", "h100-node4.json", "--model",
+                        "opt-1.3b.json", "--launcher", "deepspeed", "--quiet", NULL};
+
+    snprintf(so, sizeof so, "%s/l.out", tmp_dir);
+    snprintf(se, sizeof se, "%s/l.err", tmp_dir);
+    ck_assert_int_eq(tu_run_planner(HETPLAN_SOURCE_DIR "/examples", mg, so, se), 6);
+    e = tu_slurp(se);
+    ck_assert_ptr_nonnull(strstr(e, "ReLU MLP"));
+    ck_assert_ptr_nonnull(strstr(e, "no strategy found that megatron"));
+    free(e);
+    ck_assert_int_eq(tu_run_planner(HETPLAN_SOURCE_DIR "/examples", ds, so, se), 0);
+}
+END_TEST
+
 /* A plan made in one directory exports and reports from "/" by its
  * absolute path: the plan records its inputs' absolute paths. */
 START_TEST(cli_plan_from_another_directory)
@@ -746,6 +831,7 @@ static Suite *export_suite(void)
     tcase_add_test(l, megatron_even_split_has_no_note);
     tcase_add_test(l, megatron_uneven_stages);
     tcase_add_test(l, megatron_features);
+    tcase_add_test(l, relu_mlp_per_target);
     tcase_add_test(l, precision_checked_per_device);
     tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);
@@ -755,6 +841,7 @@ static Suite *export_suite(void)
     tcase_add_test(c, cli_output_table);
     tcase_add_test(c, cli_refusal_and_notes);
     tcase_add_test(c, cli_plan_from_another_directory);
+    tcase_add_test(c, cli_launcher_relu);
     suite_add_tcase(s, l);
     suite_add_tcase(s, c);
     return s;

@@ -1,5 +1,5 @@
 /* tests/test_formats_arch.c: architecture choices of the transformer
- * shorthand (grouped-query attention, gated MLP, positions, norms,
+ * shorthand (grouped-query attention, gated and ReLU MLPs, positions, norms,
  * biases, dropout), the sharded / replicated parameter split, and the
  * shipped real architectures against their published parameter counts. */
 #include <check.h>
@@ -75,8 +75,9 @@ START_TEST(test_published_totals)
         {"gpt2-xl.json", 1557611200.0, 1542e6, 0.015},
         /* OPT-1.3B (Zhang et al. 2022, Table 1): 1.3B; the checkpoint's
          * 1,315,758,080 has 2050 learned positions (offset 2), this file
-         * s = 2048: 4096 fewer */
-        {"opt-1.3b.json", 0, 1.3e9, 0.015},
+         * s = 2048: 2 rows x h 2048 = 4096 fewer, 1,315,753,984; its ReLU MLP
+         * has GeLU's two matrices */
+        {"opt-1.3b.json", 1315753984.0, 1.3e9, 0.015},
         /* GPT-Neo 2.7B (EleutherAI model card): 2,651,307,520; its Q, K and
          * V have no biases, which one 'bias' switch cannot say (+3h per
          * block, 0.01%) */
@@ -140,8 +141,12 @@ START_TEST(test_example_architectures)
     ck_assert(m.layers[0].params == 50432.0 * 6144.0); /* no position table */
     fmt_model_free(&m);
 
+    /* OPT: ReLU MLP (Zhang et al. 2022; HF OPTConfig activation_function
+     * "relu"), learned positions, tied */
     load_example("opt-1.3b.json", &m);
     ck_assert_str_eq(m.family, "opt");
+    ck_assert_int_eq(m.mlp, FMT_MLP_RELU);
+    ck_assert_int_eq(m.ffn, 8192);
     ck_assert_int_eq(m.positions, FMT_POS_LEARNED);
     ck_assert_int_eq(m.layers[0].tied_group, 1);
     fmt_model_free(&m);
@@ -241,6 +246,53 @@ START_TEST(test_small_mixed)
 }
 END_TEST
 
+/* OPT layout, h 8, a 2, s 4, V 10, fp16, f = 4h = 32 by default for a
+ * ReLU MLP.  Parameters as GPT-2's (the same two matrices): QKV 216,
+ * projection 72, fc1 288, fc2 264, LayerNorms 32: 872, replicated 48.
+ * Stated activation bytes (Korthikanti et al. 2022 in fp16 units, r = 1):
+ * (18sh + 2sf + 5as^2) = 18 x 32 + 2 x 128 + 5 x 2 x 16 = 576 + 256 +
+ * 160 = 992; GeLU keeps 2sf = 256 more (4sf): 1248.  Traffic is GeLU's:
+ * 13 as^2 + 2sfd = 13 x 32 + 2 x 4 x 32 x 2 = 416 + 512 = 928. */
+START_TEST(test_small_opt_relu)
+{
+    static const char *const tf =
+        "\"layers\": 1, \"hidden\": 8, \"heads\": 2, \"seq\": 4, \"vocab\": 10";
+    char json[400];
+    fmt_model m, g;
+    util_error err;
+
+    snprintf(json, sizeof json, "{\"name\": \"t\", \"transformer\": "
+             "{\"family\": \"opt\", %s}}", tf);
+    ck_assert_int_eq(parse(json, &m, &err), UTIL_OK);
+    ck_assert_int_eq(m.mlp, FMT_MLP_RELU);
+    ck_assert_int_eq(m.ffn, 32);
+    ck_assert(m.layers[1].params == 872);
+    ck_assert(m.layers[1].params_rep == 48);
+    ck_assert(m.layers[1].act_bytes == 992);
+    ck_assert(m.layers[1].traffic == 928);
+    ck_assert_int_eq(m.layers[0].tied_group, 1);
+
+    /* "mlp": "relu" on gpt2 is the opt expansion; "gelu" on opt differs
+     * in the stored activations alone */
+    snprintf(json, sizeof json, "{\"name\": \"t\", \"transformer\": "
+             "{\"family\": \"gpt2\", \"mlp\": \"relu\", %s}}", tf);
+    ck_assert_int_eq(parse(json, &g, &err), UTIL_OK);
+    ck_assert_int_eq(g.mlp, FMT_MLP_RELU);
+    ck_assert(g.layers[1].act_bytes == 992);
+    fmt_model_free(&g);
+    snprintf(json, sizeof json, "{\"name\": \"t\", \"transformer\": "
+             "{\"family\": \"opt\", \"mlp\": \"gelu\", %s}}", tf);
+    ck_assert_int_eq(parse(json, &g, &err), UTIL_OK);
+    ck_assert_int_eq(g.mlp, FMT_MLP_GELU);
+    ck_assert(g.layers[1].act_bytes == 1248);
+    ck_assert(g.layers[1].params == m.layers[1].params);
+    ck_assert(g.layers[1].fwd_flops == m.layers[1].fwd_flops);
+    ck_assert(g.layers[1].traffic == m.layers[1].traffic);
+    fmt_model_free(&g);
+    fmt_model_free(&m);
+}
+END_TEST
+
 static void same_layer(const fmt_layer *x, const fmt_layer *y)
 {
     ck_assert_str_eq(x->name, y->name);
@@ -329,8 +381,9 @@ START_TEST(test_arch_errors)
         {"\"kv_heads\": 3", "transformer.kv_heads", "must divide 'heads' (4)"},
         {"\"kv_heads\": 8", "transformer.kv_heads", "got 8"},
         {"\"kv_heads\": 0", "transformer.kv_heads", "positive"},
-        {"\"mlp\": \"relu\"", "transformer.mlp",
-         "expected one of gelu, swiglu, got 'relu'"},
+        {"\"mlp\": \"geglu\"", "transformer.mlp",
+         "expected one of gelu, swiglu, relu, got 'geglu'"},
+        {"\"mlp\": \"ReLU\"", "transformer.mlp", "got 'ReLU'"},
         {"\"mlp\": 2", "transformer.mlp", "string"},
         {"\"positions\": \"sinusoidal\"", "transformer.positions",
          "learned, rotary, alibi"},
@@ -377,6 +430,11 @@ START_TEST(test_spec_range)
     sp.seq = 4;
     sp.vocab = 10;
     sp.tied_embeddings = -1;
+    sp.mlp = FMT_MLP_RELU + 1;
+    memset(&m, 0, sizeof m);
+    ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_EFIELD);
+    ck_assert_str_eq(err.path, "transformer.mlp");
+    sp.mlp = FMT_MLP_RELU;
     sp.norm = 3;
     memset(&m, 0, sizeof m);
     ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_EFIELD);
@@ -392,6 +450,9 @@ START_TEST(test_spec_range)
     fmt_model_free(&m);
 
     ck_assert_str_eq(fmt_arch_name(FMT_AXIS_MLP, FMT_MLP_SWIGLU), "swiglu");
+    ck_assert_str_eq(fmt_arch_name(FMT_AXIS_MLP, FMT_MLP_RELU), "relu");
+    ck_assert_ptr_null(fmt_arch_name(FMT_AXIS_MLP, FMT_MLP_RELU + 1));
+    ck_assert_int_eq(fmt_arch_from_name(FMT_AXIS_MLP, "relu"), FMT_MLP_RELU);
     ck_assert_str_eq(fmt_arch_name(FMT_AXIS_POSITIONS, FMT_POS_ALIBI), "alibi");
     ck_assert_str_eq(fmt_arch_name(FMT_AXIS_NORM, FMT_NORM_LAYERNORM),
                      "layernorm");
@@ -458,6 +519,7 @@ static Suite *arch_suite(void)
     tcase_add_test(tc, test_small_gpt2);
     tcase_add_test(tc, test_small_llama_gqa);
     tcase_add_test(tc, test_small_mixed);
+    tcase_add_test(tc, test_small_opt_relu);
     tcase_add_test(tc, test_family_defaults_explicit);
     tcase_add_test(tc, test_defaults_follow_architecture);
     tcase_add_test(tc, test_arch_errors);
