@@ -459,25 +459,31 @@ enum launch_rop_kind {
     LAUNCH_ROP_DP_ALLREDUCE,/* gradient all-reduce, DP group */
     LAUNCH_ROP_DP_RS,       /* gradient reduce-scatter, DP group */
     LAUNCH_ROP_OPT,         /* the optimizer step */
-    LAUNCH_ROP_DP_AG        /* updated weights all-gather, DP group */
+    LAUNCH_ROP_DP_AG,       /* updated weights all-gather, DP group */
+    LAUNCH_ROP_HOST_D2H,    /* optimizer offload: the shard's gradients to
+                               host memory (bytes: host_grad_bytes) */
+    LAUNCH_ROP_HOST_H2D     /* optimizer offload: its updated weights back
+                               (bytes: host_weight_bytes) */
 };
 
 /* One operation of a rank's iteration. */
 typedef struct launch_rop {
     int kind;               /* enum launch_rop_kind */
     int group;              /* enum launch_group_kind of its communicator, -1
-                               for PASS and OPT */
+                               for PASS, OPT and the host copies */
     launch_step step;       /* PASS (step.pass) and P2P (step.p2p) */
     int layer;              /* TP: the model layer */
-    double bytes;           /* TP, EMBED, DP_*: bytes per rank */
+    double bytes;           /* TP, EMBED, DP_*, HOST_*: bytes per rank */
 } launch_rop;
 
 /* Everything plan rank r does in one iteration, in order: its stage's
  * steps (launch_steps), each pass followed by the TP collectives of the
  * chunk's layers (tp > 1: tp_collectives of mbs * tp_comm_bytes each);
  * then the embedding all-reduce (pp > 1, first and last stage, tied
- * weights), the DP all-reduce or reduce-scatter (dp > 1), the optimizer
- * step and the all-gather (distributed optimizer).  The GPU code runs
+ * weights), the DP all-reduce or reduce-scatter (dp > 1), with optimizer
+ * offload the gradients' copy to the host, the optimizer step, with
+ * offload the weights' copy back, and the all-gather (distributed
+ * optimizer).  The GPU code runs
  * exactly this list.  malloc'd into *out (caller frees); returns the
  * count, -1 on error (err). */
 int launch_rank_program(const plan_doc *d, const fmt_strategy *s, int r,
@@ -513,6 +519,15 @@ typedef struct launch_sizes {
     double embed_bytes;     /* tied embedding gradient all-reduce between the
                                first and last stage, 0 = none */
     double weight_bytes;    /* weights the rank holds */
+    double host_grad_bytes; /* optimizer offload (ZeRO-Offload, Ren et al.,
+                               ATC'21, sec. 4.2): gradients of the rank's
+                               optimizer shard copied to host memory per
+                               iteration, device to host: grad_bytes, / dp
+                               under ZeRO >= 1 with dp > 1; 0 without
+                               offload */
+    double host_weight_bytes; /* the shard's updated weights copied back,
+                               host to device: weight_bytes, the same
+                               division; 0 without offload */
 } launch_sizes;
 
 /* Sizes of plan rank r's messages under the plan's cost parameters.

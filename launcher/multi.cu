@@ -233,6 +233,9 @@ typedef struct rank_bufs {
     size_t act_cap;
     char *tp;                     /* TP collective buffer, tp_cap bytes */
     size_t tp_cap;
+    char *host;                   /* optimizer offload: pinned host buffer of
+                                     the copies, host_bytes */
+    size_t host_bytes;
     double allocated;             /* bytes cudaMalloc'd here */
 } rank_bufs;
 
@@ -509,6 +512,16 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
     if ((rc = alloc_dev((void **)&bf.opt, (size_t)(3 * bf.nopt) * sizeof(float) + 256, &bf,
                         rank, r->local_rank, "the optimizer state", mem.total, err)) != UTIL_OK)
         goto done;
+    bf.host_bytes = (size_t)(z.host_grad_bytes > z.host_weight_bytes ? z.host_grad_bytes
+                                                                      : z.host_weight_bytes);
+    if (bf.host_bytes > 0 && cudaMallocHost((void **)&bf.host, bf.host_bytes) != cudaSuccess) {
+        cudaGetLastError();
+        bf.host = NULL;
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "rank %d: no %.2f GiB of pinned "
+                            "host memory for the optimizer offload copies", rank,
+                            (double)bf.host_bytes / 1073741824.0);
+        goto done;
+    }
     gcount = (long long)(bf.grad_bytes / (size_t)gb) / s->dp * s->dp;
     wcount = (long long)(bf.weight_bytes / 2) / s->dp * s->dp;
     /* events (one pair per operation) and samples */
@@ -613,6 +626,26 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                     CUDA_TRY(cudaGetLastError());
                 }
                 break;
+            case LAUNCH_ROP_HOST_D2H:
+            case LAUNCH_ROP_HOST_H2D: {
+                /* optimizer offload: the shard's gradients to the host,
+                   its weights back, over the GPU's host link */
+                size_t n = (size_t)op->bytes, off, have;
+                int out = op->kind == LAUNCH_ROP_HOST_D2H;
+                off = (zero >= 1 ? dpsh : 0) * (out ? (size_t)gb : 2);
+                have = out ? bf.grad_bytes : bf.weight_bytes;
+                if (n > bf.host_bytes)
+                    n = bf.host_bytes;
+                if (off + n > have)
+                    n = have > off ? have - off : 0;
+                if (out)
+                    CUDA_TRY(cudaMemcpyAsync(bf.host, bf.grads + off, n,
+                                             cudaMemcpyDeviceToHost, st));
+                else
+                    CUDA_TRY(cudaMemcpyAsync(bf.weights + off, bf.host, n,
+                                             cudaMemcpyHostToDevice, st));
+                break;
+            }
             case LAUNCH_ROP_DP_AG:
                 NCCL_TRY(ncclAllGather(bf.weights + (size_t)dpi * (size_t)(wcount / s->dp) * 2,
                                        bf.weights, (size_t)(wcount / s->dp), half,
@@ -661,6 +694,8 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                 t_p2p[ti] += dur;
                 break;
             case LAUNCH_ROP_OPT:
+            case LAUNCH_ROP_HOST_D2H: /* part of the offloaded step */
+            case LAUNCH_ROP_HOST_H2D:
                 t_opt[ti] += dur;
                 break;
             default:
@@ -720,6 +755,8 @@ done:
     cudaFree(bf.weights);
     cudaFree(bf.tp);
     cudaFree(bf.opt);
+    if (bf.host)
+        cudaFreeHost(bf.host);
     prof_gpu_close(g);
     free(kinds);
     free(layers);

@@ -1783,6 +1783,114 @@ START_TEST(test_programs_simulated)
 }
 END_TEST
 
+/* Optimizer offload (ZeRO-Offload, Ren et al., ATC'21, sec. 4.2) of the
+ * plan of test_sizes, by hand: each rank copies the gradients of the
+ * shard it steps to the host and the shard's weights back.
+ * - ZeRO 1, dp 2: rank 1 (stage 0) holds 103417856 parameters (test_sizes),
+ *   fp16 gradients and weights 2 bytes each: 206835712 bytes, its half
+ *   103417856 bytes = 98.627 MiB each way; rank 4 (stage 1) 102371328
+ *   parameters: 204742656 / 2 = 102371328 bytes each way;
+ * - ZeRO 0: no sharding, the whole 206835712 bytes each way;
+ * - host memory of rank 1: fp32 master weights, Adam's m and v and the
+ *   fp32 gradient copy, 16 bytes per parameter, / dp 2 under ZeRO 1:
+ *   103417856 x 16 / 2 = 827342848 B = 0.7705 GiB. */
+START_TEST(test_sizes_offload)
+{
+    char p8[600], *text = NULL;
+    plan_doc d;
+    launch_sizes z;
+    launch_work w;
+    launch_dry_input in;
+    launch_rop *ops;
+    util_error err;
+    int n, i, kinds[16] = {0}, d2h = -1, opt = -1, h2d = -1, warn = -1;
+
+    make_plan8(", \"zero\": 1, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(d.s[0].offload, FMT_OFFLOAD_OPTIMIZER);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.params, 103417856.0);
+    ck_assert_double_eq(z.host_grad_bytes, 103417856.0);
+    ck_assert_double_eq(z.host_weight_bytes, 103417856.0);
+    /* the collectives do not change */
+    ck_assert_double_eq(z.dp_rs, 206835712.0);
+    ck_assert_double_eq(z.dp_ag, 206835712.0);
+    launch_sizes_free(&z);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 4, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 102371328.0);
+    ck_assert_double_eq(z.host_weight_bytes, 102371328.0);
+    launch_sizes_free(&z);
+    /* the program: reduce-scatter, gradients out, Adam, weights back,
+       all-gather; every rank's program still matches its peers' */
+    n = launch_rank_program(&d, &d.s[0], 1, &ops, &err);
+    ck_assert_int_gt(n, 0);
+    for (i = 0; i < n; i++) {
+        ck_assert(ops[i].kind >= 0 && ops[i].kind < 16);
+        kinds[ops[i].kind]++;
+        if (ops[i].kind == LAUNCH_ROP_HOST_D2H) {
+            d2h = i;
+            ck_assert_double_eq(ops[i].bytes, 103417856.0);
+            ck_assert_int_eq(ops[i].group, -1);
+        }
+        if (ops[i].kind == LAUNCH_ROP_OPT)
+            opt = i;
+        if (ops[i].kind == LAUNCH_ROP_HOST_H2D) {
+            h2d = i;
+            ck_assert_double_eq(ops[i].bytes, 103417856.0);
+        }
+    }
+    ck_assert_int_eq(kinds[LAUNCH_ROP_HOST_D2H], 1);
+    ck_assert_int_eq(kinds[LAUNCH_ROP_HOST_H2D], 1);
+    ck_assert_int_eq(ops[d2h - 1].kind, LAUNCH_ROP_DP_RS);
+    ck_assert_int_eq(opt, d2h + 1);
+    ck_assert_int_eq(h2d, opt + 1);
+    ck_assert_int_eq(ops[n - 1].kind, LAUNCH_ROP_DP_AG);
+    free(ops);
+    simulate_programs(&d);
+    /* the dry run reports the copies and the host memory */
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    launch_dry_input_init(&in);
+    in.local_gpus = 8;
+    in.only = 1;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_msg(strstr(text, "optimizer offload: gradients 98.627 MiB to the host, "
+                               "weights 98.627 MiB back") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "host memory: 0.77 GiB of offloaded optimizer state") != NULL,
+                  "%s", text);
+    free(text);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    /* ZeRO 0: the whole gradients and weights cross */
+    make_plan8(", \"zero\": 0, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 206835712.0);
+    ck_assert_double_eq(z.host_weight_bytes, 206835712.0);
+    ck_assert_double_eq(z.dp_allreduce, 206835712.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    /* without offload: no host copies, none in the program or the dry run */
+    make_plan8(", \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 0.0);
+    ck_assert_double_eq(z.host_weight_bytes, 0.0);
+    launch_sizes_free(&z);
+    n = launch_rank_program(&d, &d.s[0], 1, &ops, &err);
+    for (i = 0; i < n; i++)
+        ck_assert(ops[i].kind != LAUNCH_ROP_HOST_D2H && ops[i].kind != LAUNCH_ROP_HOST_H2D);
+    free(ops);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_ptr_null(strstr(text, "offload"));
+    ck_assert_ptr_null(strstr(text, "host memory"));
+    free(text);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 /* The built program: help, bad input, and no GPU (all GPUs hidden). */
 START_TEST(test_launch_cli)
@@ -1903,6 +2011,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_passes_interleaved);
     tcase_add_test(tc, test_steps_simulated);
     tcase_add_test(tc, test_sizes);
+    tcase_add_test(tc, test_sizes_offload);
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
