@@ -1891,6 +1891,130 @@ START_TEST(test_sizes_offload)
 }
 END_TEST
 
+/* The host optimizer step of optimizer offload (launcher/hostadam.c). */
+START_TEST(test_host_adam)
+{
+    static const struct {
+        float f;
+        unsigned half, bf16;
+    } conv[] = {
+        /* IEEE 754 binary16: 1 = 0x3c00, 0.5 = 0x3800, -2 = 0xc000; the
+           largest half 65504 = 0x7bff; 65520 lies halfway to 65536, which
+           is out of range: to even, infinity 0x7c00; 0.1 = 0x2e66 (the
+           nearest half, 0.0999755859375); 2^-24 = 0x0001, the smallest
+           subnormal; 1e-7 = 1.68 x 2^-24 rounds to 0x0002; 2^-25, a tie
+           between 0 and 2^-24, to even 0; 1 + 2^-11, halfway between 1
+           and 1 + 2^-10, to even 0x3c00; 1 + 3 x 2^-11 up to 0x3c02.
+           bfloat16 (float's upper 16 bits, nearest even): 1 = 0x3f80,
+           -2 = 0xc000, 0.5 = 0x3f00, 1 + 2^-8 a tie to 0x3f80, 1 + 3 x
+           2^-8 to 0x3f82; 65504 = 1.9990234 x 2^15 rounds up to 2^16 =
+           0x4780 */
+        {1.0f, 0x3c00, 0x3f80},
+        {0.5f, 0x3800, 0x3f00},
+        {-2.0f, 0xc000, 0xc000},
+        {65504.0f, 0x7bff, 0x4780},
+        {65520.0f, 0x7c00, 0x4780},
+        {0.1f, 0x2e66, 0x3dcd},
+        {5.9604645e-8f, 0x0001, 0x3380},
+        {1e-7f, 0x0002, 0x33d7},
+        {2.9802322e-8f, 0x0000, 0x3300},
+        {1.00048828125f, 0x3c00, 0x3f80},
+        {1.00146484375f, 0x3c02, 0x3f80},
+        {1.00390625f, 0x3c04, 0x3f80},
+        {1.01171875f, 0x3c0c, 0x3f82},
+    };
+    launch_adam a;
+    uint16_t g16[3], w16[3];
+    float w[3], mo[3], v[3], g32[1] = {0.5f};
+    float *wa, *ma, *va, *wb, *mb, *vb;
+    uint16_t *ga, *oa, *ob;
+    size_t i;
+    int n = 1000;
+
+    for (i = 0; i < sizeof conv / sizeof conv[0]; i++) {
+        ck_assert_msg(launch_half_of(conv[i].f) == conv[i].half, "half of %.10g: %#x, "
+                      "expected %#x", conv[i].f, launch_half_of(conv[i].f), conv[i].half);
+        ck_assert_msg(launch_bf16_of(conv[i].f) == conv[i].bf16, "bf16 of %.10g: %#x, "
+                      "expected %#x", conv[i].f, launch_bf16_of(conv[i].f), conv[i].bf16);
+    }
+    ck_assert(launch_half_of(1.0f / 0.0f) == 0x7c00);
+    ck_assert(launch_half_value(0x3555) == 0.333251953125f); /* 1365 / 4096 */
+    ck_assert(launch_half_value(0x0001) == 5.9604645e-8f);
+    ck_assert(launch_half_value(0xc000) == -2.0f);
+    ck_assert(isinf(launch_half_value(0x7c00)));
+    ck_assert(launch_bf16_value(0x3f40) == 0.75f);
+    /* Adam's first step (Kingma and Ba 2015, Algorithm 1, t = 1): m =
+       (1 - b1) g, v = (1 - b2) g^2, bias-corrected g and g^2, so the
+       update is lr g / (|g| + eps) = lr sign(g) for |g| >> eps.  lr 0.25,
+       w = 1: g = 0.5 gives 0.75 (half 0x3a00), g = -0.5 1.25 (0x3d00),
+       g = 0 leaves 1 (0x3c00) */
+    launch_adam_init(&a);
+    ck_assert(a.lr == 1e-4f && a.b1 == 0.9f && a.b2 == 0.999f && a.eps == 1e-8f);
+    a.lr = 0.25f;
+    g16[0] = 0x3800;
+    g16[1] = 0xb800;
+    g16[2] = 0x0000;
+    for (i = 0; i < 3; i++) {
+        w[i] = 1.0f;
+        mo[i] = v[i] = 0.0f;
+    }
+    ck_assert_int_eq(launch_host_adam(&a, w, mo, v, g16, LAUNCH_ELEM_FP16, w16, 0, 3, 1), 0);
+    ck_assert_float_eq_tol(w[0], 0.75f, 1e-6f);
+    ck_assert_float_eq_tol(w[1], 1.25f, 1e-6f);
+    ck_assert_float_eq(w[2], 1.0f);
+    ck_assert_float_eq_tol(mo[0], 0.05f, 1e-7f); /* 0.1 x 0.5 */
+    /* 0.001 x 0.25; in float 1 - 0.999f = 0.00099998713 */
+    ck_assert_float_eq_tol(v[0], 0.00025f, 1e-8f);
+    ck_assert(w16[0] == 0x3a00 && w16[1] == 0x3d00 && w16[2] == 0x3c00);
+    /* fp32 gradients, bfloat16 weights: 0.75 = 0x3f40 */
+    w[0] = 1.0f;
+    mo[0] = v[0] = 0.0f;
+    launch_host_adam(&a, w, mo, v, g32, LAUNCH_ELEM_FP32, w16, 1, 1, 4);
+    ck_assert_float_eq_tol(w[0], 0.75f, 1e-6f);
+    ck_assert(w16[0] == 0x3f40);
+    /* bfloat16 gradients: -0.5 = 0xbf00 raises the weight to 1.25 = 0x3fa0 */
+    w[0] = 1.0f;
+    mo[0] = v[0] = 0.0f;
+    g16[0] = 0xbf00;
+    launch_host_adam(&a, w, mo, v, g16, LAUNCH_ELEM_BF16, w16, 1, 1, 1);
+    ck_assert(w16[0] == 0x3fa0);
+    /* 1000 parameters over 1 and 7 threads: every weight moves by lr
+       against its gradient's sign, the same bits either way */
+    wa = calloc((size_t)n, sizeof *wa);
+    ma = calloc((size_t)n, sizeof *ma);
+    va = calloc((size_t)n, sizeof *va);
+    wb = calloc((size_t)n, sizeof *wb);
+    mb = calloc((size_t)n, sizeof *mb);
+    vb = calloc((size_t)n, sizeof *vb);
+    ga = calloc((size_t)n, sizeof *ga);
+    oa = calloc((size_t)n, sizeof *oa);
+    ob = calloc((size_t)n, sizeof *ob);
+    ck_assert(wa && ma && va && wb && mb && vb && ga && oa && ob);
+    for (i = 0; i < (size_t)n; i++) {
+        wa[i] = wb[i] = 1.0f;
+        ga[i] = launch_half_of((i % 2 ? -1.0f : 1.0f) * (0.001f + (float)i / 100.0f));
+    }
+    launch_host_adam(&a, wa, ma, va, ga, LAUNCH_ELEM_FP16, oa, 0, n, 1);
+    launch_host_adam(&a, wb, mb, vb, ga, LAUNCH_ELEM_FP16, ob, 0, n, 7);
+    for (i = 0; i < (size_t)n; i++)
+        ck_assert_float_eq_tol(wa[i], i % 2 ? 1.25f : 0.75f, 1e-5f);
+    ck_assert(memcmp(wa, wb, (size_t)n * sizeof *wa) == 0);
+    ck_assert(memcmp(oa, ob, (size_t)n * sizeof *oa) == 0);
+    ck_assert(memcmp(ma, mb, (size_t)n * sizeof *ma) == 0);
+    free(wa);
+    free(ma);
+    free(va);
+    free(wb);
+    free(mb);
+    free(vb);
+    free(ga);
+    free(oa);
+    free(ob);
+    ck_assert_int_ge(launch_host_threads(1), 1);
+    ck_assert_int_eq(launch_host_threads(1 << 30), 1);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 /* The built program: help, bad input, and no GPU (all GPUs hidden). */
 START_TEST(test_launch_cli)
@@ -2012,6 +2136,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_steps_simulated);
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_sizes_offload);
+    tcase_add_test(tc, test_host_adam);
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
