@@ -1891,6 +1891,58 @@ START_TEST(test_sizes_offload)
 }
 END_TEST
 
+/* Composed mode of an offloaded plan: the optimizer step is the host
+ * step of the cost model, not the GPU Adam the single GPU measured.  By
+ * hand (docs/time-model.md, "Optimizer offload", plan settings
+ * optimizer_bytes 32, memory_eff 0.7, no gradient-reduction overlap so
+ * W = 0; H100: PCIe 5.0 50 GB/s, DGX H100 DRAM 614.4 GB/s): stage 0 (node
+ * a) holds 52256 x 1024 + 1024 x 1024 + 12 x 12596224 = 205713408
+ * parameters, a rank's shard / tp 2 / dp 2 = 51428352; the node's four
+ * ranks step all 205713408: Adam 205713408 x 32 / (614.4e9 x 0.7) =
+ * 0.0153060 s, gradients out and weights back 2 x 51428352 x 2 / 50e9 =
+ * 0.0041143 s: 0.0194203 s.  Stage 1 (node b): 12 blocks + final norm
+ * 2048 + head 53510144 = 204666880, shard 51166720: 0.0152280 +
+ * 0.0040933 = 0.0193214 s. */
+START_TEST(test_compose_offload)
+{
+    char p8[600];
+    plan_doc d;
+    launch_work w;
+    launch_measure meas[2];
+    launch_trial t, t2;
+    util_error err;
+    int j;
+
+    make_plan8(", \"zero\": 1, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    memset(meas, 0, sizeof meas);
+    meas[0].opt_s = meas[1].opt_s = -1.0;
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), UTIL_OK);
+    ck_assert(d.params.optimizer_bytes == 32.0 && d.params.memory_eff == 0.7);
+    ck_assert_double_eq_tol(t.opt_s[0], 205713408.0 * 32.0 / (614.4e9 * 0.7) +
+                                            2.0 * 51428352.0 * 2.0 / 50e9, 1e-12);
+    ck_assert_double_eq_tol(t.opt_s[0], 0.0194203, 1e-7);
+    ck_assert_double_eq_tol(t.opt_s[1], 204666880.0 * 32.0 / (614.4e9 * 0.7) +
+                                            2.0 * 51166720.0 * 2.0 / 50e9, 1e-12);
+    for (j = 0; j < 2; j++) {
+        meas[j].measured = 1;
+        meas[j].fwd_s = t.pred_fwd_s[j];
+        meas[j].bwd_s = t.pred_bwd_s[j];
+        meas[j].opt_s = 1e-3;
+    }
+    /* a measured GPU Adam of 1 ms is not the offloaded step */
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), UTIL_OK);
+    for (j = 0; j < 2; j++)
+        ck_assert_double_eq(t2.opt_s[j], t.opt_s[j]);
+    launch_trial_free(&t);
+    launch_trial_free(&t2);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
 /* The host optimizer step of optimizer offload (launcher/hostadam.c). */
 START_TEST(test_host_adam)
 {
@@ -2137,6 +2189,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_sizes);
     tcase_add_test(tc, test_sizes_offload);
     tcase_add_test(tc, test_host_adam);
+    tcase_add_test(tc, test_compose_offload);
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
