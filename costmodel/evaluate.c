@@ -271,40 +271,46 @@ static double tied_sync(const eval_ctx *x)
     return worst;
 }
 
-/* Optimizer step: streaming passes over the parameters a device owns
- * (of stage `only` when >= 0), cost_optimizer_bytes per parameter at
- * memory_eff of the memory bandwidth, once per iteration. */
-static double optimizer_time(const eval_ctx *x, int only, const double *window)
+/* Optimizer step of stage j: streaming passes over the parameters a
+ * device owns, cost_optimizer_bytes per parameter at memory_eff of the
+ * memory bandwidth, once per iteration, on its slowest device; offloaded,
+ * on the host CPU with the gradient transfer hidden behind window s of
+ * the last backward pass (costmodel/offload.c). */
+static double stage_optimizer(const eval_ctx *x, int j, double window)
 {
     const fmt_strategy *s = x->s;
     double worst = 0.0, bytes = cost_optimizer_bytes(x->m, x->p);
-    int j, d, k;
+    double params;
+    int d, k;
 
-    if (cost_strategy_offload(x->p, s) == FMT_OFFLOAD_OPTIMIZER) {
-        /* on the host CPU: costmodel/offload.c */
-        for (j = 0; j < s->pp; j++)
-            if (only < 0 || j == only) {
-                double t = cost_offload_step(x->c, x->m, x->p, s, j,
-                                             window != NULL ? window[j] : 0.0);
-                if (t > worst)
-                    worst = t;
-            }
-        return worst;
-    }
-    for (j = 0; j < s->pp; j++) {
-        double params = stage_grad_bytes(x, j) / (double)x->m->dtype_bytes;
-        if (only >= 0 && j != only)
-            continue;
-        if (x->p->zero_stage >= 1)
-            params /= (double)s->dp;
-        for (d = 0; d < s->dp; d++)
-            for (k = 0; k < s->tp; k++) {
-                const fmt_device_type *dt = fmt_device(x->c, fmt_rank_device(s, j, d, k));
-                double t = params * bytes / (dt->mem_bw * x->p->memory_eff);
-                if (t > worst)
-                    worst = t;
-            }
-    }
+    if (cost_strategy_offload(x->p, s) == FMT_OFFLOAD_OPTIMIZER)
+        return cost_offload_step(x->c, x->m, x->p, s, j, window);
+    params = stage_grad_bytes(x, j) / (double)x->m->dtype_bytes;
+    if (x->p->zero_stage >= 1)
+        params /= (double)s->dp;
+    for (d = 0; d < s->dp; d++)
+        for (k = 0; k < s->tp; k++) {
+            const fmt_device_type *dt = fmt_device(x->c, fmt_rank_device(s, j, d, k));
+            double t = params * bytes / (dt->mem_bw * x->p->memory_eff);
+            if (t > worst)
+                worst = t;
+        }
+    return worst;
+}
+
+/* The slowest stage's optimizer step (of stage `only` when >= 0);
+ * window[j] as stage_optimizer's, NULL = none. */
+static double optimizer_time(const eval_ctx *x, int only, const double *window)
+{
+    double worst = 0.0;
+    int j;
+
+    for (j = 0; j < x->s->pp; j++)
+        if (only < 0 || j == only) {
+            double t = stage_optimizer(x, j, window != NULL ? window[j] : 0.0);
+            if (t > worst)
+                worst = t;
+        }
     return worst;
 }
 
@@ -634,14 +640,21 @@ double cost_tied_sync_time(const fmt_cluster *c, const fmt_model *m,
 double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
                             const cost_params *p, const fmt_strategy *s, int j)
 {
+    return cost_optimizer_stage_window(c, m, p, s, j, 0.0);
+}
+
+double cost_optimizer_stage_window(const fmt_cluster *c, const fmt_model *m,
+                                   const cost_params *p, const fmt_strategy *s,
+                                   int j, double window)
+{
     eval_ctx x;
 
-    memset(&x, 0, sizeof x); /* optimizer_time needs no scratch */
+    memset(&x, 0, sizeof x); /* stage_optimizer needs no scratch */
     x.c = c;
     x.m = m;
     x.p = p;
     x.s = s;
-    return optimizer_time(&x, j, NULL);
+    return stage_optimizer(&x, j, window);
 }
 
 void cost_result_free(cost_result *r)

@@ -55,6 +55,13 @@ double cost_tied_sync_time(const fmt_cluster *c, const fmt_model *m,
 double cost_optimizer_stage(const fmt_cluster *c, const fmt_model *m,
                             const cost_params *p, const fmt_strategy *s,
                             int j);
+/* The same with the window (s) of the stage's last backward pass behind
+ * which an offloaded step's gradient transfer to the host hides, as
+ * cost_evaluate passes it under overlap_grad_reduce (0: none); a step on
+ * the GPU ignores it. */
+double cost_optimizer_stage_window(const fmt_cluster *c, const fmt_model *m,
+                                   const cost_params *p, const fmt_strategy *s,
+                                   int j, double window);
 
 /* ---- analytic kernel times (costmodel/kernels.c) ---------------------- */
 

@@ -570,6 +570,7 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
     ps.schedule = s->schedule;
     ps.recompute = cost_strategy_recompute(p, s);
     ps.zero_stage = cost_strategy_zero(p, s);
+    ps.offload = cost_strategy_offload(p, s);
     ps.sp = s->sp != 0;
     cuts = s->pp - 1;
     n = (size_t)s->dp * (size_t)s->pp;
@@ -597,8 +598,16 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                     cost_p2p_oneway(c, m, &ps, s, j, r);
         }
     for (j = 0; j < s->pp; j++) {
+        /* the optimizer step cost_evaluate charges: offloaded, the
+         * gradients leave for the host during the stage's last backward
+         * pass (its slowest replica's) when the gradient reduction runs
+         * in it (overlap_grad_reduce) */
+        double window = 0.0;
+        for (r = 0; ps.overlap_grad_reduce && r < s->dp; r++)
+            if (bwd[(size_t)r * (size_t)s->pp + (size_t)j] > window)
+                window = bwd[(size_t)r * (size_t)s->pp + (size_t)j];
         dps[j] = cost_dp_sync_stage(c, m, &ps, s, j);
-        opt[j] = cost_optimizer_stage(c, m, &ps, s, j);
+        opt[j] = cost_optimizer_stage_window(c, m, &ps, s, j, window);
         if (dps[j] < 0.0) {
             rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
             goto done;

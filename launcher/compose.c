@@ -251,7 +251,10 @@ int launch_compose(const plan_doc *d, const launch_work *w,
         }
         out->used_fwd_s[j] = uf[j];
         out->used_bwd_s[j] = ub[j];
-        if (src >= 0 && meas[src].opt_s >= 0.0)
+        /* an offloaded step runs on the host: the GPU's Adam measured
+           here is not it, the model's host step stays */
+        if (src >= 0 && meas[src].opt_s >= 0.0 &&
+            cost_strategy_offload(&d->params, s) != FMT_OFFLOAD_OPTIMIZER)
             opt[j] = meas[src].opt_s;
         out->opt_s[j] = opt[j];
         if (dps[j] > out->dp_s)

@@ -160,6 +160,9 @@ static int describe(util_buf *o, const plan_doc *d, const fmt_strategy *s,
         util_buf_printf(o, " no DP traffic");
     if (z.embed_bytes > 0)
         util_buf_printf(o, "; tied embedding all-reduce %.3f MiB", mib(z.embed_bytes));
+    if (z.host_grad_bytes > 0 || z.host_weight_bytes > 0)
+        util_buf_printf(o, "; optimizer offload: gradients %.3f MiB to the host, weights "
+                           "%.3f MiB back", mib(z.host_grad_bytes), mib(z.host_weight_bytes));
     util_buf_printf(o, "\n");
     {
         cost_memory mem;
@@ -170,6 +173,9 @@ static int describe(util_buf *o, const plan_doc *d, const fmt_strategy *s,
                         mem.total / 1073741824.0, mem.weights / 1073741824.0,
                         mem.grads / 1073741824.0, mem.optimizer / 1073741824.0,
                         mem.activations / 1073741824.0, mem.buffers / 1073741824.0);
+        if (mem.host > 0.0)
+            util_buf_printf(o, "  host memory: %.2f GiB of offloaded optimizer state\n",
+                            mem.host / 1073741824.0);
     }
     launch_sizes_free(&z);
     ps = malloc((size_t)(2 * s->gas * vpp) * sizeof *ps);

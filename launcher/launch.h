@@ -16,6 +16,8 @@
 #ifndef HETPLAN_LAUNCH_H
 #define HETPLAN_LAUNCH_H
 
+#include <stdint.h>
+
 #include "prof.h"
 #include "plan.h"
 
@@ -459,25 +461,31 @@ enum launch_rop_kind {
     LAUNCH_ROP_DP_ALLREDUCE,/* gradient all-reduce, DP group */
     LAUNCH_ROP_DP_RS,       /* gradient reduce-scatter, DP group */
     LAUNCH_ROP_OPT,         /* the optimizer step */
-    LAUNCH_ROP_DP_AG        /* updated weights all-gather, DP group */
+    LAUNCH_ROP_DP_AG,       /* updated weights all-gather, DP group */
+    LAUNCH_ROP_HOST_D2H,    /* optimizer offload: the shard's gradients to
+                               host memory (bytes: host_grad_bytes) */
+    LAUNCH_ROP_HOST_H2D     /* optimizer offload: its updated weights back
+                               (bytes: host_weight_bytes) */
 };
 
 /* One operation of a rank's iteration. */
 typedef struct launch_rop {
     int kind;               /* enum launch_rop_kind */
     int group;              /* enum launch_group_kind of its communicator, -1
-                               for PASS and OPT */
+                               for PASS, OPT and the host copies */
     launch_step step;       /* PASS (step.pass) and P2P (step.p2p) */
     int layer;              /* TP: the model layer */
-    double bytes;           /* TP, EMBED, DP_*: bytes per rank */
+    double bytes;           /* TP, EMBED, DP_*, HOST_*: bytes per rank */
 } launch_rop;
 
 /* Everything plan rank r does in one iteration, in order: its stage's
  * steps (launch_steps), each pass followed by the TP collectives of the
  * chunk's layers (tp > 1: tp_collectives of mbs * tp_comm_bytes each);
  * then the embedding all-reduce (pp > 1, first and last stage, tied
- * weights), the DP all-reduce or reduce-scatter (dp > 1), the optimizer
- * step and the all-gather (distributed optimizer).  The GPU code runs
+ * weights), the DP all-reduce or reduce-scatter (dp > 1), with optimizer
+ * offload the gradients' copy to the host, the optimizer step, with
+ * offload the weights' copy back, and the all-gather (distributed
+ * optimizer).  The GPU code runs
  * exactly this list.  malloc'd into *out (caller frees); returns the
  * count, -1 on error (err). */
 int launch_rank_program(const plan_doc *d, const fmt_strategy *s, int r,
@@ -513,6 +521,15 @@ typedef struct launch_sizes {
     double embed_bytes;     /* tied embedding gradient all-reduce between the
                                first and last stage, 0 = none */
     double weight_bytes;    /* weights the rank holds */
+    double host_grad_bytes; /* optimizer offload (ZeRO-Offload, Ren et al.,
+                               ATC'21, sec. 4.2): gradients of the rank's
+                               optimizer shard copied to host memory per
+                               iteration, device to host: grad_bytes, / dp
+                               under ZeRO >= 1 with dp > 1; 0 without
+                               offload */
+    double host_weight_bytes; /* the shard's updated weights copied back,
+                               host to device: weight_bytes, the same
+                               division; 0 without offload */
 } launch_sizes;
 
 /* Sizes of plan rank r's messages under the plan's cost parameters.
@@ -520,6 +537,45 @@ typedef struct launch_sizes {
 int launch_sizes_of(const plan_doc *d, const fmt_strategy *s, int r,
                     launch_sizes *out, util_error *err);
 void launch_sizes_free(launch_sizes *z);
+
+/* ---- optimizer offload: Adam on the host (launcher/hostadam.c) ------- */
+
+/* Element type of a gradient buffer. */
+enum launch_elem { LAUNCH_ELEM_FP32 = 0, LAUNCH_ELEM_FP16, LAUNCH_ELEM_BF16 };
+
+#define LAUNCH_HOST_THREADS_MAX 256
+
+/* One Adam step's hyperparameters (Kingma and Ba 2015, Algorithm 1). */
+typedef struct launch_adam {
+    float lr;               /* step size (1e-4) */
+    float b1, b2;           /* moment decay rates (0.9, 0.999) */
+    float eps;              /* added to the denominator (1e-8) */
+    float c1, c2;           /* bias corrections 1 - b1^t, 1 - b2^t (those of
+                               the first step, t = 1) */
+} launch_adam;
+
+void launch_adam_init(launch_adam *a);
+
+/* Adam on the CPU over n fp32 master weights w with moments m and v and
+ * gradients g (enum launch_elem gkind), writing the 16-bit weights w16
+ * (bfloat16 when bf16, else IEEE half), as the GPU's adam_kernel does:
+ * the host step of optimizer offload (ZeRO-Offload, Ren et al., ATC'21,
+ * sec. 4.2).  Split over `threads` threads (at most
+ * LAUNCH_HOST_THREADS_MAX; the caller's is one of them), each element
+ * computed alike whatever their number.  Returns 0; -1 when a thread
+ * could not start (the caller's thread then did its share). */
+int launch_host_adam(const launch_adam *a, float *w, float *m, float *v,
+                     const void *g, int gkind, void *w16, int bf16, long long n,
+                     int threads);
+/* Threads for the host step of one of ranks_here ranks sharing this
+ * machine's online CPUs: at least 1. */
+int launch_host_threads(int ranks_here);
+/* IEEE 754 binary16 and bfloat16 of a float, rounded to nearest even,
+ * and back. */
+uint16_t launch_half_of(float f);
+float launch_half_value(uint16_t h);
+uint16_t launch_bf16_of(float f);
+float launch_bf16_value(uint16_t b);
 
 /* ---- multi-rank: dry run (launcher/dryrun.c) ------------------------- */
 
@@ -726,7 +782,8 @@ int launch_rank_gpu(int local_rank, launch_rank_info *info, util_error *err);
  * model's shapes, TP all-reduces (reduce-scatter + all-gather with
  * sequence parallelism), point-to-point steps of launch_steps, DP all-
  * reduce or reduce-scatter + all-gather, the tied embedding's all-
- * reduce, the Adam step; buffers sized by the memory model.  A watchdog
+ * reduce, the Adam step (on the CPU between the host copies under
+ * optimizer offload); buffers sized by the memory model.  A watchdog
  * thread ends the run when another rank fails (launch_boot_watch).
  * Idle ranks (plan_rank < 0) join the communicators and return.  On
  * error err names the cause (out of memory, NCCL error, a lost rank). */

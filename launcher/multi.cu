@@ -233,6 +233,9 @@ typedef struct rank_bufs {
     size_t act_cap;
     char *tp;                     /* TP collective buffer, tp_cap bytes */
     size_t tp_cap;
+    char *host, *host_w;          /* optimizer offload, pinned: the shard's
+                                     gradients, then (host_w) its weights */
+    size_t host_bytes, host_gcap;
     double allocated;             /* bytes cudaMalloc'd here */
 } rank_bufs;
 
@@ -506,8 +509,22 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                         "the TP collective buffer", mem.total, err)) != UTIL_OK)
         goto done;
     bf.nopt = (long long)(z.params / (zero >= 1 ? s->dp : 1));
-    if ((rc = alloc_dev((void **)&bf.opt, (size_t)(3 * bf.nopt) * sizeof(float) + 256, &bf,
-                        rank, r->local_rank, "the optimizer state", mem.total, err)) != UTIL_OK)
+    bf.host_gcap = ((size_t)z.host_grad_bytes + 255) / 256 * 256;
+    bf.host_bytes = bf.host_gcap + (size_t)z.host_weight_bytes;
+    if (bf.host_bytes > 0) { /* offload: the optimizer state in host memory */
+        bf.opt = (float *)calloc((size_t)(3 * bf.nopt) + 64, sizeof(float));
+        if (!bf.opt || cudaMallocHost((void **)&bf.host, bf.host_bytes) != cudaSuccess) {
+            cudaGetLastError();
+            bf.host = NULL;
+            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "rank %d: no %.2f GiB of host "
+                                "memory for the offloaded optimizer", rank, (double)(bf.host_bytes
+                                + 12 * (size_t)bf.nopt) / 1073741824.0);
+            goto done;
+        }
+        bf.host_w = bf.host + bf.host_gcap;
+    } else if ((rc = alloc_dev((void **)&bf.opt, (size_t)(3 * bf.nopt) * sizeof(float) + 256,
+                               &bf, rank, r->local_rank, "the optimizer state", mem.total,
+                               err)) != UTIL_OK)
         goto done;
     gcount = (long long)(bf.grad_bytes / (size_t)gb) / s->dp * s->dp;
     wcount = (long long)(bf.weight_bytes / 2) / s->dp * s->dp;
@@ -605,6 +622,20 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                     long long n = bf.nopt;
                     if (n > gcount / (zero >= 1 ? s->dp : 1))
                         n = gcount / (zero >= 1 ? s->dp : 1);
+                    if (bf.host) { /* offload: on the CPU, after the copy out */
+                        launch_adam ad;
+                        int nd = 1;
+                        if (n > (long long)(z.host_grad_bytes / gb))
+                            n = (long long)(z.host_grad_bytes / gb);
+                        launch_adam_init(&ad);
+                        CUDA_TRY(cudaStreamSynchronize(st));
+                        CUDA_TRY(cudaGetDeviceCount(&nd));
+                        launch_host_adam(&ad, bf.opt, bf.opt + bf.nopt, bf.opt + 2 * bf.nopt,
+                                         bf.host, gb >= 4.0 ? LAUNCH_ELEM_FP32 : m->bf16
+                                         ? LAUNCH_ELEM_BF16 : LAUNCH_ELEM_FP16, bf.host_w,
+                                         m->bf16, n, launch_host_threads(nd));
+                        break;
+                    }
                     adam_kernel<<<1024, 256, 0, st>>>(bf.opt, bf.opt + bf.nopt,
                                                       bf.opt + 2 * bf.nopt,
                                                       bf.grads + sh * (size_t)gb, gb >= 4.0,
@@ -613,6 +644,26 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                     CUDA_TRY(cudaGetLastError());
                 }
                 break;
+            case LAUNCH_ROP_HOST_D2H:
+            case LAUNCH_ROP_HOST_H2D: {
+                /* optimizer offload: the shard's gradients to the host,
+                   its weights back, over the GPU's host link */
+                size_t n = (size_t)op->bytes, off, have;
+                int out = op->kind == LAUNCH_ROP_HOST_D2H;
+                off = (zero >= 1 ? dpsh : 0) * (out ? (size_t)gb : 2);
+                have = out ? bf.grad_bytes : bf.weight_bytes;
+                if (n > (out ? bf.host_gcap : bf.host_bytes - bf.host_gcap))
+                    n = out ? bf.host_gcap : bf.host_bytes - bf.host_gcap;
+                if (off + n > have)
+                    n = have > off ? have - off : 0;
+                if (out)
+                    CUDA_TRY(cudaMemcpyAsync(bf.host, bf.grads + off, n,
+                                             cudaMemcpyDeviceToHost, st));
+                else
+                    CUDA_TRY(cudaMemcpyAsync(bf.weights + off, bf.host_w, n,
+                                             cudaMemcpyHostToDevice, st));
+                break;
+            }
             case LAUNCH_ROP_DP_AG:
                 NCCL_TRY(ncclAllGather(bf.weights + (size_t)dpi * (size_t)(wcount / s->dp) * 2,
                                        bf.weights, (size_t)(wcount / s->dp), half,
@@ -661,6 +712,8 @@ int launch_rank_execute(const plan_doc *d, const launch_work *w,
                 t_p2p[ti] += dur;
                 break;
             case LAUNCH_ROP_OPT:
+            case LAUNCH_ROP_HOST_D2H: /* part of the offloaded step */
+            case LAUNCH_ROP_HOST_H2D:
                 t_opt[ti] += dur;
                 break;
             default:
@@ -719,7 +772,12 @@ done:
         }
     cudaFree(bf.weights);
     cudaFree(bf.tp);
-    cudaFree(bf.opt);
+    if (bf.host_bytes > 0)
+        free(bf.opt);
+    else
+        cudaFree(bf.opt);
+    if (bf.host)
+        cudaFreeHost(bf.host);
     prof_gpu_close(g);
     free(kinds);
     free(layers);

@@ -1,7 +1,7 @@
 /* launcher/program.c: the operations one rank runs in an iteration, in
  * the order the GPU code issues them: passes with their TP collectives,
  * point-to-point groups, then the gradient collectives and the
- * optimizer step. */
+ * optimizer step (between the host copies under optimizer offload). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,7 +65,11 @@ int launch_rank_program(const plan_doc *d, const fmt_strategy *s, int r,
         PUT(LAUNCH_ROP_DP_ALLREDUCE, LAUNCH_GROUP_DP)->bytes = z.dp_allreduce;
     if (z.dp_rs > 0.0)
         PUT(LAUNCH_ROP_DP_RS, LAUNCH_GROUP_DP)->bytes = z.dp_rs;
+    if (z.host_grad_bytes > 0.0)
+        PUT(LAUNCH_ROP_HOST_D2H, -1)->bytes = z.host_grad_bytes;
     PUT(LAUNCH_ROP_OPT, -1);
+    if (z.host_weight_bytes > 0.0)
+        PUT(LAUNCH_ROP_HOST_H2D, -1)->bytes = z.host_weight_bytes;
     if (zero >= 1 && z.dp_ag > 0.0)
         PUT(LAUNCH_ROP_DP_AG, LAUNCH_GROUP_DP)->bytes = z.dp_ag;
 #undef PUT

@@ -1,7 +1,8 @@
 /* launcher/sizes.c: the bytes a rank moves in one iteration: pipeline
  * activations and gradients, tensor-parallel collectives, data-parallel
  * gradient reduction or the distributed optimizer's reduce-scatter and
- * all-gather, the tied embedding's all-reduce. */
+ * all-gather, the tied embedding's all-reduce, the host copies of
+ * optimizer offload. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,15 @@ int launch_sizes_of(const plan_doc *d, const fmt_strategy *s, int r,
         } else {
             out->dp_allreduce = out->grad_bytes;
         }
+    }
+    if (cost_strategy_offload(&d->params, s) == FMT_OFFLOAD_OPTIMIZER) {
+        /* ZeRO-Offload (Ren et al., ATC'21, sec. 4.2): the gradients of
+           the shard the rank steps go to host memory, the CPU's Adam
+           updates it, its weights come back; the shard is the rank's
+           1 / dp under ZeRO >= 1, as cost_offload_step charges it */
+        double sh = zero >= 1 && s->dp > 1 ? (double)s->dp : 1.0;
+        out->host_grad_bytes = out->grad_bytes / sh;
+        out->host_weight_bytes = out->weight_bytes / sh;
     }
     return UTIL_OK;
 }

@@ -1,7 +1,8 @@
 /* tests/test_costmodel_offload.c: optimizer offload (costmodel/offload.c,
  * costmodel/memory.c): GPU and host memory of an offloaded strategy and
  * its optimizer step (PCIe transfers and the CPU Adam step), each
- * computed by hand; the host-side defaults per GPU generation. */
+ * computed by hand, in the closed form and in the event simulator; the
+ * host-side defaults per GPU generation. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,21 +16,27 @@
 
 #define GIB 1073741824.0
 
-/* One node of 4 devices "X" (80 GiB); host link 200 Gbit/s = 25 GB/s per
- * GPU, host DRAM 800 Gbit/s = 100 GB/s, host memory HOST GiB. */
-static void cluster(fmt_cluster *c, double host_gib)
+/* One node of 4 devices "X" (80 GiB, TFLOPS fp16 TFLOP/s); host link
+ * 200 Gbit/s = 25 GB/s per GPU, host DRAM 800 Gbit/s = 100 GB/s, host
+ * memory HOST GiB. */
+static void cluster_tf(fmt_cluster *c, double host_gib, double tflops)
 {
     char text[600];
     util_error err;
 
     snprintf(text, sizeof text,
              "{\"name\":\"x\",\"device_types\":{\"X\":{\"memory_gib\":80,"
-             "\"tflops_fp16\":1,\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\","
+             "\"tflops_fp16\":%g,\"mem_bw_gbs\":1000}},\"nodes\":[{\"name\":\"n\","
              "\"device\":\"X\",\"gpus\":4,\"intra_gbps\":8000,\"nic_gbps\":100,"
              "\"host_memory_gib\":%g,\"host_bw_gbps\":800,\"pcie_gbps\":200}]}",
-             host_gib);
+             tflops, host_gib);
     ck_assert_msg(fmt_parse_cluster(text, "c.json", c, &err) == UTIL_OK, "%s: %s",
                   err.path, err.msg);
+}
+
+static void cluster(fmt_cluster *c, double host_gib)
+{
+    cluster_tf(c, host_gib, 1.0);
 }
 
 /* Two generic layers of 1.1e9 and 1.2e9 parameters, fp16, nothing else. */
@@ -39,6 +46,15 @@ static const char model_json[] =
     "\"fwd_flops\":0,\"out_bytes\":0,\"act_bytes\":0,\"kernels\":0},"
     "{\"name\":\"b\",\"kind\":\"generic\",\"params\":1.2e9,"
     "\"fwd_flops\":0,\"out_bytes\":0,\"act_bytes\":0,\"kernels\":0}]}";
+
+/* The same two layers with 1e12 forward FLOPs per sample each, so that
+ * the stages have a backward pass. */
+static const char model_flops_json[] =
+    "{\"name\":\"two\",\"training\":{\"global_batch\":4},"
+    "\"layers\":[{\"name\":\"a\",\"kind\":\"generic\",\"params\":1.1e9,"
+    "\"fwd_flops\":1e12,\"out_bytes\":1e6,\"act_bytes\":0,\"kernels\":0},"
+    "{\"name\":\"b\",\"kind\":\"generic\",\"params\":1.2e9,"
+    "\"fwd_flops\":1e12,\"out_bytes\":1e6,\"act_bytes\":0,\"kernels\":0}]}";
 
 /* tp 1, dp 2, pp 2 (stage 0: layer a, stage 1: layer b), ZeRO 1, mbs 1,
  * 2 micro-batches, with the given offload. */
@@ -185,6 +201,109 @@ START_TEST(step_time_by_hand)
 }
 END_TEST
 
+/* Longest optimizer event of stage j in a simulated timeline, and the
+ * longest backward event of that stage (its per-micro-batch backward). */
+static void sim_stage(const cost_timeline *t, int j, double *opt, double *bwd)
+{
+    int i;
+
+    *opt = *bwd = 0.0;
+    for (i = 0; i < t->nevents; i++) {
+        const cost_event *e = &t->events[i];
+        double d = e->end - e->start;
+        if (e->stage != j)
+            continue;
+        if (e->kind == COST_EV_OPTIMIZER && d > *opt)
+            *opt = d;
+        if (e->kind == COST_EV_BWD && d > *bwd)
+            *bwd = d;
+    }
+}
+
+/* The simulator's optimizer step of each stage against the closed form's
+ * and the hand-computed step (the arithmetic of step_time_by_hand). */
+static void check_sim(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
+                      int overlap, const double want[2], int partial)
+{
+    cost_params p;
+    cost_result r;
+    cost_timeline t;
+    util_error err;
+    double opt[2], bwd[2];
+    int j;
+
+    cost_params_init(&p);
+    p.overlap_grad_reduce = overlap;
+    ck_assert_int_eq(cost_evaluate(c, m, NULL, &p, s, &r, &err), UTIL_OK);
+    ck_assert_int_eq(cost_simulate(c, m, NULL, &p, s, p.overlap_dp, &t, &err), UTIL_OK);
+    for (j = 0; j < 2; j++) {
+        sim_stage(&t, j, &opt[j], &bwd[j]);
+        ck_assert(bwd[j] > 0.0);
+        if (partial) {
+            /* d2h of the stage's rank, 0.044 s (stage 0) or 0.048 s
+             * (stage 1), longer than the backward it hides behind: the
+             * rest, d2h - backward, is exposed */
+            double d2h = (j == 0 ? 5.5e8 : 6e8) * 2.0 / 25e9;
+            ck_assert(bwd[j] < d2h);
+            ck_assert_double_eq_tol(opt[j], want[j] + d2h - bwd[j], 1e-9);
+        } else {
+            ck_assert_double_eq_tol(opt[j], want[j], 1e-9);
+        }
+    }
+    /* the closed form charges the slower stage's step */
+    ck_assert_double_eq_tol(r.bd.optimizer, opt[0] > opt[1] ? opt[0] : opt[1], 1e-12);
+    cost_timeline_free(&t);
+    cost_result_free(&r);
+}
+
+START_TEST(simulated_step_matches_analytic)
+{
+    fmt_cluster slow, fast;
+    fmt_model m;
+    fmt_strategy s, s0;
+    util_error err;
+    /* CPU Adam of the node: 2.3e9 parameters x 32 B / (0.7 x 100 GB/s) =
+     * 1.0514286 s; per rank of stage 0 (5.5e8 parameters) fp16 gradients
+     * to the host 5.5e8 x 2 / 25e9 = 0.044 s and weights back 0.044 s,
+     * of stage 1 (6e8) 0.048 s each way */
+    double adam = 2.3e9 * 32.0 / (0.7 * 100e9);
+    double exposed[2] = {adam + 2.0 * 0.044, adam + 2.0 * 0.048};
+    double hidden[2] = {adam + 0.044, adam + 0.048};
+    /* on the GPU: the shard x 32 B / (0.7 x 1 TB/s): 5.5e8 x 32 / 0.7e12
+     * = 0.0251429 s, 6e8 x 32 / 0.7e12 = 0.0274286 s, whatever the
+     * overlap */
+    double gpu[2] = {5.5e8 * 32.0 / 0.7e12, 6e8 * 32.0 / 0.7e12};
+
+    ck_assert_double_eq_tol(exposed[1], 1.1474286, 1e-6);
+    ck_assert_double_eq_tol(hidden[1], 1.0994286, 1e-6);
+    ck_assert_double_eq_tol(gpu[0], 0.0251429, 1e-6);
+    /* 1 TFLOP/s: a layer's backward (2e12 FLOP per sample, Kaplan et al.
+     * 2020) takes seconds and hides the 0.048 s transfer; 100 TFLOP/s:
+     * tens of milliseconds, hiding part of it */
+    cluster_tf(&slow, 64, 1.0);
+    cluster_tf(&fast, 64, 100.0);
+    ck_assert_int_eq(fmt_parse_model(model_flops_json, "m.json", &m, &err), UTIL_OK);
+    strategy(&slow, &m, "optimizer", &s);
+    strategy(&slow, &m, "none", &s0);
+    /* without overlap nothing hides: gradients out, Adam, weights back */
+    check_sim(&slow, &m, &s, 0, exposed, 0);
+    check_sim(&fast, &m, &s, 0, exposed, 0);
+    /* overlapped gradient reduction: the transfer to the host hides behind
+     * the last backward pass, wholly or in part */
+    check_sim(&slow, &m, &s, 1, hidden, 0);
+    check_sim(&fast, &m, &s, 1, hidden, 1);
+    /* without offload the step stays on the GPU, with or without overlap */
+    check_sim(&slow, &m, &s0, 0, gpu, 0);
+    check_sim(&slow, &m, &s0, 1, gpu, 0);
+    check_sim(&fast, &m, &s0, 1, gpu, 0);
+    fmt_strategy_free(&s);
+    fmt_strategy_free(&s0);
+    fmt_model_free(&m);
+    fmt_cluster_free(&slow);
+    fmt_cluster_free(&fast);
+}
+END_TEST
+
 START_TEST(generation_defaults)
 {
     static const struct {
@@ -229,6 +348,7 @@ static Suite *suite(void)
     tcase_add_test(tc, memory_moves_to_host);
     tcase_add_test(tc, host_memory_bounds_the_plan);
     tcase_add_test(tc, step_time_by_hand);
+    tcase_add_test(tc, simulated_step_matches_analytic);
     tcase_add_test(tc, generation_defaults);
     suite_add_tcase(s, tc);
     return s;

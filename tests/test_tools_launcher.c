@@ -1783,6 +1783,290 @@ START_TEST(test_programs_simulated)
 }
 END_TEST
 
+/* Optimizer offload (ZeRO-Offload, Ren et al., ATC'21, sec. 4.2) of the
+ * plan of test_sizes, by hand: each rank copies the gradients of the
+ * shard it steps to the host and the shard's weights back.
+ * - ZeRO 1, dp 2: rank 1 (stage 0) holds 103417856 parameters (test_sizes),
+ *   fp16 gradients and weights 2 bytes each: 206835712 bytes, its half
+ *   103417856 bytes = 98.627 MiB each way; rank 4 (stage 1) 102371328
+ *   parameters: 204742656 / 2 = 102371328 bytes each way;
+ * - ZeRO 0: no sharding, the whole 206835712 bytes each way;
+ * - host memory of rank 1: fp32 master weights, Adam's m and v and the
+ *   fp32 gradient copy, 16 bytes per parameter, / dp 2 under ZeRO 1:
+ *   103417856 x 16 / 2 = 827342848 B = 0.7705 GiB. */
+START_TEST(test_sizes_offload)
+{
+    char p8[600], *text = NULL;
+    plan_doc d;
+    launch_sizes z;
+    launch_work w;
+    launch_dry_input in;
+    launch_rop *ops;
+    util_error err;
+    int n, i, kinds[16] = {0}, d2h = -1, opt = -1, h2d = -1, warn = -1;
+
+    make_plan8(", \"zero\": 1, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(d.s[0].offload, FMT_OFFLOAD_OPTIMIZER);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.params, 103417856.0);
+    ck_assert_double_eq(z.host_grad_bytes, 103417856.0);
+    ck_assert_double_eq(z.host_weight_bytes, 103417856.0);
+    /* the collectives do not change */
+    ck_assert_double_eq(z.dp_rs, 206835712.0);
+    ck_assert_double_eq(z.dp_ag, 206835712.0);
+    launch_sizes_free(&z);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 4, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 102371328.0);
+    ck_assert_double_eq(z.host_weight_bytes, 102371328.0);
+    launch_sizes_free(&z);
+    /* the program: reduce-scatter, gradients out, Adam, weights back,
+       all-gather; every rank's program still matches its peers' */
+    n = launch_rank_program(&d, &d.s[0], 1, &ops, &err);
+    ck_assert_int_gt(n, 0);
+    for (i = 0; i < n; i++) {
+        ck_assert(ops[i].kind >= 0 && ops[i].kind < 16);
+        kinds[ops[i].kind]++;
+        if (ops[i].kind == LAUNCH_ROP_HOST_D2H) {
+            d2h = i;
+            ck_assert_double_eq(ops[i].bytes, 103417856.0);
+            ck_assert_int_eq(ops[i].group, -1);
+        }
+        if (ops[i].kind == LAUNCH_ROP_OPT)
+            opt = i;
+        if (ops[i].kind == LAUNCH_ROP_HOST_H2D) {
+            h2d = i;
+            ck_assert_double_eq(ops[i].bytes, 103417856.0);
+        }
+    }
+    ck_assert_int_eq(kinds[LAUNCH_ROP_HOST_D2H], 1);
+    ck_assert_int_eq(kinds[LAUNCH_ROP_HOST_H2D], 1);
+    ck_assert_int_eq(ops[d2h - 1].kind, LAUNCH_ROP_DP_RS);
+    ck_assert_int_eq(opt, d2h + 1);
+    ck_assert_int_eq(h2d, opt + 1);
+    ck_assert_int_eq(ops[n - 1].kind, LAUNCH_ROP_DP_AG);
+    free(ops);
+    simulate_programs(&d);
+    /* the dry run reports the copies and the host memory */
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    launch_dry_input_init(&in);
+    in.local_gpus = 8;
+    in.only = 1;
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_msg(strstr(text, "optimizer offload: gradients 98.627 MiB to the host, "
+                               "weights 98.627 MiB back") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "host memory: 0.77 GiB of offloaded optimizer state") != NULL,
+                  "%s", text);
+    free(text);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    /* ZeRO 0: the whole gradients and weights cross */
+    make_plan8(", \"zero\": 0, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 0, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 206835712.0);
+    ck_assert_double_eq(z.host_weight_bytes, 206835712.0);
+    ck_assert_double_eq(z.dp_allreduce, 206835712.0);
+    launch_sizes_free(&z);
+    plan_doc_free(&d);
+    /* without offload: no host copies, none in the program or the dry run */
+    make_plan8(", \"zero\": 1", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_sizes_of(&d, &d.s[0], 1, &z, &err), UTIL_OK);
+    ck_assert_double_eq(z.host_grad_bytes, 0.0);
+    ck_assert_double_eq(z.host_weight_bytes, 0.0);
+    launch_sizes_free(&z);
+    n = launch_rank_program(&d, &d.s[0], 1, &ops, &err);
+    for (i = 0; i < n; i++)
+        ck_assert(ops[i].kind != LAUNCH_ROP_HOST_D2H && ops[i].kind != LAUNCH_ROP_HOST_H2D);
+    free(ops);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    ck_assert_int_eq(launch_dry_run(&d, &w, &in, &text, &warn, &err), UTIL_OK);
+    ck_assert_ptr_null(strstr(text, "offload"));
+    ck_assert_ptr_null(strstr(text, "host memory"));
+    free(text);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+/* Composed mode of an offloaded plan: the optimizer step is the host
+ * step of the cost model, not the GPU Adam the single GPU measured.  By
+ * hand (docs/time-model.md, "Optimizer offload", plan settings
+ * optimizer_bytes 32, memory_eff 0.7, no gradient-reduction overlap so
+ * W = 0; H100: PCIe 5.0 50 GB/s, DGX H100 DRAM 614.4 GB/s): stage 0 (node
+ * a) holds 52256 x 1024 + 1024 x 1024 + 12 x 12596224 = 205713408
+ * parameters, a rank's shard / tp 2 / dp 2 = 51428352; the node's four
+ * ranks step all 205713408: Adam 205713408 x 32 / (614.4e9 x 0.7) =
+ * 0.0153060 s, gradients out and weights back 2 x 51428352 x 2 / 50e9 =
+ * 0.0041143 s: 0.0194203 s.  Stage 1 (node b): 12 blocks + final norm
+ * 2048 + head 53510144 = 204666880, shard 51166720: 0.0152280 +
+ * 0.0040933 = 0.0193214 s. */
+START_TEST(test_compose_offload)
+{
+    char p8[600];
+    plan_doc d;
+    launch_work w;
+    launch_measure meas[2];
+    launch_trial t, t2;
+    util_error err;
+    int j;
+
+    make_plan8(", \"zero\": 1, \"offload\": \"optimizer\"", p8, sizeof p8);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    memset(meas, 0, sizeof meas);
+    meas[0].opt_s = meas[1].opt_s = -1.0;
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t, &err), UTIL_OK);
+    ck_assert(d.params.optimizer_bytes == 32.0 && d.params.memory_eff == 0.7);
+    ck_assert_double_eq_tol(t.opt_s[0], 205713408.0 * 32.0 / (614.4e9 * 0.7) +
+                                            2.0 * 51428352.0 * 2.0 / 50e9, 1e-12);
+    ck_assert_double_eq_tol(t.opt_s[0], 0.0194203, 1e-7);
+    ck_assert_double_eq_tol(t.opt_s[1], 204666880.0 * 32.0 / (614.4e9 * 0.7) +
+                                            2.0 * 51166720.0 * 2.0 / 50e9, 1e-12);
+    for (j = 0; j < 2; j++) {
+        meas[j].measured = 1;
+        meas[j].fwd_s = t.pred_fwd_s[j];
+        meas[j].bwd_s = t.pred_bwd_s[j];
+        meas[j].opt_s = 1e-3;
+    }
+    /* a measured GPU Adam of 1 ms is not the offloaded step */
+    ck_assert_int_eq(launch_compose(&d, &w, meas, &t2, &err), UTIL_OK);
+    for (j = 0; j < 2; j++)
+        ck_assert_double_eq(t2.opt_s[j], t.opt_s[j]);
+    launch_trial_free(&t);
+    launch_trial_free(&t2);
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
+/* The host optimizer step of optimizer offload (launcher/hostadam.c). */
+START_TEST(test_host_adam)
+{
+    static const struct {
+        float f;
+        unsigned half, bf16;
+    } conv[] = {
+        /* IEEE 754 binary16: 1 = 0x3c00, 0.5 = 0x3800, -2 = 0xc000; the
+           largest half 65504 = 0x7bff; 65520 lies halfway to 65536, which
+           is out of range: to even, infinity 0x7c00; 0.1 = 0x2e66 (the
+           nearest half, 0.0999755859375); 2^-24 = 0x0001, the smallest
+           subnormal; 1e-7 = 1.68 x 2^-24 rounds to 0x0002; 2^-25, a tie
+           between 0 and 2^-24, to even 0; 1 + 2^-11, halfway between 1
+           and 1 + 2^-10, to even 0x3c00; 1 + 3 x 2^-11 up to 0x3c02.
+           bfloat16 (float's upper 16 bits, nearest even): 1 = 0x3f80,
+           -2 = 0xc000, 0.5 = 0x3f00, 1 + 2^-8 a tie to 0x3f80, 1 + 3 x
+           2^-8 to 0x3f82; 65504 = 1.9990234 x 2^15 rounds up to 2^16 =
+           0x4780 */
+        {1.0f, 0x3c00, 0x3f80},
+        {0.5f, 0x3800, 0x3f00},
+        {-2.0f, 0xc000, 0xc000},
+        {65504.0f, 0x7bff, 0x4780},
+        {65520.0f, 0x7c00, 0x4780},
+        {0.1f, 0x2e66, 0x3dcd},
+        {5.9604645e-8f, 0x0001, 0x3380},
+        {1e-7f, 0x0002, 0x33d7},
+        {2.9802322e-8f, 0x0000, 0x3300},
+        {1.00048828125f, 0x3c00, 0x3f80},
+        {1.00146484375f, 0x3c02, 0x3f80},
+        {1.00390625f, 0x3c04, 0x3f80},
+        {1.01171875f, 0x3c0c, 0x3f82},
+    };
+    launch_adam a;
+    uint16_t g16[3], w16[3];
+    float w[3], mo[3], v[3], g32[1] = {0.5f};
+    float *wa, *ma, *va, *wb, *mb, *vb;
+    uint16_t *ga, *oa, *ob;
+    size_t i;
+    int n = 1000;
+
+    for (i = 0; i < sizeof conv / sizeof conv[0]; i++) {
+        ck_assert_msg(launch_half_of(conv[i].f) == conv[i].half, "half of %.10g: %#x, "
+                      "expected %#x", conv[i].f, launch_half_of(conv[i].f), conv[i].half);
+        ck_assert_msg(launch_bf16_of(conv[i].f) == conv[i].bf16, "bf16 of %.10g: %#x, "
+                      "expected %#x", conv[i].f, launch_bf16_of(conv[i].f), conv[i].bf16);
+    }
+    ck_assert(launch_half_of(1.0f / 0.0f) == 0x7c00);
+    ck_assert(launch_half_value(0x3555) == 0.333251953125f); /* 1365 / 4096 */
+    ck_assert(launch_half_value(0x0001) == 5.9604645e-8f);
+    ck_assert(launch_half_value(0xc000) == -2.0f);
+    ck_assert(isinf(launch_half_value(0x7c00)));
+    ck_assert(launch_bf16_value(0x3f40) == 0.75f);
+    /* Adam's first step (Kingma and Ba 2015, Algorithm 1, t = 1): m =
+       (1 - b1) g, v = (1 - b2) g^2, bias-corrected g and g^2, so the
+       update is lr g / (|g| + eps) = lr sign(g) for |g| >> eps.  lr 0.25,
+       w = 1: g = 0.5 gives 0.75 (half 0x3a00), g = -0.5 1.25 (0x3d00),
+       g = 0 leaves 1 (0x3c00) */
+    launch_adam_init(&a);
+    ck_assert(a.lr == 1e-4f && a.b1 == 0.9f && a.b2 == 0.999f && a.eps == 1e-8f);
+    a.lr = 0.25f;
+    g16[0] = 0x3800;
+    g16[1] = 0xb800;
+    g16[2] = 0x0000;
+    for (i = 0; i < 3; i++) {
+        w[i] = 1.0f;
+        mo[i] = v[i] = 0.0f;
+    }
+    ck_assert_int_eq(launch_host_adam(&a, w, mo, v, g16, LAUNCH_ELEM_FP16, w16, 0, 3, 1), 0);
+    ck_assert_float_eq_tol(w[0], 0.75f, 1e-6f);
+    ck_assert_float_eq_tol(w[1], 1.25f, 1e-6f);
+    ck_assert_float_eq(w[2], 1.0f);
+    ck_assert_float_eq_tol(mo[0], 0.05f, 1e-7f); /* 0.1 x 0.5 */
+    /* 0.001 x 0.25; in float 1 - 0.999f = 0.00099998713 */
+    ck_assert_float_eq_tol(v[0], 0.00025f, 1e-8f);
+    ck_assert(w16[0] == 0x3a00 && w16[1] == 0x3d00 && w16[2] == 0x3c00);
+    /* fp32 gradients, bfloat16 weights: 0.75 = 0x3f40 */
+    w[0] = 1.0f;
+    mo[0] = v[0] = 0.0f;
+    launch_host_adam(&a, w, mo, v, g32, LAUNCH_ELEM_FP32, w16, 1, 1, 4);
+    ck_assert_float_eq_tol(w[0], 0.75f, 1e-6f);
+    ck_assert(w16[0] == 0x3f40);
+    /* bfloat16 gradients: -0.5 = 0xbf00 raises the weight to 1.25 = 0x3fa0 */
+    w[0] = 1.0f;
+    mo[0] = v[0] = 0.0f;
+    g16[0] = 0xbf00;
+    launch_host_adam(&a, w, mo, v, g16, LAUNCH_ELEM_BF16, w16, 1, 1, 1);
+    ck_assert(w16[0] == 0x3fa0);
+    /* 1000 parameters over 1 and 7 threads: every weight moves by lr
+       against its gradient's sign, the same bits either way */
+    wa = calloc((size_t)n, sizeof *wa);
+    ma = calloc((size_t)n, sizeof *ma);
+    va = calloc((size_t)n, sizeof *va);
+    wb = calloc((size_t)n, sizeof *wb);
+    mb = calloc((size_t)n, sizeof *mb);
+    vb = calloc((size_t)n, sizeof *vb);
+    ga = calloc((size_t)n, sizeof *ga);
+    oa = calloc((size_t)n, sizeof *oa);
+    ob = calloc((size_t)n, sizeof *ob);
+    ck_assert(wa && ma && va && wb && mb && vb && ga && oa && ob);
+    for (i = 0; i < (size_t)n; i++) {
+        wa[i] = wb[i] = 1.0f;
+        ga[i] = launch_half_of((i % 2 ? -1.0f : 1.0f) * (0.001f + (float)i / 100.0f));
+    }
+    launch_host_adam(&a, wa, ma, va, ga, LAUNCH_ELEM_FP16, oa, 0, n, 1);
+    launch_host_adam(&a, wb, mb, vb, ga, LAUNCH_ELEM_FP16, ob, 0, n, 7);
+    for (i = 0; i < (size_t)n; i++)
+        ck_assert_float_eq_tol(wa[i], i % 2 ? 1.25f : 0.75f, 1e-5f);
+    ck_assert(memcmp(wa, wb, (size_t)n * sizeof *wa) == 0);
+    ck_assert(memcmp(oa, ob, (size_t)n * sizeof *oa) == 0);
+    ck_assert(memcmp(ma, mb, (size_t)n * sizeof *ma) == 0);
+    free(wa);
+    free(ma);
+    free(va);
+    free(wb);
+    free(mb);
+    free(vb);
+    free(ga);
+    free(oa);
+    free(ob);
+    ck_assert_int_ge(launch_host_threads(1), 1);
+    ck_assert_int_eq(launch_host_threads(1 << 30), 1);
+}
+END_TEST
+
 #ifdef HETPLAN_LAUNCH_EXE
 /* The built program: help, bad input, and no GPU (all GPUs hidden). */
 START_TEST(test_launch_cli)
@@ -1903,6 +2187,9 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_passes_interleaved);
     tcase_add_test(tc, test_steps_simulated);
     tcase_add_test(tc, test_sizes);
+    tcase_add_test(tc, test_sizes_offload);
+    tcase_add_test(tc, test_host_adam);
+    tcase_add_test(tc, test_compose_offload);
     tcase_add_test(tc, test_dry_run);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
