@@ -657,6 +657,8 @@ int cmd_plan(int argc, char **argv)
     sp.placement_search = r.o.placement_search;
     sp.ga_population = r.o.ga_population;
     sp.ga_generations = r.o.ga_generations;
+    sp.cluster_file = r.o.in.cluster;
+    sp.model_file = r.o.in.model;
     if (r.o.launcher != NULL &&
         (code = plan_launcher(&r, &sp, &target, &version)) != CMD_EXIT_OK)
         goto done;

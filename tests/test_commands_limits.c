@@ -118,6 +118,32 @@ START_TEST(layers_in_a_model)
 }
 END_TEST
 
+/* What the search plans: 16,384 layers (SEARCH_MAX_LAYERS) and 131,072
+ * GPUs (SEARCH_MAX_DEVICES); one layer entry repeated 16,385 times and
+ * 2,049 nodes of 64 GPUs = 131,136 GPUs go one over.  The messages name
+ * the file, as the readers' do; so does a model with nothing to train. */
+START_TEST(search_limits_name_the_file)
+{
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 8}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", "
+                       "\"repeat\": 16385, \"params\": 1, \"fwd_flops\": 1, "
+                       "\"out_bytes\": 1, \"act_bytes\": 1}]}");
+    expect_input_error(EX("amp-het.json"), "m.json", "planner: 'm.json': model 'm' "
+                       "has 16385 layers, more than the 16384 the search assigns "
+                       "to stages", NULL);
+    tp_write("z.json", "{\"name\": \"z\", \"training\": {\"global_batch\": 8}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", "
+                       "\"params\": 0, \"fwd_flops\": 1, \"out_bytes\": 1, "
+                       "\"act_bytes\": 1}]}");
+    expect_input_error(EX("amp-het.json"), "z.json", "planner: 'z.json': model 'z' "
+                       "has no layer with parameters", NULL);
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 2049, \"device\": "
+                       "\"H100-SXM\", \"gpus\": 64, \"intra_gbps\": 1, \"nic_gbps\": 1}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"), "planner: 'c.json': cluster has "
+                       "131136 GPUs, more than the 131072 the search plans", NULL);
+}
+END_TEST
+
 /* The batch: 10^9 in a model file, 2^30 - 1 = 1073741823 on the command line. */
 START_TEST(global_batch)
 {
@@ -406,6 +432,7 @@ static Suite *limits_suite(void)
     tcase_add_test(in, nodes_in_a_cluster);
     tcase_add_test(in, layers_in_a_model);
     tcase_add_test(in, global_batch);
+    tcase_add_test(in, search_limits_name_the_file);
     tcase_add_test(in, input_file_size);
     tcase_add_test(in, search_effort_options);
     tcase_add_test(tl, time_limit_keeps_best_so_far);
