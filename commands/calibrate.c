@@ -92,7 +92,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_INPUT_OPTIONS(&o->in),
         CMD_STRING("--trials", NULL, &o->trials),
         CMD_STRING("--amp-trials", NULL, &o->amp_trials),
-        CMD_INT("--global-batch", &o->global_batch, 1, INT_MAX / 2),
+        CMD_INT("--global-batch", &o->global_batch, 1, FMT_MAX_GLOBAL_BATCH),
         CMD_SET("--no-loo", NULL, &o->loo, 0),
         CMD_REPEAT("--param", OPT_PARAM),
         CMD_CALL("--reg", OPT_REG),

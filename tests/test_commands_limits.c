@@ -144,19 +144,34 @@ START_TEST(search_limits_name_the_file)
 }
 END_TEST
 
-/* The batch: 10^9 in a model file, 2^30 - 1 = 1073741823 on the command line. */
+/* The global batch: one limit, 10^9 (FMT_MAX_GLOBAL_BATCH), in a model
+ * file, on the command line of plan and of calibrate; 10^9 itself plans
+ * (10^9 = 2^9 5^9 splits over the 16 GPUs), 10^9 + 1 is refused. */
 START_TEST(global_batch)
 {
     const char *over[] = {"--cluster", EX("amp-het.json"), "--model",
-                          EX("gpt2-amp.json"), "--global-batch", "1073741824", NULL};
+                          EX("gpt2-amp.json"), "--global-batch", "1000000001", NULL};
+    const char *cal[] = {"calibrate", "--cluster", EX("amp-het.json"), "--model",
+                         EX("gpt2-amp.json"), "--profile", "p.json", "--trials", "t.json",
+                         "--global-batch", "1000000001", NULL};
+    const char *at[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
+                        "--global-batch", "1000000000", "--top-k", "1", "--quiet",
+                        "--output", "plan.json", NULL};
+    cJSON *plan;
 
-    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 2000000000}, "
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 1000000001}, "
                        "\"transformer\": {\"family\": \"gpt3\", \"layers\": 2, "
                        "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
     expect_input_error(EX("amp-het.json"), "m.json", "'m.json': training.global_batch: "
-                       "expected a positive integer of at most 1000000000", "got 2000000000");
+                       "expected a positive integer of at most 1000000000", "got 1000000001");
     expect_run(over, 2, "option '--global-batch' expects an integer in "
-                        "1..1073741823, got '1073741824'", NULL);
+                        "1..1000000000, got '1000000001'", NULL);
+    expect_run(cal, 2, "option '--global-batch' expects an integer in "
+                       "1..1000000000, got '1000000001'", NULL);
+    expect_run(at, 0, NULL, NULL);
+    plan = read_plan("plan.json");
+    ck_assert_double_eq(child(child(plan, "settings"), "global_batch")->valuedouble, 1e9);
+    cJSON_Delete(plan);
 }
 END_TEST
 
