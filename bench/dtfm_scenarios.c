@@ -246,34 +246,6 @@ static void print_public(const cJSON *pub, int cs)
 
 /* ---- small instances ------------------------------------------------- */
 
-/* Random regional network: devices in 2..4 regions, inside 5 ms / 2 Gbps,
- * between 10..250 ms / 0.3..1.3 Gbps, every pair +-20% noise (asymmetric). */
-static void small_instance(util_pcg32 *rng, int n, int d_pp,
-                           dtfm_problem *p)
-{
-    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
-    double rl[4][4], rb[4][4];
-
-    dtfm_problem_alloc(p, n, d_pp, 0, NULL);
-    p->c_pp = 0.512e9;
-    p->c_dp = 0.65e9;
-    for (i = 0; i < nreg; i++)
-        for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
-        }
-    for (i = 0; i < n; i++)
-        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * util_pcg32_double(rng);
-            if (i == j)
-                continue;
-            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
-            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
-        }
-}
-
 static double small_cost(const dtfm_problem *p, int method, long evals)
 {
     dtfm_search_params sp;
@@ -708,7 +680,10 @@ int main(int argc, char **argv)
         double opt, ga, sa, kl, rnd;
         long budget = quick ? 5000 : 20000;
 
-        small_instance(&rng, sizes[i][0], sizes[i][1], &p);
+        if (dtfm_generate_regional(&rng, sizes[i][0], sizes[i][1], &p, NULL) != UTIL_OK) {
+            fprintf(stderr, "dtfm-scenarios: out of memory\n");
+            return 1;
+        }
         opt = small_cost(&p, DTFM_EXACT, 0);
         ga = small_cost(&p, DTFM_GA, budget);
         sa = small_cost(&p, DTFM_SA, budget);

@@ -28,7 +28,8 @@ static const char calibrate_usage[] =
     "inputs:\n"
     "  --cluster FILE         cluster the trials ran on\n"
     "  --model FILE           model the trials trained\n"
-    "  --profile FILE         per-layer times (hetplan-profile/1; a calibration in it is replaced)\n"
+    "  --profile FILE         per-layer times (hetplan-profile/1; a calibration in it is\n"
+    "                         scored, then fitted again from neutral values)\n"
     "  --amp-profile FILE[:KEY]  AMP's profiles.json (KEY: gpt2)\n"
     "  --trials FILE          strategies as for 'planner evaluate', each with\n"
     "                         \"measured_s\" (null or absent: the run failed)\n"
@@ -91,7 +92,7 @@ static int calibrate_args(int argc, char **argv, calibrate_opts *o)
         CMD_INPUT_OPTIONS(&o->in),
         CMD_STRING("--trials", NULL, &o->trials),
         CMD_STRING("--amp-trials", NULL, &o->amp_trials),
-        CMD_INT("--global-batch", &o->global_batch, 1, INT_MAX / 2),
+        CMD_INT("--global-batch", &o->global_batch, 1, FMT_MAX_GLOBAL_BATCH),
         CMD_SET("--no-loo", NULL, &o->loo, 0),
         CMD_REPEAT("--param", OPT_PARAM),
         CMD_CALL("--reg", OPT_REG),
@@ -175,8 +176,9 @@ int cmd_calibrate(int argc, char **argv)
     cost_params cp;
     util_error err;
     fmt_trial_set ts;
-    calib_trial *t0 = NULL, *t1 = NULL, *t2 = NULL;
-    calib_ranking r0, r1, r2;
+    calib_trial *t0 = NULL, *t1 = NULL, *t2 = NULL, *tg = NULL;
+    calib_ranking r0, r1, r2, rg;
+    fmt_calibration *given = NULL; /* the calibration --profile came with */
     calib_params sp;
     calib_fit fit;
     cJSON *doc = NULL;
@@ -190,6 +192,7 @@ int cmd_calibrate(int argc, char **argv)
     memset(&err, 0, sizeof err);
     memset(&ts, 0, sizeof ts);
     memset(&r2, 0, sizeof r2);
+    memset(&rg, 0, sizeof rg);
     code = calibrate_args(argc, argv, &o);
     if (code != CMD_EXIT_OK)
         return code;
@@ -202,9 +205,15 @@ int cmd_calibrate(int argc, char **argv)
         code = cmd_report_error(&err);
         goto done;
     }
-    if (o.in.profile) { /* refitted from neutral */
-        free(prof.calib);
+    if (o.in.profile && prof.calib != NULL) { /* refitted from neutral */
+        given = prof.calib;
         prof.calib = NULL;
+        if (!o.out.quiet)
+            fprintf(stderr, "planner: note: profile '%s' is already calibrated: the "
+                            "constants are fitted again from neutral values, not from "
+                            "its calibration, which is scored on these trials as "
+                            "'profile as given'; to plan with it as it is, use "
+                            "'planner --profile %s'\n", o.in.profile, o.in.profile);
     }
     if (fmt_load_trials(o.trials ? o.trials : o.amp_trials, o.amp_trials != NULL, &c,
                         &m, o.global_batch, &ts, &err) != UTIL_OK) {
@@ -229,7 +238,8 @@ int cmd_calibrate(int argc, char **argv)
     t0 = calloc((size_t)ts.n, sizeof *t0);
     t1 = calloc((size_t)ts.n, sizeof *t1);
     t2 = calloc((size_t)ts.n, sizeof *t2);
-    if (t0 == NULL || t1 == NULL || t2 == NULL) {
+    tg = calloc((size_t)ts.n, sizeof *tg);
+    if (t0 == NULL || t1 == NULL || t2 == NULL || tg == NULL) {
         code = cmd_out_of_memory();
         goto done;
     }
@@ -241,6 +251,12 @@ int cmd_calibrate(int argc, char **argv)
         code = cmd_report_error(&err);
         goto done;
     }
+    cp.calib = given; /* the profile's own calibration on these trials */
+    if (given != NULL && calib_predict_trials(&c, &m, &prof, &cp, &ts, tg, &err) != UTIL_OK) {
+        code = cmd_report_error(&err);
+        goto done;
+    }
+    cp.calib = NULL;
     calibrate_progress(&o, start, "fitting the constants to %d measured trials "
                        "(linear program)", ts.n - failed);
     if (calib_run(&c, &m, &prof, &cp, ts.s, ts.measured_s, ts.n, &sp, &fit, &err) !=
@@ -271,6 +287,8 @@ int cmd_calibrate(int argc, char **argv)
     calibrate_progress(&o, start, "done");
     calib_score_trials(t0, ts.n, &r0);
     calib_score_trials(t1, ts.n, &r1);
+    if (given != NULL)
+        calib_score_trials(tg, ts.n, &rg);
     if (loo)
         calib_score_trials(t2, ts.n, &r2);
     if (o.out.output) {
@@ -327,6 +345,8 @@ int cmd_calibrate(int argc, char **argv)
         cJSON_AddNumberToObject(jp, "iter_overhead_ms", fit.cal.iter_overhead * 1e3);
         sc = cJSON_AddObjectToObject(doc, "scores");
         calibrate_score_json(sc, "uncalibrated", &r0);
+        if (given != NULL)
+            calibrate_score_json(sc, "profile_as_given", &rg);
         calibrate_score_json(sc, "in_sample", &r1);
         if (loo)
             calibrate_score_json(sc, "loo", &r2);
@@ -341,6 +361,8 @@ int cmd_calibrate(int argc, char **argv)
             else
                 cJSON_AddNullToObject(x, "measured_s");
             cJSON_AddNumberToObject(x, "uncalibrated_s", t0[i].predicted_s);
+            if (given != NULL)
+                cJSON_AddNumberToObject(x, "profile_as_given_s", tg[i].predicted_s);
             cJSON_AddNumberToObject(x, "fitted_s", t1[i].predicted_s);
             if (loo)
                 cJSON_AddNumberToObject(x, "loo_s", t2[i].predicted_s);
@@ -376,6 +398,8 @@ int cmd_calibrate(int argc, char **argv)
         printf("%-16s %9s %9s %12s %9s\n", "scores", "spearman", "kendall-b",
                "top1-regret", "MAPE");
         calibrate_score_row("uncalibrated", &r0);
+        if (given != NULL)
+            calibrate_score_row("profile as given", &rg);
         calibrate_score_row("in-sample", &r1);
         if (loo)
             calibrate_score_row("leave-one-out", &r2);
@@ -405,6 +429,8 @@ done:
     free(t0);
     free(t1);
     free(t2);
+    free(tg);
+    free(given);
     fmt_trial_set_free(&ts);
     fmt_profile_free(&prof);
     fmt_model_free(&m);

@@ -185,6 +185,9 @@ void cmd_print_version(void);
 /* Write text to path atomically: CMD_EXIT_OK, else CMD_EXIT_OUTPUT after
  * the message. */
 int cmd_write_file(const char *path, const char *text);
+/* cmd_write_file with the permission bits mode (0755: a script); mode < 0:
+ * as cmd_write_file. */
+int cmd_write_file_mode(const char *path, const char *text, int mode);
 
 /* Flush stdout: CMD_EXIT_OK, else CMD_EXIT_OUTPUT after the message. */
 int cmd_flush_stdout(void);

@@ -74,11 +74,16 @@ void cmd_print_version(void)
 
 int cmd_write_file(const char *path, const char *text)
 {
+    return cmd_write_file_mode(path, text, -1);
+}
+
+int cmd_write_file_mode(const char *path, const char *text, int mode)
+{
     util_error err;
     char buf[1024];
 
     memset(&err, 0, sizeof err);
-    if (util_write_file_atomic(path, text, &err) == UTIL_OK)
+    if (util_write_file_atomic_mode(path, text, mode, &err) == UTIL_OK)
         return CMD_EXIT_OK;
     util_error_format(&err, buf, sizeof buf);
     fprintf(stderr, "planner: %s\n", buf);

@@ -196,13 +196,11 @@ static int export_write(const export_opts *o, const export_result *ex)
         return CMD_EXIT_OUTPUT;
     for (i = 0; i < ex->nfiles; i++) {
         snprintf(path, sizeof path, "%s/%s", o->out.output, ex->files[i].name);
-        if ((code = cmd_write_file(path, ex->files[i].text)) != CMD_EXIT_OK)
+        /* a script appears executable, never without its mode */
+        if ((code = cmd_write_file_mode(path, ex->files[i].text,
+                                        ex->files[i].executable ? 0755 : -1)) !=
+            CMD_EXIT_OK)
             return code;
-        if (ex->files[i].executable && chmod(path, 0755) != 0) {
-            fprintf(stderr, "planner: cannot make '%s' executable: %s\n", path,
-                    strerror(errno));
-            return CMD_EXIT_OUTPUT;
-        }
     }
     return CMD_EXIT_OK;
 }

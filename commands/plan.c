@@ -234,7 +234,7 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     const cmd_option table[] = {
         CMD_INPUT_OPTIONS(&o->in),
         CMD_STRING("--strategies", NULL, &o->strategies),
-        CMD_INT("--global-batch", &o->global_batch, 1, INT_MAX / 2),
+        CMD_INT("--global-batch", &o->global_batch, 1, FMT_MAX_GLOBAL_BATCH),
         CMD_INT("--top-k", &o->top_k, 1, 100000),
         CMD_INT("--max-tp", &o->max_tp, 1, 1 << 20),
         CMD_INT("--max-mbs", &o->max_mbs, 1, INT_MAX / 2),
@@ -657,6 +657,8 @@ int cmd_plan(int argc, char **argv)
     sp.placement_search = r.o.placement_search;
     sp.ga_population = r.o.ga_population;
     sp.ga_generations = r.o.ga_generations;
+    sp.cluster_file = r.o.in.cluster;
+    sp.model_file = r.o.in.model;
     if (r.o.launcher != NULL &&
         (code = plan_launcher(&r, &sp, &target, &version)) != CMD_EXIT_OK)
         goto done;

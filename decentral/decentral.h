@@ -285,6 +285,20 @@ void dtfm_gen_params_init(dtfm_gen_params *g);
 int dtfm_generate(const dtfm_gen_params *gp, dtfm_problem *p, int *planted,
                   util_error *err);
 
+/* A random regional network: devices spread over 2..4 regions; inside a
+ * region 5 ms and 2 Gbit/s, between two regions 10..250 ms and
+ * 0.3..1.3 Gbit/s (uniform, symmetric per region pair); each direction of
+ * each device pair then gets its own +-20% noise (latency times f,
+ * bandwidth divided by f, f uniform in 0.8..1.2), so the matrices are
+ * asymmetric.  c_pp 0.512e9 and c_dp 0.65e9 bytes (the paper's GPT3-XL),
+ * no compute.  n devices (2..4096) in d_pp stages (d_pp >= 1 divides n).
+ * Draws from rng, which the caller seeds: the same seed and the same
+ * sequence of calls give the same instances.  p is allocated (free with
+ * dtfm_problem_free); on error p is left zeroed and rng untouched.
+ * UTIL_EINVAL for bad sizes, UTIL_ENOMEM. */
+int dtfm_generate_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p,
+                           util_error *err);
+
 /* A lower bound on dtfm_evaluate's cost over every balanced partition. */
 typedef struct dtfm_bound {
     double total_s;         /* dp_s + pp_s + compute_s */

@@ -1,6 +1,7 @@
 /* decentral/instances.c: generated DT-FM instances (random geo-distributed
- * networks, and networks with a planted optimum) and a lower bound on the
- * cost of any schedule, for optimality gaps beyond the exhaustive search. */
+ * networks, networks with a planted optimum, random regional networks) and
+ * a lower bound on the cost of any schedule, for optimality gaps beyond the
+ * exhaustive search. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -153,6 +154,46 @@ int dtfm_generate(const dtfm_gen_params *gp, dtfm_problem *p, int *planted,
     }
     free(perm);
     free(site);
+    return UTIL_OK;
+}
+
+int dtfm_generate_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p,
+                           util_error *err)
+{
+    int nreg, *reg, i, j, rc;
+    double rl[4][4], rb[4][4];
+
+    memset(p, 0, sizeof *p);
+    if (n < 2 || n > 4096 || d_pp < 1 || n % d_pp != 0)
+        return util_error_set(err, UTIL_EINVAL, "", "",
+                              "expected 2..4096 devices in d_pp >= 1 equal "
+                              "groups, got %d devices and d_pp %d", n, d_pp);
+    reg = malloc((size_t)n * sizeof *reg);
+    if (reg == NULL)
+        return util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
+    if ((rc = dtfm_problem_alloc(p, n, d_pp, 0, err)) != UTIL_OK) {
+        free(reg);
+        return rc;
+    }
+    p->c_pp = 0.512e9;
+    p->c_dp = 0.65e9;
+    nreg = 2 + (int)util_pcg32_bounded(rng, 3);
+    for (i = 0; i < nreg; i++)
+        for (j = i; j < nreg; j++) {
+            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
+            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * GBPS;
+        }
+    for (i = 0; i < n; i++)
+        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++) {
+            double f = 0.8 + 0.4 * util_pcg32_double(rng);
+            if (i == j)
+                continue;
+            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
+            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
+        }
+    free(reg);
     return UTIL_OK;
 }
 

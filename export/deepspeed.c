@@ -160,7 +160,7 @@ int export_deepspeed(export_ctx *x, util_error *err)
     pipe_module(x, &py);
     snprintf(what, sizeof what, "DeepSpeed %s launch with its own launcher "
              "(deepspeed, pdsh/ssh to the hosts of hostfile)", export_release(x));
-    export_header(x, &sh, what);
+    export_script_header(x, &sh, what);
     util_buf_printf(&sh, "#\n# On the first host of hostfile:\n"
                    "#   sh deepspeed.sh train.py [training arguments]\n"
                    "# train.py builds its model with hetplan_pipe.pipeline_module"

@@ -360,6 +360,12 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
                         x->out->notes[i]);
 }
 
+void export_script_header(const export_ctx *x, util_buf *b, const char *what)
+{
+    util_buf_printf(b, "#!/bin/sh\n");
+    export_header(x, b, what);
+}
+
 /* UTIL_EINVAL unless every rank is on its own device of c. */
 static int ranks_check(const fmt_cluster *c, const fmt_strategy *s,
                        util_error *err)

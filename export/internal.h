@@ -79,6 +79,9 @@ const char *export_clean(char *buf, size_t n, const char *s);
 const char *export_precision(const fmt_model *m);
 /* The comment block heading a file: what it is, plan, strategy, notes. */
 void export_header(const export_ctx *x, util_buf *b, const char *what);
+/* The first lines of a launch script: "#!/bin/sh" (the scripts are POSIX
+ * sh; bash runs them alike), then export_header. */
+void export_script_header(const export_ctx *x, util_buf *b, const char *what);
 
 /* ---- torchrun agents and the hostfile (export/torchrun.c) ------------ */
 

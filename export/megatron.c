@@ -351,7 +351,7 @@ int export_megatron(export_ctx *x, util_error *err)
 
     snprintf(what, sizeof what, "Megatron-LM %s launch (pretrain_gpt.py) with "
              "torchrun (flag forms of PyTorch 1.13 and 2.x)", export_release(x));
-    export_header(x, &b, what);
+    export_script_header(x, &b, what);
     util_buf_printf(&b, "#\n# Run from the Megatron-LM checkout on every host, each agent "
                   "with its NODE_RANK:\n#   NODE_RANK=0 sh megatron.sh "
                   "--data-path ... --tokenizer-type ... --train-iters ... "

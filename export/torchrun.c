@@ -189,7 +189,7 @@ int export_torchrun(export_ctx *x, util_error *err)
                     "(HETPLAN_TP_SHARDS names it)");
     snprintf(what, sizeof what, "torchrun launch (PyTorch %s), one agent per "
              "run of consecutive ranks on one host", export_release(x));
-    export_header(x, &b, what);
+    export_script_header(x, &b, what);
     util_buf_printf(&b, "#\n# On every host, for each agent listed below for it:\n"
                   "#   NODE_RANK=k sh torchrun.sh train.py [training arguments]\n");
     util_buf_printf(&b, "# torchrun gives agent k the global ranks after those of agents "

@@ -240,6 +240,10 @@ void fmt_profile_free(fmt_profile *p);
 enum fmt_schedule { FMT_SCHED_1F1B = 0, FMT_SCHED_GPIPE = 1 };
 
 #define FMT_MAX_VPP 64     /* most model chunks per device (vpp) */
+/* Largest global batch anywhere: training.global_batch, --global-batch, a
+ * plan's settings.global_batch and the batches a tolerance may round to
+ * (docs/limits.md) */
+#define FMT_MAX_GLOBAL_BATCH 1000000000
 
 /* Activation recomputation (Korthikanti et al. 2022): none; full (only
  * each block's input is kept, the block's forward runs again before its

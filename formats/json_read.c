@@ -100,7 +100,7 @@ static const num_limit limits[] = {
     {"seq", 1e8, ""},
     {"vocab", 1e9, ""},
     {"ffn", 1e8, ""},
-    {"global_batch", 1e9, ""},
+    {"global_batch", FMT_MAX_GLOBAL_BATCH, ""},
     /* profile.json */
     {"fwd_ms", 1e9, " ms"},
     {"bwd_ms", 1e9, " ms"},

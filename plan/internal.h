@@ -13,4 +13,10 @@
 cJSON *plan_idle_json(const fmt_cluster *c, const fmt_strategy *s,
                       const char *reason);
 
+/* Whether a strategy is predicted to run (memory fits and every stage
+ * holds parameters, docs/cost-model.md); why not in buf of n bytes (""
+ * when it runs).  The structural rule is checked on s itself, not on r. */
+int plan_runnable_reason(const fmt_model *m, const fmt_strategy *s,
+                         const cost_result *r, char *buf, size_t n);
+
 #endif

@@ -61,7 +61,8 @@ char *plan_to_json(const plan_meta *meta, const fmt_cluster *c,
                    const fmt_strategy *s, const cost_result *r, int n);
 
 /* Compact human table of n ranked strategies (aligned columns, units in
- * the header), one line each, for stdout.  malloc'd, caller frees; NULL
+ * the header), one line each, for stdout; with price columns (per hour of
+ * the GPUs in use, per iteration) when c gives prices.  malloc'd, caller frees; NULL
  * when out of memory. */
 char *plan_to_table(const fmt_cluster *c, const fmt_model *m,
                     const fmt_strategy *s, const cost_result *r, int n,

@@ -12,7 +12,7 @@
 #include "plan.h"
 
 #define PF_PATH 160
-#define PF_MAX_BATCH 1e9 /* global batch, as in model.json */
+#define PF_MAX_BATCH FMT_MAX_GLOBAL_BATCH /* global batch, as in model.json */
 #define PF_MAX_SHARD 1e8 /* heads or MLP columns of one rank */
 
 static int bad(util_error *err, const char *file, const char *path,

@@ -19,8 +19,8 @@ static int batch_candidates(long N, long b, double tol, long *cand, int n)
 
     if (lo < 1)
         lo = 1;
-    if (hi > INT_MAX / 2)
-        hi = INT_MAX / 2;
+    if (hi > FMT_MAX_GLOBAL_BATCH)
+        hi = FMT_MAX_GLOBAL_BATCH;
     nq = search_divisors(N, N, &qs);
     for (i = nq - 1; i >= 0 && k < n; i--) {
         long q = qs[i], down = b / q * q, up = down + q, best = -1;

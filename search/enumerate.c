@@ -595,23 +595,27 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
     if (sp->top_k < 1)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "top-k must be at least 1, got %d", sp->top_k);
-    if (N < 1 || m->nlayers < 1)
-        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                              "empty cluster or model");
+    if (N < 1)
+        return util_error_set(err, UTIL_EINVAL, sp->cluster_file, NULL,
+                              "empty cluster");
+    if (m->nlayers < 1)
+        return util_error_set(err, UTIL_EINVAL, sp->model_file, NULL,
+                              "empty model");
     if (cost_param_layers(m) < 1) /* nothing for an optimizer */
-        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, sp->model_file, NULL,
                               "model '%s' has no layer with parameters "
                               "(every 'params' is 0): nothing to train", m->name);
     /* documented limits (docs/algorithms.md, "Limits"): beyond them a
      * search would run for minutes, so it is refused at once */
     if (N > SEARCH_MAX_DEVICES)
-        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                              "cluster '%s' has %d GPUs, more than the %d the "
+        return util_error_set(err, UTIL_EINVAL, sp->cluster_file, NULL,
+                              "cluster%s%s%s has %d GPUs, more than the %d the "
                               "search plans; plan a part of it (a sub-cluster "
                               "file) or use 'planner evaluate' on given "
-                              "strategies", c->name, N, SEARCH_MAX_DEVICES);
+                              "strategies", c->name[0] ? " '" : "", c->name,
+                              c->name[0] ? "'" : "", N, SEARCH_MAX_DEVICES);
     if (m->nlayers > SEARCH_MAX_LAYERS)
-        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+        return util_error_set(err, UTIL_EINVAL, sp->model_file, NULL,
                               "model '%s' has %d layers, more than the %d the "
                               "search assigns to stages", m->name, m->nlayers,
                               SEARCH_MAX_LAYERS);

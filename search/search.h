@@ -187,6 +187,12 @@ typedef struct search_params {
                                ZeRO >= 1, the stage both DeepSpeed and
                                Megatron's distributed optimizer offload)
                                (-1; 0 when zeroed) */
+    const char *cluster_file; /* path of the cluster file, named in errors about
+                                 the cluster as util_error.file; not owned
+                                 (NULL: none) */
+    const char *model_file;   /* path of the model file, named in errors about
+                                 the model (its layer counts) as
+                                 util_error.file; not owned (NULL: none) */
 } search_params;
 
 void search_params_init(search_params *p);

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "util.h"
 #include "formats.h"
 #include "costmodel.h"
@@ -447,8 +449,10 @@ START_TEST(test_cli_end_to_end)
     ck_assert_msg(rc == 0, "calibrate exit %d: %s", rc, text);
     /* progress goes to a terminal only (or with --verbose) */
     ck_assert_ptr_null(strstr(text, "planner: calibrate "));
+    ck_assert_ptr_null(strstr(text, "already calibrated")); /* pr has none */
     free(text);
     text = slurp("stdout");
+    ck_assert_ptr_null(strstr(text, "profile as given"));
     ck_assert_ptr_nonnull(strstr(text, "V100.compute_scale"));
     ck_assert_ptr_nonnull(strstr(text, "leave-one-out"));
     ck_assert_ptr_nonnull(strstr(text, "1 failed runs left out"));
@@ -483,6 +487,44 @@ START_TEST(test_cli_end_to_end)
     ck_assert_ptr_nonnull(strstr(text, "\"in_sample\""));
     ck_assert_ptr_null(strstr(text, "\"loo\""));
     free(text);
+    /* calibrating the calibrated profile again, as before (reg 0, same
+     * trials): a note says the constants are fitted from neutral values,
+     * and the profile's own calibration, scored as given, predicts every
+     * trial as this run's fit does (the same LP from the same start: the
+     * written calibration reproduces the fit) */
+    {
+        const char *args[] = {"calibrate", "--cluster", "examples/amp-het.json", "--model",
+                              "examples/gpt2-amp.json", "--profile", out, "--trials", tr,
+                              "--reg", "0", "--no-loo", "--format", "json", NULL};
+        cJSON *doc, *sc, *p;
+        int k;
+        ck_assert_int_eq(planner(args), 0);
+        text = slurp("stderr");
+        ck_assert_msg(strstr(text, "planner: note: profile '") != NULL &&
+                      strstr(text, "out.json' is already calibrated: the constants "
+                                   "are fitted again from neutral values") != NULL,
+                      "no note in: %s", text);
+        free(text);
+        text = slurp("stdout");
+        doc = cJSON_Parse(text);
+        free(text);
+        ck_assert_ptr_nonnull(doc);
+        sc = cJSON_GetObjectItem(doc, "scores");
+        ck_assert_ptr_nonnull(cJSON_GetObjectItem(sc, "profile_as_given"));
+        ck_assert_double_eq_tol(
+            cJSON_GetObjectItem(cJSON_GetObjectItem(sc, "profile_as_given"), "mape")->valuedouble,
+            cJSON_GetObjectItem(cJSON_GetObjectItem(sc, "in_sample"), "mape")->valuedouble,
+            1e-6);
+        k = 0;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItem(doc, "predictions")) {
+            double g = cJSON_GetObjectItem(p, "profile_as_given_s")->valuedouble;
+            double f = cJSON_GetObjectItem(p, "fitted_s")->valuedouble;
+            ck_assert_double_eq_tol(g, f, 1e-6 * f);
+            k++;
+        }
+        ck_assert_int_gt(k, 2);
+        cJSON_Delete(doc);
+    }
     tpath(pl, "plan.json");
     {
         const char *args[] = {"--cluster", "examples/amp-het.json", "--model",

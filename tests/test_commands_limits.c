@@ -118,19 +118,60 @@ START_TEST(layers_in_a_model)
 }
 END_TEST
 
-/* The batch: 10^9 in a model file, 2^30 - 1 = 1073741823 on the command line. */
+/* What the search plans: 16,384 layers (SEARCH_MAX_LAYERS) and 131,072
+ * GPUs (SEARCH_MAX_DEVICES); one layer entry repeated 16,385 times and
+ * 2,049 nodes of 64 GPUs = 131,136 GPUs go one over.  The messages name
+ * the file, as the readers' do; so does a model with nothing to train. */
+START_TEST(search_limits_name_the_file)
+{
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 8}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", "
+                       "\"repeat\": 16385, \"params\": 1, \"fwd_flops\": 1, "
+                       "\"out_bytes\": 1, \"act_bytes\": 1}]}");
+    expect_input_error(EX("amp-het.json"), "m.json", "planner: 'm.json': model 'm' "
+                       "has 16385 layers, more than the 16384 the search assigns "
+                       "to stages", NULL);
+    tp_write("z.json", "{\"name\": \"z\", \"training\": {\"global_batch\": 8}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", "
+                       "\"params\": 0, \"fwd_flops\": 1, \"out_bytes\": 1, "
+                       "\"act_bytes\": 1}]}");
+    expect_input_error(EX("amp-het.json"), "z.json", "planner: 'z.json': model 'z' "
+                       "has no layer with parameters", NULL);
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 2049, \"device\": "
+                       "\"H100-SXM\", \"gpus\": 64, \"intra_gbps\": 1, \"nic_gbps\": 1}]}");
+    expect_input_error("c.json", EX("gpt2-amp.json"), "planner: 'c.json': cluster has "
+                       "131136 GPUs, more than the 131072 the search plans", NULL);
+}
+END_TEST
+
+/* The global batch: one limit, 10^9 (FMT_MAX_GLOBAL_BATCH), in a model
+ * file, on the command line of plan and of calibrate; 10^9 itself plans
+ * (10^9 = 2^9 5^9 splits over the 16 GPUs), 10^9 + 1 is refused. */
 START_TEST(global_batch)
 {
     const char *over[] = {"--cluster", EX("amp-het.json"), "--model",
-                          EX("gpt2-amp.json"), "--global-batch", "1073741824", NULL};
+                          EX("gpt2-amp.json"), "--global-batch", "1000000001", NULL};
+    const char *cal[] = {"calibrate", "--cluster", EX("amp-het.json"), "--model",
+                         EX("gpt2-amp.json"), "--profile", "p.json", "--trials", "t.json",
+                         "--global-batch", "1000000001", NULL};
+    const char *at[] = {"--cluster", EX("amp-het.json"), "--model", EX("gpt2-amp.json"),
+                        "--global-batch", "1000000000", "--top-k", "1", "--quiet",
+                        "--output", "plan.json", NULL};
+    cJSON *plan;
 
-    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 2000000000}, "
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 1000000001}, "
                        "\"transformer\": {\"family\": \"gpt3\", \"layers\": 2, "
                        "\"hidden\": 64, \"heads\": 4, \"seq\": 16, \"vocab\": 100}}");
     expect_input_error(EX("amp-het.json"), "m.json", "'m.json': training.global_batch: "
-                       "expected a positive integer of at most 1000000000", "got 2000000000");
+                       "expected a positive integer of at most 1000000000", "got 1000000001");
     expect_run(over, 2, "option '--global-batch' expects an integer in "
-                        "1..1073741823, got '1073741824'", NULL);
+                        "1..1000000000, got '1000000001'", NULL);
+    expect_run(cal, 2, "option '--global-batch' expects an integer in "
+                       "1..1000000000, got '1000000001'", NULL);
+    expect_run(at, 0, NULL, NULL);
+    plan = read_plan("plan.json");
+    ck_assert_double_eq(child(child(plan, "settings"), "global_batch")->valuedouble, 1e9);
+    cJSON_Delete(plan);
 }
 END_TEST
 
@@ -406,6 +447,7 @@ static Suite *limits_suite(void)
     tcase_add_test(in, nodes_in_a_cluster);
     tcase_add_test(in, layers_in_a_model);
     tcase_add_test(in, global_batch);
+    tcase_add_test(in, search_limits_name_the_file);
     tcase_add_test(in, input_file_size);
     tcase_add_test(in, search_effort_options);
     tcase_add_test(tl, time_limit_keeps_best_so_far);

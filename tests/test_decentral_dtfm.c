@@ -385,7 +385,8 @@ START_TEST(test_exact_enumerates_each_partition_once)
         dtfm_problem p;
         dtfm_search_result r;
         double opt, rnd;
-        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
+        ck_assert_int_eq(dtfm_generate_regional(&rng, sizes[i][0], sizes[i][1], &p, NULL),
+                         UTIL_OK);
         opt = tu_dtfm_search(&p, DTFM_EXACT, 0, 0, &r);
         ck_assert_int_eq(r.generations, multinomial_partitions(sizes[i][0], sizes[i][1]));
         dtfm_search_result_free(&r);
@@ -404,7 +405,8 @@ START_TEST(test_exact_enumerates_each_partition_once)
          * devices (here every device is its own: 18 classes), and nothing
          * a sampler finds is below its optimum; more than 32 classes is
          * EINVAL (tests/test_decentral_prove.c) */
-        tu_dtfm_regional(&rng, 18, 3, &p);
+        ck_assert_int_eq(dtfm_generate_regional(&rng, 18, 3, &p, NULL),
+                         UTIL_OK);
         dtfm_search_params_init(&sp);
         sp.method = DTFM_EXACT;
         ck_assert_int_eq(dtfm_search(&p, &sp, &r, &err), UTIL_OK);
@@ -428,7 +430,8 @@ START_TEST(test_ga_sa_gap_small)
     for (i = 0; i < 9; i++) {
         dtfm_problem p;
         double opt, ga, sa;
-        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
+        ck_assert_int_eq(dtfm_generate_regional(&rng, sizes[i][0], sizes[i][1], &p, NULL),
+                         UTIL_OK);
         opt = tu_dtfm_search(&p, DTFM_EXACT, 0, 0, NULL);
         ga = tu_dtfm_search(&p, DTFM_GA, 20000, 0, NULL);
         sa = tu_dtfm_search(&p, DTFM_SA, 20000, 0, NULL);
@@ -449,7 +452,8 @@ START_TEST(test_reproducible)
     int m, i;
 
     util_pcg32_seed(&rng, 9u, 9u);
-    tu_dtfm_regional(&rng, 16, 4, &p);
+    ck_assert_int_eq(dtfm_generate_regional(&rng, 16, 4, &p, NULL),
+                     UTIL_OK);
     for (m = 0; m < DTFM_EXACT; m++) {
         dtfm_search_result a, b;
         tu_dtfm_search(&p, m, 4000, 123, &a);
@@ -474,7 +478,8 @@ START_TEST(test_time_limit_is_a_status)
     dtfm_result e;
 
     util_pcg32_seed(&rng, 3u, 3u);
-    tu_dtfm_regional(&rng, 16, 4, &p);
+    ck_assert_int_eq(dtfm_generate_regional(&rng, 16, 4, &p, NULL),
+                     UTIL_OK);
     dtfm_search_params_init(&sp);
     sp.seconds = 0.05; /* no other limit: only the clock stops it */
     sp.stall = 1000000000L;

@@ -32,7 +32,8 @@ START_TEST(test_bound_below_exhaustive_optimum)
         dtfm_bound b;
         double opt;
 
-        tu_dtfm_regional(&rng, sizes[i][0], sizes[i][1], &p);
+        ck_assert_int_eq(dtfm_generate_regional(&rng, sizes[i][0], sizes[i][1], &p, NULL),
+                         UTIL_OK);
         opt = search_cost(&p, DTFM_EXACT, 0);
         ck_assert_int_eq(dtfm_lower_bound(&p, &b, NULL), UTIL_OK);
         ck_assert_msg(b.total_s <= opt * (1 + 1e-12), "bound %g above optimum %g",
@@ -184,6 +185,67 @@ START_TEST(test_generator)
 }
 END_TEST
 
+/* The regional generator: the same seed gives the same instance; every
+ * value lies in its documented range; the +-20% noise multiplies latency
+ * and divides bandwidth, so latency * bandwidth of a directed pair is the
+ * noiseless product of its two regions, the same in both directions, and
+ * 5 ms * 2 Gbit/s = 5e-3 * 2.5e8 B/s = 1.25e6 B for a pair in one region;
+ * bad sizes are errors that leave the generator where it was. */
+START_TEST(test_regional_generator)
+{
+    util_pcg32 r1, r2;
+    dtfm_problem a, b;
+    util_error err;
+    int i, j, n = 40, inside = 0;
+
+    util_pcg32_seed(&r1, 11u, 3u);
+    util_pcg32_seed(&r2, 11u, 3u);
+    ck_assert_int_eq(dtfm_generate_regional(&r1, n, 5, &a, NULL), UTIL_OK);
+    ck_assert_int_eq(dtfm_generate_regional(&r2, n, 5, &b, NULL), UTIL_OK);
+    ck_assert_int_eq(memcmp(a.lat, b.lat, (size_t)(n * n) * sizeof *a.lat), 0);
+    ck_assert_int_eq(memcmp(a.bw, b.bw, (size_t)(n * n) * sizeof *a.bw), 0);
+    ck_assert_int_eq(a.n, n);
+    ck_assert_int_eq(a.d_pp, 5);
+    ck_assert_int_eq(a.d_dp, 8);
+    ck_assert_ptr_null(a.compute);
+    ck_assert_double_eq(a.c_pp, 0.512e9);
+    ck_assert_double_eq(a.c_dp, 0.65e9);
+    ck_assert_int_eq(dtfm_problem_check(&a, NULL), UTIL_OK);
+    for (i = 0; i < n; i++)
+        for (j = 0; j < n; j++) {
+            double l = a.lat[i * n + j], w = a.bw[i * n + j];
+            double prod = l * w, back = a.lat[j * n + i] * a.bw[j * n + i];
+            if (i == j)
+                continue;
+            /* latency 5 ms or 10..250 ms, times 0.8..1.2 */
+            ck_assert(l >= 0.8 * 5e-3 && l <= 1.2 * 0.25);
+            /* bandwidth 0.3..2 Gbit/s over 0.8..1.2 */
+            ck_assert(w >= 0.3e9 / 8 / 1.2 && w <= 2e9 / 8 / 0.8);
+            ck_assert_double_eq_tol(prod, back, 1e-9 * prod);
+            if (fabs(prod - 1.25e6) < 1e-6 * 1.25e6) {
+                inside++;
+                ck_assert(l <= 1.2 * 5e-3);
+            }
+        }
+    /* 40 devices in at most 4 regions: some region holds >= 10 devices */
+    ck_assert_int_ge(inside, 10 * 9);
+    dtfm_problem_free(&b);
+    /* the next instance from the same generator is another one */
+    ck_assert_int_eq(dtfm_generate_regional(&r1, n, 5, &b, NULL), UTIL_OK);
+    ck_assert(memcmp(a.lat, b.lat, (size_t)(n * n) * sizeof *a.lat) != 0);
+    dtfm_problem_free(&a);
+    dtfm_problem_free(&b);
+    /* errors: r1 and r2 stay in step */
+    util_pcg32_seed(&r1, 12u, 3u);
+    util_pcg32_seed(&r2, 12u, 3u);
+    ck_assert_int_eq(dtfm_generate_regional(&r1, 12, 5, &a, &err), UTIL_EINVAL);
+    ck_assert(strstr(err.msg, "d_pp 5") != NULL);
+    ck_assert_ptr_null(a.lat);
+    ck_assert_int_eq(dtfm_generate_regional(&r1, 1, 1, &a, &err), UTIL_EINVAL);
+    ck_assert_int_eq(util_pcg32_next(&r1), util_pcg32_next(&r2));
+}
+END_TEST
+
 /* A budget spent before the search starts (loading took it all): a
  * schedule still comes back, with the time-out status. */
 START_TEST(test_budget_spent_before_the_search)
@@ -221,6 +283,7 @@ static Suite *instances_suite(void)
     tcase_add_test(tc, test_bound_hand_worked);
     tcase_add_test(tc, test_planted_optimum);
     tcase_add_test(tc, test_generator);
+    tcase_add_test(tc, test_regional_generator);
     tcase_add_test(tc, test_budget_spent_before_the_search);
     suite_add_tcase(s, tc);
     return s;

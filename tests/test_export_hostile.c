@@ -119,8 +119,12 @@ static int run_script_in(const fixture *f, const char *shell, const char *script
             setenv("NODE_RANK", nr, 1) != 0 ||
             setenv("HETPLAN_FAKE_DIR", f->dir, 1) != 0)
             _exit(126);
-        execl(shell, shell, script, "train.py", "--arg", "$(touch CANARY)",
-              (char *)NULL);
+        if (shell == NULL) /* the kernel reads the script's #! line */
+            execl(script, script, "train.py", "--arg", "$(touch CANARY)",
+                  (char *)NULL);
+        else
+            execl(shell, shell, script, "train.py", "--arg", "$(touch CANARY)",
+                  (char *)NULL);
         _exit(127);
     }
     ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -128,11 +132,17 @@ static int run_script_in(const fixture *f, const char *shell, const char *script
 }
 
 /* Run the script with /bin/sh, then with bash where there is one
- * (users run `bash torchrun.sh`, and /bin/sh is bash on many systems):
- * both must exit alike; the exit status. */
+ * (users run `bash torchrun.sh`, and /bin/sh is bash on many systems),
+ * then as ./script through its #! line: all must exit alike; the exit
+ * status. */
 static int run_script(const fixture *f, const char *script, int node_rank)
 {
+    char self[PATHN];
     int st = run_script_in(f, "/bin/sh", script, node_rank);
+
+    snprintf(self, sizeof self, "./%s", script);
+    ck_assert_msg(run_script_in(f, NULL, self, node_rank) == st,
+                  "./%s and sh %s disagree (node rank %d)", script, script, node_rank);
 
     if (access("/bin/bash", X_OK) == 0)
         ck_assert_msg(run_script_in(f, "/bin/bash", script, node_rank) == st,
@@ -202,14 +212,23 @@ static int canary(const fixture *f)
     return stat(p, &st) == 0;
 }
 
-/* Write every file of e into f->dir. */
+/* Write every file of e into f->dir; the scripts (and only they) start
+ * with "#!/bin/sh". */
 static void write_result(const fixture *f, const export_result *e)
 {
     int i;
 
-    for (i = 0; i < e->nfiles; i++)
+    for (i = 0; i < e->nfiles; i++) {
+        if (e->files[i].executable)
+            ck_assert_msg(strncmp(e->files[i].text, "#!/bin/sh\n", 10) == 0,
+                          "%s: first line is not #!/bin/sh", e->files[i].name);
+        else
+            ck_assert_msg(strncmp(e->files[i].text, "#!", 2) != 0,
+                          "%s: a #! line in a file that is not a script",
+                          e->files[i].name);
         write_file(f->dir, e->files[i].name, e->files[i].text,
                    e->files[i].executable ? 0755 : 0644);
+    }
 }
 
 /* torchrun and megatron with a hostile name on every node (node 0 is the

@@ -701,7 +701,13 @@ START_TEST(cli_output_table)
     free(o);
     snprintf(so, sizeof so, "%s/deepspeed.sh", dir);
     ck_assert_int_eq(stat(so, &st), 0);
-    ck_assert(st.st_mode & S_IXUSR);
+    ck_assert_int_eq(st.st_mode & 0777, 0755);
+    o = tu_slurp(so);
+    ck_assert_int_eq(strncmp(o, "#!/bin/sh\n# ", 12), 0);
+    free(o);
+    snprintf(so, sizeof so, "%s/ds_config.json", dir);
+    ck_assert_int_eq(stat(so, &st), 0);
+    ck_assert(!(st.st_mode & S_IXUSR));
 }
 END_TEST
 

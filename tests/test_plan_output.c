@@ -628,11 +628,40 @@ START_TEST(table_aligned)
     ck_assert_int_ne(lines[3][off - 2], ' ');
     for (i = 0; i < 4; i++)
         ck_assert_uint_le(strlen(lines[i]), 120);
+    ck_assert_ptr_null(strstr(lines[0], "price")); /* no prices, no columns */
     free(t);
 
     t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 0, 16);
     ck_assert_ptr_nonnull(t);
     ck_assert_ptr_nonnull(strstr(t, "samples/s"));
+    free(t);
+}
+END_TEST
+
+/* A cluster with prices: price/h and price/iter before features.  Both
+ * strategies run on all 4 GPUs, 2 V100 at 3.0 and 2 T4 at 0.5 an hour:
+ * 2 x 3.0 + 2 x 0.5 = 7 per hour; per iteration 7 x 0.3 / 3600 =
+ * 5.8333e-4 ("0.0005833") for #1 and 7 x 2.0 / 3600 = 3.8889e-3
+ * ("0.003889") for #2, right-aligned under headers 7 and 10 wide.  A GPU
+ * type without a price (-1) makes both cells "-". */
+START_TEST(table_prices)
+{
+    char *t;
+
+    fx_c.price = malloc(2 * sizeof *fx_c.price);
+    ck_assert_ptr_nonnull(fx_c.price);
+    fx_c.price[0] = 3.0;
+    fx_c.price[1] = 0.5;
+    t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 2, 16);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(strstr(t, " fits price/h price/iter features\n"));
+    ck_assert_ptr_nonnull(strstr(t, " yes       7  0.0005833 -\n"));
+    ck_assert_ptr_nonnull(strstr(t, "  no       7   0.003889 -\n"));
+    free(t);
+    fx_c.price[1] = -1.0;
+    t = plan_to_table(&fx_c, &fx_m, fx_s, fx_r, 2, 16);
+    ck_assert_ptr_nonnull(t);
+    ck_assert_ptr_nonnull(strstr(t, " yes       -          - -\n"));
     free(t);
 }
 END_TEST
@@ -678,6 +707,7 @@ static Suite *output_suite(void)
     tcase_add_checked_fixture(tc, fixture_setup, fixture_teardown);
     tcase_add_test(tc, table_aligned);
     tcase_add_test(tc, table_lines_fit);
+    tcase_add_test(tc, table_prices);
     suite_add_tcase(s, tc);
     return s;
 }

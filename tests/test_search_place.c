@@ -358,7 +358,8 @@ START_TEST(cost_objective)
 END_TEST
 
 /* The plan states the price: per hour the sum over the GPUs in use, per
- * iteration that x predicted_s / 3600; the table says it too. */
+ * iteration that x predicted_s / 3600; the table says it too, in its
+ * price columns and below it. */
 START_TEST(cost_in_plan_cli)
 {
     const char *args[] = {"--cluster", "c.json", "--model", "m.json", "--format", "json",
@@ -389,6 +390,10 @@ START_TEST(cost_in_plan_cli)
     tp_run_free(&r);
     tp_run(&r, targs);
     ck_assert_ptr_nonnull(strstr(r.out, "price of #1: 240 per hour"));
+    /* the ranking shows the price of every strategy: 240 an hour, and per
+     * iteration what the JSON says */
+    ck_assert_ptr_nonnull(strstr(r.out, " price/h price/iter features\n"));
+    ck_assert_ptr_nonnull(strstr(r.out, "     240 "));
     tp_run_free(&r);
 }
 END_TEST

@@ -286,6 +286,13 @@ START_TEST(test_device_limit)
     ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "131080 GPUs"));
     ck_assert_ptr_nonnull(strstr(err.msg, "131072"));
+    ck_assert_str_eq(err.file, ""); /* no cluster_file given */
+    /* with the file's path: the error is located there */
+    sp.cluster_file = "huge.json";
+    sp.model_file = "tiny.json";
+    ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r, &err), UTIL_EINVAL);
+    ck_assert_str_eq(err.file, "huge.json");
+    ck_assert_ptr_nonnull(strstr(err.msg, "cluster 'huge' has 131080 GPUs"));
     fmt_model_free(&m);
     fmt_cluster_free(&c);
 }

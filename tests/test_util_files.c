@@ -1,5 +1,5 @@
 /* tests/test_util_files.c: util_write_file_atomic replaces regular files
- * only (keeping their permission bits) and refuses FIFOs, symbolic
+ * only (keeping their permission bits, or giving those asked for) and refuses FIFOs, symbolic
  * links, directories and devices (docs/cli.md, "Output files"). */
 #include <check.h>
 #include <dirent.h>
@@ -60,25 +60,47 @@ static void refused(const char *path, const char *kind)
     ck_assert_msg(strstr(err.msg, kind) != NULL, "'%s' lacks '%s'", err.msg, kind);
 }
 
-START_TEST(regular_files_keep_their_mode)
+/* Write text to name (mode -2: util_write_file_atomic, else
+ * util_write_file_atomic_mode with mode); the file then holds text with
+ * the permission bits want, and nothing else is left in dir. */
+static void write_check(const char *name, const char *text, int mode, int want)
 {
     struct stat st;
     util_error err;
     char *t;
 
-    ck_assert_int_eq(util_write_file_atomic(at("new"), "one\n", &err), UTIL_OK);
-    ck_assert_int_eq(chmod(at("new"), 0751), 0);
-    ck_assert_int_eq(util_write_file_atomic(at("new"), "two\n", &err), UTIL_OK);
-    ck_assert_int_eq(stat(at("new"), &st), 0);
-    ck_assert_int_eq(st.st_mode & 07777, 0751);
-    ck_assert_int_eq(chmod(at("new"), 0600), 0);
-    ck_assert_int_eq(util_write_file_atomic(at("new"), "three\n", &err), UTIL_OK);
-    ck_assert_int_eq(stat(at("new"), &st), 0);
-    ck_assert_int_eq(st.st_mode & 07777, 0600);
-    t = tu_slurp(at("new"));
-    ck_assert_str_eq(t, "three\n");
+    ck_assert_int_eq(mode == -2 ? util_write_file_atomic(at(name), text, &err)
+                                : util_write_file_atomic_mode(at(name), text, mode, &err),
+                     UTIL_OK);
+    ck_assert_int_eq(stat(at(name), &st), 0);
+    ck_assert_int_eq(st.st_mode & 07777, want);
+    t = tu_slurp(at(name));
+    ck_assert_str_eq(t, text);
     free(t);
     ck_assert_int_eq(entries(), 1);
+}
+
+START_TEST(regular_files_keep_their_mode)
+{
+    util_error err;
+
+    ck_assert_int_eq(util_write_file_atomic(at("new"), "one\n", &err), UTIL_OK);
+    ck_assert_int_eq(chmod(at("new"), 0751), 0);
+    write_check("new", "two\n", -2, 0751);
+    ck_assert_int_eq(chmod(at("new"), 0600), 0);
+    write_check("new", "three\n", -2, 0600);
+}
+END_TEST
+
+/* util_write_file_atomic_mode: a new file and a replaced one (0600) both
+ * get the mode asked for; mode -1 keeps the replaced file's (0644). */
+START_TEST(scripts_get_their_mode)
+{
+    write_check("run.sh", "#!/bin/sh\n", 0755, 0755);
+    ck_assert_int_eq(chmod(at("run.sh"), 0600), 0);
+    write_check("run.sh", "#!/bin/sh\n:\n", 0755, 0755);
+    ck_assert_int_eq(chmod(at("run.sh"), 0644), 0);
+    write_check("run.sh", "x\n", -1, 0644);
 }
 END_TEST
 
@@ -120,6 +142,7 @@ int main(void)
 
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, regular_files_keep_their_mode);
+    tcase_add_test(tc, scripts_get_their_mode);
     tcase_add_test(tc, special_files_are_refused);
     suite_add_tcase(su, tc);
     return tu_run(su);

@@ -196,32 +196,6 @@ int tu_whatif(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
 
 /* ---- DT-FM ------------------------------------------------------------ */
 
-void tu_dtfm_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p)
-{
-    int nreg = 2 + (int)util_pcg32_bounded(rng, 3), reg[32], i, j;
-    double rl[4][4], rb[4][4];
-
-    ck_assert_int_le(n, 32);
-    ck_assert_int_eq(dtfm_problem_alloc(p, n, d_pp, 0, NULL), UTIL_OK);
-    p->c_pp = 0.512e9;
-    p->c_dp = 0.65e9;
-    for (i = 0; i < nreg; i++)
-        for (j = i; j < nreg; j++) {
-            rl[i][j] = rl[j][i] = i == j ? 5e-3 : 0.01 + 0.24 * util_pcg32_double(rng);
-            rb[i][j] = rb[j][i] = (i == j ? 2.0 : 0.3 + util_pcg32_double(rng)) * 1e9 / 8;
-        }
-    for (i = 0; i < n; i++)
-        reg[i] = (int)util_pcg32_bounded(rng, (uint32_t)nreg);
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double f = 0.8 + 0.4 * util_pcg32_double(rng);
-            if (i == j)
-                continue;
-            p->lat[i * n + j] = rl[reg[i]][reg[j]] * f;
-            p->bw[i * n + j] = rb[reg[i]][reg[j]] / f;
-        }
-}
-
 double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
                       unsigned long long seed, dtfm_search_result *keep)
 {

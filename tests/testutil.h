@@ -179,9 +179,6 @@ void tu_one_stage(fmt_strategy *s, const fmt_model *m, int tp, const int *dev);
 int tu_whatif(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
               const whatif_slow *sl, int n, whatif_result *w);
 
-/* Random regional network of n <= 32 devices (2..4 regions, +-20% noise
- * per direction), d_pp devices a stage. */
-void tu_dtfm_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p);
 /* dtfm_search's cost with method, max_evals and seed (the rest default);
  * the result goes to keep (caller frees) or is freed when keep is NULL. */
 double tu_dtfm_search(const dtfm_problem *p, int method, long evals,

@@ -147,8 +147,11 @@ static const char *kind_of(mode_t m)
     return "a special file";
 }
 
-int util_write_file_atomic(const char *path, const char *text,
-                           util_error *err)
+/* util_write_file_atomic with mode >= 0: the permission bits the file gets
+ * (set on the temporary file, before the rename); mode < 0: those of the
+ * file replaced, or the default of open(2) for a new one. */
+static int write_atomic(const char *path, const char *text, int mode,
+                        util_error *err)
 {
     char *tmp = NULL;
     FILE *f = NULL;
@@ -183,7 +186,8 @@ int util_write_file_atomic(const char *path, const char *text,
         goto done;
     }
     made = 1;
-    if (keep_mode && fchmod(fd, st.st_mode & 07777) != 0) {
+    if (mode >= 0 ? fchmod(fd, (mode_t)mode & 07777) != 0
+                  : keep_mode && fchmod(fd, st.st_mode & 07777) != 0) {
         e = errno;
         close(fd);
         rc = util_error_set(err, UTIL_EIO, path, "",
@@ -230,4 +234,16 @@ done:
         unlink(tmp);
     free(tmp);
     return rc;
+}
+
+int util_write_file_atomic(const char *path, const char *text,
+                           util_error *err)
+{
+    return write_atomic(path, text, -1, err);
+}
+
+int util_write_file_atomic_mode(const char *path, const char *text, int mode,
+                                util_error *err)
+{
+    return write_atomic(path, text, mode < 0 ? -1 : mode & 07777, err);
 }

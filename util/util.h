@@ -149,6 +149,11 @@ int util_read_file(const char *path, char **text, util_error *err);
  * handled here. */
 int util_write_file_atomic(const char *path, const char *text,
                            util_error *err);
+/* util_write_file_atomic giving the file the permission bits mode (0755
+ * for a script), set before it appears under path, whatever the mode of
+ * the file it replaces; mode < 0: as util_write_file_atomic. */
+int util_write_file_atomic_mode(const char *path, const char *text, int mode,
+                                util_error *err);
 
 /* ---- names ---------------------------------------------------------- */
 
