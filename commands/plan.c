@@ -597,8 +597,17 @@ static int plan_launcher_keep(cmd_plan_run *r, int target, int version,
             res->cands[kept++] = res->cands[i];
             continue;
         }
-        if (dropped++ == 0)
-            util_error_format(&err, first, sizeof first);
+        if (dropped++ == 0) {
+            /* what the launcher cannot express, without the export
+             * command's advice (--approximate is not a plan option) */
+            int k;
+            for (k = 0; k < er.nnotes && !er.approx[k]; k++)
+                ;
+            if (er.napprox > 0 && k < er.nnotes)
+                snprintf(first, sizeof first, "%s", er.notes[k]);
+            else
+                util_error_format(&err, first, sizeof first);
+        }
         export_free(&er);
         fmt_strategy_free(&res->cands[i].s);
         cost_result_free(&res->cands[i].r);
