@@ -26,6 +26,10 @@ typedef struct launch_cli {
 static int launch_option(void *ctx, const char *name, const char *val,
                          util_error *err)
 {
+    /* by value: o->json, enum launch_mode, enum launch_order */
+    static const char *const formats[] = {"table", "json"};
+    static const char *const modes[] = {"auto", "executed", "composed"};
+    static const char *const orders[] = {"megatron", "plan"};
     launch_cli *cli = ctx;
     launch_options *o = cli->o;
 
@@ -46,38 +50,15 @@ static int launch_option(void *ctx, const char *name, const char *val,
     } else if (strcmp(name, "--gpu") == 0) {
         return prof_parse_int("--gpu", val, 0, 1023, &o->device, err);
     } else if (strcmp(name, "--format") == 0) {
-        if (strcmp(val, "json") == 0)
-            o->json = 1;
-        else if (strcmp(val, "table") == 0)
-            o->json = 0;
-        else
-            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                  "option '--format' expects 'table' or "
-                                  "'json', got '%s'", val);
+        return prof_parse_choice("--format", val, formats, 2, &o->json, err);
     } else if (strcmp(name, "--mode") == 0) {
-        if (strcmp(val, "auto") == 0)
-            o->mode = LAUNCH_MODE_AUTO;
-        else if (strcmp(val, "executed") == 0)
-            o->mode = LAUNCH_MODE_EXECUTED;
-        else if (strcmp(val, "composed") == 0)
-            o->mode = LAUNCH_MODE_COMPOSED;
-        else
-            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                  "option '--mode' expects 'auto', 'executed' "
-                                  "or 'composed', got '%s'", val);
+        return prof_parse_choice("--mode", val, modes, 3, &o->mode, err);
     } else if (strcmp(name, "--dry-run") == 0) {
         o->dry_run = 1;
     } else if (strcmp(name, "--spawn") == 0) {
         return prof_parse_int("--spawn", val, 1, 1024, &o->spawn, err);
     } else if (strcmp(name, "--rank-order") == 0) {
-        if (strcmp(val, "megatron") == 0)
-            o->order = LAUNCH_ORDER_MEGATRON;
-        else if (strcmp(val, "plan") == 0)
-            o->order = LAUNCH_ORDER_PLAN;
-        else
-            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                  "option '--rank-order' expects 'megatron' or "
-                                  "'plan', got '%s'", val);
+        return prof_parse_choice("--rank-order", val, orders, 2, &o->order, err);
     } else if (strcmp(name, "--timeout") == 0) {
         int t, rc;
         if ((rc = prof_parse_int("--timeout", val, 1, 86400, &t, err)) != UTIL_OK)

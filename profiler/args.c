@@ -38,6 +38,28 @@ int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
     return UTIL_OK;
 }
 
+int prof_parse_choice(const char *opt, const char *s, const char *const *names,
+                      int n, int *out, util_error *err)
+{
+    char list[200];
+    size_t used = 0;
+    int k;
+
+    for (k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return UTIL_OK;
+        }
+    list[0] = '\0';
+    for (k = 0; k < n && used < sizeof list; k++) {
+        int w = snprintf(list + used, sizeof list - used, "%s'%s'",
+                         k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                          "option '%s' expects %s, got '%s'", opt, list, s);
+}
+
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
                         int *out, int cap, int *n, util_error *err)
 {
@@ -210,14 +232,11 @@ static int profile_option(void *ctx, const char *name, const char *val,
         return prof_parse_int_list("--mbs", val, 1, 4096, o->mbs, PROF_MAX_LIST,
                                    &o->nmbs, err);
     } else if (strcmp(name, "--dtype") == 0) {
-        if (strcmp(val, "fp16") == 0)
-            o->dtype = 1;
-        else if (strcmp(val, "bf16") == 0)
-            o->dtype = 2;
-        else
-            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                  "option '--dtype' expects 'fp16' or "
-                                  "'bf16', got '%s'", val);
+        static const char *const dtypes[] = {"fp16", "bf16"};
+        int k = 0, rc;
+        if ((rc = prof_parse_choice("--dtype", val, dtypes, 2, &k, err)) != UTIL_OK)
+            return rc;
+        o->dtype = k + 1; /* 0 is the model's */
     } else if (strcmp(name, "--warmup") == 0) {
         return prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err);
     } else if (strcmp(name, "--repeats") == 0) {

@@ -181,6 +181,10 @@ int prof_repeated_option(int argc, char **argv, const char *const *valued,
 int prof_next_option(int argc, char **argv, int *i,
                      const char *const *valued, size_t nvalued, char *name,
                      size_t n, const char **val, util_error *err);
+/* s as one of names[0..n-1] (n >= 2): its index into *out; UTIL_EINVAL
+ * naming opt and the names otherwise ("expects 'a', 'b' or 'c'"). */
+int prof_parse_choice(const char *opt, const char *s, const char *const *names,
+                      int n, int *out, util_error *err);
 /* Comma-separated positive integers in lo..hi into out (at most cap,
  * duplicates dropped, sorted).  UTIL_EINVAL naming opt on bad input. */
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
