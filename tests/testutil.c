@@ -241,3 +241,28 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
         dtfm_search_result_free(&r);
     return c;
 }
+
+void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
+                 int gas)
+{
+    int k;
+
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
+    for (k = 0; k < tp * dp * pp; k++)
+        s->ranks[k] = k;
+    for (k = 0; bounds != NULL && k <= pp; k++)
+        s->bounds[k] = bounds[k];
+    s->gas = gas;
+}
+
+int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)
+{
+    Suite *su = suite_create(suite);
+    TCase *tc = tcase_create("core");
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(su, tc);
+    return tu_run(su);
+}

@@ -187,4 +187,13 @@ void tu_dtfm_regional(util_pcg32 *rng, int n, int d_pp, dtfm_problem *p);
 double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
                       unsigned long long seed, dtfm_search_result *keep);
 
+/* *s allocated for tp x dp x pp devices with ranks 0, 1, ... in order,
+ * the stage boundaries bounds[0..pp] (NULL: left zero) and gas
+ * micro-batches; free with fmt_strategy_free. */
+void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
+                 int gas);
+/* Run tests[0..n-1] as the one case "core" of a suite named suite
+ * (tu_run's status). */
+int tu_run_tests(const char *suite, const TTest *const *tests, size_t n);
+
 #endif
