@@ -405,12 +405,9 @@ static Suite *plain_suite(void)
 
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("activations_data");
-    TCase *tc = tcase_create("sailor");
+    const TTest *const tests[] = {sailor_per_sample_growth};
 
-    tcase_add_test(tc, sailor_per_sample_growth);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("activations_data", "sailor", tests, 1);
 }
 
 int main(int argc, char **argv)

@@ -264,12 +264,9 @@ static Suite *plain_suite(void)
 
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("runtime_data");
-    TCase *tc = tcase_create("sailor");
+    const TTest *const tests[] = {sailor_peak_memory};
 
-    tcase_add_test(tc, sailor_peak_memory);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("runtime_data", "sailor", tests, 1);
 }
 
 int main(int argc, char **argv)

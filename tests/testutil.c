@@ -255,14 +255,20 @@ void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
     s->gas = gas;
 }
 
-int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)
+Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
+                size_t n)
 {
     Suite *su = suite_create(suite);
-    TCase *tc = tcase_create("core");
+    TCase *tc = tcase_create(tcase);
     size_t i;
 
     for (i = 0; i < n; i++)
         tcase_add_test(tc, tests[i]);
     suite_add_tcase(su, tc);
-    return tu_run(su);
+    return su;
+}
+
+int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)
+{
+    return tu_run(tu_suite(suite, "core", tests, n));
 }

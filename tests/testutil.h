@@ -192,8 +192,11 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
  * micro-batches; free with fmt_strategy_free. */
 void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
                  int gas);
-/* Run tests[0..n-1] as the one case "core" of a suite named suite
- * (tu_run's status). */
+/* A suite named suite of one case named tcase: tests[0..n-1] (the caller
+ * runs it, which frees it). */
+Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
+                size_t n);
+/* Run tu_suite(suite, "core", tests, n); tu_run's status. */
 int tu_run_tests(const char *suite, const TTest *const *tests, size_t n);
 
 #endif
