@@ -255,17 +255,28 @@ void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
     s->gas = gas;
 }
 
+Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n)
+{
+    Suite *su = suite_create(suite);
+    size_t k, i;
+
+    for (k = 0; k < n; k++) {
+        TCase *tc = tcase_create(cases[k].name);
+        for (i = 0; i < cases[k].n; i++)
+            tcase_add_test(tc, cases[k].tests[i]);
+        if (cases[k].timeout_s > 0)
+            tcase_set_timeout(tc, cases[k].timeout_s);
+        suite_add_tcase(su, tc);
+    }
+    return su;
+}
+
 Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
                 size_t n)
 {
-    Suite *su = suite_create(suite);
-    TCase *tc = tcase_create(tcase);
-    size_t i;
+    tu_case c = {tcase, tests, n, 0.0};
 
-    for (i = 0; i < n; i++)
-        tcase_add_test(tc, tests[i]);
-    suite_add_tcase(su, tc);
-    return su;
+    return tu_suite_of(suite, &c, 1);
 }
 
 int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)

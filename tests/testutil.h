@@ -192,8 +192,18 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
  * micro-batches; free with fmt_strategy_free. */
 void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
                  int gas);
-/* A suite named suite of one case named tcase: tests[0..n-1] (the caller
- * runs it, which frees it). */
+/* One case of a suite: its name, its tests, and its timeout in seconds
+ * (0: Check's default). */
+typedef struct tu_case {
+    const char *name;
+    const TTest *const *tests;
+    size_t n;
+    double timeout_s;
+} tu_case;
+/* A suite named suite of cases[0..n-1] (the caller runs it, which frees
+ * it). */
+Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n);
+/* A suite named suite of one case named tcase: tests[0..n-1]. */
 Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
                 size_t n);
 /* Run tu_suite(suite, "core", tests, n); tu_run's status. */
