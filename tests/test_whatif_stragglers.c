@@ -274,7 +274,8 @@ int main(void)
     const TTest *const lib[] = {one_straggler, several_stragglers,
                                 pipeline_straggler, bad_stragglers};
     const TTest *const cli[] = {cli_whatif, cli_whatif_errors};
-    const tu_case cases[] = {{"library", lib, 4, 0}, {"cli", cli, 2, 120}};
+    const tu_case cases[] = {{"library", lib, 4, 0, NULL, NULL},
+                             {"cli", cli, 2, 120, NULL, NULL}};
 
     return tu_run(tu_suite_of("whatif", cases, 2));
 }

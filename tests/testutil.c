@@ -266,6 +266,8 @@ Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n)
             tcase_add_test(tc, cases[k].tests[i]);
         if (cases[k].timeout_s > 0)
             tcase_set_timeout(tc, cases[k].timeout_s);
+        if (cases[k].setup != NULL || cases[k].teardown != NULL)
+            tcase_add_checked_fixture(tc, cases[k].setup, cases[k].teardown);
         suite_add_tcase(su, tc);
     }
     return su;
@@ -274,7 +276,7 @@ Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n)
 Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
                 size_t n)
 {
-    tu_case c = {tcase, tests, n, 0.0};
+    tu_case c = {tcase, tests, n, 0.0, NULL, NULL};
 
     return tu_suite_of(suite, &c, 1);
 }

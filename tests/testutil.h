@@ -192,13 +192,14 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
  * micro-batches; free with fmt_strategy_free. */
 void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
                  int gas);
-/* One case of a suite: its name, its tests, and its timeout in seconds
- * (0: Check's default). */
+/* One case of a suite. */
 typedef struct tu_case {
-    const char *name;
-    const TTest *const *tests;
+    const char *name;          /* the case's name */
+    const TTest *const *tests; /* its tests, n of them */
     size_t n;
-    double timeout_s;
+    double timeout_s;          /* seconds; 0: Check's default */
+    void (*setup)(void);       /* checked fixture around each test; */
+    void (*teardown)(void);    /* NULL: none */
 } tu_case;
 /* A suite named suite of cases[0..n-1] (the caller runs it, which frees
  * it). */
