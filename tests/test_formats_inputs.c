@@ -75,6 +75,21 @@ static void expect_errs(int (*parse)(const char *, util_error *),
 
 /* ---- parse wrappers: check the output is empty on failure ------------ */
 
+/* After a parse of the document file into out (n bytes; NULL: not
+ * checked) that returned rc: on failure out is all zero (what names it)
+ * and the error names file. */
+static void expect_empty_on_failure(int rc, const void *out, size_t n,
+                                    const char *what, const util_error *e,
+                                    const char *file)
+{
+    if (rc == UTIL_OK)
+        return;
+    if (out != NULL)
+        ck_assert_msg(all_zero(out, n), "%s not zeroed on failure", what);
+    ck_assert_msg(strcmp(e->file, file) == 0, "error file '%s', expected '%s'",
+                  e->file, file);
+}
+
 static int cluster_rc(const char *json, util_error *e)
 {
     fmt_cluster c;
@@ -83,12 +98,9 @@ static int cluster_rc(const char *json, util_error *e)
     memset(e, 0, sizeof *e);
     memset(&c, 0x5a, sizeof c);
     rc = fmt_parse_cluster(json, "c.json", &c, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(&c, sizeof c), "cluster not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "c.json") == 0,
-                      "error file '%s', expected 'c.json'", e->file);
+    expect_empty_on_failure(rc, &c, sizeof c, "cluster", e, "c.json");
+    if (rc != UTIL_OK)
         ck_assert_msg(e->msg[0] != '\0', "empty error message");
-    }
     fmt_cluster_free(&c);
     return rc;
 }
@@ -101,11 +113,7 @@ static int model_rc(const char *json, util_error *e)
     memset(e, 0, sizeof *e);
     memset(&m, 0x5a, sizeof m);
     rc = fmt_parse_model(json, "m.json", &m, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(&m, sizeof m), "model not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "m.json") == 0,
-                      "error file '%s', expected 'm.json'", e->file);
-    }
+    expect_empty_on_failure(rc, &m, sizeof m, "model", e, "m.json");
     fmt_model_free(&m);
     return rc;
 }
@@ -156,11 +164,7 @@ static int profile_rc(const char *json, fmt_profile *p, util_error *e)
     memset(e, 0, sizeof *e);
     memset(p, 0x5a, sizeof *p);
     rc = fmt_parse_profile(json, "p.json", &m, p, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(p, sizeof *p), "profile not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "p.json") == 0, "error file '%s'",
-                      e->file);
-    }
+    expect_empty_on_failure(rc, p, sizeof *p, "profile", e, "p.json");
     fmt_model_free(&m);
     return rc;
 }
@@ -179,11 +183,9 @@ static int strat_rc(const char *json, fmt_strategy **s, int *n,
     *s = (fmt_strategy *)&c; /* must be reset */
     *n = 99;
     rc = fmt_parse_strategies(json, "s.json", &c, &m, 8, s, n, e);
-    if (rc != UTIL_OK) {
+    if (rc != UTIL_OK)
         ck_assert_msg(*s == NULL && *n == 0, "strategies not empty on failure");
-        ck_assert_msg(strcmp(e->file, "s.json") == 0, "error file '%s'",
-                      e->file);
-    }
+    expect_empty_on_failure(rc, NULL, 0, "strategies", e, "s.json");
     fmt_cluster_free(&c);
     fmt_model_free(&m);
     return rc;
