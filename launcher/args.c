@@ -77,20 +77,14 @@ int launch_parse_args(int argc, char **argv, launch_options *o,
         "--plan", "--output", "-o", "--rank", "--strategy", "--iterations",
         "--warmup", "--gpu", "--format", "--mode", "--spawn", "--rank-order",
         "--timeout"};
-    launch_cli cli;
-    prof_flags f;
+    launch_cli cli = {o, 0};
+    prof_flags f = {&o->quiet, &o->verbose, &o->help, &o->version};
     int rc, all_local;
 
     launch_options_init(o);
-    cli.o = o;
-    cli.all_local = 0;
     rc = prof_walk_args(argc, argv, valued, sizeof valued / sizeof valued[0],
                         launch_option, &cli, &f, err);
     all_local = cli.all_local;
-    o->quiet = f.quiet;
-    o->verbose = f.verbose;
-    o->help = f.help;
-    o->version = f.version;
     if (rc != UTIL_OK || o->help || o->version)
         return rc;
     if (!o->plan)

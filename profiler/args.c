@@ -173,11 +173,10 @@ int prof_repeated_option(int argc, char **argv, const char *const *valued,
 
 int prof_walk_args(int argc, char **argv, const char *const *valued,
                    size_t nvalued, prof_option_fn opt, void *ctx,
-                   prof_flags *flags, util_error *err)
+                   const prof_flags *flags, util_error *err)
 {
     int i, rc;
 
-    memset(flags, 0, sizeof *flags);
     if ((rc = prof_repeated_option(argc, argv, valued, nvalued, err)) != UTIL_OK)
         return rc;
     for (i = 1; i < argc; i++) {
@@ -188,13 +187,13 @@ int prof_walk_args(int argc, char **argv, const char *const *valued,
                                    sizeof name, &val, err)) != UTIL_OK)
             return rc;
         if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
-            flags->quiet = 1;
+            *flags->quiet = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
-            flags->verbose = 1;
+            *flags->verbose = 1;
         } else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-            flags->help = 1;
+            *flags->help = 1;
         } else if (strcmp(name, "--version") == 0) {
-            flags->version = 1;
+            *flags->version = 1;
         } else if ((rc = opt(ctx, name, val, err)) != PROF_NOT_OPTION) {
             if (rc != UTIL_OK)
                 return rc;
@@ -256,16 +255,12 @@ int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
     static const char *const valued[] = {
         "--model", "--output", "-o", "--tp", "--mbs", "--dtype", "--warmup",
         "--repeats", "--gpu", "--device-type"};
-    prof_flags f;
+    prof_flags f = {&o->quiet, &o->verbose, &o->help, &o->version};
     int rc;
 
     prof_options_init(o);
     rc = prof_walk_args(argc, argv, valued, sizeof valued / sizeof valued[0],
                         profile_option, o, &f, err);
-    o->quiet = f.quiet;
-    o->verbose = f.verbose;
-    o->help = f.help;
-    o->version = f.version;
     if (rc != UTIL_OK || o->help || o->version)
         return rc;
     if (!o->model)

@@ -189,12 +189,13 @@ int prof_parse_choice(const char *opt, const char *s, const char *const *names,
  * duplicates dropped, sorted).  UTIL_EINVAL naming opt on bad input. */
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
                         int *out, int cap, int *n, util_error *err);
-/* The flags every GPU tool takes besides its own options. */
+/* Where a GPU tool keeps the flags every tool takes besides its own
+ * options (each set to 1 when given). */
 typedef struct prof_flags {
-    int quiet;   /* --quiet, -q */
-    int verbose; /* --verbose, -v */
-    int help;    /* --help, -h */
-    int version; /* --version */
+    int *quiet;   /* --quiet, -q */
+    int *verbose; /* --verbose, -v */
+    int *help;    /* --help, -h */
+    int *version; /* --version */
 } prof_flags;
 /* What a tool's option handler returns for an argument that is none of
  * its options. */
@@ -206,13 +207,13 @@ typedef int (*prof_option_fn)(void *ctx, const char *name, const char *val,
                               util_error *err);
 /* A GPU tool's command line argv[1..]: a valued option (one of
  * valued[0..nvalued-1]) given twice is an error (prof_repeated_option);
- * each argument is split by prof_next_option, the common flags set in
- * *flags (zeroed first), every other option handed to opt(ctx, ...).  An
+ * each argument is split by prof_next_option, the common flags set
+ * through *flags, every other option handed to opt(ctx, ...).  An
  * argument opt does not take is UTIL_EINVAL: an unknown option, or an
  * unexpected argument when it does not start with '-'. */
 int prof_walk_args(int argc, char **argv, const char *const *valued,
                    size_t nvalued, prof_option_fn opt, void *ctx,
-                   prof_flags *flags, util_error *err);
+                   const prof_flags *flags, util_error *err);
 /* argv[0] is the program name.  UTIL_EINVAL with the message in err
  * (unknown option, missing value, bad number, missing --model/--output
  * unless --help/--version). */
