@@ -1,7 +1,8 @@
 /* formats/json_read.c: what the readers of the input files share: the
  * located error of a reader, number, integer, string and sub-object
  * getters that check their value, the document parse, the file read of
- * the loaders and the prefixing of errors left by other modules.  Declared in formats/internal.h. */
+ * the loaders and the prefixing of errors left by other modules.
+ * Declared in formats/internal.h. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>

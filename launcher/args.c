@@ -15,6 +15,12 @@ void launch_options_init(launch_options *o)
     o->timeout_s = 60.0;
 }
 
+/* The names of --mode and --rank-order are in the order of the enums. */
+_Static_assert(LAUNCH_MODE_AUTO == 0 && LAUNCH_MODE_EXECUTED == 1 &&
+                   LAUNCH_MODE_COMPOSED == 2 && LAUNCH_ORDER_MEGATRON == 0 &&
+                   LAUNCH_ORDER_PLAN == 1,
+               "launch_option's name lists follow the enums");
+
 /* What the option handler fills: the options, and whether --all-local
  * was given. */
 typedef struct launch_cli {
@@ -26,7 +32,7 @@ typedef struct launch_cli {
 static int launch_option(void *ctx, const char *name, const char *val,
                          util_error *err)
 {
-    /* by value: o->json, enum launch_mode, enum launch_order */
+    /* indexed by o->json, enum launch_mode, enum launch_order */
     static const char *const formats[] = {"table", "json"};
     static const char *const modes[] = {"auto", "executed", "composed"};
     static const char *const orders[] = {"megatron", "plan"};

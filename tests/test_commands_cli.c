@@ -256,7 +256,7 @@ static void usage_hint(const run *r, char *buf, size_t n)
         return;
     first++;
     len = strcspn(first, " ");
-    for (k = 0; k < sizeof names / sizeof names[0]; k++)
+    for (k = 0; k < TU_N(names); k++)
         if (strlen(names[k]) == len && strncmp(first, names[k], len) == 0)
             snprintf(buf, n, "try 'planner %s --help'", names[k]);
 }
@@ -506,7 +506,7 @@ START_TEST(help_lists_exit_codes)
     int d;
     run r;
 
-    for (f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+    for (f = 0; f < TU_N(forms); f++) {
         PLANNER(&r, forms[f]);
         expect_exit(&r, 0);
         ck_assert_str_eq(r.err, "");
@@ -618,7 +618,7 @@ START_TEST(usage_export_master_addr)
     size_t i;
     run r;
 
-    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    for (i = 0; i < TU_N(bad); i++) {
         USAGE_ERROR(&r, "'--master-addr' expects a host name or an IP address", NULL,
                     "export", "--plan", "p.json", "--to", "torchrun",
                     "--master-addr", bad[i]);
@@ -673,7 +673,7 @@ START_TEST(usage_option_without_value)
     size_t i;
     run r;
 
-    for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+    for (i = 0; i < TU_N(opts); i++) {
         USAGE_ERROR(&r, opts[i], "value", "--cluster", CLUSTER, "--model", MODEL,
                     opts[i]);
     }
@@ -688,7 +688,7 @@ START_TEST(usage_bad_top_k)
     size_t i;
     run r;
 
-    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    for (i = 0; i < TU_N(bad); i++)
         USAGE_ERROR(&r, "--top-k", "integer", "--cluster", CLUSTER, "--model", MODEL,
                     "--top-k", bad[i]);
 }
@@ -705,7 +705,7 @@ START_TEST(usage_bad_enums)
         {"--global-batch", "0", "--global-batch", "integer"},
     };
 
-    expect_bad_values(bad, sizeof bad / sizeof bad[0]);
+    expect_bad_values(bad, TU_N(bad));
 }
 END_TEST
 
@@ -720,7 +720,7 @@ START_TEST(usage_bad_param)
         {"--param", "zero_stage=1.5", "zero_stage", "integer"},
     };
 
-    expect_bad_values(bad, sizeof bad / sizeof bad[0]);
+    expect_bad_values(bad, TU_N(bad));
 }
 END_TEST
 
@@ -1334,7 +1334,7 @@ START_TEST(plan_placement)
     size_t i;
     run r;
 
-    for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
+    for (i = 0; i < TU_N(rules); i++) {
         PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--placement",
                 rules[i], "--format", "json");
         expect_exit(&r, 0);
@@ -1485,7 +1485,7 @@ START_TEST(evaluate_strategies)
                       i, pred);
         bd = get(g, "breakdown");
         sum = 0;
-        for (f = 0; f < sizeof bd_fields / sizeof bd_fields[0]; f++) {
+        for (f = 0; f < TU_N(bd_fields); f++) {
             double v = get_num(bd, bd_fields[f]);
             ck_assert_msg(v >= 0, "strategy %d: %s = %g", i, bd_fields[f], v);
             sum += v;
@@ -1626,7 +1626,7 @@ START_TEST(stdout_not_writable)
 
     if (access("/dev/full", W_OK) != 0)
         return;
-    for (i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
+    for (i = 0; i < TU_N(fmts); i++) {
         stdout_target = "/dev/full";
         PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", fmts[i]);
         stdout_target = NULL;
@@ -1641,84 +1641,47 @@ END_TEST
 
 static Suite *cli_suite(void)
 {
-    Suite *s = suite_create("cli");
-    TCase *tb = tcase_create("info");
-    TCase *tu = tcase_create("usage");
-    TCase *ti = tcase_create("input");
-    TCase *tx = tcase_create("exit45");
-    TCase *ts = tcase_create("success");
-    TCase *all[] = {tb, tu, ti, tx, ts};
-    size_t i;
+    const TTest *const tb[] = {help_lists_exit_codes, version};
+    const TTest *const tu[] = {usage_unknown_option, usage_unknown_option_last,
+                               usage_repeated_option, usage_version_extra,
+                               usage_export_master_addr, usage_missing_cluster,
+                               usage_missing_model, usage_option_without_value,
+                               usage_bad_top_k, usage_bad_enums, usage_bad_param,
+                               usage_strategies_option,
+                               usage_profile_and_amp_profile, usage_no_global_batch,
+                               usage_values_against_inputs, usage_did_you_mean,
+                               usage_evaluate_strategy_features};
+    const TTest *const ti[] = {input_missing_file, input_malformed_json,
+                               input_missing_nodes, input_decentralized_cluster,
+                               input_negative_gpus, input_zero_nic,
+                               input_unknown_key, input_unknown_device,
+                               input_total_gpus_mismatch,
+                               input_model_without_layers, input_strategy_degrees,
+                               input_strategy_boundaries, input_strategy_batch};
+    const TTest *const tx[] = {no_feasible_strategy, output_not_writable,
+                               output_is_directory, stdout_not_writable};
+    const TTest *const ts[] = {plan_success, plan_batch_tolerance_one_batch,
+                               plan_top_k, plan_format_json, plan_quiet_and_verbose,
+                               plan_megatron, plan_placement, plan_deterministic,
+                               output_replaced_only_on_success, evaluate_strategies,
+                               param_override_applied, evaluate_strategy_schedule};
+    const tu_case cases[] = {
+        {"info", tb, TU_N(tb), 120, setup, NULL},
+        {"usage", tu, TU_N(tu), 120, setup, NULL},
+        {"input", ti, TU_N(ti), 120, setup, NULL},
+        {"exit45", tx, TU_N(tx), 120, setup, NULL},
+        {"success", ts, TU_N(ts), 120, setup, NULL},
+    };
 
-    for (i = 0; i < sizeof all / sizeof all[0]; i++) {
-        tcase_add_checked_fixture(all[i], setup, NULL);
-        tcase_set_timeout(all[i], 120);
-        suite_add_tcase(s, all[i]);
-    }
-    tcase_add_test(tb, help_lists_exit_codes);
-    tcase_add_test(tb, version);
-
-    tcase_add_test(tu, usage_unknown_option);
-    tcase_add_test(tu, usage_unknown_option_last);
-    tcase_add_test(tu, usage_repeated_option);
-    tcase_add_test(tu, usage_version_extra);
-    tcase_add_test(tu, usage_export_master_addr);
-    tcase_add_test(tu, usage_missing_cluster);
-    tcase_add_test(tu, usage_missing_model);
-    tcase_add_test(tu, usage_option_without_value);
-    tcase_add_test(tu, usage_bad_top_k);
-    tcase_add_test(tu, usage_bad_enums);
-    tcase_add_test(tu, usage_bad_param);
-    tcase_add_test(tu, usage_strategies_option);
-    tcase_add_test(tu, usage_profile_and_amp_profile);
-    tcase_add_test(tu, usage_no_global_batch);
-
-    tcase_add_test(ti, input_missing_file);
-    tcase_add_test(ti, input_malformed_json);
-    tcase_add_test(ti, input_missing_nodes);
-    tcase_add_test(ti, input_decentralized_cluster);
-    tcase_add_test(ti, input_negative_gpus);
-    tcase_add_test(ti, input_zero_nic);
-    tcase_add_test(ti, input_unknown_key);
-    tcase_add_test(tu, usage_values_against_inputs);
-    tcase_add_test(tu, usage_did_you_mean);
-    tcase_add_test(tu, usage_evaluate_strategy_features);
-    tcase_add_test(ti, input_unknown_device);
-    tcase_add_test(ti, input_total_gpus_mismatch);
-    tcase_add_test(ti, input_model_without_layers);
-    tcase_add_test(ti, input_strategy_degrees);
-    tcase_add_test(ti, input_strategy_boundaries);
-    tcase_add_test(ti, input_strategy_batch);
-
-    tcase_add_test(tx, no_feasible_strategy);
-    tcase_add_test(tx, output_not_writable);
-    tcase_add_test(tx, output_is_directory);
-    tcase_add_test(tx, stdout_not_writable);
-
-    tcase_add_test(ts, plan_success);
-    tcase_add_test(ts, plan_batch_tolerance_one_batch);
-    tcase_add_test(ts, plan_top_k);
-    tcase_add_test(ts, plan_format_json);
-    tcase_add_test(ts, plan_quiet_and_verbose);
-    tcase_add_test(ts, plan_megatron);
-    tcase_add_test(ts, plan_placement);
-    tcase_add_test(ts, plan_deterministic);
-    tcase_add_test(ts, output_replaced_only_on_success);
-    tcase_add_test(ts, evaluate_strategies);
-    tcase_add_test(ts, param_override_applied);
-    tcase_add_test(ts, evaluate_strategy_schedule);
-    return s;
+    return tu_suite_of("cli", cases, TU_N(cases));
 }
 
 /* Needs AMP's profiles (../shared/data/amp). */
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("cli with AMP's profile");
-    TCase *ts = tcase_create("success");
+    const TTest *const tests[] = {plan_amp_profile};
 
-    tcase_add_test(ts, plan_amp_profile);
-    suite_add_tcase(s, ts);
-    return s;
+    return tu_suite("cli with AMP's profile", "success", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

@@ -407,7 +407,7 @@ static Suite *data_suite(void)
 {
     const TTest *const tests[] = {sailor_per_sample_growth};
 
-    return tu_suite("activations_data", "sailor", tests, 1);
+    return tu_suite("activations_data", "sailor", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

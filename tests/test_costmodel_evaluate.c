@@ -390,5 +390,5 @@ int main(void)
         test_strategy_check, test_params_set, test_assign_balances_speed,
     };
 
-    return tu_run_tests("cost", tests, sizeof tests / sizeof tests[0]);
+    return tu_run_tests("cost", tests, TU_N(tests));
 }

@@ -251,22 +251,17 @@ END_TEST
 
 static Suite *plain_suite(void)
 {
-    Suite *s = suite_create("runtime");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {hopper_two_nodes, ampere_pcie_pipeline,
+                                  single_gpu_no_nccl, stated_and_evaluated};
 
-    tcase_add_test(tc, hopper_two_nodes);
-    tcase_add_test(tc, ampere_pcie_pipeline);
-    tcase_add_test(tc, single_gpu_no_nccl);
-    tcase_add_test(tc, stated_and_evaluated);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("runtime", "core", tests, TU_N(tests));
 }
 
 static Suite *data_suite(void)
 {
     const TTest *const tests[] = {sailor_peak_memory};
 
-    return tu_suite("runtime_data", "sailor", tests, 1);
+    return tu_suite("runtime_data", "sailor", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

@@ -550,5 +550,5 @@ int main(void)
         test_attention_switch, test_head_by_hand,
     };
 
-    return tu_run_tests("time", tests, sizeof tests / sizeof tests[0]);
+    return tu_run_tests("time", tests, TU_N(tests));
 }

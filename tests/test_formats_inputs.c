@@ -71,7 +71,7 @@ static void expect_errs(int (*parse)(const char *, util_error *),
                    c[i].line);
 }
 #define EXPECT_ERRS(parse, cases) \
-    expect_errs((parse), (cases), sizeof(cases) / sizeof(cases)[0])
+    expect_errs((parse), (cases), TU_N(cases))
 
 /* ---- parse wrappers: check the output is empty on failure ------------ */
 
@@ -1246,7 +1246,7 @@ START_TEST(example_clusters)
     size_t i;
     int rc;
 
-    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+    for (i = 0; i < TU_N(want); i++) {
         rc = fmt_load_cluster(want[i].file, &c, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
@@ -1282,7 +1282,7 @@ START_TEST(example_models)
     size_t i;
     int rc;
 
-    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+    for (i = 0; i < TU_N(want); i++) {
         rc = fmt_load_model(want[i].file, &m, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
@@ -1437,65 +1437,40 @@ END_TEST
 
 static Suite *inputs_suite(void)
 {
-    Suite *s = suite_create("inputs");
-    TCase *tf = tcase_create("files");
-    TCase *tc = tcase_create("cluster");
-    TCase *tm = tcase_create("model");
-    TCase *tp = tcase_create("profile");
-    TCase *ts = tcase_create("strategies");
-    TCase *te = tcase_create("examples");
+    const TTest *const tf[] = {read_missing_file, read_file_contents_and_nul,
+                               write_atomic_replaces,
+                               write_atomic_failures_leave_nothing,
+                               load_missing_files};
+    const TTest *const tc[] = {cluster_malformed_json, cluster_missing_and_types,
+                               cluster_device_types, cluster_duplicates_and_totals,
+                               cluster_bad_links, cluster_conversions,
+                               cluster_count_replication, cluster_link_overrides};
+    const TTest *const tm[] = {model_form_errors, model_layer_errors,
+                               model_transformer_errors, model_explicit_layers,
+                               model_transformer_ok};
+    const TTest *const tp[] = {profile_errors, profile_ok};
+    const TTest *const ts[] = {strategies_ok, strategies_errors,
+                               strategies_features, robust_truncations};
+    const TTest *const te[] = {example_clusters, example_models,
+                               example_strategies};
+    const tu_case cases[] = {
+        {"files", tf, TU_N(tf), 0, NULL, NULL},
+        {"cluster", tc, TU_N(tc), 0, NULL, NULL},
+        {"model", tm, TU_N(tm), 0, NULL, NULL},
+        {"profile", tp, TU_N(tp), 0, NULL, NULL},
+        {"strategies", ts, TU_N(ts), 120, NULL, NULL},
+        {"examples", te, TU_N(te), 0, NULL, NULL},
+    };
 
-    tcase_add_test(tf, read_missing_file);
-    tcase_add_test(tf, read_file_contents_and_nul);
-    tcase_add_test(tf, write_atomic_replaces);
-    tcase_add_test(tf, write_atomic_failures_leave_nothing);
-    tcase_add_test(tf, load_missing_files);
-    suite_add_tcase(s, tf);
-
-    tcase_add_test(tc, cluster_malformed_json);
-    tcase_add_test(tc, cluster_missing_and_types);
-    tcase_add_test(tc, cluster_device_types);
-    tcase_add_test(tc, cluster_duplicates_and_totals);
-    tcase_add_test(tc, cluster_bad_links);
-    tcase_add_test(tc, cluster_conversions);
-    tcase_add_test(tc, cluster_count_replication);
-    tcase_add_test(tc, cluster_link_overrides);
-    suite_add_tcase(s, tc);
-
-    tcase_add_test(tm, model_form_errors);
-    tcase_add_test(tm, model_layer_errors);
-    tcase_add_test(tm, model_transformer_errors);
-    tcase_add_test(tm, model_explicit_layers);
-    tcase_add_test(tm, model_transformer_ok);
-    suite_add_tcase(s, tm);
-
-    tcase_add_test(tp, profile_errors);
-    tcase_add_test(tp, profile_ok);
-    suite_add_tcase(s, tp);
-
-    tcase_add_test(ts, strategies_ok);
-    tcase_add_test(ts, strategies_errors);
-    tcase_add_test(ts, strategies_features);
-    tcase_add_test(ts, robust_truncations);
-    tcase_set_timeout(ts, 120);
-    suite_add_tcase(s, ts);
-
-    tcase_add_test(te, example_clusters);
-    tcase_add_test(te, example_models);
-    tcase_add_test(te, example_strategies);
-    suite_add_tcase(s, te);
-    return s;
+    return tu_suite_of("inputs", cases, TU_N(cases));
 }
 
 /* Needs AMP's profiles (../shared/data/amp). */
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("inputs from the data folder");
-    TCase *tp = tcase_create("profile");
+    const TTest *const tests[] = {profile_from_amp};
 
-    tcase_add_test(tp, profile_from_amp);
-    suite_add_tcase(s, tp);
-    return s;
+    return tu_suite("inputs from the data folder", "profile", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

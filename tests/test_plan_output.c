@@ -662,10 +662,10 @@ int main(void)
                                  json_out_of_memory};
     const TTest *const table[] = {table_aligned, table_lines_fit};
     const tu_case cases[] = {
-        {"sha256", sha, 5, 0, NULL, NULL},
-        {"json", json, 5, 0, fixture_setup, fixture_teardown},
-        {"table", table, 2, 0, fixture_setup, fixture_teardown},
+        {"sha256", sha, TU_N(sha), 0, NULL, NULL},
+        {"json", json, TU_N(json), 0, fixture_setup, fixture_teardown},
+        {"table", table, TU_N(table), 0, fixture_setup, fixture_teardown},
     };
 
-    return tu_run(tu_suite_of("output", cases, 3));
+    return tu_run(tu_suite_of("output", cases, TU_N(cases)));
 }

@@ -277,8 +277,8 @@ int main(void)
     const TTest *const lib[] = {freeze_four_compresses, schedule_phases,
                                 freeze_errors};
     const TTest *const cli[] = {cli_replan, cli_replan_errors};
-    const tu_case cases[] = {{"library", lib, 3, 120, NULL, NULL},
-                             {"cli", cli, 2, 120, NULL, NULL}};
+    const tu_case cases[] = {{"library", lib, TU_N(lib), 120, NULL, NULL},
+                             {"cli", cli, TU_N(cli), 120, NULL, NULL}};
 
-    return tu_run(tu_suite_of("replan", cases, 2));
+    return tu_run(tu_suite_of("replan", cases, TU_N(cases)));
 }

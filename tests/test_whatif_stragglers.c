@@ -274,8 +274,8 @@ int main(void)
     const TTest *const lib[] = {one_straggler, several_stragglers,
                                 pipeline_straggler, bad_stragglers};
     const TTest *const cli[] = {cli_whatif, cli_whatif_errors};
-    const tu_case cases[] = {{"library", lib, 4, 0, NULL, NULL},
-                             {"cli", cli, 2, 120, NULL, NULL}};
+    const tu_case cases[] = {{"library", lib, TU_N(lib), 0, NULL, NULL},
+                             {"cli", cli, TU_N(cli), 120, NULL, NULL}};
 
-    return tu_run(tu_suite_of("whatif", cases, 2));
+    return tu_run(tu_suite_of("whatif", cases, TU_N(cases)));
 }

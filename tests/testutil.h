@@ -192,6 +192,9 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
  * micro-batches; free with fmt_strategy_free. */
 void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
                  int gas);
+/* The number of elements of array a. */
+#define TU_N(a) (sizeof(a) / sizeof(a)[0])
+
 /* One case of a suite. */
 typedef struct tu_case {
     const char *name;          /* the case's name */
