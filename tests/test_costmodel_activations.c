@@ -323,44 +323,15 @@ END_TEST
 
 /* ---- Sailor's measured OPT-350 runs (../shared/data/sailor-opt) ----- */
 
-#define SAILOR TU_DATA "/sailor-opt/"
-
 /* Predicted peak (largest over ranks, runtime memory excluded) of run tag with
  * tp 4, global batch gbs; asserts it fits. */
 static double sailor_peak(const char *tag, int gbs)
 {
-    char path[512];
-    fmt_cluster c;
-    fmt_model m;
-    fmt_strategy *s = NULL;
     cost_params p;
-    cost_result r;
-    util_error err;
-    double peak = 0.0;
-    int n = 0, i;
 
-    memset(&err, 0, sizeof err);
-    snprintf(path, sizeof path, SAILOR "%s_cluster.json", tag);
-    ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
-    ck_assert_msg(fmt_load_model(SAILOR "model_OPT-350.json", &m, &err) == UTIL_OK,
-                  "%s", err.msg);
-    snprintf(path, sizeof path, SAILOR "%s_strat.json", tag);
-    ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &n, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_int_eq(n, 1);
     cost_params_init(&p);
     p.mem_reserve = 0.0; /* stated as 0: the tensors alone */
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s[0], &r, &err), UTIL_OK);
-    ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
-    for (i = 0; i < r.nranks; i++)
-        if (r.mem_bytes[i] > peak)
-            peak = r.mem_bytes[i];
-    cost_result_free(&r);
-    fmt_strategy_free(&s[0]);
-    free(s);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
-    return peak - p.mem_reserve;
+    return tu_sailor_peak(tag, gbs, &p) - p.mem_reserve;
 }
 
 /* What one more sample costs, independent of the runtime reserve: the

@@ -195,7 +195,7 @@ END_TEST
  * than 15%. */
 START_TEST(sailor_peak_memory)
 {
-    char path[512], *text;
+    char *text;
     cJSON *runs, *run;
     double sum = 0.0;
     int n = 0;
@@ -207,41 +207,18 @@ START_TEST(sailor_peak_memory)
     ck_assert_ptr_nonnull(runs);
     cJSON_ArrayForEach(run, runs) {
         const char *tag = cJSON_GetObjectItem(run, "tag")->valuestring;
-        int gbs = cJSON_GetObjectItem(run, "gbs")->valueint, ns = 0, i;
+        int gbs = cJSON_GetObjectItem(run, "gbs")->valueint;
         double measured = cJSON_GetObjectItem(run, "measured_peak_bytes")->valuedouble;
-        double peak = 0.0, e;
-        fmt_cluster c;
-        fmt_model m;
-        fmt_strategy *s = NULL;
+        double peak, e;
         cost_params p;
-        cost_result r;
-        util_error err;
 
-        memset(&err, 0, sizeof err);
-        snprintf(path, sizeof path, SAILOR "%s_cluster.json", tag);
-        ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
-        ck_assert_msg(fmt_load_model(SAILOR "model_OPT-350.json", &m, &err) == UTIL_OK,
-                      "%s", err.msg);
-        snprintf(path, sizeof path, SAILOR "%s_strat.json", tag);
-        ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &ns, &err) == UTIL_OK,
-                      "%s", err.msg);
-        ck_assert_int_eq(ns, 1);
         cost_params_init(&p);
-        ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s[0], &r, &err), UTIL_OK);
-        ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
-        for (i = 0; i < r.nranks; i++)
-            if (r.mem_bytes[i] > peak)
-                peak = r.mem_bytes[i];
+        peak = tu_sailor_peak(tag, gbs, &p);
         e = fabs(peak - measured) / measured;
         ck_assert_msg(e <= 0.15, "%s: predicted %g, measured %g bytes", tag, peak,
                       measured);
         sum += e;
         n++;
-        cost_result_free(&r);
-        fmt_strategy_free(&s[0]);
-        free(s);
-        fmt_model_free(&m);
-        fmt_cluster_free(&c);
     }
     cJSON_Delete(runs);
     ck_assert_int_eq(n, 15);

@@ -285,3 +285,37 @@ int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)
 {
     return tu_run(tu_suite(suite, "core", tests, n));
 }
+
+double tu_sailor_peak(const char *tag, int gbs, const cost_params *p)
+{
+    char path[512];
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy *s = NULL;
+    cost_result r;
+    util_error err;
+    double peak = 0.0;
+    int n = 0, i;
+
+    memset(&err, 0, sizeof err);
+    snprintf(path, sizeof path, TU_DATA "/sailor-opt/%s_cluster.json", tag);
+    ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
+    ck_assert_msg(fmt_load_model(TU_DATA "/sailor-opt/model_OPT-350.json", &m, &err) ==
+                      UTIL_OK,
+                  "%s", err.msg);
+    snprintf(path, sizeof path, TU_DATA "/sailor-opt/%s_strat.json", tag);
+    ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &n, &err) == UTIL_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, p, &s[0], &r, &err), UTIL_OK);
+    ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
+    for (i = 0; i < r.nranks; i++)
+        if (r.mem_bytes[i] > peak)
+            peak = r.mem_bytes[i];
+    cost_result_free(&r);
+    fmt_strategy_free(&s[0]);
+    free(s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+    return peak;
+}

@@ -192,6 +192,12 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
  * micro-batches; free with fmt_strategy_free. */
 void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
                  int gas);
+/* The predicted peak memory (largest over ranks) of Sailor's OPT-350 run
+ * tag (../shared/data/sailor-opt: TAG_cluster.json, model_OPT-350.json,
+ * TAG_strat.json) at global batch gbs under p; fails the test unless
+ * the run is predicted to fit. */
+double tu_sailor_peak(const char *tag, int gbs, const cost_params *p);
+
 /* The number of elements of array a. */
 #define TU_N(a) (sizeof(a) / sizeof(a)[0])
 
