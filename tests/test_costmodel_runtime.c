@@ -46,16 +46,6 @@ static void cluster(fmt_cluster *c, const char *device, int nodes, int gpus,
     ck_assert_int_eq(fmt_parse_cluster(text, "c.json", c, &err), UTIL_OK);
 }
 
-/* degrees with ranks 0, 1, ... in order (tp fastest, then dp, then pp) */
-static void strategy(fmt_strategy *s, int tp, int dp, int pp)
-{
-    int i;
-
-    ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
-    for (i = 0; i < tp * dp * pp; i++)
-        s->ranks[i] = i;
-}
-
 /* Two GH200 nodes of 4 (NVLink: 1003.68 Gb/s = 125 GB/s > PCIe 5.0's
  * 64), tp 4 dp 2: rank 0's TP group is node 0 (NVLink, 32 channels), its
  * DP group (ranks 0 and 4) and the world span both nodes (2 channels). */
@@ -68,7 +58,7 @@ START_TEST(hopper_two_nodes)
     double total;
 
     cluster(&c, "GH200", 2, 4, 1003.68);
-    strategy(&s, 4, 2, 1);
+    tu_strategy(&s, 4, 2, 1, NULL, 1);
     cost_params_init(&p);
     ck_assert(cost_runtime_derived(&p));
     total = cost_runtime_memory(&c, &p, &s, 0, &x);
@@ -99,7 +89,7 @@ START_TEST(ampere_pcie_pipeline)
     double total;
 
     cluster(&c, "RTX3090", 1, 4, 128.0);
-    strategy(&s, 2, 1, 2);
+    tu_strategy(&s, 2, 1, 2, NULL, 1);
     cost_params_init(&p);
     total = cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq(x.context, 1.3e9);
@@ -123,7 +113,7 @@ START_TEST(single_gpu_no_nccl)
     cost_runtime x;
 
     cluster(&c, "V100", 1, 1, 300.0 * 8.0);
-    strategy(&s, 1, 1, 1);
+    tu_strategy(&s, 1, 1, 1, NULL, 1);
     cost_params_init(&p);
     cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq(x.nccl, 0.0);
@@ -150,7 +140,7 @@ START_TEST(stated_and_evaluated)
     double derived;
 
     cluster(&c, "GH200", 1, 4, 1003.68);
-    strategy(&s, 4, 1, 1);
+    tu_strategy(&s, 4, 1, 1, NULL, 1);
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-345m.json",
                                     &m, &err), UTIL_OK);
