@@ -256,7 +256,7 @@ static void usage_hint(const run *r, char *buf, size_t n)
         return;
     first++;
     len = strcspn(first, " ");
-    for (k = 0; k < TU_N(names); k++)
+    for (k = 0; k < sizeof names / sizeof names[0]; k++)
         if (strlen(names[k]) == len && strncmp(first, names[k], len) == 0)
             snprintf(buf, n, "try 'planner %s --help'", names[k]);
 }
@@ -506,7 +506,7 @@ START_TEST(help_lists_exit_codes)
     int d;
     run r;
 
-    for (f = 0; f < TU_N(forms); f++) {
+    for (f = 0; f < sizeof forms / sizeof forms[0]; f++) {
         PLANNER(&r, forms[f]);
         expect_exit(&r, 0);
         ck_assert_str_eq(r.err, "");
@@ -618,7 +618,7 @@ START_TEST(usage_export_master_addr)
     size_t i;
     run r;
 
-    for (i = 0; i < TU_N(bad); i++) {
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         USAGE_ERROR(&r, "'--master-addr' expects a host name or an IP address", NULL,
                     "export", "--plan", "p.json", "--to", "torchrun",
                     "--master-addr", bad[i]);
@@ -673,7 +673,7 @@ START_TEST(usage_option_without_value)
     size_t i;
     run r;
 
-    for (i = 0; i < TU_N(opts); i++) {
+    for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         USAGE_ERROR(&r, opts[i], "value", "--cluster", CLUSTER, "--model", MODEL,
                     opts[i]);
     }
@@ -688,7 +688,7 @@ START_TEST(usage_bad_top_k)
     size_t i;
     run r;
 
-    for (i = 0; i < TU_N(bad); i++)
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
         USAGE_ERROR(&r, "--top-k", "integer", "--cluster", CLUSTER, "--model", MODEL,
                     "--top-k", bad[i]);
 }
@@ -1334,7 +1334,7 @@ START_TEST(plan_placement)
     size_t i;
     run r;
 
-    for (i = 0; i < TU_N(rules); i++) {
+    for (i = 0; i < sizeof rules / sizeof rules[0]; i++) {
         PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--placement",
                 rules[i], "--format", "json");
         expect_exit(&r, 0);
@@ -1485,7 +1485,7 @@ START_TEST(evaluate_strategies)
                       i, pred);
         bd = get(g, "breakdown");
         sum = 0;
-        for (f = 0; f < TU_N(bd_fields); f++) {
+        for (f = 0; f < sizeof bd_fields / sizeof bd_fields[0]; f++) {
             double v = get_num(bd, bd_fields[f]);
             ck_assert_msg(v >= 0, "strategy %d: %s = %g", i, bd_fields[f], v);
             sum += v;
@@ -1626,7 +1626,7 @@ START_TEST(stdout_not_writable)
 
     if (access("/dev/full", W_OK) != 0)
         return;
-    for (i = 0; i < TU_N(fmts); i++) {
+    for (i = 0; i < sizeof fmts / sizeof fmts[0]; i++) {
         stdout_target = "/dev/full";
         PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", fmts[i]);
         stdout_target = NULL;

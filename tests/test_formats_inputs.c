@@ -1246,7 +1246,7 @@ START_TEST(example_clusters)
     size_t i;
     int rc;
 
-    for (i = 0; i < TU_N(want); i++) {
+    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
         rc = fmt_load_cluster(want[i].file, &c, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
@@ -1282,7 +1282,7 @@ START_TEST(example_models)
     size_t i;
     int rc;
 
-    for (i = 0; i < TU_N(want); i++) {
+    for (i = 0; i < sizeof want / sizeof want[0]; i++) {
         rc = fmt_load_model(want[i].file, &m, &e);
         ck_assert_msg(rc == UTIL_OK, "%s: %s: %s", want[i].file, e.path,
                       e.msg);
