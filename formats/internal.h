@@ -64,6 +64,14 @@ int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                   const char *key, int flags, int kind, const cJSON **out);
 
+/* A parser of a document's text (file names it in errors) into out, with
+ * arg (what it needs besides the text, NULL when nothing). */
+typedef int (*fmt_parse_fn)(const char *text, const char *file, const void *arg,
+                            void *out, util_error *err);
+/* The loader of an input file: out (size bytes, when not NULL) zeroed,
+ * then the text of the file at path parsed by parse into out. */
+int fmt_load_file(const char *path, fmt_parse_fn parse, const void *arg,
+                  void *out, size_t size, util_error *err);
 /* Parse text; the root must be an object (free *root with cJSON_Delete,
  * also on failure). */
 int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root);

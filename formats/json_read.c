@@ -1,7 +1,8 @@
 /* formats/json_read.c: what the readers of the input files share: the
  * located error of a reader, number, integer, string and sub-object
- * getters that check their value, the document parse and the prefixing
- * of errors left by other modules.  Declared in formats/internal.h. */
+ * getters that check their value, the document parse, the file read of
+ * the loaders and the prefixing of errors left by other modules.
+ * Declared in formats/internal.h. */
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -135,33 +136,35 @@ static const num_limit floors[] = {
 /* Any other number (AMP profile times, device indices, boundaries). */
 static const num_limit other = {"", 1e15, ""};
 
-/* The limit of the field at JSON path p: its last key, indices removed
- * ("entries[0].fwd_ms[3]" is a "fwd_ms"). */
-static const num_limit *limit_of(const char *p)
+/* The entry of table (n entries) for the field at JSON path p: its last
+ * key, indices removed ("entries[0].fwd_ms[3]" is a "fwd_ms"); NULL when
+ * none. */
+static const num_limit *find_limit(const num_limit *table, size_t n,
+                                   const char *p)
 {
     const char *key = strrchr(p, '.');
-    size_t n, i;
+    size_t len, i;
 
     key = key ? key + 1 : p;
-    n = strcspn(key, "[");
-    for (i = 0; i < sizeof limits / sizeof limits[0]; i++)
-        if (strlen(limits[i].key) == n && strncmp(limits[i].key, key, n) == 0)
-            return &limits[i];
-    return &other;
+    len = strcspn(key, "[");
+    for (i = 0; i < n; i++)
+        if (strlen(table[i].key) == len && strncmp(table[i].key, key, len) == 0)
+            return &table[i];
+    return NULL;
+}
+
+/* The limit of the field at JSON path p. */
+static const num_limit *limit_of(const char *p)
+{
+    const num_limit *lim = find_limit(limits, sizeof limits / sizeof limits[0], p);
+
+    return lim ? lim : &other;
 }
 
 /* The floor of the positive rate at JSON path p, or NULL. */
 static const num_limit *floor_of(const char *p)
 {
-    const char *key = strrchr(p, '.');
-    size_t n, i;
-
-    key = key ? key + 1 : p;
-    n = strcspn(key, "[");
-    for (i = 0; i < sizeof floors / sizeof floors[0]; i++)
-        if (strlen(floors[i].key) == n && strncmp(floors[i].key, key, n) == 0)
-            return &floors[i];
-    return NULL;
+    return find_limit(floors, sizeof floors / sizeof floors[0], p);
 }
 
 /* The error for d outside what flags and the field's limit allow: what
@@ -299,21 +302,29 @@ const cJSON *fmt_field(const cJSON *obj, const char *key)
     return cJSON_GetObjectItemCaseSensitive(obj, key);
 }
 
-static int missing(const fmt_read_ctx *cx, const char *p, const char *key)
+/* The field key of obj: its JSON path in p (FMT_PATH_N bytes), its value
+ * in *v (NULL when absent); the error when it is absent and flags have
+ * FMT_F_REQ. */
+static int field_at(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
+                    const char *key, int flags, char *p, const cJSON **v)
 {
-    return fmt_fail(cx, UTIL_EFIELD, p, "missing required field '%s'", key);
+    *v = fmt_field(obj, key);
+    util_json_key(p, FMT_PATH_N, parent, key);
+    if (*v == NULL && (flags & FMT_F_REQ))
+        return fmt_fail(cx, UTIL_EFIELD, p, "missing required field '%s'", key);
+    return UTIL_OK;
 }
 
 int fmt_num_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                   const char *key, int flags, double dflt, double *out)
 {
     char p[FMT_PATH_N];
-    const cJSON *v = fmt_field(obj, key);
+    const cJSON *v;
+    int rc;
 
-    util_json_key(p, sizeof p, parent, key);
+    if ((rc = field_at(cx, obj, parent, key, flags, p, &v)) != UTIL_OK)
+        return rc;
     if (v == NULL) {
-        if (flags & FMT_F_REQ)
-            return missing(cx, p, key);
         *out = dflt;
         return UTIL_OK;
     }
@@ -324,12 +335,12 @@ int fmt_int_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                   const char *key, int flags, int dflt, int *out)
 {
     char p[FMT_PATH_N];
-    const cJSON *v = fmt_field(obj, key);
+    const cJSON *v;
+    int rc;
 
-    util_json_key(p, sizeof p, parent, key);
+    if ((rc = field_at(cx, obj, parent, key, flags, p, &v)) != UTIL_OK)
+        return rc;
     if (v == NULL) {
-        if (flags & FMT_F_REQ)
-            return missing(cx, p, key);
         *out = dflt;
         return UTIL_OK;
     }
@@ -341,12 +352,12 @@ int fmt_str_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                   size_t n)
 {
     char p[FMT_PATH_N];
-    const cJSON *v = fmt_field(obj, key);
+    const cJSON *v;
+    int rc;
 
-    util_json_key(p, sizeof p, parent, key);
+    if ((rc = field_at(cx, obj, parent, key, flags, p, &v)) != UTIL_OK)
+        return rc;
     if (v == NULL) {
-        if (flags & FMT_F_REQ)
-            return missing(cx, p, key);
         snprintf(buf, n, "%s", dflt);
         return UTIL_OK;
     }
@@ -357,13 +368,12 @@ int fmt_str_ref(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                 const char *key, int flags, const char **out)
 {
     char p[FMT_PATH_N];
-    const cJSON *v = fmt_field(obj, key);
+    const cJSON *v;
     int rc;
 
     *out = NULL;
-    util_json_key(p, sizeof p, parent, key);
-    if (v == NULL)
-        return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
+    if ((rc = field_at(cx, obj, parent, key, flags, p, &v)) != UTIL_OK || v == NULL)
+        return rc;
     if ((rc = str_check(cx, v, p, flags)) != UTIL_OK)
         return rc;
     *out = v->valuestring;
@@ -374,12 +384,12 @@ int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
                   const char *key, int flags, int kind, const cJSON **out)
 {
     char p[FMT_PATH_N];
-    const cJSON *v = fmt_field(obj, key);
+    const cJSON *v;
+    int rc;
 
     *out = NULL;
-    util_json_key(p, sizeof p, parent, key);
-    if (v == NULL)
-        return (flags & FMT_F_REQ) ? missing(cx, p, key) : UTIL_OK;
+    if ((rc = field_at(cx, obj, parent, key, flags, p, &v)) != UTIL_OK || v == NULL)
+        return rc;
     if (kind == FMT_K_OBJ && !cJSON_IsObject(v))
         return fmt_fail(cx, UTIL_EFIELD, p, "expected an object, got %s",
                         util_json_type(v));
@@ -397,6 +407,21 @@ int fmt_sub_field(const fmt_read_ctx *cx, const cJSON *obj, const char *parent,
 int fmt_read_doc(const fmt_read_ctx *cx, const char *text, cJSON **root)
 {
     return util_json_parse_object(text, cx->file, root, cx->err);
+}
+
+int fmt_load_file(const char *path, fmt_parse_fn parse, const void *arg,
+                  void *out, size_t size, util_error *err)
+{
+    char *text = NULL;
+    int rc;
+
+    if (out != NULL)
+        memset(out, 0, size);
+    rc = util_read_file(path, &text, err);
+    if (rc == UTIL_OK)
+        rc = parse(text, path, arg, out, err);
+    free(text);
+    return rc;
 }
 
 void fmt_prefix_error(const fmt_read_ctx *cx, const char *prefix)

@@ -457,16 +457,14 @@ done:
     return rc;
 }
 
+static int parse_model_text(const char *text, const char *file,
+                            const void *arg, void *out, util_error *err)
+{
+    (void)arg;
+    return fmt_parse_model(text, file, out, err);
+}
+
 int fmt_load_model(const char *path, fmt_model *out, util_error *err)
 {
-    char *text = NULL;
-    int rc;
-
-    if (out != NULL)
-        memset(out, 0, sizeof *out);
-    rc = util_read_file(path, &text, err);
-    if (rc == UTIL_OK)
-        rc = fmt_parse_model(text, path, out, err);
-    free(text);
-    return rc;
+    return fmt_load_file(path, parse_model_text, NULL, out, sizeof *out, err);
 }

@@ -339,19 +339,17 @@ done:
     return rc;
 }
 
+/* arg: the model. */
+static int parse_profile_text(const char *text, const char *file,
+                              const void *arg, void *out, util_error *err)
+{
+    return fmt_parse_profile(text, file, arg, out, err);
+}
+
 int fmt_load_profile(const char *path, const fmt_model *m,
                       fmt_profile *out, util_error *err)
 {
-    char *text = NULL;
-    int rc;
-
-    if (out != NULL)
-        memset(out, 0, sizeof *out);
-    rc = util_read_file(path, &text, err);
-    if (rc == UTIL_OK)
-        rc = fmt_parse_profile(text, path, m, out, err);
-    free(text);
-    return rc;
+    return fmt_load_file(path, parse_profile_text, m, out, sizeof *out, err);
 }
 
 /* ---- AMP's profiles.json --------------------------------------------- */

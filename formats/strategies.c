@@ -270,21 +270,30 @@ done:
     return rc;
 }
 
+/* What fmt_parse_strategies needs besides the text. */
+typedef struct strategies_arg {
+    const fmt_cluster *c;
+    const fmt_model *m;
+    int global_batch;
+    int *n;
+} strategies_arg;
+
+static int parse_strategies_text(const char *text, const char *file,
+                                 const void *arg, void *out, util_error *err)
+{
+    const strategies_arg *a = arg;
+
+    return fmt_parse_strategies(text, file, a->c, a->m, a->global_batch, out,
+                                a->n, err);
+}
+
 int fmt_load_strategies(const char *path, const fmt_cluster *c,
                          const fmt_model *m, int global_batch,
                          fmt_strategy **out, int *n, util_error *err)
 {
-    char *text = NULL;
-    int rc;
+    strategies_arg a = {c, m, global_batch, n};
 
-    if (out != NULL)
-        *out = NULL;
     if (n != NULL)
         *n = 0;
-    rc = util_read_file(path, &text, err);
-    if (rc == UTIL_OK)
-        rc = fmt_parse_strategies(text, path, c, m, global_batch, out, n,
-                                   err);
-    free(text);
-    return rc;
+    return fmt_load_file(path, parse_strategies_text, &a, out, sizeof *out, err);
 }

@@ -89,6 +89,28 @@ static launch_op op_of(int kind)
     return o;
 }
 
+/* An op about stage's point mark: LAUNCH_OP_MARK or LAUNCH_OP_WAIT_MARK. */
+static launch_op mark_op(int kind, int stage, int mark)
+{
+    launch_op o = op_of(kind);
+
+    o.stage = stage;
+    o.mark = mark;
+    return o;
+}
+
+/* Stage j (of pp) marks mark and waits for every other stage's: a barrier
+ * across the pipeline.  -1 when the ops overflow cap. */
+static int barrier(launch_exec_stage *st, int cap, int j, int pp, int mark)
+{
+    int k, rc = push(st, cap, mark_op(LAUNCH_OP_MARK, j, mark));
+
+    for (k = 0; k < pp; k++)
+        if (k != j && push(st, cap, mark_op(LAUNCH_OP_WAIT_MARK, k, mark)) < 0)
+            rc = -1;
+    return rc < 0 ? -1 : 0;
+}
+
 int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
                      launch_exec *out, util_error *err)
 {
@@ -171,20 +193,8 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
                 out->xfers[xi].send_at = push(st, cap, o);
             }
         }
-        if (!in->overlap_dp) { /* DP all-reduces after the whole pipeline */
-            o = op_of(LAUNCH_OP_MARK);
-            o.stage = j;
-            o.mark = LAUNCH_MARK_DRAINED;
-            push(st, cap, o);
-            for (k = 0; k < pp; k++) {
-                if (k == j)
-                    continue;
-                o = op_of(LAUNCH_OP_WAIT_MARK);
-                o.stage = k;
-                o.mark = LAUNCH_MARK_DRAINED;
-                push(st, cap, o);
-            }
-        }
+        if (!in->overlap_dp) /* DP all-reduces after the whole pipeline */
+            barrier(st, cap, j, pp, LAUNCH_MARK_DRAINED);
         if (in->dp_s && in->dp_s[j] > 0.0) {
             o = op_of(LAUNCH_OP_DELAY);
             o.what = LAUNCH_DELAY_DP;
@@ -192,14 +202,10 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
             push(st, cap, o);
         }
         if (tied && (j == in->tied_first || j == in->tied_last)) {
-            o = op_of(LAUNCH_OP_MARK);
-            o.stage = j;
-            o.mark = LAUNCH_MARK_REDUCED;
-            push(st, cap, o);
-            o = op_of(LAUNCH_OP_WAIT_MARK);
-            o.stage = j == in->tied_first ? in->tied_last : in->tied_first;
-            o.mark = LAUNCH_MARK_REDUCED;
-            push(st, cap, o);
+            push(st, cap, mark_op(LAUNCH_OP_MARK, j, LAUNCH_MARK_REDUCED));
+            push(st, cap, mark_op(LAUNCH_OP_WAIT_MARK,
+                                  j == in->tied_first ? in->tied_last : in->tied_first,
+                                  LAUNCH_MARK_REDUCED));
             o = op_of(LAUNCH_OP_DELAY);
             o.what = LAUNCH_DELAY_TIED;
             o.delay_s = in->tied_s;
@@ -207,21 +213,10 @@ int launch_exec_plan(const launch_work *w, const launch_exec_input *in,
         }
         if (in->optimizer)
             push(st, cap, op_of(LAUNCH_OP_OPTIMIZER));
-        o = op_of(LAUNCH_OP_MARK);
-        o.stage = j;
-        o.mark = LAUNCH_MARK_END;
-        push(st, cap, o);
-        for (k = 0; k < pp; k++) {
-            if (k == j)
-                continue;
-            o = op_of(LAUNCH_OP_WAIT_MARK);
-            o.stage = k;
-            o.mark = LAUNCH_MARK_END;
-            if (push(st, cap, o) < 0) {
-                rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
-                                    "stage %d: more ops than planned", j);
-                goto done;
-            }
+        if (barrier(st, cap, j, pp, LAUNCH_MARK_END) < 0) {
+            rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
+                                "stage %d: more ops than planned", j);
+            goto done;
         }
     }
     for (i = 0; i < out->nxfer; i++)

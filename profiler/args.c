@@ -38,6 +38,28 @@ int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
     return UTIL_OK;
 }
 
+int prof_parse_choice(const char *opt, const char *s, const char *const *names,
+                      int n, int *out, util_error *err)
+{
+    char list[200];
+    size_t used = 0;
+    int k;
+
+    for (k = 0; k < n; k++)
+        if (strcmp(s, names[k]) == 0) {
+            *out = k;
+            return UTIL_OK;
+        }
+    list[0] = '\0';
+    for (k = 0; k < n && used < sizeof list; k++) {
+        int w = snprintf(list + used, sizeof list - used, "%s'%s'",
+                         k == 0 ? "" : k == n - 1 ? " or " : ", ", names[k]);
+        used += w > 0 ? (size_t)w : 0;
+    }
+    return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                          "option '%s' expects %s, got '%s'", opt, list, s);
+}
+
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
                         int *out, int cap, int *n, util_error *err)
 {
@@ -149,71 +171,32 @@ int prof_repeated_option(int argc, char **argv, const char *const *valued,
     return UTIL_OK;
 }
 
-int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
+int prof_walk_args(int argc, char **argv, const char *const *valued,
+                   size_t nvalued, prof_option_fn opt, void *ctx,
+                   const prof_flags *flags, util_error *err)
 {
-    static const char *const valued[] = {
-        "--model", "--output", "-o", "--tp", "--mbs", "--dtype", "--warmup",
-        "--repeats", "--gpu", "--device-type"};
     int i, rc;
 
-    prof_options_init(o);
-    if ((rc = prof_repeated_option(argc, argv, valued, sizeof valued / sizeof valued[0],
-                                   err)) != UTIL_OK)
+    if ((rc = prof_repeated_option(argc, argv, valued, nvalued, err)) != UTIL_OK)
         return rc;
     for (i = 1; i < argc; i++) {
         char name[64];
         const char *val;
 
-        if ((rc = prof_next_option(argc, argv, &i, valued,
-                                   sizeof valued / sizeof valued[0], name,
+        if ((rc = prof_next_option(argc, argv, &i, valued, nvalued, name,
                                    sizeof name, &val, err)) != UTIL_OK)
             return rc;
-        if (strcmp(name, "--model") == 0) {
-            o->model = val;
-        } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
-            o->output = val;
-        } else if (strcmp(name, "--device-type") == 0) {
-            if (val[0] == '\0' || strlen(val) > 31)
-                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                      "option '--device-type' expects a name of "
-                                      "1 to 31 characters, got '%s'", val);
-            o->device_type = val;
-        } else if (strcmp(name, "--tp") == 0) {
-            if ((rc = prof_parse_int_list("--tp", val, 1, 64, o->tp,
-                                          PROF_MAX_LIST, &o->ntp, err)) != UTIL_OK)
-                return rc;
-        } else if (strcmp(name, "--mbs") == 0) {
-            if ((rc = prof_parse_int_list("--mbs", val, 1, 4096, o->mbs,
-                                          PROF_MAX_LIST, &o->nmbs, err)) != UTIL_OK)
-                return rc;
-        } else if (strcmp(name, "--dtype") == 0) {
-            if (strcmp(val, "fp16") == 0)
-                o->dtype = 1;
-            else if (strcmp(val, "bf16") == 0)
-                o->dtype = 2;
-            else
-                return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                                      "option '--dtype' expects 'fp16' or "
-                                      "'bf16', got '%s'", val);
-        } else if (strcmp(name, "--warmup") == 0) {
-            if ((rc = prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err)) != UTIL_OK)
-                return rc;
-        } else if (strcmp(name, "--repeats") == 0) {
-            if ((rc = prof_parse_int("--repeats", val, 1, 100000, &o->repeats, err)) != UTIL_OK)
-                return rc;
-        } else if (strcmp(name, "--gpu") == 0) {
-            if ((rc = prof_parse_int("--gpu", val, 0, 1023, &o->device, err)) != UTIL_OK)
-                return rc;
-        } else if (strcmp(name, "--no-bandwidth") == 0) {
-            o->skip_bandwidth = 1;
-        } else if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
-            o->quiet = 1;
+        if (strcmp(name, "--quiet") == 0 || strcmp(name, "-q") == 0) {
+            *flags->quiet = 1;
         } else if (strcmp(name, "--verbose") == 0 || strcmp(name, "-v") == 0) {
-            o->verbose = 1;
+            *flags->verbose = 1;
         } else if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
-            o->help = 1;
+            *flags->help = 1;
         } else if (strcmp(name, "--version") == 0) {
-            o->version = 1;
+            *flags->version = 1;
+        } else if ((rc = opt(ctx, name, val, err)) != PROF_NOT_OPTION) {
+            if (rc != UTIL_OK)
+                return rc;
         } else if (argv[i][0] == '-') {
             return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                                   "unknown option '%s'", argv[i]);
@@ -222,8 +205,64 @@ int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
                                   "unexpected argument '%s'", argv[i]);
         }
     }
-    if (o->help || o->version)
-        return UTIL_OK;
+    return UTIL_OK;
+}
+
+/* One option of hetplan-profile (prof_option_fn; ctx: prof_options). */
+static int profile_option(void *ctx, const char *name, const char *val,
+                          util_error *err)
+{
+    prof_options *o = ctx;
+
+    if (strcmp(name, "--model") == 0) {
+        o->model = val;
+    } else if (strcmp(name, "--output") == 0 || strcmp(name, "-o") == 0) {
+        o->output = val;
+    } else if (strcmp(name, "--device-type") == 0) {
+        if (val[0] == '\0' || strlen(val) > 31)
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "option '--device-type' expects a name of "
+                                  "1 to 31 characters, got '%s'", val);
+        o->device_type = val;
+    } else if (strcmp(name, "--tp") == 0) {
+        return prof_parse_int_list("--tp", val, 1, 64, o->tp, PROF_MAX_LIST,
+                                   &o->ntp, err);
+    } else if (strcmp(name, "--mbs") == 0) {
+        return prof_parse_int_list("--mbs", val, 1, 4096, o->mbs, PROF_MAX_LIST,
+                                   &o->nmbs, err);
+    } else if (strcmp(name, "--dtype") == 0) {
+        static const char *const dtypes[] = {"fp16", "bf16"};
+        int k = 0, rc;
+        if ((rc = prof_parse_choice("--dtype", val, dtypes, 2, &k, err)) != UTIL_OK)
+            return rc;
+        o->dtype = k + 1; /* 0 is the model's */
+    } else if (strcmp(name, "--warmup") == 0) {
+        return prof_parse_int("--warmup", val, 0, 100000, &o->warmup, err);
+    } else if (strcmp(name, "--repeats") == 0) {
+        return prof_parse_int("--repeats", val, 1, 100000, &o->repeats, err);
+    } else if (strcmp(name, "--gpu") == 0) {
+        return prof_parse_int("--gpu", val, 0, 1023, &o->device, err);
+    } else if (strcmp(name, "--no-bandwidth") == 0) {
+        o->skip_bandwidth = 1;
+    } else {
+        return PROF_NOT_OPTION;
+    }
+    return UTIL_OK;
+}
+
+int prof_parse_args(int argc, char **argv, prof_options *o, util_error *err)
+{
+    static const char *const valued[] = {
+        "--model", "--output", "-o", "--tp", "--mbs", "--dtype", "--warmup",
+        "--repeats", "--gpu", "--device-type"};
+    prof_flags f = {&o->quiet, &o->verbose, &o->help, &o->version};
+    int rc;
+
+    prof_options_init(o);
+    rc = prof_walk_args(argc, argv, valued, sizeof valued / sizeof valued[0],
+                        profile_option, o, &f, err);
+    if (rc != UTIL_OK || o->help || o->version)
+        return rc;
     if (!o->model)
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "missing required option '--model'");

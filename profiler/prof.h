@@ -169,22 +169,51 @@ void prof_options_init(prof_options *o);
  * (also used by hetplan-launch). */
 int prof_parse_int(const char *opt, const char *s, int lo, int hi, int *out,
                    util_error *err);
-/* Option argv[*i] split into name (n bytes, truncated) and value: the
- * "--name=value" part, or argv[++*i] when name is one of valued[0..nvalued-1];
- * *val NULL for a flag.  *val points into argv.  UTIL_EINVAL on a missing
- * or unexpected value. */
 /* UTIL_EINVAL naming the first of valued[0..nvalued-1] that argv[1..]
  * gives twice ("-o" counts as "--output"), else UTIL_OK; a value that
  * looks like an option is not taken for one. */
 int prof_repeated_option(int argc, char **argv, const char *const *valued,
                          size_t nvalued, util_error *err);
+/* Option argv[*i] split into name (n bytes, truncated) and value: the
+ * "--name=value" part, or argv[++*i] when name is one of valued[0..nvalued-1];
+ * *val NULL for a flag.  *val points into argv.  UTIL_EINVAL on a missing
+ * or unexpected value. */
 int prof_next_option(int argc, char **argv, int *i,
                      const char *const *valued, size_t nvalued, char *name,
                      size_t n, const char **val, util_error *err);
+/* s as one of names[0..n-1] (n >= 2): its index into *out; UTIL_EINVAL
+ * naming opt and the names otherwise ("expects 'a', 'b' or 'c'"). */
+int prof_parse_choice(const char *opt, const char *s, const char *const *names,
+                      int n, int *out, util_error *err);
 /* Comma-separated positive integers in lo..hi into out (at most cap,
  * duplicates dropped, sorted).  UTIL_EINVAL naming opt on bad input. */
 int prof_parse_int_list(const char *opt, const char *s, int lo, int hi,
                         int *out, int cap, int *n, util_error *err);
+/* Where a GPU tool keeps the flags every tool takes besides its own
+ * options (each set to 1 when given). */
+typedef struct prof_flags {
+    int *quiet;   /* --quiet, -q */
+    int *verbose; /* --verbose, -v */
+    int *help;    /* --help, -h */
+    int *version; /* --version */
+} prof_flags;
+/* What a tool's option handler returns for an argument that is none of
+ * its options. */
+#define PROF_NOT_OPTION (-1)
+/* One of a tool's own options: name without "=value", val its value (NULL
+ * for a flag).  UTIL_OK when taken, PROF_NOT_OPTION when name is not one
+ * of the tool's, else an error code with the message in err. */
+typedef int (*prof_option_fn)(void *ctx, const char *name, const char *val,
+                              util_error *err);
+/* A GPU tool's command line argv[1..]: a valued option (one of
+ * valued[0..nvalued-1]) given twice is an error (prof_repeated_option);
+ * each argument is split by prof_next_option, the common flags set
+ * through *flags, every other option handed to opt(ctx, ...).  An
+ * argument opt does not take is UTIL_EINVAL: an unknown option, or an
+ * unexpected argument when it does not start with '-'. */
+int prof_walk_args(int argc, char **argv, const char *const *valued,
+                   size_t nvalued, prof_option_fn opt, void *ctx,
+                   const prof_flags *flags, util_error *err);
 /* argv[0] is the program name.  UTIL_EINVAL with the message in err
  * (unknown option, missing value, bad number, missing --model/--output
  * unless --help/--version). */

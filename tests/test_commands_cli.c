@@ -219,6 +219,13 @@ static void run_planner(run *r, const char *first, ...)
 }
 
 #define PLANNER(r, ...) run_planner((r), __VA_ARGS__, (const char *)NULL)
+/* PLANNER, then expect_usage (a usage error naming key1 and key2). */
+#define USAGE_ERROR(r, key1, key2, ...)                                       \
+    (PLANNER((r), __VA_ARGS__), expect_usage((r), (key1), (key2)), run_free(r))
+/* PLANNER, then expect_input (an input error in file at path). */
+#define INPUT_ERROR(r, file, path, key1, key2, ...)                           \
+    (PLANNER((r), __VA_ARGS__),                                               \
+     expect_input((r), (file), (path), (key1), (key2)), run_free(r))
 
 static void expect_exit(const run *r, int code)
 {
@@ -333,6 +340,18 @@ static void expect_input(const run *r, const char *file, const char *path,
     expect_message(r, file, path, key1, key2);
     ck_assert_msg(r->out[0] == '\0', "'%s' printed on stdout: %.200s", r->cmd,
                   r->out);
+}
+
+/* Each row of bad: an option, a value it rejects, two words the usage
+ * error of "planner --cluster CLUSTER --model MODEL OPTION VALUE" names. */
+static void expect_bad_values(const char *const (*bad)[4], size_t n)
+{
+    size_t i;
+    run r;
+
+    for (i = 0; i < n; i++)
+        USAGE_ERROR(&r, bad[i][2], bad[i][3], "--cluster", CLUSTER, "--model", MODEL,
+                    bad[i][0], bad[i][1]);
 }
 
 /* ---- JSON helpers ---------------------------------------------------- */
@@ -536,18 +555,13 @@ START_TEST(usage_unknown_option)
 {
     run r;
 
-    PLANNER(&r, "--frobnicate", "--cluster", CLUSTER, "--model", MODEL);
-    expect_usage(&r, "unknown option", "--frobnicate");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--frobnicate", "1", "--model", MODEL);
-    expect_usage(&r, "unknown option", "--frobnicate");
-    run_free(&r);
-    PLANNER(&r, "frobnicate", "--cluster", CLUSTER, "--model", MODEL);
-    expect_usage(&r, "unknown command", "frobnicate");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "stray");
-    expect_usage(&r, "stray", NULL);
-    run_free(&r);
+    USAGE_ERROR(&r, "unknown option", "--frobnicate", "--frobnicate", "--cluster",
+                CLUSTER, "--model", MODEL);
+    USAGE_ERROR(&r, "unknown option", "--frobnicate", "--cluster", CLUSTER,
+                "--frobnicate", "1", "--model", MODEL);
+    USAGE_ERROR(&r, "unknown command", "frobnicate", "frobnicate", "--cluster",
+                CLUSTER, "--model", MODEL);
+    USAGE_ERROR(&r, "stray", NULL, "--cluster", CLUSTER, "--model", MODEL, "stray");
 }
 END_TEST
 
@@ -558,56 +572,36 @@ START_TEST(usage_repeated_option)
 {
     run r;
 
-    PLANNER(&r, "--cluster", CLUSTER, "--cluster", "examples/h100-node4.json",
-            "--model", MODEL);
-    expect_usage(&r, "'--cluster'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k=3", "--top-k", "2");
-    expect_usage(&r, "'--top-k'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-o", "a.json",
-            "--output", "b.json");
-    expect_usage(&r, "'--output'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", "json",
-            "--format", "table");
-    expect_usage(&r, "'--format'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--objective", "time",
-            "--objective", "cost");
-    expect_usage(&r, "'--objective'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
-            STRATS, "--strategies", STRATS);
-    expect_usage(&r, "'--strategies'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--to", "megatron");
-    expect_usage(&r, "'--to'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "whatif", "--plan", "a.json", "--plan", "b.json", "--slow", "0:2");
-    expect_usage(&r, "'--plan'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-campuses.json",
-            "--seed", "1", "--seed", "2");
-    expect_usage(&r, "'--seed'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "replan", "--plan", "a.json", "--frozen", "1", "--frozen", "2");
-    expect_usage(&r, "'--frozen'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "report", "--plan", "a.json", "--output", "a.svg", "--output", "b.svg");
-    expect_usage(&r, "'--output'", "more than once");
-    run_free(&r);
-    PLANNER(&r, "calibrate", "--cluster", CLUSTER, "--cluster", CLUSTER, "--model",
-            MODEL, "--trials", "t.json");
-    expect_usage(&r, "'--cluster'", "more than once");
-    run_free(&r);
+    USAGE_ERROR(&r, "'--cluster'", "more than once", "--cluster", CLUSTER, "--cluster",
+                "examples/h100-node4.json", "--model", MODEL);
+    USAGE_ERROR(&r, "'--top-k'", "more than once", "--cluster", CLUSTER, "--model",
+                MODEL, "--top-k=3", "--top-k", "2");
+    USAGE_ERROR(&r, "'--output'", "more than once", "--cluster", CLUSTER, "--model",
+                MODEL, "-o", "a.json", "--output", "b.json");
+    USAGE_ERROR(&r, "'--format'", "more than once", "--cluster", CLUSTER, "--model",
+                MODEL, "--format", "json", "--format", "table");
+    USAGE_ERROR(&r, "'--objective'", "more than once", "--cluster", CLUSTER, "--model",
+                MODEL, "--objective", "time", "--objective", "cost");
+    USAGE_ERROR(&r, "'--strategies'", "more than once", "evaluate", "--cluster",
+                CLUSTER, "--model", MODEL, "--strategies", STRATS, "--strategies",
+                STRATS);
+    USAGE_ERROR(&r, "'--to'", "more than once", "export", "--plan", "p.json", "--to",
+                "torchrun", "--to", "megatron");
+    USAGE_ERROR(&r, "'--plan'", "more than once", "whatif", "--plan", "a.json",
+                "--plan", "b.json", "--slow", "0:2");
+    USAGE_ERROR(&r, "'--seed'", "more than once", "decentralized", "--cluster",
+                "examples/dtfm-campuses.json", "--seed", "1", "--seed", "2");
+    USAGE_ERROR(&r, "'--frozen'", "more than once", "replan", "--plan", "a.json",
+                "--frozen", "1", "--frozen", "2");
+    USAGE_ERROR(&r, "'--output'", "more than once", "report", "--plan", "a.json",
+                "--output", "a.svg", "--output", "b.svg");
+    USAGE_ERROR(&r, "'--cluster'", "more than once", "calibrate", "--cluster", CLUSTER,
+                "--cluster", CLUSTER, "--model", MODEL, "--trials", "t.json");
     /* --quiet and --verbose contradict each other, in every command */
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "-q", "--verbose");
-    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
-    run_free(&r);
-    PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun", "--verbose", "--quiet");
-    expect_usage(&r, "'--quiet' and '--verbose' exclude each other", NULL);
-    run_free(&r);
+    USAGE_ERROR(&r, "'--quiet' and '--verbose' exclude each other", NULL, "--cluster",
+                CLUSTER, "--model", MODEL, "-q", "--verbose");
+    USAGE_ERROR(&r, "'--quiet' and '--verbose' exclude each other", NULL, "export",
+                "--plan", "p.json", "--to", "torchrun", "--verbose", "--quiet");
     /* repeatable: two --param and a repeated flag plan as usual */
     PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "1",
             "--param", "net_eff=0.5", "--param", "net_eff=0.25", "--quiet", "--quiet");
@@ -625,10 +619,9 @@ START_TEST(usage_export_master_addr)
     run r;
 
     for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        PLANNER(&r, "export", "--plan", "p.json", "--to", "torchrun",
-                "--master-addr", bad[i]);
-        expect_usage(&r, "'--master-addr' expects a host name or an IP address", NULL);
-        run_free(&r);
+        USAGE_ERROR(&r, "'--master-addr' expects a host name or an IP address", NULL,
+                    "export", "--plan", "p.json", "--to", "torchrun",
+                    "--master-addr", bad[i]);
     }
 }
 END_TEST
@@ -638,15 +631,9 @@ START_TEST(usage_version_extra)
 {
     run r;
 
-    PLANNER(&r, "--version", "extra");
-    expect_usage(&r, "'extra'", "--version");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--version");
-    expect_usage(&r, "'--version'", NULL);
-    run_free(&r);
-    PLANNER(&r, "help", "plan", "extra");
-    expect_usage(&r, "'extra'", NULL);
-    run_free(&r);
+    USAGE_ERROR(&r, "'extra'", "--version", "--version", "extra");
+    USAGE_ERROR(&r, "'--version'", NULL, "--cluster", CLUSTER, "--version");
+    USAGE_ERROR(&r, "'extra'", NULL, "help", "plan", "extra");
 }
 END_TEST
 
@@ -656,9 +643,8 @@ START_TEST(usage_unknown_option_last)
 {
     run r;
 
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--frobnicate");
-    expect_usage(&r, "unknown option", "--frobnicate");
-    run_free(&r);
+    USAGE_ERROR(&r, "unknown option", "--frobnicate", "--cluster", CLUSTER, "--model",
+                MODEL, "--frobnicate");
 }
 END_TEST
 
@@ -666,12 +652,9 @@ START_TEST(usage_missing_cluster)
 {
     run r;
 
-    PLANNER(&r, "--model", MODEL);
-    expect_usage(&r, "missing", "--cluster");
-    run_free(&r);
-    PLANNER(&r, "evaluate", "--model", MODEL, "--strategies", STRATS);
-    expect_usage(&r, "missing", "--cluster");
-    run_free(&r);
+    USAGE_ERROR(&r, "missing", "--cluster", "--model", MODEL);
+    USAGE_ERROR(&r, "missing", "--cluster", "evaluate", "--model", MODEL,
+                "--strategies", STRATS);
 }
 END_TEST
 
@@ -679,9 +662,7 @@ START_TEST(usage_missing_model)
 {
     run r;
 
-    PLANNER(&r, "--cluster", CLUSTER);
-    expect_usage(&r, "missing", "--model");
-    run_free(&r);
+    USAGE_ERROR(&r, "missing", "--model", "--cluster", CLUSTER);
 }
 END_TEST
 
@@ -693,13 +674,10 @@ START_TEST(usage_option_without_value)
     run r;
 
     for (i = 0; i < sizeof opts / sizeof opts[0]; i++) {
-        PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, opts[i]);
-        expect_usage(&r, opts[i], "value");
-        run_free(&r);
+        USAGE_ERROR(&r, opts[i], "value", "--cluster", CLUSTER, "--model", MODEL,
+                    opts[i]);
     }
-    PLANNER(&r, "--cluster");
-    expect_usage(&r, "--cluster", "value");
-    run_free(&r);
+    USAGE_ERROR(&r, "--cluster", "value", "--cluster");
 }
 END_TEST
 
@@ -710,61 +688,39 @@ START_TEST(usage_bad_top_k)
     size_t i;
     run r;
 
-    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", bad[i]);
-        expect_usage(&r, "--top-k", "integer");
-        run_free(&r);
-    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        USAGE_ERROR(&r, "--top-k", "integer", "--cluster", CLUSTER, "--model", MODEL,
+                    "--top-k", bad[i]);
 }
 END_TEST
 
 START_TEST(usage_bad_enums)
 {
-    run r;
+    static const char *const bad[][4] = {
+        {"--format", "xml", "--format", "xml"},
+        {"--method", "greedy", "--method", "greedy"},
+        {"--placement", "random", "--placement", "random"},
+        {"--schedule", "zb", "--schedule", "zb"},
+        {"--zero", "4", "--zero", "0..3"},
+        {"--global-batch", "0", "--global-batch", "integer"},
+    };
 
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--format", "xml");
-    expect_usage(&r, "--format", "xml");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--method", "greedy");
-    expect_usage(&r, "--method", "greedy");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--placement", "random");
-    expect_usage(&r, "--placement", "random");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--schedule", "zb");
-    expect_usage(&r, "--schedule", "zb");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--zero", "4");
-    expect_usage(&r, "--zero", "0..3");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--global-batch", "0");
-    expect_usage(&r, "--global-batch", "integer");
-    run_free(&r);
+    expect_bad_values(bad, TU_N(bad));
 }
 END_TEST
 
 START_TEST(usage_bad_param)
 {
-    run r;
+    static const char *const bad[][4] = {
+        {"--param", "nosuch=1", "nosuch", "--param"},
+        {"--param", "net_eff=abc", "net_eff", "number"},
+        {"--param", "net_eff=", "net_eff", "number"},
+        {"--param", "net_eff", "--param", "NAME=VALUE"},
+        {"--param", "net_eff=2", "net_eff", "expected"},
+        {"--param", "zero_stage=1.5", "zero_stage", "integer"},
+    };
 
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "nosuch=1");
-    expect_usage(&r, "nosuch", "--param");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "net_eff=abc");
-    expect_usage(&r, "net_eff", "number");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "net_eff=");
-    expect_usage(&r, "net_eff", "number");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "net_eff");
-    expect_usage(&r, "--param", "NAME=VALUE");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "net_eff=2");
-    expect_usage(&r, "net_eff", "expected");
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--param", "zero_stage=1.5");
-    expect_usage(&r, "zero_stage", "integer");
-    run_free(&r);
+    expect_bad_values(bad, TU_N(bad));
 }
 END_TEST
 
@@ -772,12 +728,10 @@ START_TEST(usage_strategies_option)
 {
     run r;
 
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL);
-    expect_usage(&r, "--strategies", NULL);
-    run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--strategies", STRATS);
-    expect_usage(&r, "--strategies", "evaluate");
-    run_free(&r);
+    USAGE_ERROR(&r, "--strategies", NULL, "evaluate", "--cluster", CLUSTER, "--model",
+                MODEL);
+    USAGE_ERROR(&r, "--strategies", "evaluate", "--cluster", CLUSTER, "--model", MODEL,
+                "--strategies", STRATS);
 }
 END_TEST
 
@@ -785,10 +739,8 @@ START_TEST(usage_profile_and_amp_profile)
 {
     run r;
 
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--profile", "a.json",
-            "--amp-profile", AMP_PROFILES);
-    expect_usage(&r, "--profile", "--amp-profile");
-    run_free(&r);
+    USAGE_ERROR(&r, "--profile", "--amp-profile", "--cluster", CLUSTER, "--model",
+                MODEL, "--profile", "a.json", "--amp-profile", AMP_PROFILES);
 }
 END_TEST
 
@@ -801,13 +753,9 @@ START_TEST(usage_no_global_batch)
              "{\"name\": \"one\", \"layers\": [{\"name\": \"l\", \"kind\": "
              "\"generic\", \"params\": 1000, \"fwd_flops\": 1e6, "
              "\"out_bytes\": 1024, \"act_bytes\": 1024}]}\n");
-    PLANNER(&r, "--cluster", CLUSTER, "--model", m);
-    expect_usage(&r, "--global-batch", NULL);
-    run_free(&r);
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", m, "--strategies",
-            STRATS);
-    expect_usage(&r, "--global-batch", NULL);
-    run_free(&r);
+    USAGE_ERROR(&r, "--global-batch", NULL, "--cluster", CLUSTER, "--model", m);
+    USAGE_ERROR(&r, "--global-batch", NULL, "evaluate", "--cluster", CLUSTER,
+                "--model", m, "--strategies", STRATS);
     /* given on the command line, the same model plans */
     PLANNER(&r, "--cluster", CLUSTER, "--model", m, "--global-batch", "16",
             "--quiet");
@@ -824,17 +772,14 @@ START_TEST(input_missing_file)
     run r;
 
     wpath(p, "no-such-cluster.json");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, NULL, "cannot open", "no-such-cluster.json");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "cannot open", "no-such-cluster.json", "--cluster", p,
+                "--model", MODEL);
     wpath(p, "no-such-model.json");
-    PLANNER(&r, "--cluster", CLUSTER, "--model", p);
-    expect_input(&r, p, NULL, "cannot open", "no-such-model.json");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "cannot open", "no-such-model.json", "--cluster", CLUSTER,
+                "--model", p);
     wpath(p, "no-such-strategies.json");
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies", p);
-    expect_input(&r, p, NULL, "cannot open", "no-such-strategies.json");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "cannot open", "no-such-strategies.json", "evaluate",
+                "--cluster", CLUSTER, "--model", MODEL, "--strategies", p);
 }
 END_TEST
 
@@ -845,17 +790,14 @@ START_TEST(input_malformed_json)
 
     put_file(p, "malformed.json",
              "{\"name\": \"x\",\n \"nodes\": [{\"name\": \"a\", \"gpus\": 4,,}]}\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, NULL, "malformed JSON", "line 2");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "malformed JSON", "line 2", "--cluster", p, "--model",
+                MODEL);
     put_file(p, "truncated.json", "{\"name\": \"x\", \"nodes\": [\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, NULL, "malformed JSON", "end of input");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "malformed JSON", "end of input", "--cluster", p,
+                "--model", MODEL);
     put_file(p, "array.json", "[1, 2]\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, NULL, "expected a JSON object", NULL);
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "expected a JSON object", NULL, "--cluster", p, "--model",
+                MODEL);
 }
 END_TEST
 
@@ -865,16 +807,13 @@ START_TEST(input_decentralized_cluster)
 {
     run r;
 
-    PLANNER(&r, "--cluster", "examples/dtfm-campuses.json", "--model", MODEL);
-    expect_input(&r, "examples/dtfm-campuses.json", "nodes",
-                 "missing required field 'nodes'",
-                 "'planner decentralized --cluster examples/dtfm-campuses.json'");
-    run_free(&r);
-    PLANNER(&r, "calibrate", "--cluster", "examples/dtfm-worldwide.json", "--model",
-            MODEL, "--trials", "t.json", "--profile", "p.json");
-    expect_input(&r, "examples/dtfm-worldwide.json", "nodes", "planner decentralized",
-                 NULL);
-    run_free(&r);
+    INPUT_ERROR(&r, "examples/dtfm-campuses.json", "nodes",
+                "missing required field 'nodes'",
+                "'planner decentralized --cluster examples/dtfm-campuses.json'",
+                "--cluster", "examples/dtfm-campuses.json", "--model", MODEL);
+    INPUT_ERROR(&r, "examples/dtfm-worldwide.json", "nodes", "planner decentralized",
+                NULL, "calibrate", "--cluster", "examples/dtfm-worldwide.json",
+                "--model", MODEL, "--trials", "t.json", "--profile", "p.json");
 }
 END_TEST
 
@@ -884,9 +823,8 @@ START_TEST(input_missing_nodes)
     run r;
 
     put_file(p, "nonodes.json", "{\"name\": \"x\"}\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, "nodes", "missing required field", "'nodes'");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "nodes", "missing required field", "'nodes'", "--cluster", p,
+                "--model", MODEL);
 }
 END_TEST
 
@@ -898,9 +836,8 @@ START_TEST(input_negative_gpus)
     put_file(p, "neg.json",
              "{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\", \"gpus\": -4, "
              "\"intra_gbps\": 100, \"nic_gbps\": 10}]}\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, "nodes[0].gpus", "expected a positive integer", "-4");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "nodes[0].gpus", "expected a positive integer", "-4",
+                "--cluster", p, "--model", MODEL);
 }
 END_TEST
 
@@ -925,19 +862,16 @@ START_TEST(input_unknown_key)
     expect_in(r.err, "typo.json': training.precison: unknown key 'precison', did you "
                      "mean 'precision'?\n", "stderr", &r);
     run_free(&r);
-    PLANNER(&r, "--strict", "--cluster", CLUSTER, "--model", p);
-    expect_input(&r, p, "training.precison", "unknown key 'precison'",
-                 "did you mean 'precision'?");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "training.precison", "unknown key 'precison'",
+                "did you mean 'precision'?", "--strict", "--cluster", CLUSTER,
+                "--model", p);
     /* a command reading the plan: the model it names is read again */
-    PLANNER(&r, "report", "--plan", plan, "--output", svg, "--strict");
-    expect_input(&r, p, "training.precison", "unknown key", "precision");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "training.precison", "unknown key", "precision", "report",
+                "--plan", plan, "--output", svg, "--strict");
     /* a plan is not a strategies file: said once, not key by key */
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
-            plan);
-    expect_input(&r, plan, "schema", "expected a strategies file", "got a plan");
-    run_free(&r);
+    INPUT_ERROR(&r, plan, "schema", "expected a strategies file", "got a plan",
+                "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+                plan);
     /* the shipped examples raise none */
     PLANNER(&r, "evaluate", "--strict", "--cluster", CLUSTER, "--model", MODEL,
             "--strategies", STRATS, "--quiet");
@@ -957,10 +891,9 @@ START_TEST(usage_evaluate_strategy_features)
     run r;
 
     for (i = 0; i < 3; i++) {
-        PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
-                STRATS, opts[i][0], opts[i][1]);
-        expect_usage(&r, opts[i][0], "belong to 'planner plan'");
-        run_free(&r);
+        USAGE_ERROR(&r, opts[i][0], "belong to 'planner plan'", "evaluate",
+                    "--cluster", CLUSTER, "--model", MODEL, "--strategies", STRATS,
+                    opts[i][0], opts[i][1]);
     }
 }
 END_TEST
@@ -970,24 +903,20 @@ START_TEST(usage_did_you_mean)
 {
     run r;
 
-    PLANNER(&r, "plna", "--cluster", CLUSTER);
-    expect_usage(&r, "unknown command 'plna'", "did you mean 'plan'?");
-    run_free(&r);
-    PLANNER(&r, "--clusters", CLUSTER, "--model", MODEL);
-    expect_usage(&r, "unknown option '--clusters'", "did you mean '--cluster'?");
-    run_free(&r);
-    PLANNER(&r, "export", "--too", "hostfile");
-    expect_usage(&r, "unknown option '--too'", "did you mean '--to'?");
-    run_free(&r);
+    USAGE_ERROR(&r, "unknown command 'plna'", "did you mean 'plan'?", "plna",
+                "--cluster", CLUSTER);
+    USAGE_ERROR(&r, "unknown option '--clusters'", "did you mean '--cluster'?",
+                "--clusters", CLUSTER, "--model", MODEL);
+    USAGE_ERROR(&r, "unknown option '--too'", "did you mean '--to'?", "export",
+                "--too", "hostfile");
     /* "help COMMAND" is "COMMAND --help" */
     PLANNER(&r, "help", "export");
     expect_exit(&r, 0);
     expect_in(r.out, "usage: planner export --plan FILE", "stdout", &r);
     run_free(&r);
     /* nothing near: the commands are listed */
-    PLANNER(&r, "frobnicate");
-    expect_usage(&r, "unknown command 'frobnicate'", "(commands: plan, evaluate,");
-    run_free(&r);
+    USAGE_ERROR(&r, "unknown command 'frobnicate'", "(commands: plan, evaluate,",
+                "frobnicate");
 }
 END_TEST
 
@@ -999,21 +928,18 @@ START_TEST(usage_values_against_inputs)
     run r;
 
     /* 64 devices: divisors 1, 2, 4, 8, 16, 32, 64 */
-    PLANNER(&r, "decentralized", "--cluster", "examples/dtfm-datacenter.json", "--pp",
-            "7", "--seconds", "5");
-    expect_usage(&r, "option '--pp'", "(1, 2, 4, 8, 16, 32, 64), got 7");
-    run_free(&r);
+    USAGE_ERROR(&r, "option '--pp'", "(1, 2, 4, 8, 16, 32, 64), got 7",
+                "decentralized", "--cluster", "examples/dtfm-datacenter.json",
+                "--pp", "7", "--seconds", "5");
     wpath(plan, "plan.json");
     PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--top-k", "2", "--quiet",
             "--output", plan);
     expect_exit(&r, 0);
     run_free(&r);
-    PLANNER(&r, "export", "--plan", plan, "--to", "hostfile", "--strategy", "3");
-    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
-    run_free(&r);
-    PLANNER(&r, "whatif", "--plan", plan, "--slow", "0:2", "--strategy", "3");
-    expect_usage(&r, "option '--strategy' expects 1..2", "got 3");
-    run_free(&r);
+    USAGE_ERROR(&r, "option '--strategy' expects 1..2", "got 3", "export", "--plan",
+                plan, "--to", "hostfile", "--strategy", "3");
+    USAGE_ERROR(&r, "option '--strategy' expects 1..2", "got 3", "whatif", "--plan",
+                plan, "--slow", "0:2", "--strategy", "3");
 }
 END_TEST
 
@@ -1027,9 +953,8 @@ START_TEST(input_zero_nic)
              "\"intra_gbps\": 100, \"nic_gbps\": 10},\n"
              "{\"name\": \"b\", \"device\": \"V100\", \"gpus\": 4, "
              "\"intra_gbps\": 100, \"nic_gbps\": 0}]}\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, "nodes[1].nic_gbps", "expected", "positive");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "nodes[1].nic_gbps", "expected", "positive", "--cluster", p,
+                "--model", MODEL);
 }
 END_TEST
 
@@ -1056,9 +981,7 @@ START_TEST(input_total_gpus_mismatch)
     put_file(p, "total.json",
              "{\"total_gpus\": 8, \"nodes\": [{\"name\": \"a\", \"device\": "
              "\"V100\", \"gpus\": 4, \"intra_gbps\": 100, \"nic_gbps\": 10}]}\n");
-    PLANNER(&r, "--cluster", p, "--model", MODEL);
-    expect_input(&r, p, "total_gpus", "8", "4 GPUs");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "total_gpus", "8", "4 GPUs", "--cluster", p, "--model", MODEL);
 }
 END_TEST
 
@@ -1069,9 +992,8 @@ START_TEST(input_model_without_layers)
 
     put_file(p, "neither.json",
              "{\"name\": \"m\", \"training\": {\"global_batch\": 8}}\n");
-    PLANNER(&r, "--cluster", CLUSTER, "--model", p);
-    expect_input(&r, p, NULL, "expected", "'transformer' and 'layers'");
-    run_free(&r);
+    INPUT_ERROR(&r, p, NULL, "expected", "'transformer' and 'layers'", "--cluster",
+                CLUSTER, "--model", p);
 }
 END_TEST
 
@@ -1086,10 +1008,8 @@ START_TEST(input_strategy_degrees)
              "\"stage_boundaries\": [0, 7, 14, 20, 30]},\n"
              " {\"tp\": 1, \"dp\": 4, \"pp\": 2, \"mbs\": 1, "
              "\"stage_boundaries\": [0, 15, 30]}]}\n");
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL,
-            "--strategies", p);
-    expect_input(&r, p, "strategies[1]", "does not match", "16 GPUs");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "strategies[1]", "does not match", "16 GPUs", "evaluate",
+                "--cluster", CLUSTER, "--model", MODEL, "--strategies", p);
 }
 END_TEST
 
@@ -1101,18 +1021,15 @@ START_TEST(input_strategy_boundaries)
     put_file(p, "bounds.json",
              "{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 4, \"mbs\": 1, "
              "\"stage_boundaries\": [0, 15, 10, 20, 30]}]}\n");
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL,
-            "--strategies", p);
-    expect_input(&r, p, "strategies[0].stage_boundaries", "expected",
-                 "increasing");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "strategies[0].stage_boundaries", "expected", "increasing",
+                "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+                p);
     put_file(p, "count.json",
              "{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 4, \"mbs\": 1, "
              "\"stage_boundaries\": [0, 15, 30]}]}\n");
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL,
-            "--strategies", p);
-    expect_input(&r, p, "strategies[0].stage_boundaries", "expected", "pp + 1");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "strategies[0].stage_boundaries", "expected", "pp + 1",
+                "evaluate", "--cluster", CLUSTER, "--model", MODEL, "--strategies",
+                p);
 }
 END_TEST
 
@@ -1125,10 +1042,9 @@ START_TEST(input_strategy_batch)
     put_file(p, "batch.json",
              "{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 4, \"mbs\": 1, "
              "\"stage_boundaries\": [0, 7, 14, 20, 30]}]}\n");
-    PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL,
-            "--strategies", p, "--global-batch", "30");
-    expect_input(&r, p, "strategies[0].mbs", "divisible", "30");
-    run_free(&r);
+    INPUT_ERROR(&r, p, "strategies[0].mbs", "divisible", "30", "evaluate", "--cluster",
+                CLUSTER, "--model", MODEL, "--strategies", p, "--global-batch",
+                "30");
     /* the model's own global batch (32) divides */
     PLANNER(&r, "evaluate", "--cluster", CLUSTER, "--model", MODEL,
             "--strategies", p, "--quiet");
@@ -1656,10 +1572,9 @@ START_TEST(plan_amp_profile)
     expect_sha256(get_str(prof, "sha256"), "inputs.profile.sha256");
     cJSON_Delete(plan);
     run_free(&r);
-    PLANNER(&r, "--cluster", CLUSTER, "--model", MODEL, "--amp-profile",
-            AMP_PROFILES ":nosuchmodel");
-    expect_input(&r, AMP_PROFILES, "nosuchmodel", "not found", "gpt2");
-    run_free(&r);
+    INPUT_ERROR(&r, AMP_PROFILES, "nosuchmodel", "not found", "gpt2", "--cluster",
+                CLUSTER, "--model", MODEL, "--amp-profile",
+                AMP_PROFILES ":nosuchmodel");
 }
 END_TEST
 
@@ -1726,84 +1641,47 @@ END_TEST
 
 static Suite *cli_suite(void)
 {
-    Suite *s = suite_create("cli");
-    TCase *tb = tcase_create("info");
-    TCase *tu = tcase_create("usage");
-    TCase *ti = tcase_create("input");
-    TCase *tx = tcase_create("exit45");
-    TCase *ts = tcase_create("success");
-    TCase *all[] = {tb, tu, ti, tx, ts};
-    size_t i;
+    const TTest *const tb[] = {help_lists_exit_codes, version};
+    const TTest *const tu[] = {usage_unknown_option, usage_unknown_option_last,
+                               usage_repeated_option, usage_version_extra,
+                               usage_export_master_addr, usage_missing_cluster,
+                               usage_missing_model, usage_option_without_value,
+                               usage_bad_top_k, usage_bad_enums, usage_bad_param,
+                               usage_strategies_option,
+                               usage_profile_and_amp_profile, usage_no_global_batch,
+                               usage_values_against_inputs, usage_did_you_mean,
+                               usage_evaluate_strategy_features};
+    const TTest *const ti[] = {input_missing_file, input_malformed_json,
+                               input_missing_nodes, input_decentralized_cluster,
+                               input_negative_gpus, input_zero_nic,
+                               input_unknown_key, input_unknown_device,
+                               input_total_gpus_mismatch,
+                               input_model_without_layers, input_strategy_degrees,
+                               input_strategy_boundaries, input_strategy_batch};
+    const TTest *const tx[] = {no_feasible_strategy, output_not_writable,
+                               output_is_directory, stdout_not_writable};
+    const TTest *const ts[] = {plan_success, plan_batch_tolerance_one_batch,
+                               plan_top_k, plan_format_json, plan_quiet_and_verbose,
+                               plan_megatron, plan_placement, plan_deterministic,
+                               output_replaced_only_on_success, evaluate_strategies,
+                               param_override_applied, evaluate_strategy_schedule};
+    const tu_case cases[] = {
+        {"info", tb, TU_N(tb), 120, setup, NULL},
+        {"usage", tu, TU_N(tu), 120, setup, NULL},
+        {"input", ti, TU_N(ti), 120, setup, NULL},
+        {"exit45", tx, TU_N(tx), 120, setup, NULL},
+        {"success", ts, TU_N(ts), 120, setup, NULL},
+    };
 
-    for (i = 0; i < sizeof all / sizeof all[0]; i++) {
-        tcase_add_checked_fixture(all[i], setup, NULL);
-        tcase_set_timeout(all[i], 120);
-        suite_add_tcase(s, all[i]);
-    }
-    tcase_add_test(tb, help_lists_exit_codes);
-    tcase_add_test(tb, version);
-
-    tcase_add_test(tu, usage_unknown_option);
-    tcase_add_test(tu, usage_unknown_option_last);
-    tcase_add_test(tu, usage_repeated_option);
-    tcase_add_test(tu, usage_version_extra);
-    tcase_add_test(tu, usage_export_master_addr);
-    tcase_add_test(tu, usage_missing_cluster);
-    tcase_add_test(tu, usage_missing_model);
-    tcase_add_test(tu, usage_option_without_value);
-    tcase_add_test(tu, usage_bad_top_k);
-    tcase_add_test(tu, usage_bad_enums);
-    tcase_add_test(tu, usage_bad_param);
-    tcase_add_test(tu, usage_strategies_option);
-    tcase_add_test(tu, usage_profile_and_amp_profile);
-    tcase_add_test(tu, usage_no_global_batch);
-
-    tcase_add_test(ti, input_missing_file);
-    tcase_add_test(ti, input_malformed_json);
-    tcase_add_test(ti, input_missing_nodes);
-    tcase_add_test(ti, input_decentralized_cluster);
-    tcase_add_test(ti, input_negative_gpus);
-    tcase_add_test(ti, input_zero_nic);
-    tcase_add_test(ti, input_unknown_key);
-    tcase_add_test(tu, usage_values_against_inputs);
-    tcase_add_test(tu, usage_did_you_mean);
-    tcase_add_test(tu, usage_evaluate_strategy_features);
-    tcase_add_test(ti, input_unknown_device);
-    tcase_add_test(ti, input_total_gpus_mismatch);
-    tcase_add_test(ti, input_model_without_layers);
-    tcase_add_test(ti, input_strategy_degrees);
-    tcase_add_test(ti, input_strategy_boundaries);
-    tcase_add_test(ti, input_strategy_batch);
-
-    tcase_add_test(tx, no_feasible_strategy);
-    tcase_add_test(tx, output_not_writable);
-    tcase_add_test(tx, output_is_directory);
-    tcase_add_test(tx, stdout_not_writable);
-
-    tcase_add_test(ts, plan_success);
-    tcase_add_test(ts, plan_batch_tolerance_one_batch);
-    tcase_add_test(ts, plan_top_k);
-    tcase_add_test(ts, plan_format_json);
-    tcase_add_test(ts, plan_quiet_and_verbose);
-    tcase_add_test(ts, plan_megatron);
-    tcase_add_test(ts, plan_placement);
-    tcase_add_test(ts, plan_deterministic);
-    tcase_add_test(ts, output_replaced_only_on_success);
-    tcase_add_test(ts, evaluate_strategies);
-    tcase_add_test(ts, param_override_applied);
-    tcase_add_test(ts, evaluate_strategy_schedule);
-    return s;
+    return tu_suite_of("cli", cases, TU_N(cases));
 }
 
 /* Needs AMP's profiles (../shared/data/amp). */
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("cli with AMP's profile");
-    TCase *ts = tcase_create("success");
+    const TTest *const tests[] = {plan_amp_profile};
 
-    tcase_add_test(ts, plan_amp_profile);
-    suite_add_tcase(s, ts);
-    return s;
+    return tu_suite("cli with AMP's profile", "success", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

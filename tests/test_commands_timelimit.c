@@ -105,6 +105,44 @@ static void expect_same_json(cJSON *a, cJSON *b, const char *obj, const char *ke
     ck_assert_msg(cJSON_Compare(a, b, 1), "the documents differ");
 }
 
+/* The documents three runs of a command print: cut by a tiny limit,
+ * without a limit, with a year's. */
+typedef struct runs3 {
+    cJSON *t, *n, *y;
+} runs3;
+
+/* Run tiny (exit 7, frag on stderr), none and year (exit 0) and parse
+ * what each prints (what names it). */
+static void run_three(runs3 *r, const char *const *tiny, const char *frag,
+                      const char *const *none, const char *const *year,
+                      const char *what)
+{
+    char *out_t = run_expect(tiny, 7, frag);
+    char *out_n = run_expect(none, 0, NULL);
+    char *out_y = run_expect(year, 0, NULL);
+
+    r->t = parse(out_t, what);
+    r->n = parse(out_n, what);
+    r->y = parse(out_y, what);
+    free(out_t);
+    free(out_n);
+    free(out_y);
+}
+
+/* The run with a year's limit is the run without one: the same document
+ * (its "output" named as the other's) and the same output file; then
+ * the three documents are freed. */
+static void expect_year_as_none(runs3 *r, const char *none_file,
+                                const char *year_file)
+{
+    cJSON_ReplaceItemInObject(r->y, "output", cJSON_CreateString(none_file));
+    expect_same_json(r->n, r->y, NULL, NULL);
+    expect_same_file(none_file, year_file);
+    cJSON_Delete(r->t);
+    cJSON_Delete(r->n);
+    cJSON_Delete(r->y);
+}
+
 /* A plan of the AMP heterogeneous cluster (examples): its best strategy
  * has tp 2 and 8 pipeline stages, so that every what-if remedy applies. */
 static void write_plan(void)
@@ -188,18 +226,15 @@ START_TEST(calibrate_keeps_best_fit)
     const char *none[] = {CAL, "--output", "none.json", NULL};
     const char *year[] = {CAL, "--time-limit", YEAR, "--output", "year.json", NULL};
 #undef CAL
-    char *out_t, *out_n, *out_y;
-    cJSON *t, *n, *y, *prof;
-    const cJSON *fit;
+    runs3 r;
+    const cJSON *t, *n, *fit;
+    cJSON *prof;
 
     write_trials();
-    out_t = run_expect(tiny, 7, "planner: note: time limit of 1e-06 s reached: the fit "
-                                "stopped after 1 LP round(s)");
-    out_n = run_expect(none, 0, NULL);
-    out_y = run_expect(year, 0, NULL);
-    t = parse(out_t, "calibrate's report");
-    n = parse(out_n, "calibrate's report");
-    y = parse(out_y, "calibrate's report");
+    run_three(&r, tiny, "planner: note: time limit of 1e-06 s reached: the fit "
+              "stopped after 1 LP round(s)", none, year, "calibrate's report");
+    t = r.t;
+    n = r.n;
     /* one LP round (always run), then the limit: no leave-one-out */
     expect_str(t, "status", "time-limit");
     ck_assert_int_eq(child(t, "rounds")->valueint, 1);
@@ -218,15 +253,7 @@ START_TEST(calibrate_keeps_best_fit)
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(fit, "loo_mape"));
     cJSON_Delete(prof);
     /* a year: the run without a limit (its --output named differently) */
-    cJSON_ReplaceItemInObject(y, "output", cJSON_CreateString("none.json"));
-    expect_same_json(n, y, NULL, NULL);
-    expect_same_file("none.json", "year.json");
-    cJSON_Delete(t);
-    cJSON_Delete(n);
-    cJSON_Delete(y);
-    free(out_t);
-    free(out_n);
-    free(out_y);
+    expect_year_as_none(&r, "none.json", "year.json");
 }
 END_TEST
 
@@ -333,17 +360,16 @@ START_TEST(report_without_timeline)
                           "--format", "json", NULL};
     const char *year[] = {"report", "--plan", "plan.json", "--output", "year.svg",
                           "--format", "json", "--time-limit", YEAR, NULL};
-    char *out_t, *out_n, *out_y, *svg;
-    cJSON *t, *n, *y;
+    runs3 r;
+    const cJSON *t, *n;
+    char *svg;
     size_t len;
 
     write_plan();
-    out_t = run_expect(tiny, 7, "the report is drawn without it");
-    out_n = run_expect(none, 0, NULL);
-    out_y = run_expect(year, 0, NULL);
-    t = parse(out_t, "report's summary");
-    n = parse(out_n, "report's summary");
-    y = parse(out_y, "report's summary");
+    run_three(&r, tiny, "the report is drawn without it", none, year,
+              "report's summary");
+    t = r.t;
+    n = r.n;
     expect_str(t, "status", "time-limit");
     ck_assert(cJSON_IsNull(child(t, "timeline")));
     expect_str(n, "status", "complete");
@@ -356,15 +382,7 @@ START_TEST(report_without_timeline)
     ck_assert_msg(len > 6 && strcmp(svg + len - 7, "</svg>\n") == 0, "SVG cut: ...%s",
                   svg + (len > 40 ? len - 40 : 0));
     free(svg);
-    cJSON_ReplaceItemInObject(y, "output", cJSON_CreateString("none.svg"));
-    expect_same_json(n, y, NULL, NULL);
-    expect_same_file("none.svg", "year.svg");
-    cJSON_Delete(t);
-    cJSON_Delete(n);
-    cJSON_Delete(y);
-    free(out_t);
-    free(out_n);
-    free(out_y);
+    expect_year_as_none(&r, "none.svg", "year.svg");
 }
 END_TEST
 

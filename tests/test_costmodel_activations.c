@@ -378,68 +378,15 @@ END_TEST
 
 /* ---- Sailor's measured OPT-350 runs (../shared/data/sailor-opt) ----- */
 
-#define SAILOR TU_DATA "/sailor-opt/"
-
-/* The data's OPT-350 model file (family gpt2, a GeLU MLP) with OPT's
- * ReLU MLP stated, as the runs trained it (Zhang et al. 2022). */
-static void sailor_model(fmt_model *m)
-{
-    char *text = tu_slurp(SAILOR "model_OPT-350.json"), *out;
-    cJSON *doc, *tf;
-    util_error err;
-
-    ck_assert_ptr_nonnull(text);
-    doc = cJSON_Parse(text);
-    free(text);
-    tf = cJSON_GetObjectItemCaseSensitive(doc, "transformer");
-    ck_assert(cJSON_IsObject(tf));
-    cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
-    cJSON_AddStringToObject(tf, "mlp", "relu");
-    out = cJSON_PrintUnformatted(doc);
-    cJSON_Delete(doc);
-    ck_assert_ptr_nonnull(out);
-    memset(&err, 0, sizeof err);
-    ck_assert_msg(fmt_parse_model(out, "model_OPT-350.json", m, &err) == UTIL_OK,
-                  "%s", err.msg);
-    cJSON_free(out);
-    ck_assert_int_eq(m->mlp, FMT_MLP_RELU);
-}
-
 /* Predicted peak (largest over ranks, runtime memory excluded) of run tag with
  * tp 4, global batch gbs; asserts it fits. */
 static double sailor_peak(const char *tag, int gbs)
 {
-    char path[512];
-    fmt_cluster c;
-    fmt_model m;
-    fmt_strategy *s = NULL;
     cost_params p;
-    cost_result r;
-    util_error err;
-    double peak = 0.0;
-    int n = 0, i;
 
-    memset(&err, 0, sizeof err);
-    snprintf(path, sizeof path, SAILOR "%s_cluster.json", tag);
-    ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
-    sailor_model(&m);
-    snprintf(path, sizeof path, SAILOR "%s_strat.json", tag);
-    ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &n, &err) == UTIL_OK,
-                  "%s", err.msg);
-    ck_assert_int_eq(n, 1);
     cost_params_init(&p);
     p.mem_reserve = 0.0; /* stated as 0: the tensors alone */
-    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s[0], &r, &err), UTIL_OK);
-    ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
-    for (i = 0; i < r.nranks; i++)
-        if (r.mem_bytes[i] > peak)
-            peak = r.mem_bytes[i];
-    cost_result_free(&r);
-    fmt_strategy_free(&s[0]);
-    free(s);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
-    return peak - p.mem_reserve;
+    return tu_sailor_peak(tag, gbs, &p) - p.mem_reserve;
 }
 
 /* What one more sample costs, independent of the runtime reserve: the
@@ -486,12 +433,9 @@ static Suite *plain_suite(void)
 
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("activations_data");
-    TCase *tc = tcase_create("sailor");
+    const TTest *const tests[] = {sailor_per_sample_growth};
 
-    tcase_add_test(tc, sailor_per_sample_growth);
-    suite_add_tcase(s, tc);
-    return s;
+    return tu_suite("activations_data", "sailor", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

@@ -49,6 +49,47 @@ static void params_exact(cost_params *p)
     p->mem_reserve = 0.0;
 }
 
+/* The inputs of one evaluation on make_cluster's devices, and its
+ * result. */
+typedef struct fixture {
+    fmt_cluster c;
+    fmt_model m;
+    fmt_profile prof; /* empty until tu_profile_add */
+    cost_params p;    /* params_exact */
+    fmt_strategy s;   /* empty until tu_strategy */
+    cost_result r;
+    util_error err;
+} fixture;
+
+/* make_cluster(nnodes, gpus, slow_last), tu_generic_model(nlayers,
+ * out_bytes), an empty profile, exact parameters. */
+static void fixture_init(fixture *x, int nnodes, int gpus, int slow_last,
+                         int nlayers, double out_bytes)
+{
+    memset(x, 0, sizeof *x);
+    make_cluster(&x->c, nnodes, gpus, slow_last);
+    tu_generic_model(&x->m, nlayers, out_bytes);
+    params_exact(&x->p);
+}
+
+/* cost_evaluate of x's strategy into x->r (freed first), which succeeds. */
+static void evaluate(fixture *x)
+{
+    cost_result_free(&x->r);
+    ck_assert_int_eq(cost_evaluate(&x->c, &x->m, &x->prof, &x->p, &x->s, &x->r,
+                                   &x->err),
+                     UTIL_OK);
+}
+
+static void fixture_free(fixture *x)
+{
+    cost_result_free(&x->r);
+    fmt_strategy_free(&x->s);
+    fmt_profile_free(&x->prof);
+    fmt_model_free(&x->m);
+    fmt_cluster_free(&x->c);
+}
+
 START_TEST(test_allreduce)
 {
     /* AMP eq. 3: 2 (n-1) M / (n B) */
@@ -61,92 +102,55 @@ END_TEST
 /* Two stages on two nodes, gas 4: T = (gas-1) max t + sum t + sum e. */
 START_TEST(test_pipeline_eq5)
 {
-    fmt_cluster c;
-    fmt_model m;
-    fmt_profile prof;
-    cost_params p;
-    fmt_strategy s;
-    cost_result r;
-    util_error err;
+    fixture x;
     double t_stage, e, expect;
 
-    make_cluster(&c, 2, 1, 0);
-    tu_generic_model(&m, 4, 1.25e6);
-    memset(&prof, 0, sizeof prof);
-    tu_profile_add(&prof, 4, "fast", 1, 1e-3, 2e-3);
-    params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[0] = 0;
-    s.bounds[1] = 2;
-    s.bounds[2] = 4;
-    s.gas = 4;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
+    fixture_init(&x, 2, 1, 0, 4, 1.25e6);
+    tu_profile_add(&x.prof, 4, "fast", 1, 1e-3, 2e-3);
+    tu_strategy(&x.s, 1, 1, 2, (const int[]){0, 2, 4}, 4);
+    evaluate(&x);
     t_stage = 2 * (1e-3 + 2e-3);
     e = 2.0 * (1.25e6 / (10.0 * TU_GB8)); /* activation + gradient over the NIC */
     expect = 3 * t_stage + 2 * t_stage + e;
-    ck_assert_double_eq_tol(r.iter_s, expect, 1e-12);
-    ck_assert_double_eq_tol(r.bd.bubble, t_stage, 1e-12);
-    ck_assert_double_eq_tol(r.bd.p2p, e, 1e-12);
-    ck_assert_double_eq_tol(r.bd.compute, 4 * t_stage, 1e-12);
-    ck_assert_double_eq_tol(r.bd.compute + r.bd.tp_comm + r.bd.bubble + r.bd.p2p +
-                                r.bd.dp_comm + r.bd.optimizer,
-                            r.bd.total, 1e-12);
-    ck_assert_int_eq(r.measured, 4);
-    ck_assert_int_eq(r.estimated, 0);
-    cost_result_free(&r);
+    ck_assert_double_eq_tol(x.r.iter_s, expect, 1e-12);
+    ck_assert_double_eq_tol(x.r.bd.bubble, t_stage, 1e-12);
+    ck_assert_double_eq_tol(x.r.bd.p2p, e, 1e-12);
+    ck_assert_double_eq_tol(x.r.bd.compute, 4 * t_stage, 1e-12);
+    ck_assert_double_eq_tol(x.r.bd.compute + x.r.bd.tp_comm + x.r.bd.bubble +
+                                x.r.bd.p2p + x.r.bd.dp_comm + x.r.bd.optimizer,
+                            x.r.bd.total, 1e-12);
+    ck_assert_int_eq(x.r.measured, 4);
+    ck_assert_int_eq(x.r.estimated, 0);
+    cost_result_free(&x.r);
 
     /* a slower link between the stages is charged on that link */
-    c.nlinks = 1;
-    c.links = calloc(1, sizeof *c.links);
-    c.links[0].node_a = 0;
-    c.links[0].gpu_a = -1;
-    c.links[0].node_b = 1;
-    c.links[0].gpu_b = -1;
-    c.links[0].bw = 1.0 * TU_GB8;
-    c.links[0].lat = 0.01;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * (0.01 + 1.25e6 / TU_GB8), 1e-12);
-    cost_result_free(&r);
-    fmt_strategy_free(&s);
-    fmt_profile_free(&prof);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
+    x.c.nlinks = 1;
+    x.c.links = calloc(1, sizeof *x.c.links);
+    x.c.links[0].node_a = 0;
+    x.c.links[0].gpu_a = -1;
+    x.c.links[0].node_b = 1;
+    x.c.links[0].gpu_b = -1;
+    x.c.links[0].bw = 1.0 * TU_GB8;
+    x.c.links[0].lat = 0.01;
+    evaluate(&x);
+    ck_assert_double_eq_tol(x.r.bd.p2p, 2.0 * (0.01 + 1.25e6 / TU_GB8), 1e-12);
+    fixture_free(&x);
 }
 END_TEST
 
 /* A stage runs at its slowest device; the slow replica sets the pace. */
 START_TEST(test_slowest_device)
 {
-    fmt_cluster c;
-    fmt_model m;
-    fmt_profile prof;
-    cost_params p;
-    fmt_strategy s;
-    cost_result r;
-    util_error err;
+    fixture x;
 
-    make_cluster(&c, 2, 1, 1); /* n0 fast, n1 slow */
-    tu_generic_model(&m, 2, 0.0);
-    memset(&prof, 0, sizeof prof);
-    tu_profile_add(&prof, 2, "fast", 1, 1e-3, 2e-3);
-    tu_profile_add(&prof, 2, "slow", 1, 4e-3, 8e-3);
-    params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[0] = 0;
-    s.bounds[1] = 2;
-    s.gas = 3;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
+    fixture_init(&x, 2, 1, 1, 2, 0.0); /* n0 fast, n1 slow */
+    tu_profile_add(&x.prof, 2, "fast", 1, 1e-3, 2e-3);
+    tu_profile_add(&x.prof, 2, "slow", 1, 4e-3, 8e-3);
+    tu_strategy(&x.s, 1, 2, 1, (const int[]){0, 2}, 3);
+    evaluate(&x);
     /* slow replica: 3 micro-batches x 2 layers x 12 ms; no params, no DP bytes */
-    ck_assert_double_eq_tol(r.iter_s, 3 * 2 * 12e-3, 1e-12);
-    cost_result_free(&r);
-    fmt_strategy_free(&s);
-    fmt_profile_free(&prof);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
+    ck_assert_double_eq_tol(x.r.iter_s, 3 * 2 * 12e-3, 1e-12);
+    fixture_free(&x);
 }
 END_TEST
 
@@ -223,36 +227,15 @@ END_TEST
 /* Transfers that leave a node together share its NIC. */
 START_TEST(test_nic_sharing)
 {
-    fmt_cluster c;
-    fmt_model m;
-    fmt_profile prof;
-    cost_params p;
-    fmt_strategy s;
-    cost_result r;
-    util_error err;
+    fixture x;
 
-    make_cluster(&c, 2, 2, 0);
-    tu_generic_model(&m, 2, 1.25e6);
-    memset(&prof, 0, sizeof prof);
-    tu_profile_add(&prof, 2, "fast", 1, 0.0, 0.0);
-    params_exact(&p);
+    fixture_init(&x, 2, 2, 0, 2, 1.25e6);
+    tu_profile_add(&x.prof, 2, "fast", 1, 0.0, 0.0);
     /* dp 2, pp 2: both replicas send from node 0 to node 1 at once */
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.ranks[2] = 2;
-    s.ranks[3] = 3;
-    s.bounds[0] = 0;
-    s.bounds[1] = 1;
-    s.bounds[2] = 2;
-    s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.p2p, 2.0 * 1.25e6 / (10.0 * TU_GB8 / 2.0), 1e-12);
-    cost_result_free(&r);
-    fmt_strategy_free(&s);
-    fmt_profile_free(&prof);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
+    tu_strategy(&x.s, 1, 2, 2, (const int[]){0, 1, 2}, 1);
+    evaluate(&x);
+    ck_assert_double_eq_tol(x.r.bd.p2p, 2.0 * 1.25e6 / (10.0 * TU_GB8 / 2.0), 1e-12);
+    fixture_free(&x);
 }
 END_TEST
 
@@ -260,52 +243,28 @@ END_TEST
  * and the tied-embedding all-reduce between first and last stage. */
 START_TEST(test_dp_and_tied_sync)
 {
-    fmt_cluster c;
-    fmt_model m;
-    fmt_profile prof;
-    cost_params p;
-    fmt_strategy s;
-    cost_result r;
-    util_error err;
+    fixture x;
     double bytes = 1e8 * 2.0, ar;
 
-    make_cluster(&c, 2, 1, 0);
-    tu_generic_model(&m, 2, 0.0);
-    m.layers[0].params = 1e8;
-    memset(&prof, 0, sizeof prof);
-    tu_profile_add(&prof, 2, "fast", 1, 0.0, 0.0);
-    params_exact(&p);
-    p.optimizer_bytes = 0.0;
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[0] = 0;
-    s.bounds[1] = 2;
-    s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
+    fixture_init(&x, 2, 1, 0, 2, 0.0);
+    x.m.layers[0].params = 1e8;
+    tu_profile_add(&x.prof, 2, "fast", 1, 0.0, 0.0);
+    x.p.optimizer_bytes = 0.0;
+    tu_strategy(&x.s, 1, 2, 1, (const int[]){0, 2}, 1);
+    evaluate(&x);
     ar = cost_allreduce(bytes, 2, 10.0 * TU_GB8, 0.0);
-    ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
-    cost_result_free(&r);
-    fmt_strategy_free(&s);
+    ck_assert_double_eq_tol(x.r.bd.dp_comm, ar, 1e-12);
+    cost_result_free(&x.r);
+    fmt_strategy_free(&x.s);
 
     /* pp 2 with layers 0 and 1 tied: their gradients meet across the NIC */
-    m.layers[1].params = 1e8;
-    m.layers[0].tied_group = 1;
-    m.layers[1].tied_group = 1;
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[0] = 0;
-    s.bounds[1] = 1;
-    s.bounds[2] = 2;
-    s.gas = 1;
-    ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r, &err), UTIL_OK);
-    ck_assert_double_eq_tol(r.bd.dp_comm, ar, 1e-12);
-    cost_result_free(&r);
-    fmt_strategy_free(&s);
-    fmt_profile_free(&prof);
-    fmt_model_free(&m);
-    fmt_cluster_free(&c);
+    x.m.layers[1].params = 1e8;
+    x.m.layers[0].tied_group = 1;
+    x.m.layers[1].tied_group = 1;
+    tu_strategy(&x.s, 1, 1, 2, (const int[]){0, 1, 2}, 1);
+    evaluate(&x);
+    ck_assert_double_eq_tol(x.r.bd.dp_comm, ar, 1e-12);
+    fixture_free(&x);
 }
 END_TEST
 
@@ -352,16 +311,8 @@ START_TEST(test_strategy_check)
     make_cluster(&c, 2, 2, 0);
     tu_generic_model(&m, 4, 0.0);
     m.heads = 6;
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.ranks[2] = 2;
-    s.ranks[3] = 3;
-    s.bounds[0] = 0;
-    s.bounds[1] = 2;
-    s.bounds[2] = 4;
+    tu_strategy(&s, 1, 2, 2, (const int[]){0, 2, 4}, 2);
     s.mbs = 2;
-    s.gas = 2;
     ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_OK);
     ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 6, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "not divisible"));
@@ -373,12 +324,7 @@ START_TEST(test_strategy_check)
     ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "more than one rank"));
     fmt_strategy_free(&s);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 4, 1, 1), UTIL_OK);
-    s.bounds[1] = 4;
-    s.gas = 8;
-    s.ranks[1] = 1;
-    s.ranks[2] = 2;
-    s.ranks[3] = 3;
+    tu_strategy(&s, 4, 1, 1, (const int[]){0, 4}, 8);
     ck_assert_int_eq(fmt_strategy_check(&c, &m, &s, 8, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "attention heads"));
     fmt_strategy_free(&s);
@@ -425,10 +371,7 @@ START_TEST(test_assign_balances_speed)
     tu_profile_add(&prof, 12, "fast", 1, 1e-3, 2e-3);
     tu_profile_add(&prof, 12, "slow", 1, 2e-3, 4e-3);
     params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.gas = 8;
+    tu_strategy(&s, 1, 1, 2, NULL, 8);
     ck_assert_int_eq(search_assign_layers(&c, &m, &prof, &p, &s, &err), UTIL_OK);
     ck_assert_int_eq(s.bounds[1], 8); /* 8 fast layers, 4 slow ones */
     fmt_strategy_free(&s);
@@ -440,20 +383,12 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("cost");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        test_allreduce, test_pipeline_eq5, test_slowest_device,
+        test_profile_interpolation, test_single_point_and_estimate,
+        test_nic_sharing, test_dp_and_tied_sync, test_costmodel_memory,
+        test_strategy_check, test_params_set, test_assign_balances_speed,
+    };
 
-    tcase_add_test(tc, test_allreduce);
-    tcase_add_test(tc, test_pipeline_eq5);
-    tcase_add_test(tc, test_slowest_device);
-    tcase_add_test(tc, test_profile_interpolation);
-    tcase_add_test(tc, test_single_point_and_estimate);
-    tcase_add_test(tc, test_nic_sharing);
-    tcase_add_test(tc, test_dp_and_tied_sync);
-    tcase_add_test(tc, test_costmodel_memory);
-    tcase_add_test(tc, test_strategy_check);
-    tcase_add_test(tc, test_params_set);
-    tcase_add_test(tc, test_assign_balances_speed);
-    suite_add_tcase(su, tc);
-    return tu_run(su);
+    return tu_run_tests("cost", tests, TU_N(tests));
 }

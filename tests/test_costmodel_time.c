@@ -294,18 +294,11 @@ START_TEST(test_interleaved_bubble)
     fmt_strategy s;
     cost_result r1, r2;
     double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * TU_GB8);
-    int j;
 
     x_nodes(&c, 4, 1);
     profile_model(&m, &prof, 32, 1e-3, 2e-3, 1.25e6);
     params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 4), UTIL_OK);
-    for (j = 0; j < 4; j++) {
-        s.ranks[j] = j;
-        s.bounds[j] = 8 * j;
-    }
-    s.bounds[4] = 32;
-    s.gas = 8;
+    tu_strategy(&s, 1, 1, 4, (const int[]){0, 8, 16, 24, 32}, 8);
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r1, NULL), UTIL_OK);
     /* plain 1F1B: bubble (p-1) t = 3 t; P2P of 3 cuts, both directions */
     ck_assert_double_eq_tol(r1.bd.bubble, 3.0 * t, 1e-12);
@@ -384,18 +377,11 @@ START_TEST(test_p2p_scatter_gather)
     fmt_strategy s;
     cost_result r;
     double nic = 100.0 * TU_GB8 / 2.0, a = 1.25e6; /* bytes per sample */
-    int i;
 
     x_nodes(&c, 2, 2);
     profile_model(&m, &prof, 2, 0.0, 0.0, a);
     params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 2, 1, 2), UTIL_OK);
-    for (i = 0; i < 4; i++)
-        s.ranks[i] = i;
-    s.bounds[0] = 0;
-    s.bounds[1] = 1;
-    s.bounds[2] = 2;
-    s.gas = 1;
+    tu_strategy(&s, 2, 1, 2, (const int[]){0, 1, 2}, 1);
     /* whole activation per rank: 2 x a / (NIC / 2 flows), both ways */
     p.p2p_scatter = 0;
     ck_assert_int_eq(cost_evaluate(&c, &m, NULL, &p, &s, &r, NULL), UTIL_OK);
@@ -439,12 +425,7 @@ START_TEST(test_dp_overlap_exposed)
     for (l = 0; l < 4; l++)
         m.layers[l].params = 25e6; /* 100e6 parameters, 200 MB of fp16 */
     params_exact(&p);
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 2, 1), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[0] = 0;
-    s.bounds[1] = 4;
-    s.gas = 2;
+    tu_strategy(&s, 1, 2, 1, (const int[]){0, 4}, 2);
     ck_assert_int_eq(cost_evaluate(&c, &m, &prof, &p, &s, &r0, NULL), UTIL_OK);
     /* ring all-reduce over 2: 2 (1/2) 200e6 / 12.5e9 = 16 ms */
     t = 200e6 / (100.0 * TU_GB8);
@@ -568,20 +549,13 @@ END_TEST
 
 int main(void)
 {
-    Suite *su = suite_create("time");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        test_block_forward_by_hand, test_recompute_time,
+        test_tp_comm_once_per_pass, test_interleaved_bubble,
+        test_block_backward_by_hand, test_optimizer_bytes,
+        test_p2p_scatter_gather, test_dp_overlap_exposed, test_precision_peaks,
+        test_attention_switch, test_head_by_hand,
+    };
 
-    tcase_add_test(tc, test_block_forward_by_hand);
-    tcase_add_test(tc, test_recompute_time);
-    tcase_add_test(tc, test_tp_comm_once_per_pass);
-    tcase_add_test(tc, test_interleaved_bubble);
-    tcase_add_test(tc, test_block_backward_by_hand);
-    tcase_add_test(tc, test_optimizer_bytes);
-    tcase_add_test(tc, test_p2p_scatter_gather);
-    tcase_add_test(tc, test_dp_overlap_exposed);
-    tcase_add_test(tc, test_precision_peaks);
-    tcase_add_test(tc, test_attention_switch);
-    tcase_add_test(tc, test_head_by_hand);
-    suite_add_tcase(su, tc);
-    return tu_run(su);
+    return tu_run_tests("time", tests, TU_N(tests));
 }

@@ -47,7 +47,48 @@ static void expect_err(int rc, const util_error *e, int code, const char *path,
                   phrase, e->msg);
 }
 
+/* A document a parse must reject: the expected code, JSON path and a
+ * phrase of the message, and the line of the case (for the report). */
+typedef struct err_case {
+    int line;
+    const char *json;
+    int code;
+    const char *path;
+    const char *phrase;
+} err_case;
+#define ERR_CASE(json_, code_, path_, phrase_) \
+    {__LINE__, (json_), (code_), (path_), (phrase_)}
+
+/* Parse the document of each case with parse and check its error. */
+static void expect_errs(int (*parse)(const char *, util_error *),
+                        const err_case *c, size_t n)
+{
+    util_error e;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        expect_err(parse(c[i].json, &e), &e, c[i].code, c[i].path, c[i].phrase,
+                   c[i].line);
+}
+#define EXPECT_ERRS(parse, cases) \
+    expect_errs((parse), (cases), TU_N(cases))
+
 /* ---- parse wrappers: check the output is empty on failure ------------ */
+
+/* After a parse of the document file into out (n bytes; NULL: not
+ * checked) that returned rc: on failure out is all zero (what names it)
+ * and the error names file. */
+static void expect_empty_on_failure(int rc, const void *out, size_t n,
+                                    const char *what, const util_error *e,
+                                    const char *file)
+{
+    if (rc == UTIL_OK)
+        return;
+    if (out != NULL)
+        ck_assert_msg(all_zero(out, n), "%s not zeroed on failure", what);
+    ck_assert_msg(strcmp(e->file, file) == 0, "error file '%s', expected '%s'",
+                  e->file, file);
+}
 
 static int cluster_rc(const char *json, util_error *e)
 {
@@ -57,12 +98,9 @@ static int cluster_rc(const char *json, util_error *e)
     memset(e, 0, sizeof *e);
     memset(&c, 0x5a, sizeof c);
     rc = fmt_parse_cluster(json, "c.json", &c, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(&c, sizeof c), "cluster not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "c.json") == 0,
-                      "error file '%s', expected 'c.json'", e->file);
+    expect_empty_on_failure(rc, &c, sizeof c, "cluster", e, "c.json");
+    if (rc != UTIL_OK)
         ck_assert_msg(e->msg[0] != '\0', "empty error message");
-    }
     fmt_cluster_free(&c);
     return rc;
 }
@@ -75,11 +113,7 @@ static int model_rc(const char *json, util_error *e)
     memset(e, 0, sizeof *e);
     memset(&m, 0x5a, sizeof m);
     rc = fmt_parse_model(json, "m.json", &m, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(&m, sizeof m), "model not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "m.json") == 0,
-                      "error file '%s', expected 'm.json'", e->file);
-    }
+    expect_empty_on_failure(rc, &m, sizeof m, "model", e, "m.json");
     fmt_model_free(&m);
     return rc;
 }
@@ -130,11 +164,7 @@ static int profile_rc(const char *json, fmt_profile *p, util_error *e)
     memset(e, 0, sizeof *e);
     memset(p, 0x5a, sizeof *p);
     rc = fmt_parse_profile(json, "p.json", &m, p, e);
-    if (rc != UTIL_OK) {
-        ck_assert_msg(all_zero(p, sizeof *p), "profile not zeroed on failure");
-        ck_assert_msg(strcmp(e->file, "p.json") == 0, "error file '%s'",
-                      e->file);
-    }
+    expect_empty_on_failure(rc, p, sizeof *p, "profile", e, "p.json");
     fmt_model_free(&m);
     return rc;
 }
@@ -153,11 +183,9 @@ static int strat_rc(const char *json, fmt_strategy **s, int *n,
     *s = (fmt_strategy *)&c; /* must be reset */
     *n = 99;
     rc = fmt_parse_strategies(json, "s.json", &c, &m, 8, s, n, e);
-    if (rc != UTIL_OK) {
+    if (rc != UTIL_OK)
         ck_assert_msg(*s == NULL && *n == 0, "strategies not empty on failure");
-        ck_assert_msg(strcmp(e->file, "s.json") == 0, "error file '%s'",
-                      e->file);
-    }
+    expect_empty_on_failure(rc, NULL, 0, "strategies", e, "s.json");
     fmt_cluster_free(&c);
     fmt_model_free(&m);
     return rc;
@@ -170,6 +198,28 @@ static void free_strats(fmt_strategy *s, int n)
     for (i = 0; i < n; i++)
         fmt_strategy_free(&s[i]);
     free(s);
+}
+
+/* profile_rc and strat_rc as a parse that must fail (for expect_errs;
+ * what an unexpected success returns is freed). */
+static int profile_err(const char *json, util_error *e)
+{
+    fmt_profile p;
+    int rc = profile_rc(json, &p, e);
+
+    if (rc == UTIL_OK)
+        fmt_profile_free(&p);
+    return rc;
+}
+
+static int strat_err(const char *json, util_error *e)
+{
+    fmt_strategy *s;
+    int n, rc = strat_rc(json, &s, &n, e);
+
+    if (rc == UTIL_OK)
+        free_strats(s, n);
+    return rc;
 }
 
 /* ---- files ----------------------------------------------------------- */
@@ -342,98 +392,85 @@ START_TEST(cluster_malformed_json)
     EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 3");
     ck_assert_msg(strstr(e.msg, "malformed JSON") != NULL, "msg: %s", e.msg);
 
-    rc = cluster_rc("{\"nodes\": [", &e);
-    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "end of input");
-    rc = cluster_rc("   \n ", &e);
-    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "empty");
-    rc = cluster_rc("{} trailing", &e);
-    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 1");
-    rc = cluster_rc("[1, 2]", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "", "expected a JSON object at the top "
-                                       "level, got an array");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"nodes\": [", UTIL_EPARSE, "", "end of input"),
+            ERR_CASE("   \n ", UTIL_EPARSE, "", "empty"),
+            ERR_CASE("{} trailing", UTIL_EPARSE, "", "line 1"),
+            ERR_CASE("[1, 2]",
+                     UTIL_EFIELD, "", "expected a JSON object at the top "
+                     "level, got an array"),
+        };
+        EXPECT_ERRS(cluster_rc, cases);
+    }
 }
 END_TEST
 
 START_TEST(cluster_missing_and_types)
 {
-    util_error e;
-    int rc;
-
-    rc = cluster_rc("{\"name\": \"x\"}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes", "missing required field");
-    rc = cluster_rc("{\"nodes\": []}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes", "non-empty array");
-    rc = cluster_rc("{\"nodes\": {\"a\": 1}}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes",
-               "expected an array, got an object");
-    rc = cluster_rc("{\"nodes\": [5]}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0]",
-               "expected an object, got a number");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
-               "missing required field 'gpus'");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": \"4\", \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "integer, got a string");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 2.5, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus", "integer, got 2.5");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 0, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
-               "expected a positive integer of at most 65536, got 0");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1e12, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].gpus",
-               "at most 65536, got 1000000000000");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": -3, \"nic_gbps\": 10}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].intra_gbps",
-               "expected a positive number of at least 0.000001 and at most "
-               "10000000 Gbit/s, got -3");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 0}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_gbps",
-               "expected a positive number of at least 0.000001 and at most "
-               "10000000 Gbit/s, got 0");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": [1]}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_gbps",
-               "expected a positive number, got an array");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
-                    " \"nic_latency_us\": -1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].nic_latency_us",
-               "non-negative number");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
-                    " \"count\": 0}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].count", "positive integer");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].name", "non-empty string");
-    rc = cluster_rc("{\"name\": 5, \"nodes\": [{\"name\": \"a\","
-                    " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
-                    " \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "name", "expected a string, got a number");
-    rc = cluster_rc("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}],"
-                    " \"links\": {}}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "links", "expected an array, got an object");
+    static const err_case cases[] = {
+        ERR_CASE("{\"name\": \"x\"}", UTIL_EFIELD, "nodes", "missing required field"),
+        ERR_CASE("{\"nodes\": []}", UTIL_EFIELD, "nodes", "non-empty array"),
+        ERR_CASE("{\"nodes\": {\"a\": 1}}",
+                 UTIL_EFIELD, "nodes",
+                 "expected an array, got an object"),
+        ERR_CASE("{\"nodes\": [5]}",
+                 UTIL_EFIELD, "nodes[0]",
+                 "expected an object, got a number"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].gpus",
+                 "missing required field 'gpus'"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": \"4\", \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].gpus", "integer, got a string"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 2.5, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].gpus", "integer, got 2.5"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 0, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].gpus",
+                 "expected a positive integer of at most 65536, got 0"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1e12, \"intra_gbps\": 10, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].gpus",
+                 "at most 65536, got 1000000000000"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": -3, \"nic_gbps\": 10}]}",
+                 UTIL_EFIELD, "nodes[0].intra_gbps",
+                 "expected a positive number of at least 0.000001 and at most "
+                 "10000000 Gbit/s, got -3"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 0}]}",
+                 UTIL_EFIELD, "nodes[0].nic_gbps",
+                 "expected a positive number of at least 0.000001 and at most "
+                 "10000000 Gbit/s, got 0"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": [1]}]}",
+                 UTIL_EFIELD, "nodes[0].nic_gbps",
+                 "expected a positive number, got an array"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
+                 " \"nic_latency_us\": -1}]}",
+                 UTIL_EFIELD, "nodes[0].nic_latency_us",
+                 "non-negative number"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1,"
+                 " \"count\": 0}]}",
+                 UTIL_EFIELD, "nodes[0].count", "positive integer"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
+                 UTIL_EFIELD, "nodes[0].name", "non-empty string"),
+        ERR_CASE("{\"name\": 5, \"nodes\": [{\"name\": \"a\","
+                 " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
+                 " \"nic_gbps\": 1}]}",
+                 UTIL_EFIELD, "name", "expected a string, got a number"),
+        ERR_CASE("{\"nodes\": [{\"name\": \"a\", \"device\": \"V100\","
+                 " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}],"
+                 " \"links\": {}}",
+                 UTIL_EFIELD, "links", "expected an array, got an object"),
+    };
+    EXPECT_ERRS(cluster_rc, cases);
 }
 END_TEST
 
@@ -456,26 +493,28 @@ START_TEST(cluster_device_types)
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].device", "known: MyGPU");
 
-    rc = cluster_rc("{\"device_types\": {\"X\": {\"memory_gib\": -16,"
-                    " \"tflops_fp16\": 10, \"mem_bw_gbs\": 100}},"
-                    " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types.X.memory_gib",
-               "expected a positive number of at most 1000000 GiB, got -16");
-    rc = cluster_rc("{\"device_types\": {\"X\": {\"memory_gib\": 16,"
-                    " \"tflops_fp16\": 10}},"
-                    " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types.X.mem_bw_gbs",
-               "missing required field");
-    rc = cluster_rc("{\"device_types\": [], \"nodes\": [{\"name\": \"a\","
-                    " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
-                    " \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "device_types",
-               "expected an object, got an array");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"device_types\": {\"X\": {\"memory_gib\": -16,"
+                     " \"tflops_fp16\": 10, \"mem_bw_gbs\": 100}},"
+                     " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
+                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
+                     UTIL_EFIELD, "device_types.X.memory_gib",
+                     "expected a positive number of at most 1000000 GiB, got -16"),
+            ERR_CASE("{\"device_types\": {\"X\": {\"memory_gib\": 16,"
+                     " \"tflops_fp16\": 10}},"
+                     " \"nodes\": [{\"name\": \"a\", \"device\": \"X\","
+                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
+                     UTIL_EFIELD, "device_types.X.mem_bw_gbs",
+                     "missing required field"),
+            ERR_CASE("{\"device_types\": [], \"nodes\": [{\"name\": \"a\","
+                     " \"device\": \"V100\", \"gpus\": 1, \"intra_gbps\": 3,"
+                     " \"nic_gbps\": 1}]}",
+                     UTIL_EFIELD, "device_types",
+                     "expected an object, got an array"),
+        };
+        EXPECT_ERRS(cluster_rc, cases);
+    }
 }
 END_TEST
 
@@ -484,38 +523,44 @@ START_TEST(cluster_duplicates_and_totals)
     util_error e;
     int rc;
 
-    rc = cluster_rc("{\"nodes\": ["
-                    "{\"name\": \"a\", \"device\": \"V100\", \"gpus\": 1,"
-                    " \"intra_gbps\": 3, \"nic_gbps\": 1},"
-                    "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 1,"
-                    " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[1].name",
-               "duplicate node name 'a' (also used by nodes[0])");
-    rc = cluster_rc("{\"nodes\": ["
-                    "{\"name\": \"n\", \"count\": 3, \"device\": \"V100\","
-                    " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1},"
-                    "{\"name\": \"n-2\", \"device\": \"T4\", \"gpus\": 1,"
-                    " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[1].name",
-               "duplicate node name 'n-2'");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"nodes\": ["
+                     "{\"name\": \"a\", \"device\": \"V100\", \"gpus\": 1,"
+                     " \"intra_gbps\": 3, \"nic_gbps\": 1},"
+                     "{\"name\": \"a\", \"device\": \"T4\", \"gpus\": 1,"
+                     " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
+                     UTIL_EFIELD, "nodes[1].name",
+                     "duplicate node name 'a' (also used by nodes[0])"),
+            ERR_CASE("{\"nodes\": ["
+                     "{\"name\": \"n\", \"count\": 3, \"device\": \"V100\","
+                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1},"
+                     "{\"name\": \"n-2\", \"device\": \"T4\", \"gpus\": 1,"
+                     " \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
+                     UTIL_EFIELD, "nodes[1].name",
+                     "duplicate node name 'n-2'"),
+        };
+        EXPECT_ERRS(cluster_rc, cases);
+    }
     rc = cluster_rc("{\"total_gpus\": 12, \"nodes\": ["
                     "{\"name\": \"n\", \"count\": 4, \"device\": \"T4\","
                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "total_gpus", "12");
     ck_assert_msg(strstr(e.msg, "16") != NULL, "both counts: %s", e.msg);
-    rc = cluster_rc("{\"total_gpus\": \"16\", \"nodes\": ["
-                    "{\"name\": \"n\", \"count\": 4, \"device\": \"T4\","
-                    " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "total_gpus", "got a string");
-    rc = cluster_rc("{\"nodes\": ["
-                    "{\"name\": \"n\", \"count\": 2000000, \"device\": \"T4\","
-                    " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].count", "at most");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"total_gpus\": \"16\", \"nodes\": ["
+                     "{\"name\": \"n\", \"count\": 4, \"device\": \"T4\","
+                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
+                     UTIL_EFIELD, "total_gpus", "got a string"),
+            ERR_CASE("{\"nodes\": ["
+                     "{\"name\": \"n\", \"count\": 2000000, \"device\": \"T4\","
+                     " \"gpus\": 4, \"intra_gbps\": 50, \"nic_gbps\": 50}]}",
+                     UTIL_EFIELD, "nodes[0].count", "at most"),
+        };
+        EXPECT_ERRS(cluster_rc, cases);
+    }
 }
 END_TEST
 
@@ -688,19 +733,22 @@ START_TEST(model_form_errors)
     EXPECT_ERR(rc, e, UTIL_EFIELD, "", "found both");
     ck_assert_msg(strstr(e.msg, "'transformer'") && strstr(e.msg, "'layers'"),
                   "names both keys: %s", e.msg);
-    rc = model_rc("{\"name\": \"x\"}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "", "found neither");
-    rc = model_rc("{\"transformer\": {\"layers\": 2, \"hidden\": 64,"
-                  " \"heads\": 4, \"seq\": 8, \"vocab\": 10}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "name", "missing required field");
-    rc = model_rc("{\"name\": \"x\", \"layers\": []}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers", "non-empty");
-    rc = model_rc("{\"name\": \"x\", \"layers\": {}}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers", "expected an array, got an "
-                                             "object");
-    rc = model_rc("{\"name\": \"x\",\n \"layers\": [\n{\"name\": 1 2}]}", &e);
-    EXPECT_ERR(rc, e, UTIL_EPARSE, "", "line 3");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"name\": \"x\"}", UTIL_EFIELD, "", "found neither"),
+            ERR_CASE("{\"transformer\": {\"layers\": 2, \"hidden\": 64,"
+                     " \"heads\": 4, \"seq\": 8, \"vocab\": 10}}",
+                     UTIL_EFIELD, "name", "missing required field"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": []}",
+                     UTIL_EFIELD, "layers", "non-empty"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": {}}",
+                     UTIL_EFIELD, "layers", "expected an array, got an "
+                     "object"),
+            ERR_CASE("{\"name\": \"x\",\n \"layers\": [\n{\"name\": 1 2}]}",
+                     UTIL_EPARSE, "", "line 3"),
+        };
+        EXPECT_ERRS(model_rc, cases);
+    }
 }
 END_TEST
 
@@ -717,94 +765,85 @@ START_TEST(model_layer_errors)
                "unknown layer kind 'blob' (known: ");
     ck_assert_msg(strstr(e.msg, "transformer") && strstr(e.msg, "embedding"),
                   "kinds listed: %s", e.msg);
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].params",
-               "missing required field");
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"params\": \"many\", \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].params",
-               "expected a non-negative number, got a string");
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": -1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].act_bytes", "got -1");
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1, \"tp_flops_frac\": 1.5}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].tp_flops_frac",
-               "between 0 and 1");
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1, \"kernels\": 2.5}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[0].kernels", "integer, got 2.5");
-    rc = model_rc("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
-                  " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1}, {\"name\": \"m\","
-                  " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
-                  " \"out_bytes\": 1, \"act_bytes\": 1, \"repeat\": 0}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "layers[1].repeat", "positive integer");
-    rc = model_rc("{\"name\": \"x\", \"shape\": {\"hidden\": 0},"
-                  " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
-                  " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
-                  " \"act_bytes\": 1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "shape.hidden", "positive integer");
-    rc = model_rc("{\"name\": \"x\", \"training\": {\"precision\": \"int8\"},"
-                  " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
-                  " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
-                  " \"act_bytes\": 1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "training.precision",
-               "expected 'fp16', 'bf16' or 'fp32', got 'int8'");
-    rc = model_rc("{\"name\": \"x\", \"training\": {\"global_batch\": -8},"
-                  " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
-                  " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
-                  " \"act_bytes\": 1}]}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "training.global_batch", "got -8");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1}]}",
+                     UTIL_EFIELD, "layers[0].params",
+                     "missing required field"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"params\": \"many\", \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1}]}",
+                     UTIL_EFIELD, "layers[0].params",
+                     "expected a non-negative number, got a string"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": -1}]}",
+                     UTIL_EFIELD, "layers[0].act_bytes", "got -1"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1, \"tp_flops_frac\": 1.5}]}",
+                     UTIL_EFIELD, "layers[0].tp_flops_frac",
+                     "between 0 and 1"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1, \"kernels\": 2.5}]}",
+                     UTIL_EFIELD, "layers[0].kernels", "integer, got 2.5"),
+            ERR_CASE("{\"name\": \"x\", \"layers\": [{\"name\": \"l\","
+                     " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1}, {\"name\": \"m\","
+                     " \"kind\": \"norm\", \"params\": 1, \"fwd_flops\": 1,"
+                     " \"out_bytes\": 1, \"act_bytes\": 1, \"repeat\": 0}]}",
+                     UTIL_EFIELD, "layers[1].repeat", "positive integer"),
+            ERR_CASE("{\"name\": \"x\", \"shape\": {\"hidden\": 0},"
+                     " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
+                     " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
+                     " \"act_bytes\": 1}]}",
+                     UTIL_EFIELD, "shape.hidden", "positive integer"),
+            ERR_CASE("{\"name\": \"x\", \"training\": {\"precision\": \"int8\"},"
+                     " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
+                     " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
+                     " \"act_bytes\": 1}]}",
+                     UTIL_EFIELD, "training.precision",
+                     "expected 'fp16', 'bf16' or 'fp32', got 'int8'"),
+            ERR_CASE("{\"name\": \"x\", \"training\": {\"global_batch\": -8},"
+                     " \"layers\": [{\"name\": \"l\", \"kind\": \"norm\","
+                     " \"params\": 1, \"fwd_flops\": 1, \"out_bytes\": 1,"
+                     " \"act_bytes\": 1}]}",
+                     UTIL_EFIELD, "training.global_batch", "got -8"),
+        };
+        EXPECT_ERRS(model_rc, cases);
+    }
 }
 END_TEST
 
 START_TEST(model_transformer_errors)
 {
-    util_error e;
-    int rc;
-
-    rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
-                  " \"hidden\": 64, \"heads\": 0, \"seq\": 8, \"vocab\": 10}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.heads", "positive integer");
-    rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
-                  " \"hidden\": 64, \"heads\": 4, \"vocab\": 10}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.seq", "missing required");
-    rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
-                  " \"hidden\": 64, \"heads\": 4, \"seq\": 8, \"vocab\": 10,"
-                  " \"tied_embeddings\": \"yes\"}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.tied_embeddings",
-               "expected a boolean");
-    rc = model_rc("{\"name\": \"x\", \"transformer\": [1]}", &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer", "expected an object");
-    /* checked by fmt_model_from_transformer: error keeps this file */
-    rc = model_rc("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
-                  " \"hidden\": 100, \"heads\": 16, \"seq\": 8, \"vocab\": 10}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.heads", "divisible");
-    rc = model_rc("{\"name\": \"x\", \"transformer\": {\"family\": \"rnn\","
-                  " \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq\": 8,"
-                  " \"vocab\": 10}}",
-                  &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "transformer.family", "rnn");
+    static const err_case cases[] = {
+        ERR_CASE("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
+                 " \"hidden\": 64, \"heads\": 0, \"seq\": 8, \"vocab\": 10}}",
+                 UTIL_EFIELD, "transformer.heads", "positive integer"),
+        ERR_CASE("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
+                 " \"hidden\": 64, \"heads\": 4, \"vocab\": 10}}",
+                 UTIL_EFIELD, "transformer.seq", "missing required"),
+        ERR_CASE("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
+                 " \"hidden\": 64, \"heads\": 4, \"seq\": 8, \"vocab\": 10,"
+                 " \"tied_embeddings\": \"yes\"}}",
+                 UTIL_EFIELD, "transformer.tied_embeddings",
+                 "expected a boolean"),
+        ERR_CASE("{\"name\": \"x\", \"transformer\": [1]}",
+                 UTIL_EFIELD, "transformer", "expected an object"),
+        /* checked by fmt_model_from_transformer: error keeps this file */
+        ERR_CASE("{\"name\": \"x\", \"transformer\": {\"layers\": 2,"
+                 " \"hidden\": 100, \"heads\": 16, \"seq\": 8, \"vocab\": 10}}",
+                 UTIL_EFIELD, "transformer.heads", "divisible"),
+        ERR_CASE("{\"name\": \"x\", \"transformer\": {\"family\": \"rnn\","
+                 " \"layers\": 2, \"hidden\": 64, \"heads\": 4, \"seq\": 8,"
+                 " \"vocab\": 10}}",
+                 UTIL_EFIELD, "transformer.family", "rnn"),
+    };
+    EXPECT_ERRS(model_rc, cases);
 }
 END_TEST
 
@@ -889,74 +928,60 @@ END_TEST
 
 START_TEST(profile_errors)
 {
-    fmt_profile p;
-    util_error e;
-    int rc;
-
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms",
-               "expected 4 entries (one per model layer), got 3");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
-                    " \"bwd_ms\": [1, 2, 3, 4, 5]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].bwd_ms", "got 5");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]},"
-                    " {\"device\": \"T4\", \"tp\": 1, \"mbs\": 1,"
-                    " \"fwd_ms\": [1, 2, 3, 4]},"
-                    " {\"device\": \"V100\", \"tp\": 1, \"mbs\": 1,"
-                    " \"fwd_ms\": [1, 2, 3, 4]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[2]",
-               "duplicate entry for device 'V100', tp 1, mbs 1");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, -2, 3, 4]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms[1]",
-               "non-negative number of at most 1000000000 ms, got -2");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, \"2\", 3, 4]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms[1]", "got a string");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 0,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].tp", "positive integer");
-    rc = profile_rc("{\"entries\": [{\"device\": \"\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].device", "non-empty");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].fwd_ms",
-               "missing required field");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
-                    " \"by_kind\": {}}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0]", "found both");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"by_kind\": {\"blob\": {\"fwd_ms\": 1}}}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].by_kind.blob",
-               "unknown layer kind 'blob'");
-    rc = profile_rc("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
-                    " \"mbs\": 1, \"by_kind\": {\"head\": {\"bwd_ms\": 1}}}]}",
-                    &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries[0].by_kind.head.fwd_ms",
-               "missing required field");
-    rc = profile_rc("{\"format\": \"hetplan-profile/9\", \"entries\": []}", &p,
-                    &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "format",
-               "expected 'hetplan-profile/1', got 'hetplan-profile/9'");
-    rc = profile_rc("{\"entries\": {}}", &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries", "expected an array");
-    rc = profile_rc("{\"format\": \"hetplan-profile/1\"}", &p, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "entries", "missing required field");
+    static const err_case cases[] = {
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3]}]}",
+                 UTIL_EFIELD, "entries[0].fwd_ms",
+                 "expected 4 entries (one per model layer), got 3"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
+                 " \"bwd_ms\": [1, 2, 3, 4, 5]}]}",
+                 UTIL_EFIELD, "entries[0].bwd_ms", "got 5"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]},"
+                 " {\"device\": \"T4\", \"tp\": 1, \"mbs\": 1,"
+                 " \"fwd_ms\": [1, 2, 3, 4]},"
+                 " {\"device\": \"V100\", \"tp\": 1, \"mbs\": 1,"
+                 " \"fwd_ms\": [1, 2, 3, 4]}]}",
+                 UTIL_EFIELD, "entries[2]",
+                 "duplicate entry for device 'V100', tp 1, mbs 1"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, -2, 3, 4]}]}",
+                 UTIL_EFIELD, "entries[0].fwd_ms[1]",
+                 "non-negative number of at most 1000000000 ms, got -2"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, \"2\", 3, 4]}]}",
+                 UTIL_EFIELD, "entries[0].fwd_ms[1]", "got a string"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 0,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
+                 UTIL_EFIELD, "entries[0].tp", "positive integer"),
+        ERR_CASE("{\"entries\": [{\"device\": \"\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4]}]}",
+                 UTIL_EFIELD, "entries[0].device", "non-empty"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1}]}",
+                 UTIL_EFIELD, "entries[0].fwd_ms",
+                 "missing required field"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"fwd_ms\": [1, 2, 3, 4],"
+                 " \"by_kind\": {}}]}",
+                 UTIL_EFIELD, "entries[0]", "found both"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"by_kind\": {\"blob\": {\"fwd_ms\": 1}}}]}",
+                 UTIL_EFIELD, "entries[0].by_kind.blob",
+                 "unknown layer kind 'blob'"),
+        ERR_CASE("{\"entries\": [{\"device\": \"V100\", \"tp\": 1,"
+                 " \"mbs\": 1, \"by_kind\": {\"head\": {\"bwd_ms\": 1}}}]}",
+                 UTIL_EFIELD, "entries[0].by_kind.head.fwd_ms",
+                 "missing required field"),
+        ERR_CASE("{\"format\": \"hetplan-profile/9\", \"entries\": []}",
+                 UTIL_EFIELD, "format",
+                 "expected 'hetplan-profile/1', got 'hetplan-profile/9'"),
+        ERR_CASE("{\"entries\": {}}", UTIL_EFIELD, "entries", "expected an array"),
+        ERR_CASE("{\"format\": \"hetplan-profile/1\"}",
+                 UTIL_EFIELD, "entries", "missing required field"),
+    };
+    EXPECT_ERRS(profile_err, cases);
 }
 END_TEST
 
@@ -1100,28 +1125,33 @@ START_TEST(strategies_features)
     ck_assert_int_eq(s[1].zero, 1);
     free_strats(s, n);
 
-    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
-                  " \"recompute\": \"some\"}]}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].recompute", "'some'");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
-                  " \"zero\": 4}]}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].zero", "0 to 3");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
-                  " \"sequence_parallel\": 1}]}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].sequence_parallel",
-               "boolean");
-    /* interleaving needs pp >= 2 and micro-batches divisible by pp */
-    rc = strat_rc("{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"vpp\": 2}]}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].vpp", "pp >= 2");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 4,"
-                  " \"mbs\": 4, \"stage_boundaries\": [0, 1, 2, 3, 4],"
-                  " \"vpp\": 2}]}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].vpp", "divisible by pp");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                     " \"recompute\": \"some\"}]}",
+                     UTIL_EFIELD, "strategies[0].recompute", "'some'"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                     " \"zero\": 4}]}",
+                     UTIL_EFIELD, "strategies[0].zero", "0 to 3"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 2, \"dp\": 1, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4],"
+                     " \"sequence_parallel\": 1}]}",
+                     UTIL_EFIELD, "strategies[0].sequence_parallel",
+                     "boolean"),
+            /* interleaving needs pp >= 2 and micro-batches divisible by pp */
+            ERR_CASE("{\"strategies\": [{\"tp\": 2, \"dp\": 2, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"vpp\": 2}]}",
+                     UTIL_EINVAL, "strategies[0].vpp", "pp >= 2"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 4,"
+                     " \"mbs\": 4, \"stage_boundaries\": [0, 1, 2, 3, 4],"
+                     " \"vpp\": 2}]}",
+                     UTIL_EINVAL, "strategies[0].vpp", "divisible by pp"),
+        };
+        EXPECT_ERRS(strat_err, cases);
+    }
 }
 END_TEST
 
@@ -1136,75 +1166,66 @@ START_TEST(strategies_errors)
                   &s, &n, &e);
     EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0]", "does not match");
     ck_assert_msg(strstr(e.msg, "4 GPUs") != NULL, "msg: %s", e.msg);
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries",
-               "expected 3 entries (pp + 1), got 2");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4, 4]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries",
-               "increasing");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 2, 5]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].stage_boundaries", "0 to 4");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 3, \"stage_boundaries\": [0, 4]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0].mbs", "not divisible");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"ranks\": [0, 1, 2, 7]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[3]",
-               "expected a device index below 4");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"ranks\": [0, 1, 1, 2]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[2]",
-               "device 1 is used twice");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"ranks\": [0, 1, -2, 3]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks[2]", "non-negative");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"ranks\": [0, 1]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].ranks",
-               "expected 4 entries");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
-                  " \"schedule\": \"zb\"}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].schedule",
-               "expected '1f1b' or 'gpipe', got 'zb'");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4]},"
-                  " {\"tp\": 1, \"dp\": \"4\", \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[1].dp", "got a string");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1, \"stage_boundaries\": [0, 4.5]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].stage_boundaries[1]",
-               "integer, got 4.5");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
-                  " \"mbs\": 1}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies[0].stage_boundaries",
-               "missing required field");
-    rc = strat_rc("{\"strategies\": []}", &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EFIELD, "strategies", "non-empty");
-    rc = strat_rc("{\"strategies\": [{\"tp\": 100000, \"dp\": 100000,"
-                  " \"pp\": 100000, \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
-                  &s, &n, &e);
-    EXPECT_ERR(rc, e, UTIL_EINVAL, "strategies[0]", "does not match");
+    {
+        static const err_case cases[] = {
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
+                     UTIL_EINVAL, "strategies[0].stage_boundaries",
+                     "expected 3 entries (pp + 1), got 2"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4, 4]}]}",
+                     UTIL_EINVAL, "strategies[0].stage_boundaries",
+                     "increasing"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 2,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 2, 5]}]}",
+                     UTIL_EINVAL, "strategies[0].stage_boundaries", "0 to 4"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 3, \"stage_boundaries\": [0, 4]}]}",
+                     UTIL_EINVAL, "strategies[0].mbs", "not divisible"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"ranks\": [0, 1, 2, 7]}]}",
+                     UTIL_EFIELD, "strategies[0].ranks[3]",
+                     "expected a device index below 4"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"ranks\": [0, 1, 1, 2]}]}",
+                     UTIL_EFIELD, "strategies[0].ranks[2]",
+                     "device 1 is used twice"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"ranks\": [0, 1, -2, 3]}]}",
+                     UTIL_EFIELD, "strategies[0].ranks[2]", "non-negative"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"ranks\": [0, 1]}]}",
+                     UTIL_EFIELD, "strategies[0].ranks",
+                     "expected 4 entries"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4],"
+                     " \"schedule\": \"zb\"}]}",
+                     UTIL_EFIELD, "strategies[0].schedule",
+                     "expected '1f1b' or 'gpipe', got 'zb'"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4]},"
+                     " {\"tp\": 1, \"dp\": \"4\", \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
+                     UTIL_EFIELD, "strategies[1].dp", "got a string"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1, \"stage_boundaries\": [0, 4.5]}]}",
+                     UTIL_EFIELD, "strategies[0].stage_boundaries[1]",
+                     "integer, got 4.5"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 1,"
+                     " \"mbs\": 1}]}",
+                     UTIL_EFIELD, "strategies[0].stage_boundaries",
+                     "missing required field"),
+            ERR_CASE("{\"strategies\": []}", UTIL_EFIELD, "strategies", "non-empty"),
+            ERR_CASE("{\"strategies\": [{\"tp\": 100000, \"dp\": 100000,"
+                     " \"pp\": 100000, \"mbs\": 1, \"stage_boundaries\": [0, 4]}]}",
+                     UTIL_EINVAL, "strategies[0]", "does not match"),
+        };
+        EXPECT_ERRS(strat_err, cases);
+    }
 }
 END_TEST
 
@@ -1416,65 +1437,40 @@ END_TEST
 
 static Suite *inputs_suite(void)
 {
-    Suite *s = suite_create("inputs");
-    TCase *tf = tcase_create("files");
-    TCase *tc = tcase_create("cluster");
-    TCase *tm = tcase_create("model");
-    TCase *tp = tcase_create("profile");
-    TCase *ts = tcase_create("strategies");
-    TCase *te = tcase_create("examples");
+    const TTest *const tf[] = {read_missing_file, read_file_contents_and_nul,
+                               write_atomic_replaces,
+                               write_atomic_failures_leave_nothing,
+                               load_missing_files};
+    const TTest *const tc[] = {cluster_malformed_json, cluster_missing_and_types,
+                               cluster_device_types, cluster_duplicates_and_totals,
+                               cluster_bad_links, cluster_conversions,
+                               cluster_count_replication, cluster_link_overrides};
+    const TTest *const tm[] = {model_form_errors, model_layer_errors,
+                               model_transformer_errors, model_explicit_layers,
+                               model_transformer_ok};
+    const TTest *const tp[] = {profile_errors, profile_ok};
+    const TTest *const ts[] = {strategies_ok, strategies_errors,
+                               strategies_features, robust_truncations};
+    const TTest *const te[] = {example_clusters, example_models,
+                               example_strategies};
+    const tu_case cases[] = {
+        {"files", tf, TU_N(tf), 0, NULL, NULL},
+        {"cluster", tc, TU_N(tc), 0, NULL, NULL},
+        {"model", tm, TU_N(tm), 0, NULL, NULL},
+        {"profile", tp, TU_N(tp), 0, NULL, NULL},
+        {"strategies", ts, TU_N(ts), 120, NULL, NULL},
+        {"examples", te, TU_N(te), 0, NULL, NULL},
+    };
 
-    tcase_add_test(tf, read_missing_file);
-    tcase_add_test(tf, read_file_contents_and_nul);
-    tcase_add_test(tf, write_atomic_replaces);
-    tcase_add_test(tf, write_atomic_failures_leave_nothing);
-    tcase_add_test(tf, load_missing_files);
-    suite_add_tcase(s, tf);
-
-    tcase_add_test(tc, cluster_malformed_json);
-    tcase_add_test(tc, cluster_missing_and_types);
-    tcase_add_test(tc, cluster_device_types);
-    tcase_add_test(tc, cluster_duplicates_and_totals);
-    tcase_add_test(tc, cluster_bad_links);
-    tcase_add_test(tc, cluster_conversions);
-    tcase_add_test(tc, cluster_count_replication);
-    tcase_add_test(tc, cluster_link_overrides);
-    suite_add_tcase(s, tc);
-
-    tcase_add_test(tm, model_form_errors);
-    tcase_add_test(tm, model_layer_errors);
-    tcase_add_test(tm, model_transformer_errors);
-    tcase_add_test(tm, model_explicit_layers);
-    tcase_add_test(tm, model_transformer_ok);
-    suite_add_tcase(s, tm);
-
-    tcase_add_test(tp, profile_errors);
-    tcase_add_test(tp, profile_ok);
-    suite_add_tcase(s, tp);
-
-    tcase_add_test(ts, strategies_ok);
-    tcase_add_test(ts, strategies_errors);
-    tcase_add_test(ts, strategies_features);
-    tcase_add_test(ts, robust_truncations);
-    tcase_set_timeout(ts, 120);
-    suite_add_tcase(s, ts);
-
-    tcase_add_test(te, example_clusters);
-    tcase_add_test(te, example_models);
-    tcase_add_test(te, example_strategies);
-    suite_add_tcase(s, te);
-    return s;
+    return tu_suite_of("inputs", cases, TU_N(cases));
 }
 
 /* Needs AMP's profiles (../shared/data/amp). */
 static Suite *data_suite(void)
 {
-    Suite *s = suite_create("inputs from the data folder");
-    TCase *tp = tcase_create("profile");
+    const TTest *const tests[] = {profile_from_amp};
 
-    tcase_add_test(tp, profile_from_amp);
-    suite_add_tcase(s, tp);
-    return s;
+    return tu_suite("inputs from the data folder", "profile", tests, TU_N(tests));
 }
 
 int main(int argc, char **argv)

@@ -13,30 +13,29 @@
 
 #define GIB 1073741824.0
 
-static void gpt2_spec(fmt_transformer_spec *sp)
+/* A spec with these sizes, the family's defaults for everything else. */
+static void spec_of(fmt_transformer_spec *sp, const char *name, const char *family,
+                    int blocks, int hidden, int heads, int seq, int vocab)
 {
     memset(sp, 0, sizeof *sp);
-    strcpy(sp->name, "gpt2-345m");
-    strcpy(sp->family, "gpt2");
-    sp->blocks = 24;
-    sp->hidden = 1024;
-    sp->heads = 16;
-    sp->seq = 1024;
-    sp->vocab = 52256;
+    snprintf(sp->name, sizeof sp->name, "%s", name);
+    snprintf(sp->family, sizeof sp->family, "%s", family);
+    sp->blocks = blocks;
+    sp->hidden = hidden;
+    sp->heads = heads;
+    sp->seq = seq;
+    sp->vocab = vocab;
     sp->tied_embeddings = -1;
+}
+
+static void gpt2_spec(fmt_transformer_spec *sp)
+{
+    spec_of(sp, "gpt2-345m", "gpt2", 24, 1024, 16, 1024, 52256);
 }
 
 static void llama_spec(fmt_transformer_spec *sp)
 {
-    memset(sp, 0, sizeof *sp);
-    strcpy(sp->name, "llama-7b");
-    strcpy(sp->family, "llama");
-    sp->blocks = 32;
-    sp->hidden = 4096;
-    sp->heads = 32;
-    sp->seq = 4096;
-    sp->vocab = 32000;
-    sp->tied_embeddings = -1;
+    spec_of(sp, "llama-7b", "llama", 32, 4096, 32, 4096, 32000);
 }
 
 /* Parameters with each tied group counted once. */

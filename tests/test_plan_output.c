@@ -682,37 +682,19 @@ START_TEST(table_lines_fit)
 }
 END_TEST
 
-static Suite *output_suite(void)
-{
-    Suite *s = suite_create("output");
-    TCase *tc = tcase_create("sha256");
-
-    tcase_add_test(tc, sha_empty);
-    tcase_add_test(tc, sha_abc);
-    tcase_add_test(tc, sha_448);
-    tcase_add_test(tc, sha_million_a);
-    tcase_add_test(tc, sha_padding_edges);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("json");
-    tcase_add_checked_fixture(tc, fixture_setup, fixture_teardown);
-    tcase_add_test(tc, json_header);
-    tcase_add_test(tc, json_strategy_full);
-    tcase_add_test(tc, json_strategy_sparse);
-    tcase_add_test(tc, json_profile_and_empty);
-    tcase_add_test(tc, json_out_of_memory);
-    suite_add_tcase(s, tc);
-
-    tc = tcase_create("table");
-    tcase_add_checked_fixture(tc, fixture_setup, fixture_teardown);
-    tcase_add_test(tc, table_aligned);
-    tcase_add_test(tc, table_lines_fit);
-    tcase_add_test(tc, table_prices);
-    suite_add_tcase(s, tc);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(output_suite());
+    const TTest *const sha[] = {sha_empty, sha_abc, sha_448, sha_million_a,
+                                sha_padding_edges};
+    const TTest *const json[] = {json_header, json_strategy_full,
+                                 json_strategy_sparse, json_profile_and_empty,
+                                 json_out_of_memory};
+    const TTest *const table[] = {table_aligned, table_lines_fit, table_prices};
+    const tu_case cases[] = {
+        {"sha256", sha, TU_N(sha), 0, NULL, NULL},
+        {"json", json, TU_N(json), 0, fixture_setup, fixture_teardown},
+        {"table", table, TU_N(table), 0, fixture_setup, fixture_teardown},
+    };
+
+    return tu_run(tu_suite_of("output", cases, TU_N(cases)));
 }

@@ -272,24 +272,13 @@ START_TEST(cli_replan_errors)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("replan");
-    TCase *lib = tcase_create("library"), *cli = tcase_create("cli");
-
-    tcase_add_test(lib, freeze_four_compresses);
-    tcase_add_test(lib, schedule_phases);
-    tcase_add_test(lib, freeze_errors);
-    tcase_add_test(cli, cli_replan);
-    tcase_add_test(cli, cli_replan_errors);
-    tcase_set_timeout(lib, 120);
-    tcase_set_timeout(cli, 120);
-    suite_add_tcase(s, lib);
-    suite_add_tcase(s, cli);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const TTest *const lib[] = {freeze_four_compresses, schedule_phases,
+                                freeze_errors};
+    const TTest *const cli[] = {cli_replan, cli_replan_errors};
+    const tu_case cases[] = {{"library", lib, TU_N(lib), 120, NULL, NULL},
+                             {"cli", cli, TU_N(cli), 120, NULL, NULL}};
+
+    return tu_run(tu_suite_of("replan", cases, TU_N(cases)));
 }

@@ -215,30 +215,42 @@ static double oracle_optimum(const search_dp_input *in, int *best)
     return bestv;
 }
 
+/* Stage j of split b: its time *t (without cut costs) and memory *m
+ * (0 without in->mem); the return value is the cost of its outgoing cut
+ * (0 for the last stage or without in->e). */
+static double oracle_stage(const search_dp_input *in, const int *b, int j,
+                           double *t, double *m)
+{
+    int l;
+
+    *t = 0.0;
+    *m = 0.0;
+    for (l = b[j]; l < b[j + 1]; l++) {
+        *t += in->t[j * in->L + l];
+        if (in->mem != NULL)
+            *m += in->mem[j * in->L + l];
+    }
+    return in->e != NULL && j + 1 < in->k ? in->e[j * (in->L + 1) + b[j + 1]] : 0.0;
+}
+
 /* Stage times and stage memory of a split: the largest and smallest
  * stage time (without cut costs), the sum of stage times and cut costs,
  * and the peak stage memory. */
 static void oracle_stats(const search_dp_input *in, const int *b, double *mx,
                          double *mn, double *sum, double *peak)
 {
-    int j, l;
+    int j;
 
     *mx = 0.0;
     *mn = HUGE_VAL;
     *sum = 0.0;
     *peak = 0.0;
     for (j = 0; j < in->k; j++) {
-        double t = 0.0, m = 0.0;
-        for (l = b[j]; l < b[j + 1]; l++) {
-            t += in->t[j * in->L + l];
-            if (in->mem != NULL)
-                m += in->mem[j * in->L + l];
-        }
+        double t, m, cut = oracle_stage(in, b, j, &t, &m);
         *mx = fmax(*mx, t);
         *mn = fmin(*mn, t);
         *sum += t;
-        if (in->e != NULL && j + 1 < in->k)
-            *sum += in->e[j * (in->L + 1) + b[j + 1]];
+        *sum += cut;
         *peak = fmax(*peak, m);
     }
 }
@@ -729,15 +741,10 @@ static oracle_split oracle_eval(const search_dp_input *in, const int *b)
 {
     oracle_split o = {0.0, 0.0, HUGE_VAL, 1};
     double sum = 0.0;
-    int j, l;
+    int j;
 
     for (j = 0; j < in->k; j++) {
-        double t = 0.0, m = 0.0;
-        for (l = b[j]; l < b[j + 1]; l++) {
-            t += in->t[j * in->L + l];
-            if (in->mem != NULL)
-                m += in->mem[j * in->L + l];
-        }
+        double t, m, cut = oracle_stage(in, b, j, &t, &m);
         if (in->mem != NULL && in->cap != NULL && m > in->cap[j])
             o.fits = 0;
         if (t > o.mx)
@@ -745,8 +752,7 @@ static oracle_split oracle_eval(const search_dp_input *in, const int *b)
         if (t < o.mn)
             o.mn = t;
         sum += t;
-        if (in->e != NULL && j + 1 < in->k)
-            sum += in->e[j * (in->L + 1) + b[j + 1]];
+        sum += cut;
     }
     o.obj = (double)(in->gas - 1) * o.mx + sum;
     return o;

@@ -97,6 +97,24 @@ static int ranks_of_plan(const cJSON *doc, char types[][32], int ndev, int *bad_
     return total;
 }
 
+/* Run the planner with args: it plans (exit 0) to plan.json, its stderr
+ * holds has and lacks lacks (NULL: not checked).  Returns plan.json
+ * parsed (free with cJSON_Delete). */
+static cJSON *plan_doc(const char *const *args, const char *has,
+                       const char *lacks)
+{
+    tp_run_out r;
+
+    tp_run(&r, args);
+    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
+    if (has != NULL)
+        ck_assert_msg(strstr(r.err, has) != NULL, "stderr: %s", r.err);
+    if (lacks != NULL)
+        ck_assert_msg(strstr(r.err, lacks) == NULL, "stderr: %s", r.err);
+    tp_run_free(&r);
+    return parse_file("plan.json");
+}
+
 START_TEST(bf16_leaves_v100_and_t4_idle)
 {
     const char *args[] = {"--cluster", MIXED, "--model", LLAMA, "--top-k", "3",
@@ -110,10 +128,7 @@ START_TEST(bf16_leaves_v100_and_t4_idle)
     tp_run_out r;
 
     ck_assert_int_eq(ndev, 42); /* 8 + 2 x 8 + 8 + 2 x 4 + 2 */
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    tp_run_free(&r);
-    doc = parse_file("plan.json");
+    doc = plan_doc(args, NULL, NULL);
     ck_assert_str_eq(settings_str(doc, "precision"), "bf16"); /* llama-7b.json */
     ck_assert_ptr_null(settings_str(doc, "precision_note"));
     n = ranks_of_plan(doc, types, ndev, &bad);
@@ -157,12 +172,7 @@ START_TEST(all_v100_falls_back_to_fp16)
              "{\"name\": \"v100s\", \"nodes\": [{\"name\": \"v\", \"count\": 4, "
              "\"device\": \"V100\", \"gpus\": 8, \"intra_gbps\": 1200, "
              "\"nic_gbps\": 100}]}\n");
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    ck_assert_msg(strstr(r.err, "note: planned in fp16 instead of bf16") != NULL,
-                  "stderr: %s", r.err);
-    tp_run_free(&r);
-    doc = parse_file("plan.json");
+    doc = plan_doc(args, "note: planned in fp16 instead of bf16", NULL);
     ck_assert_str_eq(settings_str(doc, "precision"), "fp16");
     ck_assert_str_eq(settings_str(doc, "requested_precision"), "bf16");
     ck_assert_ptr_nonnull(strstr(settings_str(doc, "precision_note"),
@@ -185,13 +195,8 @@ START_TEST(use_all_falls_back_and_uses_every_device)
     char types[64][32];
     int ndev = device_types(MIXED, types, 64), bad;
     cJSON *doc;
-    tp_run_out r;
 
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    ck_assert_ptr_nonnull(strstr(r.err, "planned in fp16 instead of bf16: '--use-all'"));
-    tp_run_free(&r);
-    doc = parse_file("plan.json");
+    doc = plan_doc(args, "planned in fp16 instead of bf16: '--use-all'", NULL);
     ck_assert_str_eq(settings_str(doc, "precision"), "fp16");
     ck_assert_str_eq(settings_str(doc, "requested_precision"), "bf16");
     ck_assert_int_eq(ranks_of_plan(doc, types, ndev, &bad), 42);
@@ -207,13 +212,8 @@ START_TEST(fp16_plans_keep_every_device)
     char types[64][32];
     int ndev = device_types(MIXED, types, 64), bad;
     cJSON *doc;
-    tp_run_out r;
 
-    tp_run(&r, args);
-    ck_assert_msg(r.status == 0, "exit %d: %s", r.status, r.err);
-    ck_assert_ptr_null(strstr(r.err, "instead of"));
-    tp_run_free(&r);
-    doc = parse_file("plan.json");
+    doc = plan_doc(args, NULL, "instead of");
     ck_assert_str_eq(settings_str(doc, "precision"), "fp16");
     ck_assert_ptr_null(settings_str(doc, "requested_precision"));
     ck_assert_ptr_null(settings_str(doc, "precision_note"));

@@ -170,6 +170,27 @@ START_TEST(test_vpp_chunks)
 }
 END_TEST
 
+/* The cluster document (file names it in errors) and a two-layer GPT-2
+ * of global batch gb (tiny.json) parsed; parameters at their defaults,
+ * the search's global batch gb. */
+static void tiny_inputs(const char *cluster, const char *file, int gb,
+                        fmt_cluster *c, fmt_model *m, cost_params *cp,
+                        search_params *sp)
+{
+    char model[256];
+    util_error err;
+
+    snprintf(model, sizeof model,
+             "{\"name\":\"tiny\",\"training\":{\"global_batch\":%d},\"transformer\":"
+             "{\"family\":\"gpt2\",\"layers\":2,\"hidden\":1024,\"heads\":16,"
+             "\"seq\":1024,\"vocab\":50257}}", gb);
+    ck_assert_int_eq(fmt_parse_cluster(cluster, file, c, &err), UTIL_OK);
+    ck_assert_int_eq(fmt_parse_model(model, "tiny.json", m, &err), UTIL_OK);
+    cost_params_init(cp);
+    search_params_init(sp);
+    sp->global_batch = gb;
+}
+
 /* A prime GPU count (7 single-GPU nodes) and a prime batch (31): dp must
  * divide both, so dp = 1; tp = 7 does not divide 16 heads and 7 stages
  * exceed the 5 layers holding parameters (embedding, 2 blocks, norm,
@@ -180,10 +201,6 @@ START_TEST(test_batch_tolerance_prime)
     static const char cluster[] =
         "{\"name\":\"prime\",\"nodes\":[{\"name\":\"n\",\"count\":7,"
         "\"device\":\"A100-80GB\",\"gpus\":1,\"intra_gbps\":2400,\"nic_gbps\":200}]}";
-    static const char model[] =
-        "{\"name\":\"tiny\",\"training\":{\"global_batch\":31},\"transformer\":"
-        "{\"family\":\"gpt2\",\"layers\":2,\"hidden\":1024,\"heads\":16,"
-        "\"seq\":1024,\"vocab\":50257}}";
     fmt_cluster c;
     fmt_model m;
     cost_params cp;
@@ -191,11 +208,7 @@ START_TEST(test_batch_tolerance_prime)
     search_result r;
     util_error err;
 
-    ck_assert_int_eq(fmt_parse_cluster(cluster, "prime.json", &c, &err), UTIL_OK);
-    ck_assert_int_eq(fmt_parse_model(model, "tiny.json", &m, &err), UTIL_OK);
-    cost_params_init(&cp);
-    search_params_init(&sp);
-    sp.global_batch = 31;
+    tiny_inputs(cluster, "prime.json", 31, &c, &m, &cp, &sp);
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r, &err), UTIL_EINFEASIBLE);
     ck_assert(err.msg[0] != '\0');
@@ -260,10 +273,6 @@ END_TEST
 START_TEST(test_device_limit)
 {
     char cluster[256];
-    static const char model[] =
-        "{\"name\":\"tiny\",\"training\":{\"global_batch\":64},\"transformer\":"
-        "{\"family\":\"gpt2\",\"layers\":2,\"hidden\":1024,\"heads\":16,"
-        "\"seq\":1024,\"vocab\":50257}}";
     fmt_cluster c;
     fmt_model m;
     cost_params cp;
@@ -276,12 +285,8 @@ START_TEST(test_device_limit)
              "{\"name\":\"huge\",\"nodes\":[{\"name\":\"n\",\"count\":%d,"
              "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
              "\"nic_gbps\":200}]}", SEARCH_MAX_DEVICES / 8 + 1);
-    ck_assert_int_eq(fmt_parse_cluster(cluster, "huge.json", &c, &err), UTIL_OK);
+    tiny_inputs(cluster, "huge.json", 64, &c, &m, &cp, &sp);
     ck_assert_int_eq(c.ndevices, 131080);
-    ck_assert_int_eq(fmt_parse_model(model, "tiny.json", &m, &err), UTIL_OK);
-    cost_params_init(&cp);
-    search_params_init(&sp);
-    sp.global_batch = 64;
     memset(&err, 0, sizeof err);
     ck_assert_int_eq(search_plan(&c, &m, NULL, &cp, &sp, &r, &err), UTIL_EINVAL);
     ck_assert_ptr_nonnull(strstr(err.msg, "131080 GPUs"));

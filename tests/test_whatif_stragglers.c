@@ -135,12 +135,7 @@ START_TEST(pipeline_straggler)
     whatif_slow sl[1] = {{0, 3.0}};
 
     load();
-    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 1, 2), UTIL_OK);
-    s.ranks[0] = 0;
-    s.ranks[1] = 1;
-    s.bounds[1] = 1;
-    s.bounds[2] = 2;
-    s.gas = 4;
+    tu_strategy(&s, 1, 1, 2, (const int[]){0, 1, 2}, 4);
     ck_assert_int_eq(run_whatif(&s, sl, 1, &w), UTIL_OK);
     ck_assert_int_eq(w.remedies[WHATIF_REMEDY_RESHARD].applicable, 0);
     ck_assert_int_eq(w.remedies[WHATIF_REMEDY_RESIZE].applicable, 0);
@@ -274,24 +269,13 @@ START_TEST(cli_whatif_errors)
 }
 END_TEST
 
-static Suite *suite(void)
-{
-    Suite *s = suite_create("whatif");
-    TCase *lib = tcase_create("library"), *cli = tcase_create("cli");
-
-    tcase_add_test(lib, one_straggler);
-    tcase_add_test(lib, several_stragglers);
-    tcase_add_test(lib, pipeline_straggler);
-    tcase_add_test(lib, bad_stragglers);
-    tcase_add_test(cli, cli_whatif);
-    tcase_add_test(cli, cli_whatif_errors);
-    tcase_set_timeout(cli, 120);
-    suite_add_tcase(s, lib);
-    suite_add_tcase(s, cli);
-    return s;
-}
-
 int main(void)
 {
-    return tu_run(suite());
+    const TTest *const lib[] = {one_straggler, several_stragglers,
+                                pipeline_straggler, bad_stragglers};
+    const TTest *const cli[] = {cli_whatif, cli_whatif_errors};
+    const tu_case cases[] = {{"library", lib, TU_N(lib), 0, NULL, NULL},
+                             {"cli", cli, TU_N(cli), 120, NULL, NULL}};
+
+    return tu_run(tu_suite_of("whatif", cases, TU_N(cases)));
 }

@@ -215,3 +215,103 @@ double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
         dtfm_search_result_free(&r);
     return c;
 }
+
+void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
+                 int gas)
+{
+    int k;
+
+    ck_assert_int_eq(fmt_strategy_alloc(s, tp, dp, pp), UTIL_OK);
+    for (k = 0; k < tp * dp * pp; k++)
+        s->ranks[k] = k;
+    for (k = 0; bounds != NULL && k <= pp; k++)
+        s->bounds[k] = bounds[k];
+    s->gas = gas;
+}
+
+Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n)
+{
+    Suite *su = suite_create(suite);
+    size_t k, i;
+
+    for (k = 0; k < n; k++) {
+        TCase *tc = tcase_create(cases[k].name);
+        for (i = 0; i < cases[k].n; i++)
+            tcase_add_test(tc, cases[k].tests[i]);
+        if (cases[k].timeout_s > 0)
+            tcase_set_timeout(tc, cases[k].timeout_s);
+        if (cases[k].setup != NULL || cases[k].teardown != NULL)
+            tcase_add_checked_fixture(tc, cases[k].setup, cases[k].teardown);
+        suite_add_tcase(su, tc);
+    }
+    return su;
+}
+
+Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
+                size_t n)
+{
+    tu_case c = {tcase, tests, n, 0.0, NULL, NULL};
+
+    return tu_suite_of(suite, &c, 1);
+}
+
+int tu_run_tests(const char *suite, const TTest *const *tests, size_t n)
+{
+    return tu_run(tu_suite(suite, "core", tests, n));
+}
+
+void tu_sailor_model(fmt_model *m)
+{
+    char *text = tu_slurp(TU_DATA "/sailor-opt/model_OPT-350.json"), *out;
+    cJSON *doc, *tf;
+    util_error err;
+
+    ck_assert_ptr_nonnull(text);
+    doc = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(doc);
+    tf = cJSON_GetObjectItemCaseSensitive(doc, "transformer");
+    ck_assert(cJSON_IsObject(tf));
+    cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
+    cJSON_AddStringToObject(tf, "mlp", "relu");
+    out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    ck_assert_ptr_nonnull(out);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_parse_model(out, "model_OPT-350.json", m, &err) == UTIL_OK,
+                  "%s", err.msg);
+    cJSON_free(out);
+    ck_assert_int_eq(m->mlp, FMT_MLP_RELU);
+}
+
+double tu_sailor_peak(const char *tag, int gbs, const cost_params *p)
+{
+    char path[512];
+    fmt_cluster c;
+    fmt_model m;
+    fmt_strategy *s = NULL;
+    cost_result r;
+    util_error err;
+    double peak = 0.0;
+    int n = 0, i;
+
+    memset(&err, 0, sizeof err);
+    snprintf(path, sizeof path, TU_DATA "/sailor-opt/%s_cluster.json", tag);
+    ck_assert_msg(fmt_load_cluster(path, &c, &err) == UTIL_OK, "%s", err.msg);
+    tu_sailor_model(&m);
+    snprintf(path, sizeof path, TU_DATA "/sailor-opt/%s_strat.json", tag);
+    ck_assert_msg(fmt_load_strategies(path, &c, &m, gbs, &s, &n, &err) == UTIL_OK,
+                  "%s", err.msg);
+    ck_assert_int_eq(n, 1);
+    ck_assert_int_eq(cost_evaluate(&c, &m, NULL, p, &s[0], &r, &err), UTIL_OK);
+    ck_assert_msg(r.fits, "%s predicted not to fit (it ran)", tag);
+    for (i = 0; i < r.nranks; i++)
+        if (r.mem_bytes[i] > peak)
+            peak = r.mem_bytes[i];
+    cost_result_free(&r);
+    fmt_strategy_free(&s[0]);
+    free(s);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+    return peak;
+}

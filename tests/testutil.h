@@ -184,4 +184,39 @@ int tu_whatif(const fmt_cluster *c, const fmt_model *m, const fmt_strategy *s,
 double tu_dtfm_search(const dtfm_problem *p, int method, long evals,
                       unsigned long long seed, dtfm_search_result *keep);
 
+/* *s allocated for tp x dp x pp devices with ranks 0, 1, ... in order,
+ * the stage boundaries bounds[0..pp] (NULL: left zero) and gas
+ * micro-batches; free with fmt_strategy_free. */
+void tu_strategy(fmt_strategy *s, int tp, int dp, int pp, const int *bounds,
+                 int gas);
+/* Sailor's OPT-350 model (../shared/data/sailor-opt/model_OPT-350.json,
+ * family gpt2 in the file) with OPT's ReLU MLP stated, as the runs
+ * trained it (Zhang et al. 2022); free with fmt_model_free. */
+void tu_sailor_model(fmt_model *m);
+/* The predicted peak memory (largest over ranks) of Sailor's OPT-350 run
+ * tag (TAG_cluster.json, tu_sailor_model, TAG_strat.json) at global
+ * batch gbs under p; fails the test unless the run is predicted to fit. */
+double tu_sailor_peak(const char *tag, int gbs, const cost_params *p);
+
+/* The number of elements of array a. */
+#define TU_N(a) (sizeof(a) / sizeof(a)[0])
+
+/* One case of a suite. */
+typedef struct tu_case {
+    const char *name;          /* the case's name */
+    const TTest *const *tests; /* its tests, n of them */
+    size_t n;
+    double timeout_s;          /* seconds; 0: Check's default */
+    void (*setup)(void);       /* checked fixture around each test; */
+    void (*teardown)(void);    /* NULL: none */
+} tu_case;
+/* A suite named suite of cases[0..n-1] (the caller runs it, which frees
+ * it). */
+Suite *tu_suite_of(const char *suite, const tu_case *cases, size_t n);
+/* A suite named suite of one case named tcase: tests[0..n-1]. */
+Suite *tu_suite(const char *suite, const char *tcase, const TTest *const *tests,
+                size_t n);
+/* Run tu_suite(suite, "core", tests, n); tu_run's status. */
+int tu_run_tests(const char *suite, const TTest *const *tests, size_t n);
+
 #endif
