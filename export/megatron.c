@@ -302,7 +302,7 @@ static void megatron_limits(export_ctx *x, const split *sp)
     /* Megatron-LM's GPT MLP runs GeLU, --swiglu or --squared-relu (the
      * flag lists of core_r0.9.0 and core_v0.19.0); no plain ReLU */
     if (x->m->mlp == FMT_MLP_RELU)
-        export_approx(x, "the model has a ReLU MLP (OPT), which Megatron-LM's "
+        export_approx(x, "the model has a ReLU MLP (as OPT has), which Megatron-LM's "
                       "GPT model does not have (GeLU, --swiglu, "
                       "--squared-relu): the command trains a GeLU MLP");
     if (sp->total == 0)
