@@ -19,6 +19,24 @@
 
 static char dir[256];
 
+/* cl, out, errp (300 bytes each): paths in dir of the cluster file, now
+ * written (4 A100-40GB on one node with 512 GiB of host memory), and of
+ * the planner's stdout and stderr. */
+static void small_cluster(char *cl, char *out, char *errp)
+{
+    FILE *f;
+
+    snprintf(cl, 300, "%s/c.json", dir);
+    snprintf(out, 300, "%s/out.txt", dir);
+    snprintf(errp, 300, "%s/err.txt", dir);
+    f = fopen(cl, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("{\"name\":\"small\",\"nodes\":[{\"name\":\"n\",\"device\":\"A100-40GB\","
+          "\"gpus\":4,\"intra_gbps\":2400,\"nic_gbps\":100,\"host_memory_gib\":512}]}",
+          f);
+    fclose(f);
+}
+
 /* llama2-13b on 4 A100-40GB with 512 GiB of host memory: only offloaded
  * plans fit (tests/test_search_offload.c). */
 START_TEST(round_trip)
@@ -26,22 +44,13 @@ START_TEST(round_trip)
     char cl[300], plan[300], out[300], errp[300];
     const char *args[] = {"--cluster", cl, "--model", EX "llama2-13b.json",
                           "--global-batch", "8", "--top-k", "2", "--output", plan, NULL};
-    FILE *f;
     char *text, *table;
     cJSON *root, *s0, *mem;
     plan_doc d;
     util_error err;
 
-    snprintf(cl, sizeof cl, "%s/c.json", dir);
     snprintf(plan, sizeof plan, "%s/plan.json", dir);
-    snprintf(out, sizeof out, "%s/out.txt", dir);
-    snprintf(errp, sizeof errp, "%s/err.txt", dir);
-    f = fopen(cl, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"name\":\"small\",\"nodes\":[{\"name\":\"n\",\"device\":\"A100-40GB\","
-          "\"gpus\":4,\"intra_gbps\":2400,\"nic_gbps\":100,\"host_memory_gib\":512}]}",
-          f);
-    fclose(f);
+    small_cluster(cl, out, errp);
     ck_assert_int_eq(tu_run_planner(NULL, args, out, errp), 0);
     table = tu_slurp(out);
     ck_assert_ptr_nonnull(table);
@@ -79,18 +88,9 @@ START_TEST(option)
                           "--global-batch", "8", "--offload", "none", NULL};
     const char *bad[] = {"--cluster", cl, "--model", EX "llama2-13b.json",
                          "--offload", "gpu", NULL};
-    FILE *f;
     char *e;
 
-    snprintf(cl, sizeof cl, "%s/c.json", dir);
-    snprintf(out, sizeof out, "%s/out.txt", dir);
-    snprintf(errp, sizeof errp, "%s/err.txt", dir);
-    f = fopen(cl, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs("{\"name\":\"small\",\"nodes\":[{\"name\":\"n\",\"device\":\"A100-40GB\","
-          "\"gpus\":4,\"intra_gbps\":2400,\"nic_gbps\":100,\"host_memory_gib\":512}]}",
-          f);
-    fclose(f);
+    small_cluster(cl, out, errp);
     ck_assert_int_eq(tu_run_planner(NULL, none, out, errp), 4);
     ck_assert_int_eq(tu_run_planner(NULL, bad, out, errp), 2);
     e = tu_slurp(errp);
