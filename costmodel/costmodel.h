@@ -82,6 +82,11 @@ typedef struct cost_params {
                                0: every stage waits for each exchange with
                                its neighbours (Megatron-LM before 2023,
                                its non-interleaved 1F1B) (1) */
+    int nccl_cumem;         /* 1: NCCL allocates its device memory with cuMem
+                               (NCCL 2.19 and later, its default), each
+                               allocation rounded to 2 MiB, so every
+                               communicator also holds its per-channel
+                               structures; 0: older NCCL (cudaMalloc) (1) */
     int offload;            /* enum fmt_offload of strategies that do not
                                state theirs (none, 0); cost_evaluate and
                                cost_rank_stage_memory use the strategy's own */

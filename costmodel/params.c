@@ -36,6 +36,7 @@ void cost_params_init(cost_params *p)
      * of NVLink 3's 300 GB/s per direction */
     p->nvlink_eff = 0.78;
     p->overlap_p2p = 1; /* AMP eq. 5: steady-state P2P behind compute */
+    p->nccl_cumem = 1;  /* NCCL 2.19 and later (costmodel/runtime.c) */
     p->offload = FMT_OFFLOAD_NONE;
 }
 
@@ -82,7 +83,7 @@ static const param_field param_fields[] = {
     PF(sp, 1, 0, 1),                 PF(overlap_grad_reduce, 1, 0, 1),
     PF(dp_bucket, 0, 0.0, 1e15),     PF(p2p_scatter, 1, 0, 1),
     PF(grad_accum_fusion, 1, 0, 1),  PF(nvlink_eff, 0, 1e-6, 1.0),
-    PF(overlap_p2p, 1, 0, 1),
+    PF(overlap_p2p, 1, 0, 1),        PF(nccl_cumem, 1, 0, 1),
 };
 #undef PF
 

@@ -4,6 +4,7 @@
  * buffers of each communicator the rank belongs to and the caching
  * allocator's minimum segments.  Constants per device generation, each
  * with its source.  Pure functions, no I/O. */
+#include <math.h>
 #include <string.h>
 
 #include "costmodel.h"
@@ -34,6 +35,25 @@
  * a PCIe tree. */
 #define NCCL_NET_CHANNELS 2.0
 #define NCCL_PCIE_CHANNELS 2.0
+/* NCCL 2.19 and later allocate device memory with cuMem (NCCL_CUMEM_ENABLE,
+ * on by default), each allocation rounded up to the granularity that
+ * cuMemGetAllocationGranularity reports, 2 MiB on NVIDIA GPUs.  A
+ * communicator then holds, besides its connection buffers, three small
+ * arrays per channel it initialises (channel.cc, initChannel: the peers,
+ * the ring's ranks, a counter) and two from init.cc, 2 MiB each: with
+ * NCCL 2.28.9 on an H200, NCCL_DEBUG_SUBSYS=ALLOC logs 3 x 64 + 2
+ * allocations of 4 to 23,648 bytes at 2 MiB steps per one-rank
+ * communicator, and the process's device memory grows by 0.407-0.409 GB
+ * per communicator (scripts/measure-gpu-memory.py runtime). */
+#define NCCL_GRANULE (2.0 * MIB)
+#define NCCL_CHANNEL_ALLOCS 3.0
+#define NCCL_INIT_ALLOCS 2.0
+/* A one-rank communicator runs NCCL's MAXCHANNELS channels (64 in NCCL
+ * 2.28, "64 coll channels ... 64 p2p channels" in its log); a larger one
+ * initialises its collective channels rounded up to a power of two for
+ * point-to-point (init.cc, p2pnChannels). */
+#define NCCL_MAX_CHANNELS 64.0
+
 /* PyTorch's caching allocator: the first segment of the small pool
  * (kSmallBuffer, 2 MiB, for requests up to 1 MiB) and of the large pool
  * (kLargeBuffer, 20 MiB, for requests up to 10 MiB; c10/cuda/
@@ -111,22 +131,55 @@ typedef struct rt_comm {
     int base, step, n;
 } rt_comm;
 
-/* NCCL buffers of one collective communicator, per rank: its channels
- * (the network's when its members span nodes, else NVLink's or PCIe's of
- * the node) x connections per channel x buffers per connection. */
-static double coll_bytes(const fmt_cluster *c, const rt_gen *g, rt_comm x)
+/* Device memory of a communicator's own structures over ch channels:
+ * nothing worth counting without cuMem, else the per-channel and init
+ * allocations at 2 MiB each (channels rounded up to a power of two). */
+static double comm_structs(const cost_params *p, double ch)
 {
-    int i, node;
+    double c2 = 1.0;
 
-    if (x.n <= 1)
-        return 0.0; /* a one-rank communicator connects to no peer */
-    node = c->device_node[x.s->ranks[x.base]];
+    if (!p->nccl_cumem)
+        return 0.0;
+    while (c2 < ch)
+        c2 *= 2.0;
+    return (NCCL_CHANNEL_ALLOCS * c2 + NCCL_INIT_ALLOCS) * NCCL_GRANULE;
+}
+
+/* One connection's buffers, one allocation under cuMem (rounded up). */
+static double conn_bytes(const cost_params *p)
+{
+    if (!p->nccl_cumem)
+        return NCCL_CONN_BYTES;
+    return ceil(NCCL_CONN_BYTES / NCCL_GRANULE) * NCCL_GRANULE;
+}
+
+/* Channels of a communicator: the network's when its members span
+ * nodes, else NVLink's or PCIe's of the node. */
+static double comm_channels(const fmt_cluster *c, const rt_gen *g, rt_comm x)
+{
+    int i, node = c->device_node[x.s->ranks[x.base]];
+
     for (i = 1; i < x.n; i++)
         if (c->device_node[x.s->ranks[x.base + i * x.step]] != node)
-            return NCCL_NET_CHANNELS * NCCL_COLL_CONNS * NCCL_CONN_BYTES;
-    return (c->nodes[node].intra_bw > COST_PCIE_MAX_BW ? g->nvlink_ch
-                                                       : NCCL_PCIE_CHANNELS) *
-           NCCL_COLL_CONNS * NCCL_CONN_BYTES;
+            return NCCL_NET_CHANNELS;
+    return c->nodes[node].intra_bw > COST_PCIE_MAX_BW ? g->nvlink_ch
+                                                      : NCCL_PCIE_CHANNELS;
+}
+
+/* NCCL memory of one collective communicator, per rank: channels x
+ * connections per channel x buffers per connection, and the
+ * communicator's structures.  A one-rank communicator connects to no
+ * peer; it exists only where the framework calls a collective on it
+ * (one_rank), and then holds the structures of NCCL's MAXCHANNELS. */
+static double coll_bytes(const fmt_cluster *c, const cost_params *p,
+                         const rt_gen *g, rt_comm x, int one_rank)
+{
+    double ch;
+
+    if (x.n <= 1)
+        return one_rank ? comm_structs(p, NCCL_MAX_CHANNELS) : 0.0;
+    ch = comm_channels(c, g, x);
+    return ch * NCCL_COLL_CONNS * conn_bytes(p) + comm_structs(p, ch);
 }
 
 /* NCCL buffers of the point-to-point connection between two devices. */
@@ -172,8 +225,15 @@ double cost_runtime_memory(const fmt_cluster *c, const cost_params *p,
         rt_comm tpg = {s, j * g1 + d * s->tp, 1, s->tp};
         rt_comm dpg = {s, j * g1 + t, s->tp, s->dp};
         rt_comm world = {s, 0, 1, n};
-        x.nccl = coll_bytes(c, g, tpg) + coll_bytes(c, g, dpg) +
-                 coll_bytes(c, g, world);
+        /* Megatron-LM's DDP all-reduces the gradients over the DP group
+         * even when it has one rank; no framework calls a TP collective
+         * at tp 1; the pipeline group carries the point-to-point
+         * connections below */
+        rt_comm ppg = {s, d * s->tp + t, g1, s->pp};
+        x.nccl = coll_bytes(c, p, g, tpg, 0) + coll_bytes(c, p, g, dpg, n > 1) +
+                 coll_bytes(c, p, g, world, 0);
+        if (s->pp > 1)
+            x.nccl += comm_structs(p, comm_channels(c, g, ppg));
     }
     /* pipeline neighbours, one point-to-point connection each */
     if (j > 0)

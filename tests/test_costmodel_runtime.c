@@ -48,7 +48,10 @@ static void cluster(fmt_cluster *c, const char *device, int nodes, int gpus,
 
 /* Two GH200 nodes of 4 (NVLink: 1003.68 Gb/s = 125 GB/s > PCIe 5.0's
  * 64), tp 4 dp 2: rank 0's TP group is node 0 (NVLink, 32 channels), its
- * DP group (ranks 0 and 4) and the world span both nodes (2 channels). */
+ * DP group (ranks 0 and 4) and the world span both nodes (2 channels).
+ * Under cuMem (the default) each connection's 9.1875 MiB of buffers is
+ * one allocation rounded up to 10 MiB, and a communicator of ch channels
+ * also holds (3 ch + 2) allocations of 2 MiB; without cuMem neither. */
 START_TEST(hopper_two_nodes)
 {
     fmt_cluster c;
@@ -61,25 +64,38 @@ START_TEST(hopper_two_nodes)
     tu_strategy(&s, 4, 2, 1, NULL, 1);
     cost_params_init(&p);
     ck_assert(cost_runtime_derived(&p));
+    ck_assert_int_eq(p.nccl_cumem, 1);
     total = cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq(x.context, 2e9);
     ck_assert_double_eq(x.cublas, 2.0 * 32.0 * MIB); /* two handles, :4096:8 */
-    /* TP 32 x 3 x CONN = 924844032; DP and world 2 x 3 x CONN = 57802752 */
-    ck_assert_double_eq_tol(x.nccl, 924844032.0 + 2.0 * 57802752.0, 1e-3);
+    /* TP: 32 x 3 x 10 MiB + 98 x 2 MiB = 1156 MiB; DP and world:
+     * 2 x 3 x 10 MiB + 8 x 2 MiB = 76 MiB each: 1308 MiB = 1371537408 */
+    ck_assert_double_eq_tol(x.nccl, (32.0 * 3.0 * 10.0 + 98.0 * 2.0) * MIB +
+                                        2.0 * (2.0 * 3.0 * 10.0 + 8.0 * 2.0) * MIB,
+                            1e-3);
+    ck_assert_double_eq_tol(x.nccl, 1371537408.0, 1e-3);
     ck_assert_double_eq(x.allocator, 22.0 * MIB);
-    /* 2000000000 + 67108864 + 1040449536 + 23068672 */
-    ck_assert_double_eq_tol(total, 3130627072.0, 1e-3);
+    /* 2000000000 + 67108864 + 1371537408 + 23068672 */
+    ck_assert_double_eq_tol(total, 3461714944.0, 1e-3);
     ck_assert_double_eq_tol(x.total, total, 1e-9);
+
+    /* older NCCL (cudaMalloc): TP 32 x 3 x CONN = 924844032; DP and
+     * world 2 x 3 x CONN = 57802752 */
+    p.nccl_cumem = 0;
+    total = cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq_tol(x.nccl, 924844032.0 + 2.0 * 57802752.0, 1e-3);
+    ck_assert_double_eq_tol(total, 3130627072.0, 1e-3);
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
 }
 END_TEST
 
 /* One PCIe node of four RTX 3090 (16 GB/s), tp 2 pp 2: rank 0's TP and
- * world groups run over PCIe (2 channels), no DP group, and its pipeline
- * neighbour (rank 2) is a point-to-point peer: 2 channels x (send +
- * receive) x 128 KiB x 8 steps = 4 MiB.  Ampere: 1.3 GB context,
- * workspaces of 8 MiB + 128 KiB. */
+ * world groups run over PCIe (2 channels); its DP group has one rank,
+ * on which Megatron-LM still all-reduces the gradients; its pipeline
+ * group (ranks 0 and 2) carries the point-to-point connection to rank 2:
+ * 2 channels x (send + receive) x 128 KiB x 8 steps = 4 MiB.  Ampere:
+ * 1.3 GB context, workspaces of 8 MiB + 128 KiB. */
 START_TEST(ampere_pcie_pipeline)
 {
     fmt_cluster c;
@@ -94,11 +110,52 @@ START_TEST(ampere_pcie_pipeline)
     total = cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq(x.context, 1.3e9);
     ck_assert_double_eq(x.cublas, 2.0 * 8.125 * MIB);
-    /* 2 x 57802752 + 4194304 */
+    /* cuMem: TP and world 2 x 3 x 10 MiB + 8 x 2 MiB = 76 MiB each, the
+     * one-rank DP group (3 x 64 + 2) x 2 MiB = 388 MiB, the pipeline
+     * group 8 x 2 MiB, the peer 4 MiB: 560 MiB */
+    ck_assert_double_eq_tol(x.nccl, (2.0 * 76.0 + 388.0 + 16.0 + 4.0) * MIB, 1e-3);
+    ck_assert_double_eq_tol(x.nccl, 587202560.0, 1e-3);
+    /* 1.3e9 + 17039360 + 587202560 + 23068672 */
+    ck_assert_double_eq_tol(total, 1927310592.0, 1e-3);
+
+    /* cudaMalloc: 2 x 57802752 + 4194304, no structures */
+    p.nccl_cumem = 0;
+    total = cost_runtime_memory(&c, &p, &s, 0, &x);
     ck_assert_double_eq_tol(x.nccl, 2.0 * 2.0 * 3.0 * CONN + 4.0 * MIB, 1e-3);
     ck_assert_double_eq_tol(x.nccl, 119799808.0, 1e-3);
     /* 1.3e9 + 17039360 + 119799808 + 23068672 */
     ck_assert_double_eq_tol(total, 1459907840.0, 1e-3);
+    fmt_strategy_free(&s);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
+/* A one-rank communicator against a measurement: with NCCL 2.28.9 on an
+ * H200 (PyTorch 2.11, NCCL_DEBUG_SUBSYS=ALLOC) each one-rank communicator
+ * logged 3 x 64 + 2 device allocations at 2 MiB steps and the process's
+ * device memory (NVML) grew by 406.8-408.9 MB per communicator.  Here:
+ * tp 1, dp 1, pp 2 over two nodes, rank 0's only one-rank group is its
+ * DP group; TP at tp 1 makes no communicator. */
+START_TEST(one_rank_communicator)
+{
+    fmt_cluster c;
+    fmt_strategy s;
+    cost_params p;
+    cost_runtime x;
+    double one = 194.0 * 2.0 * MIB; /* 406847488 B */
+
+    ck_assert(one >= 406.8e6 && one <= 408.9e6);
+    cluster(&c, "H200", 2, 1, 3600.0);
+    tu_strategy(&s, 1, 1, 2, NULL, 1);
+    cost_params_init(&p);
+    cost_runtime_memory(&c, &p, &s, 0, &x);
+    /* DP one-rank 388 MiB; world and pipeline group across the nodes
+     * (2 channels): 2 x 3 x 10 MiB + 8 x 2 MiB and 8 x 2 MiB; the peer
+     * over the network: 2 x 2 x 128 KiB x 8 = 4 MiB */
+    ck_assert_double_eq_tol(x.nccl, one + (76.0 + 16.0 + 4.0) * MIB, 1e-3);
+    p.nccl_cumem = 0; /* cudaMalloc: a one-rank communicator holds ~0 */
+    cost_runtime_memory(&c, &p, &s, 0, &x);
+    ck_assert_double_eq_tol(x.nccl, 2.0 * 3.0 * CONN + 4.0 * MIB, 1e-3);
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
 }
@@ -148,9 +205,10 @@ START_TEST(stated_and_evaluated)
     s.mbs = 1;
     s.gas = 1;
     cost_params_init(&p);
-    /* derived: TP and world, both NVLink on the node: 2 x 924844032 */
+    /* derived: TP and world, both NVLink on the node, 1156 MiB each
+     * (hopper_two_nodes), and the one-rank DP group's 388 MiB */
     derived = cost_runtime_memory(&c, &p, &s, 0, &x);
-    ck_assert_double_eq_tol(x.nccl, 2.0 * 924844032.0, 1e-3);
+    ck_assert_double_eq_tol(x.nccl, (2.0 * 1156.0 + 388.0) * MIB, 1e-3);
     cost_rank_stage_memory(&m, &p, &s, 0, &mem);
     ck_assert_double_eq(mem.reserve, COST_RESERVE_UNKNOWN);
     memset(&r, 0, sizeof r);
@@ -220,7 +278,8 @@ END_TEST
 static Suite *plain_suite(void)
 {
     const TTest *const tests[] = {hopper_two_nodes, ampere_pcie_pipeline,
-                                  single_gpu_no_nccl, stated_and_evaluated};
+                                  one_rank_communicator, single_gpu_no_nccl,
+                                  stated_and_evaluated};
 
     return tu_suite("runtime", "core", tests, TU_N(tests));
 }
