@@ -412,6 +412,88 @@ START_TEST(sailor_per_sample_growth)
 }
 END_TEST
 
+/* Measured on an NVIDIA H200 (PyTorch 2.11, CUDA 13.0, Hugging Face
+ * transformers 5.17; scripts/measure-gpu-memory.py train): an OPT-shaped
+ * decoder (24 layers, h 1024, 16 heads, f 4096, s 2048, V 50272, ReLU,
+ * dropout 0.1, tied embedding; 355,889,152 parameters) in fp32 with
+ * AdamW, one GPU, torch.cuda.max_memory_allocated of a steady step:
+ *   sdpa (fused attention):  8111662080, 11886052352, 19433284608 B
+ *   eager attention:        14551360512, 24765064192, 45190505472 B
+ * at mbs 1, 2, 4.  Three facts the model must reproduce, independent of
+ * how the framework orders its buffers:
+ * - eager attention keeps one e a s^2 tensor (the softmax output) per
+ *   block that fused attention does not: 24 x 4 x 16 x 2048^2 per sample;
+ * - the growth per sample is the model's stored activations and loss
+ *   transient plus one more fp32 s V: PyTorch's cross entropy
+ *   (log_softmax + nll_loss) holds its saved output, the output's
+ *   gradient and the logits' gradient at once, Megatron-LM's fused one
+ *   two of these;
+ * - at mbs 0 the step holds the weights, Adam's m and v and the two
+ *   cuBLAS workspaces (PyTorch's zero_grad(set_to_none=True) frees the
+ *   gradients, so none is alive at the activation peak). */
+START_TEST(h200_pytorch_measured)
+{
+    static const double flash[3] = {8111662080.0, 11886052352.0, 19433284608.0};
+    static const double eager[3] = {14551360512.0, 24765064192.0, 45190505472.0};
+    const char *shape = "\"family\": \"opt\", \"layers\": 24, \"hidden\": 1024, "
+                        "\"heads\": 16, \"seq\": 2048, \"vocab\": 50272, "
+                        "\"ffn\": 4096";
+    fmt_model mf, me;
+    cost_params p;
+    cost_memory x1, x2, e1, e2;
+    cost_mem_stage st = {0, 0, 1, 1, 1, 1, 1, 0, 1, 0.0};
+    double sv = 4.0 * 2048.0 * 50272.0, slope, per, fixed, w, g, o, n;
+    int l;
+
+    load(&mf, "\"precision\": \"fp32\", \"attention\": \"flash\"", shape);
+    load(&me, "\"precision\": \"fp32\", \"attention\": \"eager\"", shape);
+    cost_params_init(&p);
+    p.mem_reserve = 0.0;
+    st.b = mf.nlayers;
+    /* eager - fused, per sample: measured against 24 e a s^2 */
+    slope = ((eager[2] - eager[0]) - (flash[2] - flash[0])) / 3.0;
+    ck_assert_double_eq_tol(slope, 24.0 * 4.0 * 16.0 * 2048.0 * 2048.0,
+                            0.001 * slope);
+    cost_device_memory(&me, &p, &st, &e1);
+    st.mbs = 2;
+    cost_device_memory(&me, &p, &st, &e2);
+    st.mbs = 1;
+    cost_device_memory(&mf, &p, &st, &x1);
+    st.mbs = 2;
+    cost_device_memory(&mf, &p, &st, &x2);
+    /* in the model: the softmax output, less the fp32 log-sum-exp (a s)
+     * that fused attention keeps for its backward */
+    ck_assert_double_eq_tol((e2.activations - e1.activations) -
+                                (x2.activations - x1.activations),
+                            24.0 * 4.0 * 16.0 * 2048.0 * (2048.0 - 1.0), 1.0);
+    /* growth per sample within 1% (fused) and 2% (eager: the model's
+     * transient is a block's backward, 2 e a s^2, where the measured peak
+     * is the loss's) */
+    per = (x2.activations + x2.workspace) - (x1.activations + x1.workspace);
+    slope = (flash[2] - flash[0]) / 3.0;
+    ck_assert_msg(fabs(per + sv - slope) <= 0.01 * slope,
+                  "fused: predicted %g + %g per sample, measured %g", per, sv, slope);
+    per = (e2.activations + e2.workspace) - (e1.activations + e1.workspace);
+    slope = (eager[2] - eager[0]) / 3.0;
+    ck_assert_msg(fabs(per + sv - slope) <= 0.02 * slope,
+                  "eager: predicted %g + %g per sample, measured %g", per, sv, slope);
+    /* the fixed part: weights + m + v (12 B per parameter of the model,
+     * 2048 fewer than the measured one, whose learned positions start at
+     * offset 2) + 2 x 32 MiB */
+    slope = (flash[2] - flash[0]) / 3.0;
+    fixed = flash[0] - slope;
+    cost_state_bytes(&mf, &p, 1, &w, &g, &o);
+    ck_assert_double_eq(w + o, 12.0);
+    for (l = 0, n = 0.0; l < mf.nlayers - 1; l++) /* the head is tied */
+        n += mf.layers[l].params;
+    ck_assert_double_eq(n, 355887104.0);
+    ck_assert_msg(fabs((w + o) * n + 2.0 * 32.0 * 1048576.0 - fixed) <= 0.01 * fixed,
+                  "predicted %g, measured fixed %g", (w + o) * n, fixed);
+    fmt_model_free(&mf);
+    fmt_model_free(&me);
+}
+END_TEST
+
 static Suite *plain_suite(void)
 {
     Suite *s = suite_create("activations");
@@ -427,6 +509,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, replicated_params);
     tcase_add_test(tc, described_stage_by_hand);
     tcase_add_test(tc, attention_keys);
+    tcase_add_test(tc, h200_pytorch_measured);
     suite_add_tcase(s, tc);
     return s;
 }
