@@ -423,7 +423,15 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
 
     for (i = 0; i < w->pp; i++)
         nmeas += meas[i].measured;
-    if (t->executed)
+    if (t->executed && t->processes > 0)
+        snprintf(note, sizeof note,
+                 "every rank ran as its own process over NCCL (%d ranks, %d "
+                 "stages): its layers, tensor-parallel collectives, pipeline "
+                 "sends and receives, data-parallel collectives and optimizer "
+                 "step; measured_s is the slowest rank's median wall time of an "
+                 "iteration (CUDA events)",
+                 t->processes, w->pp);
+    else if (t->executed)
         snprintf(note, sizeof note,
                  "the pipeline ran for real: %d stages on %d local GPUs (%s), "
                  "one host thread each, the schedule's passes in order, "

@@ -268,6 +268,8 @@ typedef struct launch_trial {
     double iter_iqr_s;      /* spread of the executed iterations */
     int *gpu;               /* pp: CUDA device of each stage */
     int *route;             /* pp - 1: enum launch_route of cut j (activations) */
+    int processes;          /* > 0: that many ranks ran as processes over
+                               NCCL (launch_merge_ranks); 0: one process */
     char reason[256];       /* why this mode ran (launch_choose_mode) */
 } launch_trial;
 

@@ -62,6 +62,7 @@ int launch_merge_ranks(const plan_doc *d, const launch_work *w,
     out->measured_s = iter;
     out->iter_iqr_s = hi - lo; /* the range: per-rank medians only reach rank 0 */
     out->executed = 1;
+    out->processes = n;
     out->gpu = calloc((size_t)w->pp, sizeof *out->gpu);
     out->route = calloc((size_t)(w->pp > 1 ? w->pp - 1 : 1), sizeof *out->route);
     if (!out->gpu || !out->route) {

@@ -1581,6 +1581,11 @@ START_TEST(test_merge_ranks)
     fmt_strategy_free(&s[0]);
     free(s);
     doc = cJSON_Parse(full);
+    /* the note says what ran: processes over NCCL, not delays */
+    ck_assert_int_eq(t.processes, 5);
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(doc, "note")->valuestring,
+                                 "own process over NCCL (5 ranks, 4 stages)"));
+    ck_assert_ptr_null(strstr(cJSON_GetObjectItem(doc, "note")->valuestring, "delays"));
     ranks = cJSON_GetObjectItem(doc, "ranks");
     ck_assert_int_eq(cJSON_GetArraySize(ranks), 5);
     ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2),
