@@ -126,6 +126,77 @@ START_TEST(test_block_forward_by_hand)
 }
 END_TEST
 
+/* The same forward on a T4 (TU104: 40 SMs, NVIDIA Turing whitepaper)
+ * with the same peaks: fewer SMs change the wave use of every GEMM
+ *   QKV 192 tiles: 4.8 waves of 5 -> 0.96;  proj, fc2, context 64 tiles:
+ *   1.6 of 2 -> 0.8;  fc1 256 tiles: 6.4 of 7 -> 6.4 / 7;  scores 1024
+ *   tiles: 25.6 of 26 -> 25.6 / 26;  element-wise bytes as on 80 SMs. */
+START_TEST(test_t4_sms_by_hand)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time lt;
+    double gemms = 12884901888.0 / (1e14 * 0.96) + 4294967296.0 / 8e13 +
+                   17179869184.0 / (1e14 * 6.4 / 7.0) + 17179869184.0 / 8e13;
+    double attn = 8589934592.0 / (1e14 * 25.6 / 26.0) + 8589934592.0 / 8e13;
+    double ew = (12.0 * 4194304.0 + 2.0 * 16777216.0 + 2.0 * 67108864.0) / 1e12;
+
+    make_block(&m);
+    make_device(&dt);
+    strcpy(dt.name, "Tesla T4");
+    params_exact(&p);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_double_eq_tol(lt.fwd, gemms + attn + ew, 1e-12);
+    fmt_model_free(&m);
+}
+END_TEST
+
+/* A profile measured at one micro-batch size b0 = 1 (AMP's) at tp 1 and
+ * tp 2: the marginal cost of a sample at tp 2 is the tp 1 measurement
+ * per sample times the estimate's speed-up of the layer's kernels,
+ * w = p1 x e2 / e1 (e_t: the estimate's forward at tp t, mbs 1, launch
+ * costs excluded); the rest of the tp 2 measurement p0 is fixed per
+ * micro-batch: fwd(b) = p0 - w + b w, and the backward keeps the
+ * measured backward / forward ratio. */
+START_TEST(test_one_point_tp_speedup)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    fmt_profile prof;
+    cost_params p;
+    cost_layer_time e1, e2, lt;
+    double p1 = 2e-3, p0 = 1.4e-3, w;
+
+    make_block(&m);
+    m.layers[0].fwd_flops = 24.0 * 2048.0 * 1024.0 * 1024.0; /* as expanded */
+    m.layers[0].tp_flops_frac = 1.0;
+    make_device(&dt);
+    params_exact(&p);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &e1);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &e2);
+    /* tile and wave quantization: tp 2 is no 2x speed-up here */
+    ck_assert(e2.fwd > 0.5 * e1.fwd && e2.fwd < e1.fwd);
+    memset(&prof, 0, sizeof prof);
+    tu_profile_add(&prof, 1, "X", 1, p1, 2.0 * p1);
+    tu_profile_add(&prof, 1, "X", 1, p0, 2.5 * p0);
+    prof.entries[1].tp = 2;
+    w = p1 * e2.fwd / e1.fwd;
+    ck_assert(p0 - w > 0.0); /* a fixed part remains */
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 2, 4, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_int_eq(lt.estimated, 0);
+    /* the FLOP roofline's 2x speed-up would give w = p1 / 2 instead */
+    ck_assert(fabs(w - 0.5 * p1) > 1e-5);
+    ck_assert_double_eq_tol(lt.fwd, p0 - w + 4.0 * w, 1e-15);
+    ck_assert_double_eq_tol(lt.bwd, 2.5 * lt.fwd, 1e-15);
+    /* at the measured size the measurement itself */
+    cost_layer_time_of(&m, &prof, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &lt);
+    ck_assert_double_eq_tol(lt.fwd, p0, 1e-15);
+    fmt_profile_free(&prof);
+    fmt_model_free(&m);
+}
+END_TEST
+
 /* The same block's backward by hand.  Each GEMM [M, N] K gives an input
  * gradient [M, K] over N and a weight gradient [K, N] over M; tile use x
  * wave use (80 SMs) as in the forward:
@@ -554,7 +625,8 @@ int main(void)
         test_tp_comm_once_per_pass, test_interleaved_bubble,
         test_block_backward_by_hand, test_optimizer_bytes,
         test_p2p_scatter_gather, test_dp_overlap_exposed, test_precision_peaks,
-        test_attention_switch, test_head_by_hand,
+        test_attention_switch, test_head_by_hand, test_t4_sms_by_hand,
+        test_one_point_tp_speedup,
     };
 
     return tu_run_tests("time", tests, TU_N(tests));
