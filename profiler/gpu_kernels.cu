@@ -221,6 +221,27 @@ static __global__ void k_gelu_bwd(const T *x, const T *dy, T *dx, long long n)
     }
 }
 
+template <typename T>
+static __global__ void k_relu_fwd(const T *x, T *y, long long n)
+{
+    long long i;
+
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        st(&y[i], fmaxf(ld(&x[i]), 0.0f));
+}
+
+/* dx = dy where the output y is positive: the backward needs only y */
+template <typename T>
+static __global__ void k_relu_bwd(const T *y, const T *dy, T *dx, long long n)
+{
+    long long i;
+
+    for (i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x)
+        st(&dx[i], ld(&y[i]) > 0.0f ? ld(&dy[i]) : 0.0f);
+}
+
 /* y = silu(gate) * up; each row of x holds gate (cols) then up (cols). */
 template <typename T>
 static __global__ void k_swiglu_fwd(const T *x, T *y, long long rows, int cols)
@@ -414,6 +435,12 @@ static void launch_t(prof_gpu *g, const prof_kernel *k, int seq, int head_dim)
             k_gelu_fwd<T><<<grid_for(n), THREADS, 0, s>>>(X, Z, n);
         else
             k_gelu_bwd<T><<<grid_for(n), THREADS, 0, s>>>(X, Y, Z, n);
+        break;
+    case PROF_OP_RELU:
+        if (!k->bwd)
+            k_relu_fwd<T><<<grid_for(n), THREADS, 0, s>>>(X, Z, n);
+        else
+            k_relu_bwd<T><<<grid_for(n), THREADS, 0, s>>>(X, Y, Z, n);
         break;
     case PROF_OP_SWIGLU:
         if (!k->bwd)

@@ -31,6 +31,7 @@ enum prof_op {
     PROF_OP_EMBED,          /* gather rows of a table (fwd), scatter-add (bwd) */
     PROF_OP_XENT,           /* cross-entropy over rows of cols logits */
     PROF_OP_ADAM,           /* fused Adam step over rows x cols parameters */
+    PROF_OP_RELU,           /* ReLU on rows x cols (backward from its output) */
     PROF_NOPS
 };
 /* "gemm", "layernorm", ...; NULL when out of range. */
@@ -58,7 +59,9 @@ typedef struct prof_shape {
     int tp, mbs;            /* tensor-parallel degree, micro-batch size */
     int seq, hidden, heads, ffn, vocab; /* model shape (ffn 0 = 4 * hidden) */
     int dtype_bytes;        /* 2 (fp16/bf16) or 4 */
-    int gated;              /* 1: LLaMA block (SwiGLU MLP, RMSNorm) */
+    int gated;              /* 1: SwiGLU MLP (gate and up projections) */
+    int relu;               /* 1: ReLU MLP (OPT); 0 with gated 0: GeLU */
+    int rms;                /* 1: RMSNorm, 0: LayerNorm */
 } prof_shape;
 
 #define PROF_MAX_KERNELS 48

@@ -9,7 +9,7 @@
 
 static const char *const op_names[PROF_NOPS] = {
     "gemm", "layernorm", "rmsnorm", "softmax", "gelu", "swiglu", "add",
-    "embedding", "cross-entropy", "adam"};
+    "embedding", "cross-entropy", "adam", "relu"};
 
 const char *prof_op_name(int op)
 {
@@ -73,7 +73,13 @@ int prof_shape_of(const fmt_model *m, int kind, int tp, int mbs,
     s.hidden = m->hidden;
     s.heads = m->heads;
     s.vocab = m->vocab;
-    s.gated = same_name(m->family, "llama");
+    /* the model's MLP and norm, resolved from its family when the model
+     * file does not state them (a layer list: LLaMA's by name) */
+    s.gated = m->mlp == FMT_MLP_SWIGLU ||
+              (m->mlp == FMT_MLP_FAMILY && same_name(m->family, "llama"));
+    s.relu = m->mlp == FMT_MLP_RELU;
+    s.rms = m->norm == FMT_NORM_RMSNORM ||
+            (m->norm == FMT_NORM_FAMILY && same_name(m->family, "llama"));
     s.ffn = m->ffn > 0 ? m->ffn : (s.gated ? gated_ffn(m->hidden) : 4 * m->hidden);
     s.dtype_bytes = dtype_bytes > 0 ? dtype_bytes
                                     : (m->dtype_bytes > 0 ? m->dtype_bytes : 2);
@@ -186,8 +192,8 @@ static void block(builder *b, const prof_shape *s)
                     sq = s->seq, d = s->hidden / s->heads,
                     ah = s->heads / s->tp, hl = d * ah, ft = s->ffn / s->tp,
                     bh = (long long)s->mbs * ah;
-    const int norm = s->gated ? PROF_OP_RMSNORM : PROF_OP_LAYERNORM;
-    const double nf = s->gated ? 4.0 : 7.0; /* FLOPs per element of a norm */
+    const int norm = s->rms ? PROF_OP_RMSNORM : PROF_OP_LAYERNORM;
+    const double nf = s->rms ? 4.0 : 7.0; /* FLOPs per element of a norm */
     const long long up = s->gated ? 2 * ft : ft;
 
     /* forward */
@@ -204,6 +210,8 @@ static void block(builder *b, const prof_shape *s)
     linear_fwd(b, s->gated ? "gate_up" : "fc1", T, h, up);
     if (s->gated)
         elem(b, "swiglu", PROF_OP_SWIGLU, 0, T, ft, 6.0, 3.0 * e, 0.0);
+    else if (s->relu) /* max(x, 0): read x, write y */
+        elem(b, "relu", PROF_OP_RELU, 0, T, ft, 1.0, 2.0 * e, 0.0);
     else
         elem(b, "gelu", PROF_OP_GELU, 0, T, ft, 8.0, 2.0 * e, 0.0);
     linear_fwd(b, "fc2", T, ft, h);
@@ -214,6 +222,8 @@ static void block(builder *b, const prof_shape *s)
     linear_bwd(b, "fc2", T, ft, h);
     if (s->gated)
         elem(b, "swiglu.bwd", PROF_OP_SWIGLU, 1, T, ft, 10.0, 5.0 * e, 0.0);
+    else if (s->relu) /* dy where y > 0: read y and dy, write dx */
+        elem(b, "relu.bwd", PROF_OP_RELU, 1, T, ft, 1.0, 3.0 * e, 0.0);
     else
         elem(b, "gelu.bwd", PROF_OP_GELU, 1, T, ft, 12.0, 3.0 * e, 0.0);
     linear_bwd(b, s->gated ? "gate_up" : "fc1", T, h, up);

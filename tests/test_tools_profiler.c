@@ -175,6 +175,36 @@ START_TEST(test_llama_block)
 }
 END_TEST
 
+/* OPT's ReLU MLP (Zhang et al. 2022): max(x, 0) forward, its backward
+ * from the output; no GeLU, LayerNorm as GPT-2. */
+START_TEST(test_opt_relu_block)
+{
+    fmt_model m;
+    prof_shape sh;
+    prof_layer_work w;
+    const prof_kernel *k;
+
+    load(EX("opt-1.3b.json"), &m);
+    ck_assert_int_eq(prof_shape_of(&m, FMT_KIND_TRANSFORMER, 2, 1, 0, &sh, NULL),
+                     UTIL_OK);
+    ck_assert(sh.relu == 1 && sh.gated == 0 && sh.rms == 0);
+    ck_assert_int_eq(prof_layer_work_of(&sh, &w, NULL), UTIL_OK);
+    k = kernel(&w, "relu");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_int_eq(k->op, PROF_OP_RELU);
+    /* b s rows of ffn / tp: 2048 x 4096, one FLOP and 2 x 2 bytes each */
+    ck_assert(k->rows == 2048 && k->cols == 8192 / 2 && !k->bwd);
+    ck_assert_double_eq(k->flops, 2048.0 * 4096.0);
+    ck_assert_double_eq(k->bytes, 2048.0 * 4096.0 * 4.0);
+    k = kernel(&w, "relu.bwd");
+    ck_assert(k != NULL && k->bwd && k->bytes == 2048.0 * 4096.0 * 6.0);
+    ck_assert_ptr_null(kernel(&w, "gelu"));
+    ck_assert_str_eq(prof_op_name(PROF_OP_RELU), "relu");
+    ck_assert_int_eq(kernel(&w, "norm1")->op, PROF_OP_LAYERNORM);
+    fmt_model_free(&m);
+}
+END_TEST
+
 START_TEST(test_other_kinds)
 {
     fmt_model m;
@@ -709,6 +739,7 @@ static Suite *profiler_suite(void)
     tcase_add_test(tc, test_block_flops_match_model);
     tcase_add_test(tc, test_block_shapes);
     tcase_add_test(tc, test_llama_block);
+    tcase_add_test(tc, test_opt_relu_block);
     tcase_add_test(tc, test_other_kinds);
     tcase_add_test(tc, test_shape_errors);
     tcase_add_test(tc, test_stats);
