@@ -30,7 +30,8 @@ static const gen_row gens[] = {
      * section 4.1); 108 SMs (A100 whitepaper) */
     {"A100", 0.859, 0.70, 0.60, 108},
     /* Hopper (H100, H200, GH200): MAMF about 792 of 989 TF (Bekman;
-     * hetplan-profile measured an 8192^3 fp16 GEMM at 782.5 TF on an H200);
+     * hetplan-profile measured an 8192^3 fp16 GEMM at 782.5 and 901.8 TF
+     * on two H200s);
      * FlashAttention-2 on H100 about 35-50 % of peak, FlashAttention-3
      * 75 % (Shah et al. 2024): taken between them; 132 SMs */
     {"GH", 0.80, 0.55, 0.45, 132},
