@@ -425,12 +425,13 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
         nmeas += meas[i].measured;
     if (t->executed && t->processes > 0)
         snprintf(note, sizeof note,
-                 "every rank ran as its own process over NCCL (%d ranks, %d "
-                 "stages): its layers, tensor-parallel collectives, pipeline "
+                 "every rank ran as its own process over NCCL (%d rank%s, %d "
+                 "stage%s): its layers, tensor-parallel collectives, pipeline "
                  "sends and receives, data-parallel collectives and optimizer "
                  "step; measured_s is the slowest rank's median wall time of an "
                  "iteration (CUDA events)",
-                 t->processes, w->pp);
+                 t->processes, t->processes == 1 ? "" : "s", w->pp,
+                 w->pp == 1 ? "" : "s");
     else if (t->executed)
         snprintf(note, sizeof note,
                  "the pipeline ran for real: %d stages on %d local GPUs (%s), "
