@@ -63,11 +63,13 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
  * torch.cuda.max_memory_allocated reports, plus the runtime memory
  * (CUDA context, cuBLAS workspaces, NCCL buffers, allocator segments)
  * derived per device generation and strategy (costmodel/runtime.c).
- * For comparison the runtime memory is also taken as a flat 1 GiB, and
+ * For comparison the runtime memory is also derived for NCCL without
+ * cuMem (nccl_cumem 0), taken as a flat 1 GiB, and
  * as one constant of the stack fitted leave-one-out (each run's constant
  * the mean of the other runs' measured minus predicted tensor peaks). */
 static double mem_tensor[MAX_RUNS]; /* predicted peak without the runtime */
 static double mem_cap[MAX_RUNS];
+static double mem_nocumem[MAX_RUNS]; /* predicted peak with nccl_cumem 0 */
 static int mem_pp[MAX_RUNS];
 
 static int cmp_double(const void *a, const void *b)
@@ -125,9 +127,9 @@ static double scores_by_pp(cJSON *x, const char *key, const calib_trial *tm,
 static void memory_scores(cJSON *x, const calib_trial *tm, int n,
                           double *mape, int *rejects)
 {
-    calib_trial loo[MAX_RUNS], flat[MAX_RUNS];
+    calib_trial loo[MAX_RUNS], flat[MAX_RUNS], old[MAX_RUNS];
     double all[MAX_RUNS], reserve;
-    int i, flat_rejects = 0, loo_rejects = 0;
+    int i, flat_rejects = 0, loo_rejects = 0, old_rejects = 0;
 
     *rejects = 0;
     for (i = 0; i < n; i++) {
@@ -141,14 +143,21 @@ static void memory_scores(cJSON *x, const calib_trial *tm, int n,
         flat[i].predicted_s = mem_tensor[i] + COST_RESERVE_UNKNOWN;
         flat[i].fits = flat[i].predicted_s <= mem_cap[i];
         flat_rejects += !flat[i].fits;
+        old[i] = tm[i];
+        old[i].predicted_s = mem_nocumem[i];
+        old[i].fits = old[i].predicted_s <= mem_cap[i];
+        old_rejects += !old[i].fits;
     }
     qsort(all, (size_t)n, sizeof all[0], cmp_double);
     reserve = n > 0 ? all[n / 2] : 0.0; /* median over runs */
     fprintf(stderr, "sailor-opt: peak memory, runtime memory derived per "
             "device and strategy:");
     *mape = scores_by_pp(x, "peak_memory", tm, n, "");
+    fprintf(stderr, "; %d false rejects\nsailor-opt: peak memory, runtime "
+            "memory derived for NCCL without cuMem (nccl_cumem 0):", *rejects);
+    scores_by_pp(x, "peak_memory_nccl_cumem0", old, n, "");
     fprintf(stderr, "; %d false rejects\nsailor-opt: peak memory, flat 1 GiB "
-            "runtime memory:", *rejects);
+            "runtime memory:", old_rejects);
     scores_by_pp(x, "peak_memory_flat_1gib", flat, n, "");
     fprintf(stderr, "; %d false rejects\nsailor-opt: peak memory, runtime "
             "constant fitted leave-one-out (%.2f GiB):", flat_rejects,
@@ -157,6 +166,7 @@ static void memory_scores(cJSON *x, const calib_trial *tm, int n,
     fprintf(stderr, "; %d false rejects\n", loo_rejects);
     cJSON_AddNumberToObject(x, "false_rejects_memory", *rejects);
     cJSON_AddNumberToObject(x, "false_rejects_flat_1gib", flat_rejects);
+    cJSON_AddNumberToObject(x, "false_rejects_nccl_cumem0", old_rejects);
     cJSON_AddNumberToObject(x, "reserve_loo_bytes", reserve);
     cJSON_AddNumberToObject(x, "false_rejects_reserve_loo", loo_rejects);
 }
@@ -239,7 +249,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     fmt_profile prof;
     fmt_strategy *s = NULL;
     cost_params cp;
-    cost_result rp, ra;
+    cost_result rp, ra, rn;
     double cap = 0.0, peak, tensor;
     int ns = 0, i, rc;
 
@@ -248,6 +258,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     memset(&prof, 0, sizeof prof);
     memset(&rp, 0, sizeof rp);
     memset(&ra, 0, sizeof ra);
+    memset(&rn, 0, sizeof rn);
     cost_params_init(&cp);
     snprintf(path, sizeof path, "%s/%s_cluster.json", dir, r->tag);
     rc = fmt_load_cluster(path, &c, err);
@@ -272,6 +283,11 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
         rc = cost_evaluate(&c, &m, &prof, &cp, &s[0], &rp, err);
     if (rc == UTIL_OK)
         rc = cost_evaluate(&c, &m, NULL, &cp, &s[0], &ra, err);
+    if (rc == UTIL_OK) { /* NCCL before cuMem, for comparison */
+        cost_params cn = cp;
+        cn.nccl_cumem = 0;
+        rc = cost_evaluate(&c, &m, &prof, &cn, &s[0], &rn, err);
+    }
     if (rc != UTIL_OK)
         goto done;
 
@@ -290,6 +306,8 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     if (index >= 0 && index < MAX_RUNS) {
         mem_tensor[index] = tensor;
         mem_cap[index] = cap;
+        double cap_n;
+        mem_nocumem[index] = bench_peak(&rn, &cap_n);
         mem_pp[index] = r->pp;
     }
 
@@ -316,6 +334,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
 done:
     cost_result_free(&rp);
     cost_result_free(&ra);
+    cost_result_free(&rn);
     for (i = 0; i < ns; i++)
         fmt_strategy_free(&s[i]);
     free(s);
