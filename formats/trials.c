@@ -14,13 +14,14 @@
  * recorded about the run (docs/launcher.md). */
 static const char *const trial_root_keys[] = {
     "strategies", "global_batch", "format", "launcher", "plan", "mode", "mode_reason",
-    "selection", "rank", "composed", "note", "iterations", "local_device", NULL};
+    "selection", "rank", "composed", "note", "iterations", "local_device", "ranks",
+    NULL};
 static const char *const trial_keys[] = {
     "tp", "dp", "pp", "mbs", "schedule", "vpp", "zero", "recompute",
     "sequence_parallel", "stage_boundaries", "ranks", "measured_s", "failure",
     "micro_batches", "predicted_s", "simulated_s", "measured_iqr_s",
     "measured_over_predicted", "composed_from_measured_s", "modelled_dp_allreduce_s",
-    "stages", NULL};
+    "modelled_p2p_per_microbatch_s", "stages", NULL};
 /* AMP's experiment logs (homogeneous.json, het_cluster.json). */
 static const char *const amp_root_keys[] = {
     "trials", "global_batch", "cluster", "experiment", "failure", "measurement",

@@ -59,6 +59,32 @@ static void load_plan(plan_doc *d)
     ck_assert_int_eq(d->n, 1);
 }
 
+/* planner calibrate reads a trial as hetplan-launch wrote it: every key
+ * known (under strict warnings an unknown one fails the read). */
+static void strict_trial_read(const char *json, const plan_doc *d)
+{
+    char path[] = "/tmp/hetplan-trial-XXXXXX";
+    int fd = mkstemp(path);
+    fmt_warnings wn;
+    fmt_trial_set ts;
+    util_error err;
+    int rc;
+
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(util_write_file_atomic(path, json, &err), UTIL_OK);
+    memset(&wn, 0, sizeof wn);
+    wn.strict = 1;
+    fmt_warnings_use(&wn);
+    rc = fmt_load_trials(path, 0, &d->cluster, &d->model, d->global_batch, &ts, &err);
+    fmt_warnings_use(NULL);
+    unlink(path);
+    ck_assert_msg(rc == UTIL_OK, "%s: %s", err.path, err.msg);
+    ck_assert_int_eq(ts.n, 1);
+    fmt_trial_set_free(&ts);
+}
+
 START_TEST(test_order_1f1b)
 {
     int bwd[64], micro[64], pp = 4, gas = 8, j, i;
@@ -238,6 +264,7 @@ START_TEST(test_trial_json)
     prof_device_type_of(dev.name, dev.type);
     text = launch_trial_json(&d, &w, meas, &t, &dev, 10);
     ck_assert_ptr_nonnull(text);
+    strict_trial_read(text, &d);
 
     rc = fmt_parse_strategies(text, "trial.json", &d.cluster, &d.model,
                                d.global_batch, &s, &n, &err);
@@ -824,6 +851,7 @@ START_TEST(test_exec_summarise_trial)
     ck_assert_int_eq(t.route[2], LAUNCH_ROUTE_HOST);
     text = launch_trial_json(&d, &w, meas, &t, NULL, 3);
     ck_assert_ptr_nonnull(text);
+    strict_trial_read(text, &d);
     doc = cJSON_Parse(text);
     ck_assert_str_eq(cJSON_GetObjectItem(doc, "mode")->valuestring, "executed");
     ck_assert_str_eq(cJSON_GetObjectItem(doc, "mode_reason")->valuestring, "executed: test");
@@ -1586,6 +1614,7 @@ START_TEST(test_merge_ranks)
     ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(doc, "note")->valuestring,
                                  "own process over NCCL (5 ranks, 4 stages)"));
     ck_assert_ptr_null(strstr(cJSON_GetObjectItem(doc, "note")->valuestring, "delays"));
+    strict_trial_read(full, &d);
     ranks = cJSON_GetObjectItem(doc, "ranks");
     ck_assert_int_eq(cJSON_GetArraySize(ranks), 5);
     ck_assert_double_eq_tol(cJSON_GetObjectItem(cJSON_GetArrayItem(ranks, 2),
