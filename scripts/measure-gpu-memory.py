@@ -21,8 +21,9 @@ memory model's runtime term and its tensor terms (docs/memory-model.md).
 Each result is one JSON object on stdout.  Needs torch, nvidia-ml-py
 (pynvml) and, for train, transformers; nothing else of hetplan.  State
 the stack's runtime memory to the planner with --param mem_reserve=BYTES
-(the "runtime_bytes" of train: process memory minus the allocator's
-largest reserve)."""
+(the "mem_reserve_bytes" of train: the process's device memory minus
+torch.cuda.max_memory_allocated; "runtime_bytes" is what lies outside
+the caching allocator, the rest its fragmentation)."""
 import argparse
 import json
 import os
@@ -133,6 +134,7 @@ def train(args):
         "first_step_max_allocated_bytes": peaks[0],
         "max_reserved_bytes": res, "process_bytes": used,
         "runtime_bytes": used - res,
+        "mem_reserve_bytes": used - max(peaks[1:] if len(peaks) > 1 else peaks),
         "step_seconds": sum(timed) / len(timed)}), flush=True)
 
 
