@@ -102,8 +102,8 @@ def train(args):
                     word_embed_proj_dim=args.hidden, do_layer_norm_before=True,
                     dropout=0.1, attention_dropout=0.0,
                     activation_function="relu", tie_word_embeddings=True)
-    model = OPTForCausalLM._from_config(cfg, attn_implementation=args.attention,
-                                        torch_dtype=torch.float32).cuda()
+    model = OPTForCausalLM._from_config(cfg, attn_implementation=args.attention)
+    model = model.to(device="cuda", dtype=torch.float32)
     model.train()
     nparams = sum(p.numel() for p in model.parameters())
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
