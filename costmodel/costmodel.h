@@ -394,7 +394,10 @@ typedef struct cost_mem_stage {
 } cost_mem_stage;
 
 /* Where a device's memory goes, bytes.  total = weights + grads +
- * optimizer + max(activations + workspace + buffers, bucket) + reserve. */
+ * optimizer + max(activations + workspace + buffers, bucket) + reserve;
+ * with gradients freed between iterations (fmt_model.grad_buffer)
+ * weights + optimizer + max(activations + workspace + buffers, grads +
+ * bucket) + reserve. */
 typedef struct cost_memory {
     double weights;         /* resident weights of its layers */
     double grads;           /* gradients */

@@ -130,8 +130,12 @@ double cost_layer_transient(const fmt_model *m, const cost_params *p, int l,
             return 4.0 * v / t;
         /* Megatron's vocabulary-parallel cross entropy: the e-byte
          * logits, their fp32 copy (none in fp32) and the shifted copy
-         * it exponentiates in place, of which the softmax stays */
-        return (e + (e < 4.0 ? 4.0 : 0.0)) * v / t;
+         * it exponentiates in place, of which the softmax stays;
+         * PyTorch's (log_softmax + nll_loss) holds one more fp32 s V at
+         * its backward: its saved output, that output's gradient and the
+         * logits' gradient (measured on an H200, docs/memory-model.md) */
+        return (e + (e < 4.0 ? 4.0 : 0.0) +
+                (m->cross_entropy == FMT_CE_PYTORCH ? 4.0 : 0.0)) * v / t;
     }
     if (x->kind != FMT_KIND_TRANSFORMER && x->kind != FMT_KIND_GENERIC)
         return 0.0;
@@ -277,11 +281,18 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
     }
     x.reserve = p->mem_reserve >= 0.0 ? p->mem_reserve : COST_RESERVE_UNKNOWN;
     /* peak = resident state + the larger of the backward-pass phase and
-     * the gradient-synchronisation phase + reserve */
+     * the gradient-synchronisation phase + reserve; gradients freed
+     * between iterations (set_to_none) are not resident: none is alive
+     * at the activation peak, all of them at the synchronisation */
     dyn = x.activations + x.workspace + x.buffers;
-    if (x.bucket > dyn)
-        dyn = x.bucket;
-    x.total = x.weights + x.grads + x.optimizer + dyn + x.reserve;
+    if (m->grad_buffer == FMT_GRADS_SET_TO_NONE) {
+        double sync = x.grads + x.bucket;
+        x.total = x.weights + x.optimizer + (sync > dyn ? sync : dyn) + x.reserve;
+    } else {
+        if (x.bucket > dyn)
+            dyn = x.bucket;
+        x.total = x.weights + x.grads + x.optimizer + dyn + x.reserve;
+    }
     if (out != NULL)
         *out = x;
     return x.total;

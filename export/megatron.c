@@ -305,6 +305,17 @@ static void megatron_limits(export_ctx *x, const split *sp)
         export_approx(x, "the model has a ReLU MLP (as OPT has), which Megatron-LM's "
                       "GPT model does not have (GeLU, --swiglu, "
                       "--squared-relu): the command trains a GeLU MLP");
+    /* the training code the model describes (docs/memory-model.md):
+     * Megatron-LM runs its own vocabulary-parallel cross entropy and keeps
+     * its gradients in a contiguous buffer */
+    if (x->m->cross_entropy == FMT_CE_PYTORCH)
+        export_approx(x, "the model states training.cross_entropy 'pytorch', "
+                      "which Megatron-LM does not run (its vocabulary-parallel "
+                      "cross entropy holds one fp32 logits tensor less)");
+    if (x->m->grad_buffer == FMT_GRADS_SET_TO_NONE)
+        export_approx(x, "the model states training.grad_buffer 'set_to_none', "
+                      "which Megatron-LM does not run (its DDP keeps the "
+                      "gradients in a persistent buffer)");
     if (sp->total == 0)
         export_approx(x, "the model has no transformer blocks; Megatron-LM's "
                       "GPT model needs --num-layers >= 1");

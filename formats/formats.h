@@ -172,7 +172,20 @@ typedef struct fmt_model {
     int attn_dropout;       /* enum fmt_flag: dropout on the attention
                                probabilities (eager attention stores its mask
                                and output); 0 = off */
+    /* the training code (model.json training.cross_entropy and
+       training.grad_buffer); 0 = Megatron-LM's */
+    int cross_entropy;      /* enum fmt_cross_entropy */
+    int grad_buffer;        /* enum fmt_grad_buffer */
 } fmt_model;
+
+/* Loss of a training run: Megatron-LM's vocabulary-parallel cross entropy
+ * (softmax in place) or PyTorch's F.cross_entropy (log_softmax and
+ * nll_loss, one more fp32 logits-sized tensor at its backward). */
+enum fmt_cross_entropy { FMT_CE_MEGATRON = 0, FMT_CE_PYTORCH };
+/* Gradients between iterations: a persistent buffer (Megatron-LM's and
+ * DeepSpeed's contiguous buffers) or freed by zero_grad(set_to_none=True)
+ * and allocated again during the backward (PyTorch's default). */
+enum fmt_grad_buffer { FMT_GRADS_PERSISTENT = 0, FMT_GRADS_SET_TO_NONE };
 
 /* Attention kernel of a training run: flash / fused attention keeps
  * O(s) softmax statistics per head, eager attention the s x s scores. */

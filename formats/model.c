@@ -122,7 +122,34 @@ static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
 static const char *const root_keys[] = {"name", "training", "transformer", "layers",
                                         "shape", NULL};
 static const char *const training_keys[] = {"global_batch", "precision", "attention",
-                                            "attention_dropout", NULL};
+                                            "attention_dropout", "cross_entropy",
+                                            "grad_buffer", NULL};
+
+/* An optional string field of training among names[0..n); its index in
+ * *out (0 when absent). */
+static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
+                                 const char *key, const char *const *names, int n,
+                                 int *out)
+{
+    const char *name = NULL;
+    char path[FMT_PATH_N];
+    int rc, i;
+
+    if ((rc = fmt_str_ref(cx, tr, "training", key, 0, &name)) != UTIL_OK ||
+        name == NULL)
+        return rc;
+    for (i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = i;
+            return UTIL_OK;
+        }
+    util_json_key(path, sizeof path, "training", key);
+    return fmt_fail(cx, UTIL_EFIELD, path, "expected '%s' or '%s', got '%s'",
+                    names[0], names[1], name);
+}
+
+static const char *const ce_names[] = {"megatron", "pytorch"};
+static const char *const grad_names[] = {"persistent", "set_to_none"};
 static const char *const transformer_keys[] = {
     "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab", "ffn", "mlp",
     "positions", "norm", "bias", "dropout", "tied_embeddings", NULL};
@@ -148,6 +175,10 @@ static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
         (rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
                             &m->global_batch)) != UTIL_OK ||
         (rc = parse_attention(cx, tr, m)) != UTIL_OK ||
+        (rc = parse_training_choice(cx, tr, "cross_entropy", ce_names, 2,
+                                    &m->cross_entropy)) != UTIL_OK ||
+        (rc = parse_training_choice(cx, tr, "grad_buffer", grad_names, 2,
+                                    &m->grad_buffer)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=
             UTIL_OK)
         return rc;

@@ -463,6 +463,8 @@ static void resolve(const fmt_transformer_spec *spec, const fmt_model *m,
     out->dropout = pick(spec->dropout, fam->dropout);
     out->attention = m->attention;
     out->attn_dropout = m->attn_dropout;
+    out->cross_entropy = m->cross_entropy;
+    out->grad_buffer = m->grad_buffer;
     if (spec->ffn > 0)
         out->ffn = spec->ffn;
     else if (out->mlp == FMT_MLP_SWIGLU)

@@ -357,6 +357,52 @@ START_TEST(shards_and_features_per_target)
 }
 END_TEST
 
+/* A model that states PyTorch's training code (cross entropy from
+ * F.cross_entropy, gradients freed by zero_grad(set_to_none=True)):
+ * Megatron-LM runs neither, so both releases refuse, naming each key;
+ * DeepSpeed and torchrun run the user's code and export it. */
+START_TEST(pytorch_training_code_per_target)
+{
+    static const char pt16[] =
+        "{\"name\": \"g16\", \"training\": {\"global_batch\": 64, \"precision\": \"fp16\","
+        " \"cross_entropy\": \"pytorch\", \"grad_buffer\": \"set_to_none\"},"
+        " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
+        " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}";
+    const int blocks[] = {4, 4, 4, 4};
+    const int targets[] = {EXPORT_DEEPSPEED, EXPORT_TORCHRUN};
+    fixture f;
+    export_result e;
+    export_options o;
+    util_error err;
+    int r, v;
+
+    fixture_make(&f, two_nodes, pt16, 2, 1, 4);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.mbs = 2;
+    f.s.gas = 32;
+    set_blocks(&f, blocks);
+    export_options_init(&o);
+    for (v = 0; v < EXPORT_NVERSIONS; v++) {
+        o.version = v;
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s,
+                                      64, &o, &e, &err), UTIL_EINVAL);
+        ck_assert_int_eq(e.napprox, 2);
+        ck_assert(has_note(&e, "training.cross_entropy 'pytorch'"));
+        ck_assert(has_note(&e, "training.grad_buffer 'set_to_none'"));
+        export_free(&e);
+    }
+    for (v = 0; v < 2; v++) {
+        ck_assert_int_eq(export_build(targets[v], &f.c, &f.m, &f.p, &f.s, 64,
+                                      NULL, &e, &err), UTIL_OK);
+        ck_assert_int_eq(e.napprox, 0);
+        export_free(&e);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
 /* OPT's ReLU MLP: Megatron-LM's GPT model has GeLU, --swiglu and
  * --squared-relu and no plain ReLU (upstream flag lists of core_r0.9.0
  * and core_v0.19.0), so both releases refuse it, naming the MLP;
@@ -841,6 +887,7 @@ static Suite *export_suite(void)
     tcase_add_test(l, megatron_uneven_stages);
     tcase_add_test(l, megatron_features);
     tcase_add_test(l, relu_mlp_per_target);
+    tcase_add_test(l, pytorch_training_code_per_target);
     tcase_add_test(l, precision_checked_per_device);
     tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);
