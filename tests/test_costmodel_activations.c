@@ -348,51 +348,40 @@ END_TEST
 /* training.attention and attention_dropout: located errors. */
 START_TEST(attention_keys)
 {
+    /* bad training keys: the value, the JSON path and a part of the
+     * message each must give */
+    static const struct {
+        const char *training, *path, *msg;
+    } bad[] = {
+        {"\"attention\": \"paged\"", "training.attention", "'paged'"},
+        {"\"attention_dropout\": 1", "training.attention_dropout", "boolean"},
+        {"\"cross_entropy\": \"fused\"", "training.cross_entropy",
+         "'megatron' or 'pytorch', got 'fused'"},
+        {"\"grad_buffer\": 0", "training.grad_buffer", "string"},
+    };
+    const char *tf = "\"layers\": 1, \"hidden\": 64, \"heads\": 8, \"seq\": 32, "
+                     "\"vocab\": 100";
+    char text[512];
     fmt_model m;
     util_error err;
+    size_t i;
 
     ck_assert_str_eq(fmt_attention_name(FMT_ATTN_FLASH), "flash");
     ck_assert_ptr_null(fmt_attention_name(0));
     ck_assert_int_eq(fmt_attention_from_name("eager"), FMT_ATTN_EAGER);
     ck_assert_int_eq(fmt_attention_from_name("paged"), -1);
-    memset(&err, 0, sizeof err);
-    ck_assert_int_ne(fmt_parse_model("{\"name\": \"t\", \"training\": "
-                                     "{\"attention\": \"paged\"}, \"transformer\": "
-                                     "{\"layers\": 1, \"hidden\": 64, \"heads\": 8, "
-                                     "\"seq\": 32, \"vocab\": 100}}",
-                                     "t.json", &m, &err),
-                     UTIL_OK);
-    ck_assert_str_eq(err.path, "training.attention");
-    ck_assert_str_eq(err.file, "t.json");
-    ck_assert_ptr_nonnull(strstr(err.msg, "'paged'"));
-    memset(&err, 0, sizeof err);
-    ck_assert_int_ne(fmt_parse_model("{\"name\": \"t\", \"training\": "
-                                     "{\"attention_dropout\": 1}, \"transformer\": "
-                                     "{\"layers\": 1, \"hidden\": 64, \"heads\": 8, "
-                                     "\"seq\": 32, \"vocab\": 100}}",
-                                     "t.json", &m, &err),
-                     UTIL_OK);
-    ck_assert_str_eq(err.path, "training.attention_dropout");
-    /* the training code: two names each, the default Megatron-LM's */
-    memset(&err, 0, sizeof err);
-    ck_assert_int_ne(fmt_parse_model("{\"name\": \"t\", \"training\": "
-                                     "{\"cross_entropy\": \"fused\"}, \"transformer\": "
-                                     "{\"layers\": 1, \"hidden\": 64, \"heads\": 8, "
-                                     "\"seq\": 32, \"vocab\": 100}}",
-                                     "t.json", &m, &err),
-                     UTIL_OK);
-    ck_assert_str_eq(err.path, "training.cross_entropy");
-    ck_assert_ptr_nonnull(strstr(err.msg, "'megatron' or 'pytorch', got 'fused'"));
-    memset(&err, 0, sizeof err);
-    ck_assert_int_ne(fmt_parse_model("{\"name\": \"t\", \"training\": "
-                                     "{\"grad_buffer\": 0}, \"transformer\": "
-                                     "{\"layers\": 1, \"hidden\": 64, \"heads\": 8, "
-                                     "\"seq\": 32, \"vocab\": 100}}",
-                                     "t.json", &m, &err),
-                     UTIL_OK);
-    ck_assert_str_eq(err.path, "training.grad_buffer");
-    load(&m, "\"grad_buffer\": \"persistent\"",
-         "\"layers\": 1, \"hidden\": 64, \"heads\": 8, \"seq\": 32, \"vocab\": 100");
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text,
+                 "{\"name\": \"t\", \"training\": {%s}, \"transformer\": {%s}}",
+                 bad[i].training, tf);
+        memset(&err, 0, sizeof err);
+        ck_assert_int_ne(fmt_parse_model(text, "t.json", &m, &err), UTIL_OK);
+        ck_assert_str_eq(err.path, bad[i].path);
+        ck_assert_str_eq(err.file, "t.json");
+        ck_assert_msg(strstr(err.msg, bad[i].msg) != NULL, "%s", err.msg);
+    }
+    /* the training code's defaults are Megatron-LM's */
+    load(&m, "\"grad_buffer\": \"persistent\"", tf);
     ck_assert(m.grad_buffer == FMT_GRADS_PERSISTENT && m.cross_entropy == FMT_CE_MEGATRON);
     fmt_model_free(&m);
 }

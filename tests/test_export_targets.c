@@ -357,6 +357,38 @@ START_TEST(shards_and_features_per_target)
 }
 END_TEST
 
+/* tp 2, dp 1, pp 4 over two_nodes, ranks in order, 4 blocks per stage,
+ * mbs 2 and 32 micro-batches, for model text json. */
+static void four_stages(fixture *f, const char *json)
+{
+    const int blocks[] = {4, 4, 4, 4};
+    int r;
+
+    fixture_make(f, two_nodes, json, 2, 1, 4);
+    for (r = 0; r < 8; r++)
+        f->s.ranks[r] = r;
+    f->s.mbs = 2;
+    f->s.gas = 32;
+    set_blocks(f, blocks);
+}
+
+/* DeepSpeed and torchrun export f's plan as is. */
+static void exports_as_is(fixture *f)
+{
+    const int targets[] = {EXPORT_DEEPSPEED, EXPORT_TORCHRUN};
+    export_result e;
+    util_error err;
+    int v;
+
+    for (v = 0; v < 2; v++) {
+        memset(&err, 0, sizeof err);
+        ck_assert_int_eq(export_build(targets[v], &f->c, &f->m, &f->p, &f->s, 64,
+                                      NULL, &e, &err), UTIL_OK);
+        ck_assert_int_eq(e.napprox, 0);
+        export_free(&e);
+    }
+}
+
 /* A model that states PyTorch's training code (cross entropy from
  * F.cross_entropy, gradients freed by zero_grad(set_to_none=True)):
  * Megatron-LM runs neither, so both releases refuse, naming each key;
@@ -368,20 +400,13 @@ START_TEST(pytorch_training_code_per_target)
         " \"cross_entropy\": \"pytorch\", \"grad_buffer\": \"set_to_none\"},"
         " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
         " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}";
-    const int blocks[] = {4, 4, 4, 4};
-    const int targets[] = {EXPORT_DEEPSPEED, EXPORT_TORCHRUN};
     fixture f;
     export_result e;
     export_options o;
     util_error err;
-    int r, v;
+    int v;
 
-    fixture_make(&f, two_nodes, pt16, 2, 1, 4);
-    for (r = 0; r < 8; r++)
-        f.s.ranks[r] = r;
-    f.s.mbs = 2;
-    f.s.gas = 32;
-    set_blocks(&f, blocks);
+    four_stages(&f, pt16);
     export_options_init(&o);
     for (v = 0; v < EXPORT_NVERSIONS; v++) {
         o.version = v;
@@ -393,12 +418,7 @@ START_TEST(pytorch_training_code_per_target)
         ck_assert(has_note(&e, "training.grad_buffer 'set_to_none'"));
         export_free(&e);
     }
-    for (v = 0; v < 2; v++) {
-        ck_assert_int_eq(export_build(targets[v], &f.c, &f.m, &f.p, &f.s, 64,
-                                      NULL, &e, &err), UTIL_OK);
-        ck_assert_int_eq(e.napprox, 0);
-        export_free(&e);
-    }
+    exports_as_is(&f);
     fixture_free(&f);
 }
 END_TEST
@@ -414,21 +434,14 @@ START_TEST(relu_mlp_per_target)
         "{\"name\": \"o16\", \"training\": {\"global_batch\": 64, \"precision\": \"fp16\"},"
         " \"transformer\": {\"family\": \"opt\", \"layers\": 16, \"hidden\": 1024,"
         " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}";
-    const int blocks[] = {4, 4, 4, 4};
-    const int targets[] = {EXPORT_DEEPSPEED, EXPORT_TORCHRUN};
     fixture f;
     export_result e;
     export_options o;
     util_error err;
-    int r, v;
+    int v;
 
-    fixture_make(&f, two_nodes, opt16, 2, 1, 4);
+    four_stages(&f, opt16);
     ck_assert_int_eq(f.m.mlp, FMT_MLP_RELU);
-    for (r = 0; r < 8; r++)
-        f.s.ranks[r] = r;
-    f.s.mbs = 2;
-    f.s.gas = 32;
-    set_blocks(&f, blocks);
     export_options_init(&o);
     for (v = 0; v < EXPORT_NVERSIONS; v++) {
         o.version = v;
@@ -450,12 +463,7 @@ START_TEST(relu_mlp_per_target)
         ck_assert_ptr_nonnull(strstr(e.files[0].text, "# APPROXIMATION: the model has a ReLU MLP"));
         export_free(&e);
     }
-    for (v = 0; v < 2; v++) {
-        ck_assert_int_eq(export_build(targets[v], &f.c, &f.m, &f.p, &f.s, 64,
-                                      NULL, &e, &err), UTIL_OK);
-        ck_assert_int_eq(e.napprox, 0);
-        export_free(&e);
-    }
+    exports_as_is(&f);
     /* the same model with "mlp": "gelu" exports to Megatron-LM exactly */
     f.m.mlp = FMT_MLP_GELU;
     ck_assert_int_eq(export_build(EXPORT_MEGATRON, &f.c, &f.m, &f.p, &f.s, 64,
