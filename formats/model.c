@@ -92,44 +92,11 @@ int fmt_attention_from_name(const char *name)
     return -1;
 }
 
-/* training.attention ("flash" | "eager") and training.attention_dropout
- * (boolean), both optional. */
-static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
-                           fmt_model *m)
-{
-    const cJSON *v = fmt_field(tr, "attention_dropout");
-    const char *name = NULL;
-    int rc;
-
-    if (v != NULL && !cJSON_IsBool(v))
-        return fmt_fail(cx, UTIL_EFIELD, "training.attention_dropout",
-                        "expected a boolean (true or false), got %s",
-                        util_json_type(v));
-    if (v != NULL)
-        m->attn_dropout = cJSON_IsTrue(v) ? FMT_FLAG_ON : FMT_FLAG_OFF;
-    if ((rc = fmt_str_ref(cx, tr, "training", "attention", 0, &name)) !=
-            UTIL_OK ||
-        name == NULL)
-        return rc;
-    if ((m->attention = fmt_attention_from_name(name)) > 0)
-        return UTIL_OK;
-    m->attention = 0;
-    return fmt_fail(cx, UTIL_EFIELD, "training.attention",
-                    "expected 'flash' or 'eager', got '%s'", name);
-}
-
-/* The keys of each object of a model file (docs/inputs.md). */
-static const char *const root_keys[] = {"name", "training", "transformer", "layers",
-                                        "shape", NULL};
-static const char *const training_keys[] = {"global_batch", "precision", "attention",
-                                            "attention_dropout", "cross_entropy",
-                                            "grad_buffer", NULL};
-
-/* An optional string field of training among names[0..n); its index in
- * *out (0 when absent). */
+/* An optional string field of training that is one of two names;
+ * first + its index in *out (left as it is when absent). */
 static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
-                                 const char *key, const char *const *names, int n,
-                                 int *out)
+                                 const char *key, const char *const names[2],
+                                 int first, int *out)
 {
     const char *name = NULL;
     char path[FMT_PATH_N];
@@ -138,9 +105,9 @@ static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
     if ((rc = fmt_str_ref(cx, tr, "training", key, 0, &name)) != UTIL_OK ||
         name == NULL)
         return rc;
-    for (i = 0; i < n; i++)
+    for (i = 0; i < 2; i++)
         if (strcmp(name, names[i]) == 0) {
-            *out = i;
+            *out = first + i;
             return UTIL_OK;
         }
     util_json_key(path, sizeof path, "training", key);
@@ -148,8 +115,34 @@ static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
                     names[0], names[1], name);
 }
 
+/* training.attention ("flash" | "eager") and training.attention_dropout
+ * (boolean), both optional. */
+static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
+                           fmt_model *m)
+{
+    const cJSON *v = fmt_field(tr, "attention_dropout");
+
+    if (v != NULL && !cJSON_IsBool(v))
+        return fmt_fail(cx, UTIL_EFIELD, "training.attention_dropout",
+                        "expected a boolean (true or false), got %s",
+                        util_json_type(v));
+    if (v != NULL)
+        m->attn_dropout = cJSON_IsTrue(v) ? FMT_FLAG_ON : FMT_FLAG_OFF;
+    return parse_training_choice(cx, tr, "attention", attention_names + 1,
+                                 FMT_ATTN_FLASH, &m->attention);
+}
+
+/* training.cross_entropy and training.grad_buffer (docs/inputs.md). */
 static const char *const ce_names[] = {"megatron", "pytorch"};
 static const char *const grad_names[] = {"persistent", "set_to_none"};
+
+/* The keys of each object of a model file (docs/inputs.md). */
+static const char *const root_keys[] = {"name", "training", "transformer", "layers",
+                                        "shape", NULL};
+static const char *const training_keys[] = {"global_batch", "precision", "attention",
+                                            "attention_dropout", "cross_entropy",
+                                            "grad_buffer", NULL};
+
 static const char *const transformer_keys[] = {
     "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab", "ffn", "mlp",
     "positions", "norm", "bias", "dropout", "tied_embeddings", NULL};
@@ -175,10 +168,10 @@ static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
         (rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
                             &m->global_batch)) != UTIL_OK ||
         (rc = parse_attention(cx, tr, m)) != UTIL_OK ||
-        (rc = parse_training_choice(cx, tr, "cross_entropy", ce_names, 2,
-                                    &m->cross_entropy)) != UTIL_OK ||
-        (rc = parse_training_choice(cx, tr, "grad_buffer", grad_names, 2,
-                                    &m->grad_buffer)) != UTIL_OK ||
+        (rc = parse_training_choice(cx, tr, "cross_entropy", ce_names,
+                                    FMT_CE_MEGATRON, &m->cross_entropy)) != UTIL_OK ||
+        (rc = parse_training_choice(cx, tr, "grad_buffer", grad_names,
+                                    FMT_GRADS_PERSISTENT, &m->grad_buffer)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=
             UTIL_OK)
         return rc;
