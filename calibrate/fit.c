@@ -141,6 +141,44 @@ static void add_param(fit_ctx *x, int kind, int idx, double lo, double hi,
     q->free_ = 1;
 }
 
+/* Typical size of tp_fixed: the mean forward time of a layer with TP
+ * collectives in the fitted trials (uncalibrated, at each trial's tp and
+ * micro-batch, on its stage's device, collectives left out), so that the
+ * pull towards 0 is relative to the time it adds to; 1 ms when no trial
+ * uses TP. */
+static double tp_layer_time(const fit_ctx *x)
+{
+    fmt_profile prof;
+    cost_params p = x->p;
+    cost_layer_time lt;
+    double sum = 0.0;
+    long n = 0;
+    int r, j, l;
+
+    p.calib = NULL;
+    if (x->prof != NULL) {
+        prof = *x->prof;
+        prof.calib = NULL;
+    }
+    for (r = 0; r < x->nrows; r++) {
+        const fmt_strategy *s = &x->s[x->rows[r]];
+        if (s->tp <= 1)
+            continue;
+        for (j = 0; j < s->pp; j++) {
+            const fmt_device_type *dt = fmt_device(x->c, fmt_rank_device(s, j, 0, 0));
+            for (l = s->bounds[j]; l < s->bounds[j + 1] && l < x->m->nlayers; l++) {
+                if (x->m->layers[l].tp_collectives <= 0)
+                    continue;
+                cost_layer_time_of(x->m, x->prof != NULL ? &prof : NULL, &p, dt, l,
+                                   s->tp, s->mbs, INFINITY, 0.0, INFINITY, &lt);
+                sum += lt.fwd;
+                n++;
+            }
+        }
+    }
+    return n > 0 && sum > 0.0 ? sum / (double)n : 1e-3;
+}
+
 /* The constants to fit: per device type used by a fitted trial, per
  * link class, and the global ones. */
 static int build_params(fit_ctx *x, unsigned fit, const cost_params *cp)
@@ -177,7 +215,7 @@ static int build_params(fit_ctx *x, unsigned fit, const cost_params *cp)
     if (fit & CALIB_LATENCY)
         add_param(x, P_LAT, 0, 0.0, 0.02, 0.0, 1e-3);
     if (fit & CALIB_TP_FIXED)
-        add_param(x, P_TPFIX, 0, 0.0, 0.05, 0.0, 1e-3);
+        add_param(x, P_TPFIX, 0, 0.0, 0.05, 0.0, tp_layer_time(x));
     if (fit & CALIB_OVERHEAD)
         add_param(x, P_OVERHEAD, 0, 0.0, 5.0, 0.0, 0.1);
     for (k = 0; k < x->npar; k++) /* a neutral value outside the bounds */

@@ -44,11 +44,12 @@ double cost_link_eff(const cost_params *p, int cls, double bw)
  * b_half): t(b) = (b + b_half) w / e_inf = s (b w) + s b_half w, with s =
  * compute_scale the profile's per-sample time multiplier.  Under TP every
  * layer with collectives pays tp_fixed per micro-batch (synchronisation
- * and launch of the collectives beyond their bandwidth and latency). */
+ * and launch of the collectives beyond their bandwidth and latency), half
+ * in each pass: the backward runs as many collectives as the forward. */
 void cost_calibration_layer(const fmt_calibration *cal,
                             const fmt_device_type *dt, const fmt_layer *l,
-                            int tp, int mbs, double work_fwd, double comm,
-                            double *fwd, double *bwd)
+                            int tp, int mbs, double work_fwd, double work_ratio,
+                            double comm, double *fwd, double *bwd)
 {
     int t;
     double extra = 0.0, ratio, base;
@@ -56,7 +57,9 @@ void cost_calibration_layer(const fmt_calibration *cal,
     if (cal == NULL)
         return;
     base = *fwd - 0.5 * comm;
-    ratio = base > 0.0 ? (*bwd - 0.5 * comm) / base : 2.0;
+    ratio = work_ratio > 0.0 ? work_ratio
+            : base > 0.0     ? (*bwd - 0.5 * comm) / base
+                             : 2.0;
     if (!(ratio >= 0.0))
         ratio = 2.0;
     t = fmt_calibration_type(cal, dt->name);
@@ -65,9 +68,9 @@ void cost_calibration_layer(const fmt_calibration *cal,
                 cal->compute_scale[t] * cal->mbs_half[t] * work_fwd / (double)mbs;
     *fwd += extra;
     *bwd += ratio * extra;
-    if (tp > 1 && l->tp_collectives > 0) {
-        *fwd += cal->tp_fixed / 3.0;
-        *bwd += 2.0 * cal->tp_fixed / 3.0;
+    if (tp > 1 && l->tp_collectives > 0) { /* each pass runs the collectives */
+        *fwd += 0.5 * cal->tp_fixed;
+        *bwd += 0.5 * cal->tp_fixed;
     }
     if (*fwd < 0.0)
         *fwd = 0.0;

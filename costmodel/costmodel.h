@@ -496,12 +496,14 @@ const fmt_calibration *cost_calibration_of(const cost_params *p,
  * bw_frac when set, else intra_eff / net_eff). */
 double cost_calibration_eff(const cost_params *p, int cls);
 /* Calibrated layer time (hook of cost_layer_time_of): work_fwd is the
- * part of fwd (s) that grows with the micro-batch, mbs its size; fwd and
- * bwd (TP communication comm included) are adjusted in place. */
+ * part of fwd (s) that grows with the micro-batch, mbs its size,
+ * work_ratio the backward / forward of that work (<= 0: taken from fwd and
+ * bwd); fwd and bwd (TP communication comm included) are adjusted in
+ * place. */
 void cost_calibration_layer(const fmt_calibration *cal,
                             const fmt_device_type *dt, const fmt_layer *l,
-                            int tp, int mbs, double work_fwd, double comm,
-                            double *fwd, double *bwd);
+                            int tp, int mbs, double work_fwd, double work_ratio,
+                            double comm, double *fwd, double *bwd);
 
 /* ---- uneven TP shards, stragglers, frozen layers --------------------- */
 

@@ -58,6 +58,20 @@ static double tp_comm_bwd(const fmt_model *m, const fmt_layer *l, int tp,
     return tp_comm(l, tp, mbs, bw, lat);
 }
 
+/* Collectives of the backward pass against the forward's (as
+ * tp_comm_bwd): the share of the forward's per-collective synchronisation
+ * that the backward pays again. */
+static double bwd_collective_share(const fmt_model *m, const fmt_layer *l)
+{
+    if (l->tp_collectives <= 0)
+        return 1.0;
+    if (l->kind == FMT_KIND_EMBEDDING)
+        return 0.0;
+    if (l->kind == FMT_KIND_HEAD && m->seq > 0 && m->hidden > 0)
+        return 1.0 / (double)l->tp_collectives;
+    return 1.0;
+}
+
 /* The estimate's forward work per sample at TP degree tp and micro-batch
  * mbs, the kernels' fixed costs left out (costmodel/kernels.c): its
  * ratio between two TP degrees is the speed-up of the layer's kernels. */
@@ -136,7 +150,7 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
     cost_kernel_time k;
     int n, nb, rc = cost_strategy_recompute(p, NULL);
     double b = (double)mbs, c_act, c_home, cb_act, cb_home, fwd, bwd, ratio;
-    double work = 0.0, rec;
+    double work = 0.0, rec, sync = 0.0;
 
     memset(out, 0, sizeof *out);
     cost_layer_kernels(m, p, dt, layer, tp, mbs, &k);
@@ -155,7 +169,7 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
         out->recompute = rec;
         out->estimated = 1;
         cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs,
-                               k.fwd, out->comm, &out->fwd, &out->bwd);
+                               k.fwd, 0.0, out->comm, &out->fwd, &out->bwd);
         return;
     }
     /* backward / forward compute of the estimate, for profiles without
@@ -173,7 +187,11 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
          * by the analytic TP speed-up (or the estimate when tp=1 was not
          * measured); the rest of p0 is fixed per micro-batch (launches,
          * host dispatch, collective latency), which is why larger
-         * micro-batches amortise better under tensor parallelism. */
+         * micro-batches amortise better under tensor parallelism.  The
+         * backward repeats the work bwd/fwd times and the launches with
+         * it, but the rest (sync) once per collective it runs: Megatron's
+         * conjugate f/g operators put as many in the backward as in the
+         * forward (Shoeybi et al. 2019, sec. 3). */
         double b0 = (double)pts[0]->mbs, p0 = pts[0]->fwd[layer];
         double wa1 = layer_work(m, p, dt, l, 1), wat = layer_work(m, p, dt, l, tp);
         double w = wat, c0 = tp_comm(l, tp, pts[0]->mbs, home_bw, link_lat), fixed;
@@ -195,6 +213,9 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
 
             w = (p1 - l1) / (double)base[0]->mbs *
                 (e1 > 0.0 && et > 0.0 ? et / e1 : wat / wa1);
+            /* a backward measured at tp 1 gives the work's bwd/fwd */
+            if (base[0]->bwd != NULL && base[0]->bwd[layer] >= 0.0 && p1 > 0.0)
+                ratio = base[0]->bwd[layer] / p1;
         }
         if (w < 0.0)
             w = 0.0;
@@ -202,15 +223,17 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
         if (fixed >= 0.0) {
             fwd = fixed + b * w + c_home;
             work = b * w;
+            sync = fixed > launch ? fixed - launch : 0.0;
         } else {
             /* measured faster than the estimate: keep its shape, scale it */
             double scale = p0 / (b0 * w + c0);
             fwd = scale * (b * w + c_home);
             work = scale * b * w;
         }
-        bwd = have_bwd(pts, 1, layer) ? pts[0]->bwd[layer] * fwd / (p0 > 0.0 ? p0 : 1.0)
-                                      : ratio * (fwd - c_home > 0.0 ? fwd - c_home : 0.0) +
-                                            cb_home;
+        bwd = have_bwd(pts, 1, layer)
+                  ? pts[0]->bwd[layer] * fwd / (p0 > 0.0 ? p0 : 1.0)
+                  : ratio * (fwd - c_home - sync > 0.0 ? fwd - c_home - sync : 0.0) +
+                        sync * bwd_collective_share(m, l) + cb_home;
     }
     /* the profile was taken on the node's own link; charge the difference */
     fwd += c_act - c_home;
@@ -229,8 +252,10 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
     bwd += rec;
     out->comm = c_act + cb_act + (l->kind == FMT_KIND_TRANSFORMER &&
                                   rc == FMT_RECOMPUTE_FULL ? c_act : 0.0);
+    /* the calibrated extra is work: its backward is the work's ratio,
+     * which bwd / fwd no longer gives once sync is in both */
     cost_calibration_layer(cost_calibration_of(p, prof), dt, l, tp, mbs, work,
-                           out->comm, &fwd, &bwd);
+                           sync > 0.0 ? ratio : 0.0, out->comm, &fwd, &bwd);
     out->fwd = fwd;
     out->bwd = bwd;
     out->recompute = rec;
