@@ -591,6 +591,36 @@ static int make_groups(subset_ctx *x)
 }
 
 /* Check that objective cost has a price for every device type used. */
+static int same_ints(const int *a, const int *b, int n)
+{
+    return a == NULL || b == NULL ? a == b : memcmp(a, b, (size_t)n * sizeof *a) == 0;
+}
+
+/* a and b the same plan for a user: the same degrees, features, stages
+ * and shards, every rank on the same node (the GPUs of a node are alike)
+ * and the same time; they differ at most by which GPUs of a node they
+ * use, as two searches of one set can end. */
+static int same_plan(const fmt_cluster *c, const search_candidate *a,
+                     const search_candidate *b)
+{
+    const fmt_strategy *x = &a->s, *y = &b->s;
+    int n = x->tp * x->dp * x->pp, i;
+
+    if (x->tp != y->tp || x->dp != y->dp || x->pp != y->pp || x->mbs != y->mbs ||
+        x->gas != y->gas || x->schedule != y->schedule || x->vpp != y->vpp ||
+        x->sp != y->sp || x->recompute != y->recompute || x->zero != y->zero ||
+        x->offload != y->offload || !same_ints(x->bounds, y->bounds, x->pp + 1) ||
+        !same_ints(x->tp_heads, y->tp_heads, n) || !same_ints(x->tp_cols, y->tp_cols, n) ||
+        (x->slow == NULL) != (y->slow == NULL) ||
+        fabs(a->r.iter_s - b->r.iter_s) > 1e-12 * fabs(a->r.iter_s))
+        return 0;
+    for (i = 0; i < n; i++)
+        if (c->device_node[x->ranks[i]] != c->device_node[y->ranks[i]] ||
+            (x->slow != NULL && x->slow[i] != y->slow[i]))
+            return 0;
+    return 1;
+}
+
 static int check_prices(const fmt_cluster *c, int objective, util_error *err)
 {
     int i, t;
@@ -729,8 +759,13 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
     for (i = 0; i < x.npool && out->n < n; i++) {
         search_candidate *cd = &x.pool[i].cand;
         long b = (long)cd->s.mbs * cd->s.gas * cd->s.dp;
+        int k;
         if (out->n > 0 && b != out->global_batch)
             continue; /* a plan has one global batch: that of the best */
+        for (k = 0; k < out->n && !same_plan(c, &out->cands[k], cd); k++)
+            ;
+        if (k < out->n)
+            continue; /* listed already */
         out->global_batch = (int)b;
         if (sp->memory_headroom > 0.0) { /* memory and headroom of the real devices */
             cost_result r;

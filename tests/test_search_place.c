@@ -2,7 +2,7 @@
  * (search/subset.c, search/anneal.c): the search against hand-pruned
  * clusters, independence of the node order, reproducibility, a prime
  * node count, the cost and memory-headroom objectives, the annealing's
- * invariants, and the idle list of the plan (CLI). */
+ * invariants, no plan listed twice, and the idle list of the plan (CLI). */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -493,6 +493,59 @@ START_TEST(anneal_invariants)
 }
 END_TEST
 
+/* Three nodes of four alike GPUs (three types): the searches of the
+ * whole set and of its subsets end on plans that differ only by which
+ * GPUs of a node they use; each is listed once.  Checked by node, not
+ * by the search's own test: no two plans have the same degrees,
+ * features, stages, node of every rank and time. */
+START_TEST(no_plan_listed_twice)
+{
+    static const char text[] =
+        "{\"name\": \"rtx\", \"nodes\": ["
+        "{\"name\": \"a\", \"device\": \"RTX3090\", \"gpus\": 4, \"intra_gbps\": 100, "
+        "\"nic_gbps\": 25},"
+        "{\"name\": \"b\", \"device\": \"TitanRTX\", \"gpus\": 4, \"intra_gbps\": 100, "
+        "\"nic_gbps\": 25},"
+        "{\"name\": \"c\", \"device\": \"RTX2080\", \"gpus\": 4, \"intra_gbps\": 100, "
+        "\"nic_gbps\": 25}]}";
+    fmt_cluster c;
+    fmt_model m;
+    search_params sp;
+    search_result res;
+    util_error err;
+    int i, j, k, n;
+
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_parse_cluster(text, "rtx.json", &c, &err) == UTIL_OK, "%s", err.msg);
+    ck_assert_int_eq(fmt_parse_model("{\"name\": \"opt\", \"training\": {\"precision\": "
+                                     "\"fp16\"}, \"transformer\": {\"family\": \"gpt2\", \"layers\": 24, "
+                                     "\"hidden\": 1024, \"heads\": 16, \"seq\": 2048, "
+                                     "\"vocab\": 50272}}", "opt.json", &m, &err), UTIL_OK);
+    search_params_init(&sp);
+    sp.top_k = 8;
+    plan_best(&c, &m, 32, &sp, &res);
+    ck_assert_int_ge(res.n, 4);
+    for (i = 0; i < res.n; i++)
+        for (j = 0; j < i; j++) {
+            const fmt_strategy *a = &res.cands[i].s, *b = &res.cands[j].s;
+            int same = a->tp == b->tp && a->dp == b->dp && a->pp == b->pp &&
+                       a->mbs == b->mbs && a->vpp == b->vpp && a->zero == b->zero &&
+                       a->recompute == b->recompute && a->sp == b->sp &&
+                       res.cands[i].r.iter_s == res.cands[j].r.iter_s;
+            n = a->tp * a->dp * a->pp;
+            for (k = 0; same && k <= a->pp; k++)
+                same = a->bounds[k] == b->bounds[k];
+            for (k = 0; same && k < n; k++)
+                same = c.device_node[a->ranks[k]] == c.device_node[b->ranks[k]];
+            ck_assert_msg(!same, "plans %d and %d differ only in GPUs of a node", j + 1,
+                          i + 1);
+        }
+    search_result_free(&res);
+    fmt_model_free(&m);
+    fmt_cluster_free(&c);
+}
+END_TEST
+
 /* Fastest device type first, the same order whatever the file's. */
 START_TEST(canonical_order)
 {
@@ -567,6 +620,7 @@ static Suite *suite(void)
     tcase_add_test(tc, memory_headroom);
     tcase_add_test(tc, anneal_invariants);
     tcase_add_test(tc, canonical_order);
+    tcase_add_test(tc, no_plan_listed_twice);
     tcase_add_test(tc, prices_parsed_and_checked);
     suite_add_tcase(s, tc);
     return s;
