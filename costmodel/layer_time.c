@@ -140,6 +140,38 @@ static int have_bwd(const fmt_profile_entry **pts, int n, int layer)
     return 1;
 }
 
+/* The work in a TP forward at micro-batch mbs: the tp 1 measurement
+ * there (interpolated, or linear in the samples from one size) scaled by
+ * the speed-up of the estimate's kernels, its launches kept once; what a
+ * measured TP forward holds beyond it is collective and synchronisation
+ * time.  *ratio becomes tp 1's measured backward / forward when the
+ * profile has it. */
+static double tp1_work(const fmt_model *m, const cost_params *p,
+                       const fmt_device_type *dt, const fmt_profile_entry **base,
+                       int nb, int layer, int tp, int mbs, double *ratio)
+{
+    double launch = (double)m->layers[layer].kernels * p->kernel_overhead;
+    double f1, b1 = -1.0, e1, et;
+
+    if (nb >= 2) {
+        f1 = interpolate(base, nb, layer, mbs, 0);
+        if (have_bwd(base, nb, layer))
+            b1 = interpolate(base, nb, layer, mbs, 1);
+    } else {
+        double p1 = base[0]->fwd[layer], l1 = launch < p1 ? launch : p1;
+        f1 = l1 + (p1 - l1) * (double)mbs / (double)base[0]->mbs;
+        if (have_bwd(base, 1, layer) && p1 > 0.0)
+            b1 = base[0]->bwd[layer] * f1 / p1;
+    }
+    if (b1 >= 0.0 && f1 > 0.0)
+        *ratio = b1 / f1;
+    if (launch > f1)
+        launch = f1;
+    e1 = sample_work(m, p, dt, layer, 1, mbs);
+    et = sample_work(m, p, dt, layer, tp, mbs);
+    return e1 > 0.0 && et > 0.0 ? launch + (f1 - launch) * et / e1 : f1;
+}
+
 void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
                         const cost_params *p, const fmt_device_type *dt,
                         int layer, int tp, int mbs, double link_bw,
@@ -179,8 +211,16 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
     if (n >= 2) {
         fwd = interpolate(pts, n, layer, mbs, 0);
         work = fwd > c_home ? fwd - c_home : 0.0;
-        bwd = have_bwd(pts, n, layer) ? interpolate(pts, n, layer, mbs, 1)
-                                      : ratio * work + cb_home;
+        nb = tp == 1 || have_bwd(pts, n, layer)
+                 ? 0 : profile_points(prof, dt->name, 1, layer, base, 16);
+        if (nb > 0) { /* the rest of a TP forward, once per collective */
+            double wt = tp1_work(m, p, dt, base, nb, layer, tp, mbs, &ratio);
+            sync = work > wt ? work - wt : 0.0;
+        }
+        bwd = have_bwd(pts, n, layer)
+                  ? interpolate(pts, n, layer, mbs, 1)
+                  : ratio * (work - sync) + sync * bwd_collective_share(m, l) + cb_home;
+        work -= sync;
     } else {
         /* One measured micro-batch size b0 with time p0.  The marginal
          * cost of a sample, w, is the tp=1 measurement per sample scaled
