@@ -117,8 +117,13 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         ((long long)tp * dp * pp != c->ndevices && fmt_field(e, "ranks") == NULL))
         return fmt_fail(cx, UTIL_EINVAL, p,
                         "tp * dp * pp = %d * %d * %d = %.0f does not match the "
-                        "cluster's %d GPUs",
-                        tp, dp, pp, (double)tp * dp * pp, c->ndevices);
+                        "cluster's %d GPUs%s",
+                        tp, dp, pp, (double)tp * dp * pp, c->ndevices,
+                        (long long)tp * dp > c->ndevices ||
+                                (long long)tp * dp * pp > c->ndevices
+                            ? ""
+                            : " (list the devices of the ranks in 'ranks' to leave "
+                              "the others idle)");
     if (sched != NULL) {
         util_json_key(fp, sizeof fp, p, "schedule");
         if (strcmp(sched, "gpipe") == 0)
