@@ -723,6 +723,26 @@ END_TEST
 
 /* ---- Sailor's measured per-layer profile (../shared/data/sailor-opt) -- */
 
+/* The GPUs of Sailor's profile, by its names, and their catalogue entries:
+ * GH200 first (NVLink), then the PCIe cards. */
+static const char *const sailor_devices[4][2] = {
+    {"GH-96", "GH200"}, {"Titan-RTX", "TitanRTX"}, {"RTX-2080", "RTX2080"},
+    {"RTX3090", "RTX3090"}};
+
+/* Index of the profile's device name in sailor_devices; *dt its catalogue
+ * entry under that name. */
+static int sailor_device(const char *name, fmt_device_type *dt)
+{
+    int k;
+
+    for (k = 0; k < 4 && strcmp(sailor_devices[k][0], name) != 0; k++)
+        ;
+    ck_assert_msg(k < 4, "device '%s' not known to this test", name);
+    *dt = *fmt_catalog_find(sailor_devices[k][1]);
+    snprintf(dt->name, sizeof dt->name, "%s", name);
+    return k;
+}
+
 /* The backward of a tensor-parallel block predicted from its measured
  * forward at one micro-batch size and the tp 1 measurement at that size
  * (the one-point rule), against the measured backward, for every
@@ -738,8 +758,6 @@ START_TEST(sailor_tp_backward_from_forward)
     fmt_profile prof, two;
     cost_params p;
     util_error err;
-    const char *cat[][2] = {{"GH-96", "GH200"}, {"Titan-RTX", "TitanRTX"},
-                            {"RTX-2080", "RTX2080"}, {"RTX3090", "RTX3090"}};
     double sum[4] = {0}, sum_scaled = 0.0, total = 0.0;
     int i, j, k, n[4] = {0}, all = 0, layer = 2;
 
@@ -761,11 +779,7 @@ START_TEST(sailor_tp_backward_from_forward)
                 base = &prof.entries[j];
         if (base == NULL)
             continue;
-        for (k = 0; k < 4 && strcmp(cat[k][0], e->device) != 0; k++)
-            ;
-        ck_assert_msg(k < 4, "device '%s' not known to this test", e->device);
-        dt = *fmt_catalog_find(cat[k][1]);
-        snprintf(dt.name, sizeof dt.name, "%s", e->device);
+        k = sailor_device(e->device, &dt);
         memset(&two, 0, sizeof two);
         tu_profile_add(&two, prof.nlayers, e->device, base->mbs, -1.0, -1.0);
         tu_profile_add(&two, prof.nlayers, e->device, e->mbs, -1.0, -1.0);
@@ -800,7 +814,7 @@ START_TEST(sailor_tp_backward_from_forward)
      * scaled forward at least three times as far off */
     for (k = 1; k < 4; k++)
         ck_assert_msg(n[k] > 0 && sum[k] / n[k] <= 0.08, "%s: mean |error| %.1f%%",
-                      cat[k][0], 100.0 * sum[k] / (n[k] > 0 ? n[k] : 1));
+                      sailor_devices[k][0], 100.0 * sum[k] / (n[k] > 0 ? n[k] : 1));
     ck_assert_msg(total / all <= 0.12, "mean |error| %.1f%%", 100.0 * total / all);
     ck_assert(sum_scaled >= 3.0 * total);
     fmt_profile_free(&prof);
@@ -819,8 +833,6 @@ START_TEST(sailor_tp_backward_interpolated)
     fmt_profile prof, cut;
     cost_params p;
     util_error err;
-    const char *cat[][2] = {{"GH-96", "GH200"}, {"Titan-RTX", "TitanRTX"},
-                            {"RTX-2080", "RTX2080"}, {"RTX3090", "RTX3090"}};
     double sum[4] = {0}, total = 0.0, scaled = 0.0;
     int i, k, n[4] = {0}, all = 0, layer = 2;
 
@@ -845,11 +857,7 @@ START_TEST(sailor_tp_backward_interpolated)
 
         if (e->tp == 1)
             continue;
-        for (k = 0; k < 4 && strcmp(cat[k][0], e->device) != 0; k++)
-            ;
-        ck_assert_msg(k < 4, "device '%s' not known to this test", e->device);
-        dt = *fmt_catalog_find(cat[k][1]);
-        snprintf(dt.name, sizeof dt.name, "%s", e->device);
+        k = sailor_device(e->device, &dt);
         cost_layer_time_of(&m, &cut, &p, &dt, layer, e->tp, e->mbs, INFINITY, 0.0,
                            INFINITY, &lt);
         cost_layer_time_of(&m, NULL, &p, &dt, layer, e->tp, e->mbs, INFINITY, 0.0,
@@ -868,7 +876,7 @@ START_TEST(sailor_tp_backward_interpolated)
            100.0 * total / all, 100.0 * sum[0] / n[0], 100.0 * sum[1] / n[1],
            100.0 * sum[2] / n[2], 100.0 * sum[3] / n[3], 100.0 * scaled / all);
     for (k = 1; k < 4; k++)
-        ck_assert_msg(sum[k] / n[k] <= 0.07, "%s: mean |error| %.1f%%", cat[k][0],
+        ck_assert_msg(sum[k] / n[k] <= 0.07, "%s: mean |error| %.1f%%", sailor_devices[k][0],
                       100.0 * sum[k] / n[k]);
     ck_assert_msg(total / all <= 0.09, "mean |error| %.1f%%", 100.0 * total / all);
     ck_assert(scaled >= 5.0 * total);
