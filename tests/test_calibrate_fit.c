@@ -281,6 +281,46 @@ START_TEST(test_neutral_is_identity)
 }
 END_TEST
 
+/* The calibration of one layer by hand (costmodel/calibration.c): the
+ * extra work (compute_scale - 1) W + compute_scale b_half w goes to the
+ * backward times the work's ratio when it is given, else times
+ * (bwd - comm/2) / (fwd - comm/2); tp_fixed is split half and half
+ * between the passes, and only under TP for a layer with collectives. */
+START_TEST(test_layer_by_hand)
+{
+    fmt_calibration cal;
+    fmt_device_type dt;
+    fmt_layer l;
+    double fwd, bwd, extra;
+    int t;
+
+    memset(&dt, 0, sizeof dt);
+    strcpy(dt.name, "T4");
+    memset(&l, 0, sizeof l);
+    l.tp_collectives = 2;
+    fmt_calibration_init(&cal);
+    t = fmt_calibration_add_type(&cal, "T4");
+    cal.compute_scale[t] = 1.5;
+    cal.mbs_half[t] = 2.0;
+    cal.tp_fixed = 3e-3;
+    extra = 0.5 * 4e-3 + 1.5 * 2.0 * 4e-3 / 4.0; /* W = 4 ms at mbs 4 */
+    fwd = 10e-3;
+    bwd = 18e-3;
+    cost_calibration_layer(&cal, &dt, &l, 2, 4, 4e-3, 2.5, 2e-3, &fwd, &bwd);
+    ck_assert_double_eq_tol(fwd, 10e-3 + extra + 1.5e-3, 1e-15);
+    ck_assert_double_eq_tol(bwd, 18e-3 + 2.5 * extra + 1.5e-3, 1e-15);
+    fwd = 10e-3;
+    bwd = 18e-3;
+    cost_calibration_layer(&cal, &dt, &l, 2, 4, 4e-3, 0.0, 2e-3, &fwd, &bwd);
+    ck_assert_double_eq_tol(bwd, 18e-3 + 17e-3 / 9e-3 * extra + 1.5e-3, 1e-15);
+    fwd = 10e-3;
+    bwd = 18e-3;
+    cost_calibration_layer(&cal, &dt, &l, 1, 4, 4e-3, 2.5, 0.0, &fwd, &bwd);
+    ck_assert_double_eq_tol(fwd, 10e-3 + extra, 1e-15);
+    ck_assert_double_eq_tol(bwd, 18e-3 + 2.5 * extra, 1e-15);
+}
+END_TEST
+
 START_TEST(test_too_few_trials)
 {
     synth x;
@@ -619,6 +659,7 @@ int main(void)
     tcase_add_test(tc, test_robust_to_outliers);
     tcase_add_test(tc, test_deadline_keeps_first_round);
     tcase_add_test(tc, test_too_few_trials);
+    tcase_add_test(tc, test_layer_by_hand);
     suite_add_tcase(s, tc);
     tcase_set_timeout(cli, 120);
     tcase_add_checked_fixture(cli, setup, teardown);
