@@ -1,19 +1,24 @@
 /* bench/sailor_opt.c: time and peak-memory accuracy of the cost model on
- * Sailor's 15 OPT-350 runs on GH200 nodes (../shared/data/sailor-opt).
+ * Sailor's measured runs (../shared/data/sailor-opt: 15 OPT-350 runs on
+ * GH200 nodes; any run listed in runs.json with its files beside it).
  * Each run's exact strategy is evaluated with cost_evaluate twice: with
- * the shipped per-layer profile and analytically (no profile).
+ * the model's per-layer profile (profile_<model>.json, when there is
+ * one) and analytically (no profile).
  * The data's model files describe OPT-350 as family "gpt2" (a GeLU MLP);
  * the runs trained OPT, whose MLP is a ReLU (Zhang et al. 2022; HF
  * OPTConfig activation_function "relu"), so the bench states "mlp":
- * "relu" in the model it loads; --mlp gelu scores the file as written.
- * Usage: sailor-opt [--mlp gelu|swiglu|relu] [DATA_DIR]   (default relu,
+ * "relu" in a model file named OPT-* that says family "gpt2" and no
+ * "mlp"; every other model file is scored as written.  --mlp X states X
+ * in every model file (--mlp gelu scores OPT's files as written).
+ * Usage: sailor-opt [--mlp gelu|swiglu|relu] [DATA_DIR]   (default
  * ../shared/data/sailor-opt).
  * Prints one JSON object on stdout (with each run's memory terms at its
- * peak rank, "peak_terms") and on stderr three lines of peak-memory
- * scores (docs/memory-model.md, "Against measured runs") and a summary
- * line; the summary's memory figures are the model's own, with the
- * runtime memory derived per device and strategy.  When the data folder
- * is absent the object says it was
+ * peak rank, "peak_terms", and the scores of each subset of runs, one
+ * model on one set of device types, "subsets") and on stderr four lines
+ * of peak-memory scores (docs/memory-model.md, "Against measured runs"),
+ * a line per subset and a summary line; the summary's memory figures are
+ * the model's own, with the runtime memory derived per device and
+ * strategy.  When the data folder is absent the object says it was
  * skipped (exit status 0). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,10 +32,12 @@
 #include "calibrate.h"
 #include "bench_data.h"
 
-#define MAX_RUNS 64
+#define MAX_RUNS 512
+#define SUBSET_LEN 256
 
-/* The MLP the runs trained, set into every model file loaded. */
-static const char *run_mlp = "relu";
+/* The MLP set into every model file loaded (--mlp); NULL: OPT's ReLU
+ * into OPT files that describe a GPT-2 block, the others as written. */
+static const char *run_mlp = NULL;
 
 /* One run of runs.json. */
 typedef struct sailor_run {
@@ -71,6 +78,10 @@ static double mem_tensor[MAX_RUNS]; /* predicted peak without the runtime */
 static double mem_cap[MAX_RUNS];
 static double mem_nocumem[MAX_RUNS]; /* predicted peak with nccl_cumem 0 */
 static int mem_pp[MAX_RUNS];
+/* Each run's subset, "<model> on <device types>", and whether its model
+ * has a profile (the profile's time scores count only those runs). */
+static char run_subset[MAX_RUNS][SUBSET_LEN];
+static int run_profiled[MAX_RUNS];
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -212,13 +223,42 @@ static double put_terms(cJSON *out, const fmt_cluster *c, const fmt_model *m,
     return best.total - best.reserve;
 }
 
-/* The model file at path with transformer.mlp set to run_mlp. */
-static int load_model(const char *path, fmt_model *m, util_error *err)
+/* Whether name starts with prefix, ignoring case (ASCII). */
+static int starts_with_nocase(const char *name, const char *prefix)
+{
+    for (; *prefix; name++, prefix++)
+        if (*name == '\0' || (*name | 0x20) != (*prefix | 0x20))
+            return 0;
+    return 1;
+}
+
+/* The MLP to state in the model file of run model `name` whose
+ * transformer shorthand is tf: --mlp's, else OPT's ReLU where an OPT
+ * model is described as a GPT-2 block without an "mlp", else none (the
+ * file as written). */
+static const char *stated_mlp(const cJSON *tf, const char *name)
+{
+    const cJSON *fam = cJSON_GetObjectItemCaseSensitive(tf, "family");
+
+    if (run_mlp != NULL)
+        return run_mlp;
+    if (starts_with_nocase(name, "opt") &&
+        !cJSON_HasObjectItem(tf, "mlp") &&
+        (fam == NULL || (cJSON_IsString(fam) && strcmp(fam->valuestring, "gpt2") == 0)))
+        return "relu";
+    return NULL;
+}
+
+/* The model file at path of run model `name`, with transformer.mlp set
+ * as stated_mlp says; *mlp gets what was set (NULL: nothing). */
+static int load_model(const char *path, const char *name, fmt_model *m,
+                      const char **mlp, util_error *err)
 {
     cJSON *doc = NULL, *tf;
     char *text = NULL;
     int rc = bench_read_json(path, &doc, err);
 
+    *mlp = NULL;
     if (rc != UTIL_OK)
         return rc;
     tf = cJSON_GetObjectItemCaseSensitive(doc, "transformer");
@@ -227,8 +267,11 @@ static int load_model(const char *path, fmt_model *m, util_error *err)
         return util_error_set(err, UTIL_EFIELD, path, "transformer",
                               "expected the transformer shorthand");
     }
-    cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
-    cJSON_AddStringToObject(tf, "mlp", run_mlp);
+    *mlp = stated_mlp(tf, name);
+    if (*mlp != NULL) {
+        cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
+        cJSON_AddStringToObject(tf, "mlp", *mlp);
+    }
     text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (text == NULL)
@@ -236,6 +279,26 @@ static int load_model(const char *path, fmt_model *m, util_error *err)
     rc = fmt_parse_model(text, path, m, err);
     cJSON_free(text);
     return rc;
+}
+
+/* "<model> on <device types of the cluster's nodes>" into out. */
+static void subset_name(const fmt_cluster *c, const char *model, char *out)
+{
+    size_t len;
+    int i, k;
+
+    snprintf(out, SUBSET_LEN, "%s on ", model);
+    for (i = 0; i < c->nnodes; i++) {
+        const char *name = c->types[c->nodes[i].type].name;
+        for (k = 0; k < i; k++) /* each type once, in the nodes' order */
+            if (c->nodes[k].type == c->nodes[i].type)
+                break;
+        if (k < i)
+            continue;
+        len = strlen(out);
+        snprintf(out + len, SUBSET_LEN - len, "%s%s",
+                 out[len - 1] == ' ' ? "" : "+", name);
+    }
 }
 
 /* Evaluate run r: out gets its object, t[0..2] its time (profile), time
@@ -251,7 +314,8 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     cost_params cp;
     cost_result rp, ra, rn;
     double cap = 0.0, peak, tensor;
-    int ns = 0, i, rc;
+    const char *mlp = NULL;
+    int ns = 0, i, rc, profiled = 0;
 
     memset(&c, 0, sizeof c);
     memset(&m, 0, sizeof m);
@@ -264,11 +328,16 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     rc = fmt_load_cluster(path, &c, err);
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/model_%s.json", dir, r->model);
-        rc = load_model(path, &m, err);
+        rc = load_model(path, r->model, &m, &mlp, err);
     }
-    if (rc == UTIL_OK) {
+    if (rc == UTIL_OK) { /* a model without a profile: analytic only */
+        FILE *f;
         snprintf(path, sizeof path, "%s/profile_%s.json", dir, r->model);
-        rc = fmt_load_profile(path, &m, &prof, err);
+        if ((f = fopen(path, "rb")) != NULL) {
+            fclose(f);
+            profiled = 1;
+            rc = fmt_load_profile(path, &m, &prof, err);
+        }
     }
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/%s_strat.json", dir, r->tag);
@@ -280,13 +349,13 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
                             "expected one strategy with runs.json's tp %d, "
                             "dp %d, pp %d, mbs %d", r->tp, r->dp, r->pp, r->mbs);
     if (rc == UTIL_OK)
-        rc = cost_evaluate(&c, &m, &prof, &cp, &s[0], &rp, err);
+        rc = cost_evaluate(&c, &m, profiled ? &prof : NULL, &cp, &s[0], &rp, err);
     if (rc == UTIL_OK)
         rc = cost_evaluate(&c, &m, NULL, &cp, &s[0], &ra, err);
     if (rc == UTIL_OK) { /* NCCL before cuMem, for comparison */
         cost_params cn = cp;
         cn.nccl_cumem = 0;
-        rc = cost_evaluate(&c, &m, &prof, &cn, &s[0], &rn, err);
+        rc = cost_evaluate(&c, &m, profiled ? &prof : NULL, &cn, &s[0], &rn, err);
     }
     if (rc != UTIL_OK)
         goto done;
@@ -309,6 +378,9 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
         double cap_n;
         mem_nocumem[index] = bench_peak(&rn, &cap_n);
         mem_pp[index] = r->pp;
+        run_profiled[index] = profiled;
+        subset_name(&c, r->model, run_subset[index]);
+        cJSON_AddStringToObject(out, "subset", run_subset[index]);
     }
 
     cJSON_AddStringToObject(out, "tag", r->tag);
@@ -319,9 +391,16 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     cJSON_AddNumberToObject(out, "mbs", r->mbs);
     cJSON_AddNumberToObject(out, "gas", s[0].gas);
     cJSON_AddNumberToObject(out, "measured_s", r->measured_s);
-    cJSON_AddNumberToObject(out, "predicted_s_profile", rp.iter_s);
+    cJSON_AddStringToObject(out, "mlp", mlp != NULL ? mlp : "as written");
+    if (profiled)
+        cJSON_AddNumberToObject(out, "predicted_s_profile", rp.iter_s);
+    else
+        cJSON_AddNullToObject(out, "predicted_s_profile");
     cJSON_AddNumberToObject(out, "predicted_s_analytic", ra.iter_s);
-    cJSON_AddNumberToObject(out, "ratio_profile", rp.iter_s / r->measured_s);
+    if (profiled)
+        cJSON_AddNumberToObject(out, "ratio_profile", rp.iter_s / r->measured_s);
+    else
+        cJSON_AddNullToObject(out, "ratio_profile");
     cJSON_AddNumberToObject(out, "ratio_analytic", ra.iter_s / r->measured_s);
     cJSON_AddNumberToObject(out, "estimated_layers_profile", rp.estimated);
     cJSON_AddNumberToObject(out, "measured_peak_bytes", r->measured_peak);
@@ -344,31 +423,93 @@ done:
     return rc;
 }
 
+/* Time (with the profile where the run has one, analytic) and memory
+ * scores of the runs i < n with pick[i] into x; the figures in *rp, *ra,
+ * *mm, *rejects; *np gets the runs with a profile. */
+static void score_runs(cJSON *x, const calib_trial *t, int n, const int *pick,
+                       calib_ranking *rp, calib_ranking *ra,
+                       calib_ranking *mm, int *rejects, int *np)
+{
+    static calib_trial tp[MAX_RUNS], ta[MAX_RUNS], tm[MAX_RUNS];
+    int i, k = 0;
+
+    *np = *rejects = 0;
+    for (i = 0; i < n; i++) {
+        if (!pick[i])
+            continue;
+        if (run_profiled[i])
+            tp[(*np)++] = t[3 * i];
+        ta[k] = t[3 * i + 1];
+        tm[k] = t[3 * i + 2];
+        *rejects += tm[k].predicted_s > mem_cap[i];
+        k++;
+    }
+    cJSON_AddNumberToObject(x, "runs", k);
+    cJSON_AddNumberToObject(x, "runs_with_profile", *np);
+    bench_put_scores(x, "time_profile", tp, *np, rp);
+    bench_put_scores(x, "time_analytic", ta, k, ra);
+    bench_put_scores(x, "peak_memory", tm, k, mm);
+    cJSON_AddNumberToObject(x, "false_rejects_memory", *rejects);
+}
+
+/* Scores of each subset ("<model> on <device types>"), one stderr line
+ * each. */
+static void subsets(cJSON *doc, const calib_trial *t, int n)
+{
+    static int pick[MAX_RUNS], done[MAX_RUNS];
+    cJSON *arr = cJSON_AddArrayToObject(doc, "subsets");
+    calib_ranking rp, ra, mm;
+    int i, k, rejects, np;
+
+    memset(done, 0, sizeof done);
+    for (i = 0; i < n; i++) {
+        cJSON *x;
+        if (done[i])
+            continue;
+        for (k = 0; k < n; k++) {
+            pick[k] = strcmp(run_subset[k], run_subset[i]) == 0;
+            done[k] |= pick[k];
+        }
+        x = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, x);
+        cJSON_AddStringToObject(x, "subset", run_subset[i]);
+        score_runs(x, t, n, pick, &rp, &ra, &mm, &rejects, &np);
+        fprintf(stderr, "sailor-opt: subset %s: %d runs: time MAPE ",
+                run_subset[i], mm.ran);
+        if (np > 0)
+            fprintf(stderr, "%.1f%% with profile (%d runs), ", 100.0 * rp.mape, np);
+        fprintf(stderr, "%.1f%% analytic; peak memory MAPE %.1f%%; %d false "
+                "rejects\n", 100.0 * ra.mape, 100.0 * mm.mape, rejects);
+    }
+}
+
 /* Scores of the n runs in t (n x 3) and the summary line on stderr. */
 static void totals(cJSON *doc, const calib_trial *t, int n)
 {
-    calib_trial tp[MAX_RUNS], ta[MAX_RUNS], tm[MAX_RUNS];
-    calib_ranking rp, ra;
+    static calib_trial tm[MAX_RUNS];
+    static int all[MAX_RUNS];
+    calib_ranking rp, ra, mm;
     cJSON *x = cJSON_AddObjectToObject(doc, "totals");
     double mem_mape;
-    int i, not_fit = 0, mem_rejects;
+    int i, not_fit = 0, mem_rejects, rejects, np;
 
     for (i = 0; i < n; i++) {
-        tp[i] = t[3 * i];
-        ta[i] = t[3 * i + 1];
+        all[i] = 1;
         tm[i] = t[3 * i + 2];
         not_fit += !t[3 * i].fits;
     }
-    cJSON_AddNumberToObject(x, "runs", n);
-    bench_put_scores(x, "time_profile", tp, n, &rp);
-    bench_put_scores(x, "time_analytic", ta, n, &ra);
+    score_runs(x, t, n, all, &rp, &ra, &mm, &rejects, &np);
     cJSON_AddNumberToObject(x, "false_rejects", not_fit);
     cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
+    cJSON_DeleteItemFromObjectCaseSensitive(x, "peak_memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(x, "false_rejects_memory");
     memory_scores(x, tm, n, &mem_mape, &mem_rejects);
+    subsets(doc, t, n);
     fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
-            "(rho %.3f), %.1f%% analytic (rho %.3f); peak memory MAPE %.1f%%; "
-            "%d false rejects\n", n, 100.0 * rp.mape, rp.spearman,
-            100.0 * ra.mape, ra.spearman, 100.0 * mem_mape, mem_rejects);
+            "(rho %.3f, %d runs), %.1f%% analytic (rho %.3f); peak memory "
+            "MAPE %.1f%%; %d false rejects\n", n, 100.0 * rp.mape,
+            rp.spearman, np, 100.0 * ra.mape, ra.spearman, 100.0 * mem_mape,
+            mem_rejects);
 }
 
 /* What bench_each_run's callback needs. */
@@ -416,7 +557,9 @@ int main(int argc, char **argv)
                     "cost_evaluate with the shipped profile and analytically; "
                     "peak = largest over ranks; false_rejects = runs predicted "
                     "not to fit (all ran)", &arr);
-    cJSON_AddStringToObject(doc, "mlp", run_mlp);
+    cJSON_AddStringToObject(doc, "mlp", run_mlp != NULL ? run_mlp
+                                                        : "relu for OPT files describing a gpt2 block, "
+                                                          "else as written");
     snprintf(path, sizeof path, "%s/runs.json", dir);
     rc = bench_read_json(path, &runs, &err);
     if (rc == UTIL_OK)
