@@ -124,8 +124,10 @@ static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
     if (rc == UTIL_OK)
         rc = fmt_model_set_precision(m, fmt_precision_from_name(r->precision), err);
     /* Megatron-LM of 2021: scores in memory, fused scale-mask-softmax
-       (flash attention came later) */
+       (flash attention came later), dropout on the attention
+       probabilities (--attention-dropout, default 0.1) */
     m->attention = FMT_ATTN_EAGER;
+    m->attn_dropout = FMT_FLAG_ON;
     return rc;
 }
 

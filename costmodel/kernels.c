@@ -160,7 +160,13 @@ int cost_attention_kernel(const fmt_model *m, const cost_params *p)
      * fused scale-mask-softmax */
     if (m->attention == FMT_ATTN_DEFAULT && !cost_act_from_shape(m))
         return COST_ATTN_FUSED; /* a layer list states its activations */
-    return cost_attention(m) == FMT_ATTN_FLASH ? COST_ATTN_FLASH : COST_ATTN_FUSED;
+    if (cost_attention(m) == FMT_ATTN_FLASH)
+        return COST_ATTN_FLASH;
+    /* Megatron-LM's fused scale-mask-softmax takes 16-bit inputs only
+     * (FusedScaleMaskSoftmax.is_kernel_available: input_in_float16); in
+     * fp32 it, like Hugging Face's eager attention, runs PyTorch's
+     * separate mask and softmax kernels */
+    return m->dtype_bytes >= 4 ? COST_ATTN_UNFUSED : COST_ATTN_FUSED;
 }
 
 static void kctx_init(const fmt_model *m, const cost_params *p,
@@ -187,6 +193,11 @@ static void block_time(const fmt_model *m, const cost_params *p,
     double ft = f / t, E, Er, F, S2, mask, fwd_g, bwd_g, core_f, core_b;
     double ew_f, ew_b, core_ew_f, core_ew_b, attn_flops;
     int gated = m->mlp == FMT_MLP_SWIGLU, drop = m->dropout != FMT_FLAG_OFF;
+    /* dropout on the attention probabilities: training.attention_dropout
+     * of a shorthand model, as the memory model counts it; a layer list,
+     * whose activations are stated, with the model's dropout (Megatron-LM's
+     * --attention-dropout 0.1 beside --hidden-dropout 0.1) */
+    int adrop = cost_act_from_shape(m) ? m->attn_dropout == FMT_FLAG_ON : drop;
     int causal = strcmp(m->family, "bert") != 0, bias = m->bias != FMT_FLAG_OFF;
     int attn = cost_attention_kernel(m, p);
 
@@ -260,11 +271,11 @@ static void block_time(const fmt_model *m, const cost_params *p,
         core_f = gemm(k, s, s, dh, b * at) + gemm(k, s, dh, s, b * at);
         core_b = gemm_bwd(k, s, s, dh, b * at) + gemm_bwd(k, s, dh, s, b * at);
         core_ew_f = 2.0 * S2 + (attn == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
-                    (drop ? 2.0 * S2 + mask : 0.0);
+                    (adrop ? 2.0 * S2 + mask : 0.0);
         /* softmax backward reads output and gradient, writes; unfused
          * adds the scale's pass; dropout backward reads gradient, mask */
         core_ew_b = 3.0 * S2 + (attn == COST_ATTN_UNFUSED ? 2.0 * S2 : 0.0) +
-                    (drop ? 2.0 * S2 + mask : 0.0);
+                    (adrop ? 2.0 * S2 + mask : 0.0);
     }
     o->gemm_fwd = fwd_g + core_f;
     o->fwd = fwd_g + core_f + (ew_f + core_ew_f) / k->bw;

@@ -147,6 +147,7 @@ static const struct {
     {"l40s48gb", "L40S"},
     {"gh200480gb", "GH200"},
     {"gh20096gb", "GH200"},
+    {"gh96", "GH200"},
     {"gh200144gbhbm3e", "GH200-144GB"},
 };
 

@@ -227,6 +227,15 @@ static int type_index(fmt_cluster *c, const fmt_device_type *custom,
         if (fmt_name_eq(c->types[i].name, src->name))
             return i;
     c->types[c->ntypes] = *src;
+    if (src->flops_fp32 <= 0.0 && src->flops_tf32 <= 0.0) {
+        /* an entry that states neither fp32 figure: the catalogue's for
+         * the part of that name, when it knows it */
+        const fmt_device_type *cat = fmt_catalog_find(name);
+        if (cat != NULL && cat != src) {
+            c->types[c->ntypes].flops_fp32 = cat->flops_fp32;
+            c->types[c->ntypes].flops_tf32 = cat->flops_tf32;
+        }
+    }
     return c->ntypes++;
 }
 

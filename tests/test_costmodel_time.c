@@ -663,6 +663,50 @@ START_TEST(test_attention_switch)
 }
 END_TEST
 
+/* The attention core's element-wise passes by hand, on the block of
+ * hand_fwd (S2 = 8 x 2048^2 x d bytes of scores, 1 TB/s):
+ * - dropout on the attention probabilities (training.attention_dropout)
+ *   reads and writes the scores and writes a one-byte mask in each pass:
+ *   2 S2 + S2 / d more forward and backward; the hidden dropout alone
+ *   adds none of it;
+ * - in fp32 eager attention runs PyTorch's separate mask and softmax
+ *   kernels (Megatron's fused kernel takes 16-bit inputs only): 2 S2
+ *   more than the fused softmax forward and backward, S2 = 134 217 728. */
+START_TEST(test_attention_passes_by_hand)
+{
+    fmt_model m;
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time off, on, fused, fp32;
+    double S2 = 67108864.0, S4 = 134217728.0;
+
+    make_block(&m);
+    make_device(&dt);
+    params_exact(&p);
+    m.dropout = FMT_FLAG_ON;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &off);
+    m.attn_dropout = FMT_FLAG_ON;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &on);
+    ck_assert_double_eq_tol(on.fwd - off.fwd, (2.0 * S2 + S2 / 2.0) / 1e12, 1e-15);
+    ck_assert_double_eq_tol(on.bwd - off.bwd, (2.0 * S2 + S2 / 2.0) / 1e12, 1e-15);
+
+    m.dropout = FMT_FLAG_OFF;
+    m.attn_dropout = FMT_FLAG_FAMILY;
+    dt.flops_fp32 = 25e12;
+    p.tf32 = 0;
+    ck_assert_int_eq(fmt_model_set_precision(&m, FMT_PREC_FP32, NULL), UTIL_OK);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &fp32);
+    p.attention = COST_ATTN_FUSED; /* forced: the fused kernel */
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &fused);
+    ck_assert_double_eq_tol(fp32.fwd - fused.fwd, 2.0 * S4 / 1e12, 1e-15);
+    ck_assert_double_eq_tol(fp32.bwd - fused.bwd, 2.0 * S4 / 1e12, 1e-15);
+    p.attention = COST_ATTN_UNFUSED; /* what eager in fp32 means */
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &fused);
+    ck_assert(fused.fwd == fp32.fwd && fused.bwd == fp32.bwd);
+    fmt_model_free(&m);
+}
+END_TEST
+
 /* The LM head by hand, tp 1, mbs 1: T = 2048 tokens, V = 32768, h = 1024.
  *   logits GEMM [2048, 32768] K 1024: 8 x 256 = 2048 tiles, 25.6 waves
  *   of 26 on 80 SMs: 2 * 2048 * 32768 * 1024 = 137 438 953 472 FLOP /
@@ -895,7 +939,7 @@ static Suite *plain_suite(void)
         test_p2p_scatter_gather, test_dp_overlap_exposed, test_precision_peaks,
         test_attention_switch, test_head_by_hand, test_t4_sms_by_hand,
         test_one_point_tp_speedup, test_one_point_backward_by_hand,
-        test_interpolated_backward_by_hand,
+        test_interpolated_backward_by_hand, test_attention_passes_by_hand,
     };
 
     return tu_suite("time", "core", tests, TU_N(tests));

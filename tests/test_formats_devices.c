@@ -128,6 +128,7 @@ START_TEST(test_new_spellings)
         {"AMD Instinct MI250X", "MI250X"},
         {"mi250x_gcd", "MI250X-GCD"},
         {"AMD Instinct MI300X", "MI300X"},
+        {"GH-96", "GH200"}, /* Sailor's name for the 96 GB part */
     };
     size_t i;
 
@@ -210,6 +211,51 @@ START_TEST(test_cluster_peaks)
 }
 END_TEST
 
+/* A device_types entry named for a catalogue part that states neither
+ * fp32 figure takes both from the catalogue (Titan RTX: 16.3 fp32, no
+ * TF32, NVIDIA's specifications; GH200 by Sailor's name: 67 and 494.5);
+ * the fp16 / bf16 it states stay its own, and an entry that states
+ * either fp32 figure, or names no catalogue part, keeps what it says. */
+START_TEST(test_cluster_fp32_from_catalogue)
+{
+#define ONE_TYPE                                                              \
+    "{\"device_types\": {\"%s\": {\"memory_gib\": 24,"                        \
+    " \"tflops_fp16\": 130.5, \"mem_bw_gbs\": 672%s}},"                         \
+    " \"nodes\": [{\"name\": \"n\", \"device\": \"%s\", \"gpus\": 1,"          \
+    " \"intra_gbps\": 100, \"nic_gbps\": 10}]}"
+    char json[1024];
+    fmt_cluster c;
+    util_error err;
+
+    memset(&err, 0, sizeof err);
+    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", "", "Titan-RTX");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert_str_eq(c.types[0].name, "Titan-RTX");
+    ck_assert_double_eq_tol(c.types[0].flops_fp32, 16.3e12, 1e6);
+    ck_assert(c.types[0].flops_tf32 == 0.0);
+    ck_assert(c.types[0].flops_fp16 == 130.5e12 && c.types[0].flops_bf16 == 0.0);
+    fmt_cluster_free(&c);
+
+    snprintf(json, sizeof json, ONE_TYPE, "GH-96", ", \"tflops_bf16\": 989.5", "GH-96");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert_double_eq_tol(c.types[0].flops_fp32, 67e12, 1e6);
+    ck_assert_double_eq_tol(c.types[0].flops_tf32, 494.5e12, 1e6);
+    ck_assert(c.types[0].mem_bw == 672e9); /* its own, not the catalogue's */
+    fmt_cluster_free(&c);
+
+    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", ", \"tflops_tf32\": 40", "Titan-RTX");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 40e12);
+    fmt_cluster_free(&c);
+
+    snprintf(json, sizeof json, ONE_TYPE, "Lab-GPU", "", "Lab-GPU");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
+    fmt_cluster_free(&c);
+#undef ONE_TYPE
+}
+END_TEST
+
 static Suite *devices_suite(void)
 {
     Suite *s = suite_create("devices");
@@ -220,6 +266,7 @@ static Suite *devices_suite(void)
     tcase_add_test(tc, test_new_spellings);
     tcase_add_test(tc, test_device_supports);
     tcase_add_test(tc, test_cluster_peaks);
+    tcase_add_test(tc, test_cluster_fp32_from_catalogue);
     suite_add_tcase(s, tc);
     return s;
 }
