@@ -308,11 +308,23 @@ static void generic_time(const fmt_model *m, const cost_params *p,
          * d bytes (read 4, write d) */
         double T = b * (double)m->seq, V = (double)m->vocab / t;
         double cast = k->d < 4.0 ? k->d + 4.0 : 0.0;
+        double ce_f = 32.0, ce_b = 8.0;
+        if (m->cross_entropy == FMT_CE_PYTORCH) {
+            /* PyTorch's F.cross_entropy (training.cross_entropy
+             * "pytorch"): log_softmax's kernel reads the fp32 logits for
+             * the row maximum, for the sum of exponentials and for the
+             * output it writes; nll_loss reads one logit per row.
+             * Backward: nll_loss_backward writes a zeroed gradient with
+             * one entry per row, log_softmax_backward reads it for the
+             * row sums, then reads it and the output and writes */
+            ce_f = 3.0 * 4.0 + 4.0;
+            ce_b = 4.0 + 4.0 + 3.0 * 4.0;
+        }
         g = gemm(k, T, V, (double)m->hidden, 1.0);
         o->gemm_fwd = g;
-        o->fwd = g + T * V * (cast + 32.0) / k->bw;
+        o->fwd = g + T * V * (cast + ce_f) / k->bw;
         o->bwd = gemm_bwd(k, T, V, (double)m->hidden, 1.0) +
-                 T * V * (8.0 + cast) / k->bw;
+                 T * V * (ce_b + cast) / k->bw;
         if (!cost_act_from_shape(m)) { /* a layer list: its stated bytes */
             o->fwd = g + b * bytes / k->bw;
             o->bwd = gemm_bwd(k, T, V, (double)m->hidden, 1.0) +

@@ -735,6 +735,18 @@ START_TEST(test_head_by_hand)
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &k);
     ck_assert_double_eq_tol(k.fwd, g + logits * 38.0 / 1e12, 1e-12);
     ck_assert(k.bwd > 2.0 * g + logits * 14.0 / 1e12 - 1e-12);
+    /* PyTorch's F.cross_entropy instead: log_softmax reads the fp32 copy
+     * three times and writes once (16 bytes per logit, plus the copy's
+     * 6); backward zero-fills the gradient, reads it, then reads it and
+     * the output and writes (20, plus 6 back to fp16): 22 forward bytes
+     * against Megatron's 38, 26 backward against 14 */
+    {
+        cost_layer_time pt;
+        m.cross_entropy = FMT_CE_PYTORCH;
+        cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &pt);
+        ck_assert_double_eq_tol(pt.fwd, g + logits * 22.0 / 1e12, 1e-12);
+        ck_assert_double_eq_tol(pt.bwd - k.bwd, logits * (26.0 - 14.0) / 1e12, 1e-12);
+    }
     fmt_model_free(&m);
 }
 END_TEST
