@@ -211,15 +211,16 @@ START_TEST(test_cluster_peaks)
 }
 END_TEST
 
-/* A device_types entry named for a catalogue part that states neither
- * fp32 figure takes both from the catalogue (Titan RTX: 16.3 fp32, no
- * TF32, NVIDIA's specifications; GH200 by Sailor's name: 67 and 494.5);
- * the fp16 / bf16 it states stay its own, and an entry that states
- * either fp32 figure, or names no catalogue part, keeps what it says. */
+/* A device_types entry named for a catalogue part, with that part's
+ * memory (within 10%), that states neither fp32 figure takes both from
+ * the catalogue (Titan RTX: 16.3 fp32, no TF32, NVIDIA's specifications;
+ * GH200 by Sailor's name: 67 and 494.5); the fp16 / bf16 it states stay
+ * its own.  An entry that states either fp32 figure, has another memory
+ * (another part) or names no catalogue part keeps what it says. */
 START_TEST(test_cluster_fp32_from_catalogue)
 {
 #define ONE_TYPE                                                              \
-    "{\"device_types\": {\"%s\": {\"memory_gib\": 24,"                        \
+    "{\"device_types\": {\"%s\": {\"memory_gib\": %g,"                        \
     " \"tflops_fp16\": 130.5, \"mem_bw_gbs\": 672%s}},"                         \
     " \"nodes\": [{\"name\": \"n\", \"device\": \"%s\", \"gpus\": 1,"          \
     " \"intra_gbps\": 100, \"nic_gbps\": 10}]}"
@@ -228,7 +229,7 @@ START_TEST(test_cluster_fp32_from_catalogue)
     util_error err;
 
     memset(&err, 0, sizeof err);
-    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", "", "Titan-RTX");
+    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", 24.0, "", "Titan-RTX");
     ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
     ck_assert_str_eq(c.types[0].name, "Titan-RTX");
     ck_assert_double_eq_tol(c.types[0].flops_fp32, 16.3e12, 1e6);
@@ -236,19 +237,25 @@ START_TEST(test_cluster_fp32_from_catalogue)
     ck_assert(c.types[0].flops_fp16 == 130.5e12 && c.types[0].flops_bf16 == 0.0);
     fmt_cluster_free(&c);
 
-    snprintf(json, sizeof json, ONE_TYPE, "GH-96", ", \"tflops_bf16\": 989.5", "GH-96");
+    snprintf(json, sizeof json, ONE_TYPE, "GH-96", 95.5771484375, ", \"tflops_bf16\": 989.5", "GH-96");
     ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
     ck_assert_double_eq_tol(c.types[0].flops_fp32, 67e12, 1e6);
     ck_assert_double_eq_tol(c.types[0].flops_tf32, 494.5e12, 1e6);
     ck_assert(c.types[0].mem_bw == 672e9); /* its own, not the catalogue's */
     fmt_cluster_free(&c);
 
-    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", ", \"tflops_tf32\": 40", "Titan-RTX");
+    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", 24.0, ", \"tflops_tf32\": 40", "Titan-RTX");
     ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
     ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 40e12);
     fmt_cluster_free(&c);
 
-    snprintf(json, sizeof json, ONE_TYPE, "Lab-GPU", "", "Lab-GPU");
+    /* 24 GiB is not the 8 GB RTX 2080's memory: another part, no fill */
+    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 24.0, "", "RTX-2080");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
+    fmt_cluster_free(&c);
+
+    snprintf(json, sizeof json, ONE_TYPE, "Lab-GPU", 24.0, "", "Lab-GPU");
     ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
     ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
     fmt_cluster_free(&c);
