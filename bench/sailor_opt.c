@@ -20,6 +20,7 @@
  * the model's own, with the runtime memory derived per device and
  * strategy.  When the data folder is absent the object says it was
  * skipped (exit status 0). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,11 +224,11 @@ static double put_terms(cJSON *out, const fmt_cluster *c, const fmt_model *m,
     return best.total - best.reserve;
 }
 
-/* Whether name starts with prefix, ignoring case (ASCII). */
+/* Whether name starts with prefix, ignoring case. */
 static int starts_with_nocase(const char *name, const char *prefix)
 {
     for (; *prefix; name++, prefix++)
-        if (*name == '\0' || (*name | 0x20) != (*prefix | 0x20))
+        if (*name == '\0' || tolower((unsigned char)*name) != tolower((unsigned char)*prefix))
             return 0;
     return 1;
 }
@@ -423,33 +424,29 @@ done:
     return rc;
 }
 
-/* Time (with the profile where the run has one, analytic) and memory
- * scores of the runs i < n with pick[i] into x; the figures in *rp, *ra,
- * *mm, *rejects; *np gets the runs with a profile. */
-static void score_runs(cJSON *x, const calib_trial *t, int n, const int *pick,
-                       calib_ranking *rp, calib_ranking *ra,
-                       calib_ranking *mm, int *rejects, int *np)
+/* Time scores of the runs i < n with pick[i] into x: with the profile
+ * where the run has one (*np of them) and analytic, in *rp and *ra; the
+ * runs picked are copied to tm (their peak-memory trials), *nm of them. */
+static void time_scores(cJSON *x, const calib_trial *t, int n, const int *pick,
+                        calib_ranking *rp, calib_ranking *ra, int *np,
+                        calib_trial *tm, int *nm)
 {
-    static calib_trial tp[MAX_RUNS], ta[MAX_RUNS], tm[MAX_RUNS];
-    int i, k = 0;
+    static calib_trial tp[MAX_RUNS], ta[MAX_RUNS];
+    int i;
 
-    *np = *rejects = 0;
+    *np = *nm = 0;
     for (i = 0; i < n; i++) {
         if (!pick[i])
             continue;
         if (run_profiled[i])
             tp[(*np)++] = t[3 * i];
-        ta[k] = t[3 * i + 1];
-        tm[k] = t[3 * i + 2];
-        *rejects += tm[k].predicted_s > mem_cap[i];
-        k++;
+        ta[*nm] = t[3 * i + 1];
+        tm[(*nm)++] = t[3 * i + 2];
     }
-    cJSON_AddNumberToObject(x, "runs", k);
+    cJSON_AddNumberToObject(x, "runs", *nm);
     cJSON_AddNumberToObject(x, "runs_with_profile", *np);
     bench_put_scores(x, "time_profile", tp, *np, rp);
-    bench_put_scores(x, "time_analytic", ta, k, ra);
-    bench_put_scores(x, "peak_memory", tm, k, mm);
-    cJSON_AddNumberToObject(x, "false_rejects_memory", *rejects);
+    bench_put_scores(x, "time_analytic", ta, *nm, ra);
 }
 
 /* Scores of each subset ("<model> on <device types>"), one stderr line
@@ -457,25 +454,29 @@ static void score_runs(cJSON *x, const calib_trial *t, int n, const int *pick,
 static void subsets(cJSON *doc, const calib_trial *t, int n)
 {
     static int pick[MAX_RUNS], done[MAX_RUNS];
+    static calib_trial tm[MAX_RUNS];
     cJSON *arr = cJSON_AddArrayToObject(doc, "subsets");
     calib_ranking rp, ra, mm;
-    int i, k, rejects, np;
+    int i, k, rejects, np, nm;
 
     memset(done, 0, sizeof done);
     for (i = 0; i < n; i++) {
         cJSON *x;
         if (done[i])
             continue;
-        for (k = 0; k < n; k++) {
+        for (k = rejects = 0; k < n; k++) {
             pick[k] = strcmp(run_subset[k], run_subset[i]) == 0;
             done[k] |= pick[k];
+            rejects += pick[k] && t[3 * k + 2].predicted_s > mem_cap[k];
         }
         x = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, x);
         cJSON_AddStringToObject(x, "subset", run_subset[i]);
-        score_runs(x, t, n, pick, &rp, &ra, &mm, &rejects, &np);
+        time_scores(x, t, n, pick, &rp, &ra, &np, tm, &nm);
+        bench_put_scores(x, "peak_memory", tm, nm, &mm);
+        cJSON_AddNumberToObject(x, "false_rejects_memory", rejects);
         fprintf(stderr, "sailor-opt: subset %s: %d runs: time MAPE ",
-                run_subset[i], mm.ran);
+                run_subset[i], nm);
         if (np > 0)
             fprintf(stderr, "%.1f%% with profile (%d runs), ", 100.0 * rp.mape, np);
         fprintf(stderr, "%.1f%% analytic; peak memory MAPE %.1f%%; %d false "
@@ -488,21 +489,18 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
 {
     static calib_trial tm[MAX_RUNS];
     static int all[MAX_RUNS];
-    calib_ranking rp, ra, mm;
+    calib_ranking rp, ra;
     cJSON *x = cJSON_AddObjectToObject(doc, "totals");
     double mem_mape;
-    int i, not_fit = 0, mem_rejects, rejects, np;
+    int i, not_fit = 0, mem_rejects, np, nm;
 
     for (i = 0; i < n; i++) {
         all[i] = 1;
-        tm[i] = t[3 * i + 2];
         not_fit += !t[3 * i].fits;
     }
-    score_runs(x, t, n, all, &rp, &ra, &mm, &rejects, &np);
+    time_scores(x, t, n, all, &rp, &ra, &np, tm, &nm);
     cJSON_AddNumberToObject(x, "false_rejects", not_fit);
     cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
-    cJSON_DeleteItemFromObjectCaseSensitive(x, "peak_memory");
-    cJSON_DeleteItemFromObjectCaseSensitive(x, "false_rejects_memory");
     memory_scores(x, tm, n, &mem_mape, &mem_rejects);
     subsets(doc, t, n);
     fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
