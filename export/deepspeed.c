@@ -144,7 +144,6 @@ static void pipe_module(const export_ctx *x, util_buf *b)
 int export_deepspeed(export_ctx *x, util_error *err)
 {
     util_buf cfg = {0}, hf = {0}, py = {0}, sh = {0};
-    export_result *out = x->out;
     char what[200];
     int rc, zero, include = 0;
 
@@ -189,23 +188,11 @@ int export_deepspeed(export_ctx *x, util_error *err)
         free(sh.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
-    snprintf(out->files[0].name, sizeof out->files[0].name, "ds_config.json");
-    snprintf(out->files[0].what, sizeof out->files[0].what,
-             "batch sizes, precision, ZeRO stage");
-    out->files[0].text = cfg.p;
-    snprintf(out->files[1].name, sizeof out->files[1].name, "hostfile");
-    snprintf(out->files[1].what, sizeof out->files[1].what,
-             "hosts in rank order with their slots");
-    out->files[1].text = hf.p;
-    snprintf(out->files[2].name, sizeof out->files[2].name, "hetplan_pipe.py");
-    snprintf(out->files[2].what, sizeof out->files[2].what,
-             "PipelineModule with the plan's stage boundaries");
-    out->files[2].text = py.p;
-    snprintf(out->files[3].name, sizeof out->files[3].name, "deepspeed.sh");
-    snprintf(out->files[3].what, sizeof out->files[3].what,
-             "deepspeed launcher command");
-    out->files[3].executable = 1;
-    out->files[3].text = sh.p;
-    out->nfiles = 4;
+    export_add_file(x, "ds_config.json", "batch sizes, precision, ZeRO stage", 0,
+                    cfg.p);
+    export_add_file(x, "hostfile", EXPORT_HOSTFILE_WHAT, 0, hf.p);
+    export_add_file(x, "hetplan_pipe.py",
+                    "PipelineModule with the plan's stage boundaries", 0, py.p);
+    export_add_file(x, "deepspeed.sh", "deepspeed launcher command", 1, sh.p);
     return UTIL_OK;
 }

@@ -93,6 +93,12 @@ void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd);
 void export_agent_table(const export_ctx *x, util_buf *b);
 /* ranks.txt: every rank's place. */
 void export_ranks_file(const export_ctx *x, util_buf *b);
+/* Descriptions of the files more than one target writes. */
+#define EXPORT_RANKS_WHAT "global rank -> agent, local rank, host, GPU"
+#define EXPORT_HOSTFILE_WHAT "hosts in rank order with their slots"
+/* Appends a generated file to x->out, taking ownership of text. */
+void export_add_file(export_ctx *x, const char *name, const char *what,
+                     int executable, char *text);
 /* Hosts in order of their first rank, slots = the host's GPUs in the plan,
  * or all the host's GPUs when all_slots (with an include list). */
 void export_hostfile_text(const export_ctx *x, util_buf *b, const char *what,

@@ -348,7 +348,6 @@ static void megatron_limits(export_ctx *x, const split *sp)
 int export_megatron(export_ctx *x, util_error *err)
 {
     util_buf b = {0}, r = {0}, args = {0};
-    export_result *out = x->out;
     split sp;
     char what[200];
 
@@ -389,15 +388,8 @@ int export_megatron(export_ctx *x, util_error *err)
         free(r.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
-    snprintf(out->files[0].name, sizeof out->files[0].name, "megatron.sh");
-    snprintf(out->files[0].what, sizeof out->files[0].what,
-             "Megatron-LM flags and per-node torchrun lines");
-    out->files[0].executable = 1;
-    out->files[0].text = b.p;
-    snprintf(out->files[1].name, sizeof out->files[1].name, "ranks.txt");
-    snprintf(out->files[1].what, sizeof out->files[1].what,
-             "global rank -> agent, local rank, host, GPU");
-    out->files[1].text = r.p;
-    out->nfiles = 2;
+    export_add_file(x, "megatron.sh",
+                    "Megatron-LM flags and per-node torchrun lines", 1, b.p);
+    export_add_file(x, "ranks.txt", EXPORT_RANKS_WHAT, 0, r.p);
     return UTIL_OK;
 }

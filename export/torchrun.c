@@ -91,6 +91,17 @@ void export_agent_table(const export_ctx *x, util_buf *b)
     }
 }
 
+void export_add_file(export_ctx *x, const char *name, const char *what,
+                     int executable, char *text)
+{
+    export_file *f = &x->out->files[x->out->nfiles++];
+
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->what, sizeof f->what, "%s", what);
+    f->executable = executable;
+    f->text = text;
+}
+
 /* ranks.txt: every rank's place. */
 void export_ranks_file(const export_ctx *x, util_buf *b)
 {
@@ -179,7 +190,6 @@ static void plan_env(const export_ctx *x, util_buf *b)
 int export_torchrun(export_ctx *x, util_error *err)
 {
     util_buf b = {0}, r = {0}, sh = {0};
-    export_result *out = x->out;
     char what[200];
 
     export_agent_notes(x);
@@ -213,23 +223,12 @@ int export_torchrun(export_ctx *x, util_error *err)
         free(sh.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
-    snprintf(out->files[0].name, sizeof out->files[0].name, "torchrun.sh");
-    snprintf(out->files[0].what, sizeof out->files[0].what,
-             "per-node torchrun lines and CUDA_VISIBLE_DEVICES");
-    out->files[0].executable = 1;
-    out->files[0].text = b.p;
-    snprintf(out->files[1].name, sizeof out->files[1].name, "ranks.txt");
-    snprintf(out->files[1].what, sizeof out->files[1].what,
-             "global rank -> agent, local rank, host, GPU");
-    out->files[1].text = r.p;
-    out->nfiles = 2;
-    if (sh.p != NULL) {
-        snprintf(out->files[2].name, sizeof out->files[2].name, "shards.txt");
-        snprintf(out->files[2].what, sizeof out->files[2].what,
-                 "attention heads and MLP columns of every rank");
-        out->files[2].text = sh.p;
-        out->nfiles = 3;
-    }
+    export_add_file(x, "torchrun.sh",
+                    "per-node torchrun lines and CUDA_VISIBLE_DEVICES", 1, b.p);
+    export_add_file(x, "ranks.txt", EXPORT_RANKS_WHAT, 0, r.p);
+    if (sh.p != NULL)
+        export_add_file(x, "shards.txt",
+                        "attention heads and MLP columns of every rank", 0, sh.p);
     return UTIL_OK;
 }
 
@@ -297,27 +296,16 @@ int export_order_notes(export_ctx *x, const char *launcher, int by_list)
                                        export_gpu_of(x, x->g[k].first + i - 1)
                         : export_gpu_of(x, x->g[k].first + i) != i)
                 ident = 0;
-        if (!ident && !by_list) {
-            util_buf gl = {0};
-            export_gpu_list(x, &x->g[k], &gl);
-            export_approx(x, "%s gives a host's n ranks its GPUs 0..n-1 in "
-                        "order, but the plan puts ranks %d-%d on GPUs %s of "
-                        "host '%s' (and maybe others): launch with the "
-                        "torchrun export instead", launcher, x->g[k].first,
-                        x->g[k].first + x->g[k].n - 1, gl.p ? gl.p : "?",
-                        export_host_of(x, x->g[k].node));
-            free(gl.p);
-            return 0;
-        }
         if (!ident) {
             util_buf gl = {0};
             export_gpu_list(x, &x->g[k], &gl);
-            export_approx(x, "%s gives a host's ranks its GPUs in ascending "
-                        "order, but the plan puts ranks %d-%d on GPUs %s of "
-                        "host '%s' (and maybe others): launch with the "
-                        "torchrun export instead", launcher, x->g[k].first,
-                        x->g[k].first + x->g[k].n - 1, gl.p ? gl.p : "?",
-                        export_host_of(x, x->g[k].node));
+            export_approx(x, "%s gives a host's %s, but the plan puts ranks "
+                        "%d-%d on GPUs %s of host '%s' (and maybe others): "
+                        "launch with the torchrun export instead", launcher,
+                        by_list ? "ranks its GPUs in ascending order"
+                                : "n ranks its GPUs 0..n-1 in order",
+                        x->g[k].first, x->g[k].first + x->g[k].n - 1,
+                        gl.p ? gl.p : "?", export_host_of(x, x->g[k].node));
             free(gl.p);
             return 0;
         }
@@ -338,7 +326,6 @@ void export_include_list(const export_ctx *x, util_buf *b)
 int export_hostfile(export_ctx *x, util_error *err)
 {
     util_buf b = {0};
-    export_result *out = x->out;
     int rc;
 
     if ((rc = export_hosts_check(x, err)) != UTIL_OK)
@@ -350,10 +337,6 @@ int export_hostfile(export_ctx *x, util_error *err)
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     }
-    snprintf(out->files[0].name, sizeof out->files[0].name, "hostfile");
-    snprintf(out->files[0].what, sizeof out->files[0].what,
-             "hosts in rank order with their slots");
-    out->files[0].text = b.p;
-    out->nfiles = 1;
+    export_add_file(x, "hostfile", EXPORT_HOSTFILE_WHAT, 0, b.p);
     return UTIL_OK;
 }
