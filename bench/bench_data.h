@@ -152,13 +152,16 @@ static inline double bench_peak(const cost_result *res, double *cap)
 }
 
 /* Evaluates one run of runs.json: fills out (its object in the output)
- * and the caller's trials through ctx. */
+ * and the caller's trials through ctx; BENCH_RUN_SKIPPED when the run
+ * cannot be scored and the callback has said why in out (the others are
+ * still scored). */
+#define BENCH_RUN_SKIPPED (-1)
 typedef int (*bench_run_fn)(void *ctx, const cJSON *run, const char *where,
                             int index, cJSON *out, util_error *err);
 
 /* fn on each element of the array runs (read from path), at most max, an
- * object appended to arr for each; *n gets how many succeeded.  Stops at
- * the first error. */
+ * object appended to arr for each; *n gets how many were scored (a run
+ * fn skips takes no index).  Stops at the first error. */
 static inline int bench_each_run(const cJSON *runs, const char *path, int max,
                                  cJSON *arr, bench_run_fn fn, void *ctx,
                                  int *n, util_error *err)
@@ -166,20 +169,25 @@ static inline int bench_each_run(const cJSON *runs, const char *path, int max,
     char where[4400];
     const cJSON *x;
     cJSON *o;
-    int rc = UTIL_OK;
+    int rc = UTIL_OK, k = 0;
 
     *n = 0;
     if (!cJSON_IsArray(runs))
         return util_error_set(err, UTIL_EFIELD, path, NULL,
                               "expected an array of runs");
     cJSON_ArrayForEach(x, runs) {
-        if (*n == max)
+        if (k == max)
             return util_error_set(err, UTIL_EINVAL, path, NULL,
                                   "more than %d runs", max);
-        snprintf(where, sizeof where, "%s: run %d", path, *n);
+        snprintf(where, sizeof where, "%s: run %d", path, k++);
         o = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, o);
-        if ((rc = fn(ctx, x, where, *n, o, err)) != UTIL_OK)
+        rc = fn(ctx, x, where, *n, o, err);
+        if (rc == BENCH_RUN_SKIPPED) {
+            rc = UTIL_OK;
+            continue;
+        }
+        if (rc != UTIL_OK)
             break;
         (*n)++;
     }

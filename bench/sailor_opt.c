@@ -18,8 +18,11 @@
  * of peak-memory scores (docs/memory-model.md, "Against measured runs"),
  * a line per subset and a summary line; the summary's memory figures are
  * the model's own, with the runtime memory derived per device and
- * strategy.  When the data folder is absent the object says it was
- * skipped (exit status 0). */
+ * strategy.  A run that cannot be evaluated is left out of the scores
+ * ("error" in its object, a stderr line) and a profile that does not load
+ * leaves its model's runs scored analytically ("profile_error"); either
+ * makes the exit status 1, after the scores of the others.  When the data
+ * folder is absent the object says it was skipped (exit status 0). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,10 +305,35 @@ static void subset_name(const fmt_cluster *c, const char *model, char *out)
     }
 }
 
+/* Models whose profile could not be used (said once each on stderr). */
+static char bad_profile[MAX_RUNS][64];
+static int nbad_profile;
+
+/* A profile that does not load leaves its runs scored analytically (and
+ * for memory): the reason in out's "profile_error", once on stderr. */
+static void profile_unusable(const char *model, const util_error *err,
+                             cJSON *out)
+{
+    char msg[1024];
+    int i;
+
+    util_error_format(err, msg, sizeof msg);
+    cJSON_AddStringToObject(out, "profile_error", msg);
+    for (i = 0; i < nbad_profile; i++)
+        if (strcmp(bad_profile[i], model) == 0)
+            return;
+    if (nbad_profile < MAX_RUNS)
+        snprintf(bad_profile[nbad_profile++], sizeof bad_profile[0], "%s", model);
+    fprintf(stderr, "sailor-opt: the profile of '%s' is not used (its runs are "
+            "scored analytically): %s\n", model, msg);
+}
+
 /* Evaluate run r: out gets its object, t[0..2] its time (profile), time
- * (analytic) and peak-memory trials. */
+ * (analytic) and peak-memory trials; *no_profile is set when the model's
+ * profile exists but cannot be used. */
 static int eval_run(const char *dir, const sailor_run *r, int index,
-                    cJSON *out, calib_trial *t, util_error *err)
+                    cJSON *out, calib_trial *t, int *no_profile,
+                    util_error *err)
 {
     char path[4200];
     fmt_cluster c;
@@ -338,6 +366,15 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
             fclose(f);
             profiled = 1;
             rc = fmt_load_profile(path, &m, &prof, err);
+        }
+        if (rc != UTIL_OK && rc != UTIL_ENOMEM) {
+            profile_unusable(r->model, err, out);
+            fmt_profile_free(&prof);
+            memset(&prof, 0, sizeof prof);
+            memset(err, 0, sizeof *err);
+            profiled = 0;
+            *no_profile = 1;
+            rc = UTIL_OK;
         }
     }
     if (rc == UTIL_OK) {
@@ -514,6 +551,8 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
 typedef struct sailor_ctx {
     const char *dir;
     calib_trial *t;        /* 3 per run */
+    int skipped;           /* runs that could not be scored */
+    int no_profile;        /* runs scored without their model's profile */
 } sailor_ctx;
 
 static int one_run(void *ctx, const cJSON *run, const char *where, int index,
@@ -521,17 +560,33 @@ static int one_run(void *ctx, const cJSON *run, const char *where, int index,
 {
     sailor_ctx *x = ctx;
     sailor_run r;
-    int rc = read_run(run, where, &r, err);
+    char msg[1024];
+    int no_profile = 0, rc = read_run(run, where, &r, err);
 
-    return rc == UTIL_OK ? eval_run(x->dir, &r, index, out, &x->t[3 * index], err)
-                         : rc;
+    if (rc == UTIL_OK)
+        rc = eval_run(x->dir, &r, index, out, &x->t[3 * index], &no_profile, err);
+    x->no_profile += no_profile;
+    if (rc == UTIL_OK || rc == UTIL_ENOMEM)
+        return rc;
+    /* a run that cannot be evaluated is left out of the scores, said on
+     * stderr and in its object; the others are still scored */
+    util_error_format(err, msg, sizeof msg);
+    if (r.tag != NULL)
+        cJSON_AddStringToObject(out, "tag", r.tag);
+    cJSON_AddStringToObject(out, "error", msg);
+    fprintf(stderr, "sailor-opt: %s%s%s%s not scored: %s\n", where,
+            r.tag != NULL ? " ('" : "", r.tag != NULL ? r.tag : "",
+            r.tag != NULL ? "')" : "", msg);
+    memset(err, 0, sizeof *err);
+    x->skipped++;
+    return BENCH_RUN_SKIPPED;
 }
 
 int main(int argc, char **argv)
 {
     char dir[4096], path[4200];
     calib_trial t[3 * MAX_RUNS];
-    sailor_ctx ctx = {dir, t};
+    sailor_ctx ctx = {dir, t, 0, 0};
     cJSON *runs = NULL, *doc, *arr;
     util_error err;
     int n = 0, rc;
@@ -562,8 +617,25 @@ int main(int argc, char **argv)
     rc = bench_read_json(path, &runs, &err);
     if (rc == UTIL_OK)
         rc = bench_each_run(runs, path, MAX_RUNS, arr, one_run, &ctx, &n, &err);
-    if (rc == UTIL_OK)
+    if (rc == UTIL_OK) {
         totals(doc, t, n);
+        cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(doc, "totals"),
+                                "runs_not_scored", ctx.skipped);
+        if (ctx.skipped > 0 && ctx.no_profile > 0)
+            rc = util_error_set(&err, UTIL_EINVAL, path, NULL,
+                                "%d of %d runs not scored (see their 'error'), "
+                                "%d scored without their model's profile (see "
+                                "'profile_error')", ctx.skipped,
+                                n + ctx.skipped, ctx.no_profile);
+        else if (ctx.skipped > 0)
+            rc = util_error_set(&err, UTIL_EINVAL, path, NULL,
+                                "%d of %d runs not scored (see their 'error')",
+                                ctx.skipped, n + ctx.skipped);
+        else if (ctx.no_profile > 0)
+            rc = util_error_set(&err, UTIL_EINVAL, path, NULL,
+                                "%d runs scored without their model's profile "
+                                "(see 'profile_error')", ctx.no_profile);
+    }
     cJSON_Delete(runs);
     return bench_finish(doc, "sailor-opt", rc, &err);
 }

@@ -1,0 +1,209 @@
+/* tests/test_bench_sailor.c: bench/sailor-opt on a folder of runs in
+ * Sailor's layout (runs.json, <tag>_cluster.json, <tag>_strat.json,
+ * model_<model>.json, profile_<model>.json) built here: a run whose files
+ * are missing is left out of the scores with its reason, a profile that
+ * does not load leaves its model's runs scored analytically, and in both
+ * cases the other runs get the very figures they get in a folder of their
+ * own, the exit status is 1 and the document says why. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "util.h"
+#include "formats.h"
+#include "testutil.h"
+
+#ifndef HETPLAN_BENCH_DIR
+#error "HETPLAN_BENCH_DIR must name the folder of the bench programs"
+#endif
+
+static char dir[128];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/hetplan_bench_%ld", (long)getpid());
+    tu_remove_tree(dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+}
+
+static void teardown(void)
+{
+    tu_remove_tree(dir);
+}
+
+static void put(const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fputs(text, f) >= 0, 1);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* A small fp32 GPT-2 on one node of two A100-80GB, data-parallel. */
+static const char model_json[] =
+    "{\"name\": \"M\", \"training\": {\"precision\": \"fp32\"},"
+    " \"transformer\": {\"family\": \"gpt2\", \"layers\": 4, \"hidden\": 256,"
+    " \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}";
+static const char cluster_json[] =
+    "{\"name\": \"good\", \"nodes\": [{\"name\": \"n0\", \"device\": "
+    "\"A100-80GB\", \"gpus\": 2, \"intra_gbps\": 600, \"nic_gbps\": 100}]}";
+static const char good_run[] =
+    "{\"tag\": \"good\", \"model\": \"M\", \"gbs\": 8, \"tp\": 1, \"dp\": 2,"
+    " \"pp\": 1, \"mbs\": 2, \"measured_s\": 0.5,"
+    " \"measured_peak_bytes\": 4000000000}";
+
+/* The good run's files: the strategy holds every layer of the model. */
+static void put_good(void)
+{
+    char path[256], strat[256];
+    fmt_model m;
+    util_error err;
+
+    put("model_M.json", model_json);
+    put("good_cluster.json", cluster_json);
+    snprintf(path, sizeof path, "%s/model_M.json", dir);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_load_model(path, &m, &err) == UTIL_OK, "%s", err.msg);
+    snprintf(strat, sizeof strat,
+             "{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 1, \"mbs\": 2,"
+             " \"stage_boundaries\": [0, %d]}]}", m.nlayers);
+    fmt_model_free(&m);
+    put("good_strat.json", strat);
+}
+
+/* The bench's document on dir (caller deletes); *status its exit status. */
+static cJSON *bench(int *status)
+{
+    char cmd[512], *out;
+    cJSON *doc;
+
+    snprintf(cmd, sizeof cmd, "'%s/sailor-opt' '%s' 2>/dev/null",
+             HETPLAN_BENCH_DIR, dir);
+    out = tu_capture(cmd, status);
+    doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+    free(out);
+    return doc;
+}
+
+static const cJSON *get(const cJSON *x, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, key);
+
+    ck_assert_msg(v != NULL, "no '%s'", key);
+    return v;
+}
+
+static double num(const cJSON *x, const char *key)
+{
+    const cJSON *v = get(x, key);
+
+    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
+    return v->valuedouble;
+}
+
+/* The good run alone: its analytic time and predicted peak. */
+static void alone(double *time_s, double *peak)
+{
+    char runs[600];
+    cJSON *doc;
+    const cJSON *run;
+    int status;
+
+    put_good();
+    snprintf(runs, sizeof runs, "[%s]", good_run);
+    put("runs.json", runs);
+    doc = bench(&status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(doc, "error"));
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 0);
+    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
+    ck_assert(cJSON_IsNull(get(run, "predicted_s_profile")));
+    *time_s = num(run, "predicted_s_analytic");
+    *peak = num(run, "predicted_peak_bytes");
+    ck_assert(*time_s > 0.0 && *peak > 0.0);
+    cJSON_Delete(doc);
+}
+
+START_TEST(test_missing_run_not_scored)
+{
+    char runs[1200];
+    double t0, p0;
+    cJSON *doc;
+    const cJSON *arr, *bad;
+    int status;
+
+    alone(&t0, &p0);
+    snprintf(runs, sizeof runs,
+             "[{\"tag\": \"gone\", \"model\": \"M\", \"gbs\": 8, \"tp\": 1,"
+             " \"dp\": 2, \"pp\": 1, \"mbs\": 2, \"measured_s\": 0.5,"
+             " \"measured_peak_bytes\": 4000000000}, %s]", good_run);
+    put("runs.json", runs);
+    doc = bench(&status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+                                 "1 of 2 runs not scored"));
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
+    arr = get(doc, "runs");
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 2);
+    bad = cJSON_GetArrayItem(arr, 0);
+    ck_assert_str_eq(get(bad, "tag")->valuestring, "gone");
+    ck_assert_ptr_nonnull(strstr(get(bad, "error")->valuestring,
+                                 "gone_cluster.json"));
+    ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(bad, "predicted_peak_bytes"));
+    /* the other run: the figures it has on its own */
+    ck_assert_double_eq(num(cJSON_GetArrayItem(arr, 1), "predicted_s_analytic"), t0);
+    ck_assert_double_eq(num(cJSON_GetArrayItem(arr, 1), "predicted_peak_bytes"), p0);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_bad_profile_scored_analytically)
+{
+    double t0, p0;
+    cJSON *doc;
+    const cJSON *run;
+    int status;
+
+    alone(&t0, &p0);
+    /* one entry of one layer for a model of several */
+    put("profile_M.json",
+        "{\"format\": \"hetplan-profile/1\", \"model\": \"M\", \"entries\":"
+        " [{\"device\": \"A100-80GB\", \"tp\": 1, \"mbs\": 2,"
+        " \"fwd_ms\": [1.0], \"bwd_ms\": [2.0]}]}");
+    doc = bench(&status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+                                 "1 runs scored without their model's profile"));
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_with_profile"), 0);
+    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
+    ck_assert_ptr_nonnull(strstr(get(run, "profile_error")->valuestring,
+                                 "profile_M.json"));
+    ck_assert(cJSON_IsNull(get(run, "predicted_s_profile")));
+    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
+    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {test_missing_run_not_scored,
+                                  test_bad_profile_scored_analytically};
+    const tu_case cases[] = {
+        {"core", tests, TU_N(tests), 0.0, setup, teardown}};
+
+    return tu_run(tu_suite_of("bench_sailor", cases, TU_N(cases)));
+}
