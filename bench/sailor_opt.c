@@ -540,11 +540,15 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
     cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
     memory_scores(x, tm, n, &mem_mape, &mem_rejects);
     subsets(doc, t, n);
-    fprintf(stderr, "sailor-opt: %d runs: time MAPE %.1f%% with profile "
-            "(rho %.3f, %d runs), %.1f%% analytic (rho %.3f); peak memory "
-            "MAPE %.1f%%; %d false rejects\n", n, 100.0 * rp.mape,
-            rp.spearman, np, 100.0 * ra.mape, ra.spearman, 100.0 * mem_mape,
-            mem_rejects);
+    fprintf(stderr, "sailor-opt: %d runs: time MAPE ", n);
+    if (np > 0)
+        fprintf(stderr, "%.1f%% with profile (rho %.3f, %d runs), ",
+                100.0 * rp.mape, rp.spearman, np);
+    else
+        fprintf(stderr, "(no run with a profile) ");
+    fprintf(stderr, "%.1f%% analytic (rho %.3f); peak memory MAPE %.1f%%; "
+            "%d false rejects\n", 100.0 * ra.mape, ra.spearman,
+            100.0 * mem_mape, mem_rejects);
 }
 
 /* What bench_each_run's callback needs. */
