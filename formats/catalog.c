@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "internal.h"
 
 #define GIB 1073741824.0
 #define TFLOPS 1e12
@@ -222,6 +223,51 @@ const fmt_device_type *fmt_catalog_find(const char *name)
         if (strcmp(aliases[i].alias, key) == 0 &&
             normalise(aliases[i].name, key, sizeof key))
             return find_exact(key);
+    return NULL;
+}
+
+/* Whether a part with mem bytes is one with mem_bytes: within 10%. */
+static int same_memory(double mem, double mem_bytes)
+{
+    return mem_bytes > 0.0 && mem_bytes - mem <= 0.1 * mem &&
+           mem - mem_bytes <= 0.1 * mem;
+}
+
+/* Whether key names a variant of the part whose key is base: base
+ * followed by "ti" (NVIDIA's GeForce Ti) or by a memory size in GB. */
+static int variant_of(const char *key, const char *base)
+{
+    size_t n = strlen(base);
+    const char *s = key + n;
+
+    if (strncmp(key, base, n) != 0)
+        return 0;
+    if (strcmp(s, "ti") == 0)
+        return 1;
+    if (!isdigit((unsigned char)*s))
+        return 0;
+    while (isdigit((unsigned char)*s))
+        s++;
+    return strcmp(s, "gb") == 0;
+}
+
+const fmt_device_type *fmt_catalog_part(const char *name, double mem_bytes)
+{
+    const fmt_device_type *d = fmt_catalog_find(name);
+    char base[64], asked[64], key[64];
+    size_t i;
+
+    if (d == NULL || same_memory(d->mem_bytes, mem_bytes))
+        return d;
+    /* variants of the part found and of the name as given ("A100" finds
+     * the 40 GB part; with 80 GB it is "A100-80GB") */
+    if (!normalise(d->name, base, sizeof base) || !normalise(name, asked, sizeof asked))
+        return NULL;
+    for (i = 0; i < NCATALOG; i++)
+        if (same_memory(catalog[i].mem_bytes, mem_bytes) &&
+            normalise(catalog[i].name, key, sizeof key) &&
+            (variant_of(key, base) || variant_of(key, asked)))
+            return &catalog[i];
     return NULL;
 }
 

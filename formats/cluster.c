@@ -1,6 +1,5 @@
 /* formats/cluster.c: the cluster struct (device index, links between
  * devices) and the reader of cluster.json (docs/inputs.md). */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,12 +229,11 @@ static int type_index(fmt_cluster *c, const fmt_device_type *custom,
     c->types[c->ntypes] = *src;
     if (src->flops_fp32 <= 0.0 && src->flops_tf32 <= 0.0) {
         /* an entry that states neither fp32 figure: the catalogue's for
-         * the part of that name, when it knows it and the entry's memory
-         * is that part's (within 10%: another memory is another part,
-         * e.g. a 2080 Ti named as a 2080) */
-        const fmt_device_type *cat = fmt_catalog_find(name);
-        if (cat != NULL && cat != src &&
-            fabs(src->mem_bytes - cat->mem_bytes) <= 0.1 * cat->mem_bytes) {
+         * the part of that name and memory (within 10%; another memory
+         * is another part: a "2080" with 11 GB is a 2080 Ti), when it
+         * knows one */
+        const fmt_device_type *cat = fmt_catalog_part(name, src->mem_bytes);
+        if (cat != NULL && cat != src) {
             c->types[c->ntypes].flops_fp32 = cat->flops_fp32;
             c->types[c->ntypes].flops_tf32 = cat->flops_tf32;
         }

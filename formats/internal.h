@@ -34,6 +34,12 @@ typedef struct fmt_read_ctx {
 /* Set cx's error (file, JSON path, message); returns code. */
 int fmt_fail(const fmt_read_ctx *cx, int code, const char *path,
              const char *fmt, ...) UTIL_PRINTF_LIKE(4, 5);
+/* The catalogue part a device type name stands for given its memory
+ * (formats/catalog.c): the part fmt_catalog_find names when its memory is
+ * mem_bytes (within 10%), else its variant with that memory ("RTX2080"
+ * with 11 GB: "RTX2080Ti"; "A100" with 80 GB: "A100-80GB"); NULL when
+ * neither.  Static storage. */
+const fmt_device_type *fmt_catalog_part(const char *name, double mem_bytes);
 /* ASCII case-insensitive equality. */
 int fmt_name_eq(const char *a, const char *b);
 /* Append name to a ", "-separated list; ends with "..." when full. */

@@ -249,8 +249,31 @@ START_TEST(test_cluster_fp32_from_catalogue)
     ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 40e12);
     fmt_cluster_free(&c);
 
-    /* 24 GiB is not the 8 GB RTX 2080's memory: another part, no fill */
+    /* 24 GiB is neither the 8 GB RTX 2080's memory nor its Ti's: no fill */
     snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 24.0, "", "RTX-2080");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
+    fmt_cluster_free(&c);
+
+    /* a "2080" with 11 GB (10.76 GiB as CUDA reports it) is the 2080 Ti:
+     * its 13.4 TF fp32 (Turing whitepaper), not the 2080's 10.1 */
+    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 10.76, "", "RTX-2080");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert_double_eq_tol(c.types[0].flops_fp32, 13.4e12, 1e6);
+    ck_assert(c.types[0].flops_tf32 == 0.0);
+    fmt_cluster_free(&c);
+    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 8.0, "", "RTX-2080");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert_double_eq_tol(c.types[0].flops_fp32, 10.1e12, 1e6);
+    fmt_cluster_free(&c);
+    /* "A100" is the 40 GB part; with 80 GB the 80 GB one (the same peaks,
+     * A100 datasheet); "L4" with 48 GB is no L4 (nor the L40S) */
+    snprintf(json, sizeof json, ONE_TYPE, "A100", 80.0, "", "A100");
+    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+    ck_assert_double_eq_tol(c.types[0].flops_fp32, 19.5e12, 1e6);
+    ck_assert_double_eq_tol(c.types[0].flops_tf32, 156e12, 1e6);
+    fmt_cluster_free(&c);
+    snprintf(json, sizeof json, ONE_TYPE, "L4", 48.0, "", "L4");
     ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
     ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
     fmt_cluster_free(&c);
