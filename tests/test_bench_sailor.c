@@ -38,14 +38,7 @@ static void teardown(void)
 
 static void put(const char *name, const char *text)
 {
-    char path[256];
-    FILE *f;
-
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fputs(text, f) >= 0, 1);
-    ck_assert_int_eq(fclose(f), 0);
+    tu_put(dir, name, text);
 }
 
 /* A small fp32 GPT-2 on one node of two A100-80GB, data-parallel. */

@@ -373,12 +373,7 @@ static const char *tpath(char *buf, const char *name)
 
 static void put(const char *name, const char *text)
 {
-    char p[512];
-    FILE *f = fopen(tpath(p, name), "w");
-
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
+    tu_put(tmp_dir, name, text);
 }
 
 static char *slurp(const char *name)

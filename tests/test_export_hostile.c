@@ -51,13 +51,9 @@ static void write_file(const char *dir, const char *name, const char *text,
                        int mode)
 {
     char p[PATHN];
-    FILE *f;
 
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    f = fopen(p, "wb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fputs(text, f) >= 0, 1);
-    ck_assert_int_eq(fclose(f), 0);
+    tu_put(dir, name, text);
     ck_assert_int_eq(chmod(p, (mode_t)mode), 0);
 }
 

@@ -190,13 +190,8 @@ END_TEST
 /* Write text to dir/name; the path into out (256 bytes). */
 static void write_file(const char *dir, const char *name, const char *text, char *out)
 {
-    FILE *f;
-
     snprintf(out, 256, "%s/%s", dir, name);
-    f = fopen(out, "wb");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
+    tu_put(dir, name, text);
 }
 
 START_TEST(trials_plan_and_scenario_keys)

@@ -38,14 +38,7 @@ static void teardown(void)
 
 static void put(const char *name, const char *text)
 {
-    char p[512];
-    FILE *f;
-
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    f = fopen(p, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
+    tu_put(dir, name, text);
 }
 
 static void copy_example(const char *name)

@@ -38,6 +38,21 @@ static inline char *tu_slurp(const char *path)
     return buf;
 }
 
+/* Write text as the file dir/name (replaced when it exists), failing the
+ * test when it cannot. */
+static inline void tu_put(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    FILE *f;
+
+    ck_assert_int_lt(snprintf(path, sizeof path, "%s/%s", dir, name),
+                     (int)sizeof path);
+    f = fopen(path, "wb");
+    ck_assert_msg(f != NULL, "cannot create '%s'", path);
+    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
+    ck_assert_int_eq(fclose(f), 0);
+}
+
 /* Occurrences of needle in hay, not overlapping. */
 static inline int tu_count(const char *hay, const char *needle)
 {
