@@ -52,7 +52,9 @@ typedef struct cost_params {
                                model's training.attention (flash, or fused for
                                eager), which also sets the activation memory (-1) */
     int tf32;               /* 1: fp32 matmuls run on TF32 tensor cores where the
-                               device has them, as NGC containers default (1) */
+                               device has them, 0: on the fp32 units; -1 = the
+                               model's training.tf32, unstated: on, as NGC
+                               containers default (-1); cost_tf32 */
     int sp;                 /* 1: sequence parallelism of strategies the search
                                makes, in their layer times and activations
                                (cost_layer_memory, cost_stage_memory) (0);
@@ -114,6 +116,10 @@ int cost_params_set(cost_params *p, const char *name, double value,
 const char *cost_params_name(int i);
 /* Value of the field called name in *value; UTIL_ENOTFOUND when unknown. */
 int cost_params_get(const cost_params *p, const char *name, double *value);
+/* 1 when fp32 matrix multiplications of m run on TF32 tensor cores (on
+ * devices that have them): p->tf32 when set (>= 0), else the model's
+ * training.tf32, on when unstated (costmodel/kernels.c). */
+int cost_tf32(const fmt_model *m, const cost_params *p);
 /* A strategy's recomputation level (enum fmt_recompute) and ZeRO stage:
  * its own when stated (>= 0), else p's default. */
 int cost_strategy_recompute(const cost_params *p, const fmt_strategy *s);

@@ -78,9 +78,10 @@ double cost_gemm_peak(const fmt_model *m, const cost_params *p,
     if (m->dtype_bytes >= 4) {
         /* fp32 matmuls: TF32 tensor cores when allowed (NGC containers
          * set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE), else the fp32 units */
-        if (p->tf32 && dt->flops_tf32 > 0.0)
+        int tf32 = cost_tf32(m, p);
+        if (tf32 && dt->flops_tf32 > 0.0)
             return dt->flops_tf32;
-        if (p->tf32 && dt->flops_fp32 <= 0.0 && dt->flops_bf16 > 0.0)
+        if (tf32 && dt->flops_fp32 <= 0.0 && dt->flops_bf16 > 0.0)
             return dt->flops_fp16 / 2.0; /* bf16-capable NVIDIA parts: TF32
                                             dense = fp16 dense / 2 (A100,
                                             H100 datasheets) */
@@ -91,6 +92,14 @@ double cost_gemm_peak(const fmt_model *m, const cost_params *p,
     if (m->bf16 && dt->flops_bf16 > 0.0)
         return dt->flops_bf16;
     return dt->flops_fp16;
+}
+
+int cost_tf32(const fmt_model *m, const cost_params *p)
+{
+    if (p->tf32 >= 0)
+        return p->tf32 != 0;
+    return m->tf32 != FMT_FLAG_OFF; /* unstated: NGC containers' default
+                                       (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1) */
 }
 
 double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt)

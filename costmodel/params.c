@@ -26,7 +26,7 @@ void cost_params_init(cost_params *p)
     p->mem_reserve = -1.0; /* derived: costmodel/runtime.c */
     p->gemm_eff = 0.0; /* per device generation (costmodel/kernels.c) */
     p->attention = -1; /* the model's training.attention */
-    p->tf32 = 1;
+    p->tf32 = -1; /* the model's training.tf32 (cost_tf32) */
     p->sp = 0;
     p->overlap_grad_reduce = 0;
     p->dp_bucket = 40e6;
@@ -79,7 +79,7 @@ static const param_field param_fields[] = {
     PF(recompute, 1, 0, 2),          PF(mem_reserve, 0, -1.0, 1e15),
     PF(fidelity, 1, 0, 1),           PF(overlap_dp, 1, 0, 1),
     PF(frozen_layers, 1, 0, 1e9),    PF(gemm_eff, 0, 0.0, 1.0),
-    PF(attention, 1, -1, 2),          PF(tf32, 1, 0, 1),
+    PF(attention, 1, -1, 2),          PF(tf32, 1, -1, 1),
     PF(sp, 1, 0, 1),                 PF(overlap_grad_reduce, 1, 0, 1),
     PF(dp_bucket, 0, 0.0, 1e15),     PF(p2p_scatter, 1, 0, 1),
     PF(grad_accum_fusion, 1, 0, 1),  PF(nvlink_eff, 0, 1e-6, 1.0),

@@ -102,9 +102,24 @@ static void pipe_module(const export_ctx *x, util_buf *b)
                     "# where layers lists the model's %d layers (LayerSpec, "
                     "TiedLayerSpec or modules)\n# in the plan's order.\n",
                     x->m->nlayers);
-    util_buf_printf(b, "import torch.nn as nn\n"
+    util_buf_printf(b, "import os\n\nimport torch\nimport torch.nn as nn\n"
                     "from deepspeed.pipe import LayerSpec, PipelineModule, "
                     "PipeModelDataParallelTopology\n\n");
+    /* deepspeed.sh's environment reaches the first host only (the
+     * launcher forwards NCCL_*, PYTHON* and the like to the others), so
+     * the module every rank imports sets the fp32 matmul mode too */
+    if (x->m->dtype_bytes >= 4 && cost_tf32(x->m, x->p))
+        util_buf_printf(b, "# fp32 matrix multiplications on TF32 tensor cores, "
+                        "as the plan's times assume\n"
+                        "os.environ.pop('NVIDIA_TF32_OVERRIDE', None)\n"
+                        "torch.backends.cuda.matmul.allow_tf32 = True\n\n");
+    else if (x->m->dtype_bytes >= 4)
+        util_buf_printf(b, "# fp32 matrix multiplications on the fp32 units, not "
+                        "TF32, as the plan's times assume\n"
+                        "# (cuBLAS reads NVIDIA_TF32_OVERRIDE when PyTorch "
+                        "creates its handle: import this module first)\n"
+                        "os.environ['NVIDIA_TF32_OVERRIDE'] = '0'\n"
+                        "torch.backends.cuda.matmul.allow_tf32 = False\n\n");
     util_buf_printf(b, "# stage i runs layers [BOUNDS[i], BOUNDS[i + 1]) of the "
                     "model's layer list\nBOUNDS = [");
     for (j = 0; j <= s->pp; j++)
@@ -167,6 +182,7 @@ int export_deepspeed(export_ctx *x, util_error *err)
                    "through --deepspeed_config.\n");
     util_buf_printf(&sh, "\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)\n");
     util_buf_printf(&sh, "export PYTHONPATH=\"$DIR${PYTHONPATH:+:$PYTHONPATH}\"\n");
+    export_tf32_env(x, &sh);
     util_buf_printf(&sh, "SCRIPT=${1:?usage: sh deepspeed.sh train.py [arguments]}\nshift\n");
     util_buf_printf(&sh, "exec deepspeed --hostfile \"$DIR/hostfile\" ");
     if (include) {

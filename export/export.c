@@ -360,6 +360,21 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
                         x->out->notes[i]);
 }
 
+void export_tf32_env(const export_ctx *x, util_buf *b)
+{
+    if (x->m->dtype_bytes < 4)
+        return;
+    if (cost_tf32(x->m, x->p))
+        util_buf_printf(b, "# fp32 matrix multiplications on TF32 tensor cores, "
+                        "as the plan's times assume\n"
+                        "export TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1\n"
+                        "unset NVIDIA_TF32_OVERRIDE\n");
+    else
+        util_buf_printf(b, "# fp32 matrix multiplications on the fp32 units, "
+                        "not TF32, as the plan's times assume\n"
+                        "export NVIDIA_TF32_OVERRIDE=0\n");
+}
+
 void export_script_header(const export_ctx *x, util_buf *b, const char *what)
 {
     util_buf_printf(b, "#!/bin/sh\n");

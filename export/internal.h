@@ -87,6 +87,12 @@ void export_script_header(const export_ctx *x, util_buf *b, const char *what);
 
 /* Notes shared by the launch scripts about agents and hosts. */
 void export_agent_notes(export_ctx *x);
+/* For an fp32 plan, the environment that makes its matrix multiplications
+ * run as the plan assumes (cost_tf32): TF32 forced on (PyTorch's
+ * TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1) or off (cuBLAS's
+ * NVIDIA_TF32_OVERRIDE=0, which overrides every other setting); nothing
+ * for a 16-bit plan. */
+void export_tf32_env(const export_ctx *x, util_buf *b);
 /* The per-agent case arms of a launch script running cmd. */
 void export_launch_cases(const export_ctx *x, util_buf *b, const char *cmd);
 /* The agents as a comment table. */

@@ -377,6 +377,7 @@ int export_megatron(export_ctx *x, util_error *err)
     export_agent_table(x, &b);
     util_buf_printf(&b, "\nexport CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
     util_buf_printf(&b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    export_tf32_env(x, &b);
     util_buf_printf(&b, "%s\n", args.p ? args.p : "");
     export_launch_cases(x, &b, "pretrain_gpt.py $MEGATRON_ARGS \"$@\"");
 

@@ -211,6 +211,7 @@ int export_torchrun(export_ctx *x, util_error *err)
                   "both accept.\n#\n");
     export_agent_table(x, &b);
     util_buf_printf(&b, "\nexport CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
+    export_tf32_env(x, &b);
     plan_env(x, &b);
     util_buf_printf(&b, "\n");
     export_launch_cases(x, &b, "\"$@\"");

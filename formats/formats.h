@@ -176,6 +176,9 @@ typedef struct fmt_model {
        training.grad_buffer); 0 = Megatron-LM's */
     int cross_entropy;      /* enum fmt_cross_entropy */
     int grad_buffer;        /* enum fmt_grad_buffer */
+    int tf32;               /* enum fmt_flag: fp32 matrix multiplications on
+                               TF32 tensor cores (model.json training.tf32);
+                               0 = not stated (the cost parameter tf32) */
 } fmt_model;
 
 /* Loss of a training run: Megatron-LM's vocabulary-parallel cross entropy

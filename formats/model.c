@@ -115,19 +115,36 @@ static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
                     names[0], names[1], name);
 }
 
-/* training.attention ("flash" | "eager") and training.attention_dropout
- * (boolean), both optional. */
+/* Optional boolean training.key into *out: FMT_FLAG_ON or FMT_FLAG_OFF,
+ * left as it is when absent. */
+static int parse_training_flag(const fmt_read_ctx *cx, const cJSON *tr,
+                               const char *key, int *out)
+{
+    const cJSON *v = fmt_field(tr, key);
+    char path[FMT_PATH_N];
+
+    if (v == NULL)
+        return UTIL_OK;
+    if (!cJSON_IsBool(v)) {
+        util_json_key(path, sizeof path, "training", key);
+        return fmt_fail(cx, UTIL_EFIELD, path,
+                        "expected a boolean (true or false), got %s",
+                        util_json_type(v));
+    }
+    *out = cJSON_IsTrue(v) ? FMT_FLAG_ON : FMT_FLAG_OFF;
+    return UTIL_OK;
+}
+
+/* training.attention ("flash" | "eager"), training.attention_dropout and
+ * training.tf32 (booleans), all optional. */
 static int parse_attention(const fmt_read_ctx *cx, const cJSON *tr,
                            fmt_model *m)
 {
-    const cJSON *v = fmt_field(tr, "attention_dropout");
+    int rc;
 
-    if (v != NULL && !cJSON_IsBool(v))
-        return fmt_fail(cx, UTIL_EFIELD, "training.attention_dropout",
-                        "expected a boolean (true or false), got %s",
-                        util_json_type(v));
-    if (v != NULL)
-        m->attn_dropout = cJSON_IsTrue(v) ? FMT_FLAG_ON : FMT_FLAG_OFF;
+    if ((rc = parse_training_flag(cx, tr, "attention_dropout", &m->attn_dropout)) != UTIL_OK ||
+        (rc = parse_training_flag(cx, tr, "tf32", &m->tf32)) != UTIL_OK)
+        return rc;
     return parse_training_choice(cx, tr, "attention", attention_names + 1,
                                  FMT_ATTN_FLASH, &m->attention);
 }
@@ -141,7 +158,7 @@ static const char *const root_keys[] = {"name", "training", "transformer", "laye
                                         "shape", NULL};
 static const char *const training_keys[] = {"global_batch", "precision", "attention",
                                             "attention_dropout", "cross_entropy",
-                                            "grad_buffer", NULL};
+                                            "grad_buffer", "tf32", NULL};
 
 static const char *const transformer_keys[] = {
     "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab", "ffn", "mlp",

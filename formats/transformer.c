@@ -465,6 +465,7 @@ static void resolve(const fmt_transformer_spec *spec, const fmt_model *m,
     out->attn_dropout = m->attn_dropout;
     out->cross_entropy = m->cross_entropy;
     out->grad_buffer = m->grad_buffer;
+    out->tf32 = m->tf32;
     if (spec->ffn > 0)
         out->ffn = spec->ffn;
     else if (out->mlp == FMT_MLP_SWIGLU)

@@ -345,7 +345,8 @@ START_TEST(described_stage_by_hand)
 }
 END_TEST
 
-/* training.attention and attention_dropout: located errors. */
+/* training.attention, attention_dropout, cross_entropy, grad_buffer and
+ * tf32: located errors, and what they set. */
 START_TEST(attention_keys)
 {
     /* bad training keys: the value, the JSON path and a part of the
@@ -358,6 +359,7 @@ START_TEST(attention_keys)
         {"\"cross_entropy\": \"fused\"", "training.cross_entropy",
          "'megatron' or 'pytorch', got 'fused'"},
         {"\"grad_buffer\": 0", "training.grad_buffer", "string"},
+        {"\"tf32\": \"yes\"", "training.tf32", "boolean"},
     };
     const char *tf = "\"layers\": 1, \"hidden\": 64, \"heads\": 8, \"seq\": 32, "
                      "\"vocab\": 100";
@@ -383,6 +385,13 @@ START_TEST(attention_keys)
     /* the training code's defaults are Megatron-LM's */
     load(&m, "\"grad_buffer\": \"persistent\"", tf);
     ck_assert(m.grad_buffer == FMT_GRADS_PERSISTENT && m.cross_entropy == FMT_CE_MEGATRON);
+    ck_assert_int_eq(m.tf32, FMT_FLAG_FAMILY); /* unstated */
+    fmt_model_free(&m);
+    load(&m, "\"tf32\": false", tf);
+    ck_assert_int_eq(m.tf32, FMT_FLAG_OFF);
+    fmt_model_free(&m);
+    load(&m, "\"tf32\": true", tf);
+    ck_assert_int_eq(m.tf32, FMT_FLAG_ON);
     fmt_model_free(&m);
 }
 END_TEST

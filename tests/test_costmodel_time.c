@@ -758,7 +758,7 @@ START_TEST(test_precision_peaks)
     fmt_model m;
     fmt_device_type dt;
     cost_params p;
-    cost_layer_time a, b;
+    cost_layer_time a, b, c;
 
     make_block(&m);
     make_device(&dt);
@@ -773,6 +773,19 @@ START_TEST(test_precision_peaks)
     p.tf32 = 0;
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &a);
     ck_assert(a.fwd > 2.0 * b.fwd); /* 20 TF/s fp32 units */
+    /* the model's training.tf32 false where the parameter leaves it to
+     * the model (-1); the parameter, when set, over the model's */
+    m.tf32 = FMT_FLAG_OFF;
+    p.tf32 = -1;
+    ck_assert_int_eq(cost_tf32(&m, &p), 0);
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &c);
+    ck_assert_double_eq(c.fwd, a.fwd);
+    p.tf32 = 1;
+    cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &c);
+    ck_assert_double_eq(c.fwd, b.fwd);
+    m.tf32 = FMT_FLAG_FAMILY; /* unstated: on */
+    p.tf32 = -1;
+    ck_assert_int_eq(cost_tf32(&m, &p), 1);
     fmt_model_free(&m);
 }
 END_TEST

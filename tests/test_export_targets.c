@@ -423,6 +423,83 @@ START_TEST(pytorch_training_code_per_target)
 }
 END_TEST
 
+/* The text of file name among e's files; fails when there is none. */
+static const char *file_text(const export_result *e, const char *name)
+{
+    int i;
+
+    for (i = 0; i < e->nfiles; i++)
+        if (strcmp(e->files[i].name, name) == 0)
+            return e->files[i].text;
+    ck_abort_msg("no file '%s'", name);
+    return NULL;
+}
+
+/* fp32 plans say how their matrix multiplications run, as the times
+ * assume (cost_tf32): every launch script sets TF32 on (PyTorch's
+ * TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1) or off (cuBLAS's
+ * NVIDIA_TF32_OVERRIDE=0), and DeepSpeed's hetplan_pipe.py, which every
+ * rank imports, sets it too; training.tf32 false turns it off, the cost
+ * parameter tf32 over the model; a 16-bit plan sets nothing. */
+START_TEST(fp32_matmul_mode_per_target)
+{
+    static const char *const models[] = {
+        "{\"name\": \"g32\", \"training\": {\"global_batch\": 64, \"precision\": \"fp32\"},"
+        " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
+        " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}",
+        "{\"name\": \"g32\", \"training\": {\"global_batch\": 64, \"precision\": \"fp32\","
+        " \"tf32\": false}, \"transformer\": {\"family\": \"gpt2\", \"layers\": 16,"
+        " \"hidden\": 1024, \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}",
+        "{\"name\": \"g16\", \"training\": {\"global_batch\": 64, \"precision\": \"fp16\"},"
+        " \"transformer\": {\"family\": \"gpt2\", \"layers\": 16, \"hidden\": 1024,"
+        " \"heads\": 16, \"seq\": 1024, \"vocab\": 50272}}"};
+    static const struct {
+        int target;
+        const char *file;
+    } scripts[] = {{EXPORT_MEGATRON, "megatron.sh"},
+                   {EXPORT_TORCHRUN, "torchrun.sh"},
+                   {EXPORT_DEEPSPEED, "deepspeed.sh"}};
+    const char *on = "export TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1\nunset NVIDIA_TF32_OVERRIDE\n";
+    const char *off = "export NVIDIA_TF32_OVERRIDE=0\n";
+    fixture f;
+    export_result e;
+    util_error err;
+    size_t k, t;
+    int param;
+
+    for (k = 0; k < TU_N(models); k++)
+        for (param = -1; param <= 1; param++) {
+            /* k 0: unstated (on); k 1: training.tf32 false; k 2: fp16 */
+            int want = param >= 0 ? param : k == 0;
+            four_stages(&f, models[k]);
+            f.p.tf32 = param;
+            for (t = 0; t < TU_N(scripts); t++) {
+                const char *sh, *py = NULL;
+                memset(&err, 0, sizeof err);
+                ck_assert_int_eq(export_build(scripts[t].target, &f.c, &f.m, &f.p,
+                                              &f.s, 64, NULL, &e, &err), UTIL_OK);
+                sh = file_text(&e, scripts[t].file);
+                if (scripts[t].target == EXPORT_DEEPSPEED)
+                    py = file_text(&e, "hetplan_pipe.py");
+                if (k == 2) {
+                    ck_assert_ptr_null(strstr(sh, "TF32"));
+                    ck_assert(py == NULL || strstr(py, "allow_tf32") == NULL);
+                } else {
+                    ck_assert_msg(strstr(sh, want ? on : off) != NULL,
+                                  "%s (model %zu, tf32 %d):\n%s", scripts[t].file,
+                                  k, param, sh);
+                    ck_assert_ptr_null(strstr(sh, want ? off : on));
+                    ck_assert(py == NULL ||
+                              strstr(py, want ? "allow_tf32 = True\n"
+                                              : "allow_tf32 = False\n") != NULL);
+                }
+                export_free(&e);
+            }
+            fixture_free(&f);
+        }
+}
+END_TEST
+
 /* OPT's ReLU MLP: Megatron-LM's GPT model has GeLU, --swiglu and
  * --squared-relu and no plain ReLU (upstream flag lists of core_r0.9.0
  * and core_v0.19.0), so both releases refuse it, naming the MLP;
@@ -896,6 +973,7 @@ static Suite *export_suite(void)
     tcase_add_test(l, megatron_features);
     tcase_add_test(l, relu_mlp_per_target);
     tcase_add_test(l, pytorch_training_code_per_target);
+    tcase_add_test(l, fp32_matmul_mode_per_target);
     tcase_add_test(l, precision_checked_per_device);
     tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);

@@ -346,6 +346,11 @@ static void check_pipe(const char *py, const fmt_strategy *s, const char *file)
  * hetplan_pipe.py: PipelineModule keeps its layers and partitions them
  * with partition_uniform as DeepSpeed 0.14.4 / 0.19.5 do. */
 static const char stub_torch[] = "class Module:\n    pass\n";
+/* torch itself: the switch an fp32 plan's hetplan_pipe.py sets */
+static const char stub_torch_init[] =
+    "import types\n"
+    "backends = types.SimpleNamespace(cuda=types.SimpleNamespace("
+    "matmul=types.SimpleNamespace(allow_tf32=None)))\n";
 static const char stub_pipe[] =
     "class LayerSpec:\n"
     "    def __init__(self, typename, *a, **k):\n"
@@ -387,6 +392,7 @@ static void run_pipe(const char *dir, const fmt_strategy *s, const char *file)
     snprintf(path, sizeof path, "%s/torch/__init__.py", dir);
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
+    fputs(stub_torch_init, f);
     fclose(f);
     snprintf(path, sizeof path, "%s/torch/nn.py", dir);
     f = fopen(path, "w");
