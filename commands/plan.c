@@ -365,6 +365,28 @@ static int plan_check_vpp(const cmd_plan_run *r)
                            blocks, r->m.name, used ? ok : "1", r->o.vpp);
 }
 
+/* An fp32 run that does not say whether its matrix multiplications use
+ * TF32, on a cluster with TF32 units: say what the times assume (a factor
+ * of about 8 on A100 and H100; the exports set it). */
+static void plan_tf32_note(const cmd_plan_run *r)
+{
+    int i;
+
+    if (r->o.out.quiet || r->m.dtype_bytes < 4 || r->m.tf32 != FMT_FLAG_FAMILY ||
+        r->cp.tf32 >= 0)
+        return;
+    for (i = 0; i < r->c.ntypes; i++) {
+        const fmt_device_type *t = &r->c.types[i];
+        if (t->flops_tf32 > 0.0 || (t->flops_fp32 <= 0.0 && t->flops_bf16 > 0.0))
+            break;
+    }
+    if (i < r->c.ntypes)
+        fprintf(stderr, "planner: note: fp32 matrix multiplications are taken "
+                "to run on TF32 tensor cores, as NGC containers run them; for "
+                "PyTorch's own default (fp32 units) state \"tf32\": false in "
+                "the 'training' of '%s'\n", r->o.in.model);
+}
+
 /* Apply the --param options to r->cp; exit code. */
 static int plan_params(cmd_plan_run *r, util_error *err)
 {
@@ -486,7 +508,9 @@ int cmd_plan_start(int argc, char **argv, int evaluate, cmd_plan_run *r)
     r->cp.recompute = o->recompute >= 0 ? o->recompute : FMT_RECOMPUTE_NONE;
     if (o->fidelity >= 0)
         r->cp.fidelity = o->fidelity;
-    return plan_params(r, &err);
+    if ((code = plan_params(r, &err)) == CMD_EXIT_OK)
+        plan_tf32_note(r);
+    return code;
 }
 
 int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,

@@ -188,6 +188,59 @@ START_TEST(all_v100_falls_back_to_fp16)
 }
 END_TEST
 
+/* An fp32 run that does not say whether it uses TF32 hears what the
+ * times assume where the cluster has TF32 units (A100), and not when it
+ * says (training.tf32, or the cost parameter), under --quiet, or on
+ * devices without TF32 (V100). */
+START_TEST(fp32_says_what_it_assumes_of_tf32)
+{
+    static const struct {
+        const char *device, *training, *param, *quiet;
+        int noted;
+    } cases[] = {
+        {"A100-80GB", "", NULL, NULL, 1},
+        {"A100-80GB", ", \"tf32\": false", NULL, NULL, 0},
+        {"A100-80GB", ", \"tf32\": true", NULL, NULL, 0},
+        {"A100-80GB", "", "tf32=0", NULL, 0},
+        {"A100-80GB", "", NULL, "--quiet", 0},
+        {"V100", "", NULL, NULL, 0},
+    };
+    char text[512];
+    size_t i;
+    tp_run_out r;
+
+    for (i = 0; i < TU_N(cases); i++) {
+        const char *args[12] = {"--cluster", "c.json", "--model", "m.json", "--top-k",
+                                "1", NULL};
+        int n = 6;
+        snprintf(text, sizeof text,
+                 "{\"name\": \"c\", \"nodes\": [{\"name\": \"n\", \"device\": "
+                 "\"%s\", \"gpus\": 2, \"intra_gbps\": 600, \"nic_gbps\": 100}]}\n",
+                 cases[i].device);
+        tp_write("c.json", text);
+        snprintf(text, sizeof text,
+                 "{\"name\": \"g\", \"training\": {\"global_batch\": 8, "
+                 "\"precision\": \"fp32\"%s}, \"transformer\": {\"layers\": 2, "
+                 "\"hidden\": 256, \"heads\": 4, \"seq\": 128, \"vocab\": 1000}}\n",
+                 cases[i].training);
+        tp_write("m.json", text);
+        if (cases[i].param != NULL) {
+            args[n++] = "--param";
+            args[n++] = cases[i].param;
+        }
+        if (cases[i].quiet != NULL)
+            args[n++] = cases[i].quiet;
+        args[n] = NULL;
+        tp_run(&r, args);
+        ck_assert_msg(r.status == 0, "case %zu: exit %d: %s", i, r.status, r.err);
+        ck_assert_msg((strstr(r.err, "note: fp32 matrix multiplications are taken "
+                                     "to run on TF32") != NULL) == cases[i].noted,
+                      "case %zu: stderr '%s'", i, r.err);
+        tp_run_free(&r);
+    }
+}
+END_TEST
+
 START_TEST(use_all_falls_back_and_uses_every_device)
 {
     const char *args[] = {"--cluster", MIXED, "--model", LLAMA, "--top-k", "1",
@@ -342,6 +395,7 @@ static Suite *suite(void)
     tcase_add_test(tc, bf16_leaves_v100_and_t4_idle);
     tcase_add_test(tc, all_v100_falls_back_to_fp16);
     tcase_add_test(tc, use_all_falls_back_and_uses_every_device);
+    tcase_add_test(tc, fp32_says_what_it_assumes_of_tf32);
     tcase_add_test(tc, fp16_plans_keep_every_device);
     tcase_add_test(tc, evaluate_refuses_bf16_on_v100);
     tcase_add_test(tc, infeasible_subset_says_why);

@@ -53,12 +53,7 @@ static const char *tp_path(char *buf, const char *name)
 
 static void tp_write(const char *name, const char *text)
 {
-    char p[TP_PATHN];
-    FILE *f = fopen(tp_path(p, name), "wb");
-
-    ck_assert_msg(f != NULL, "cannot create %s", p);
-    ck_assert_uint_eq(fwrite(text, 1, strlen(text), f), strlen(text));
-    ck_assert_int_eq(fclose(f), 0);
+    tu_put(tp_dir, name, text);
 }
 
 /* Whole file, NUL-terminated (caller frees); NULL when missing. */
