@@ -84,7 +84,7 @@ typedef struct launch_work {
 /* Work of strategy `strategy` (0-based) of the plan; rank >= 0 limits the
  * run to that rank's stage (its stage's `run` = 1, others 0); rank -1
  * runs every distinct stage.  UTIL_EINVAL for a strategy or rank out of
- * range.  Free with launch_work_free (NULL-safe). */
+ * range, or an fp32 plan.  Free with launch_work_free (NULL-safe). */
 int launch_work_of(const plan_doc *d, int strategy, int rank,
                    launch_work *out, util_error *err);
 void launch_work_free(launch_work *w);

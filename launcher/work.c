@@ -39,6 +39,12 @@ int launch_work_of(const plan_doc *d, int strategy, int rank,
         return util_error_set(err, UTIL_EINVAL, d->path, "strategies",
                               "strategy %d asked for, the plan has %d",
                               strategy + 1, d->n);
+    if (m->dtype_bytes >= 4) /* the GPU code has fp16 and bf16 kernels */
+        return util_error_set(err, UTIL_EINVAL, d->path, "settings.precision",
+                              "the plan trains in fp32 and hetplan-launch runs "
+                              "fp16 and bf16 kernels only, so its times would "
+                              "not be the plan's (plan in fp16 or bf16, e.g. "
+                              "'planner --precision bf16', to check one)");
     s = &d->s[strategy];
     if (s->pp < 1 || s->tp < 1 || s->dp < 1 || !s->bounds || !s->ranks)
         return util_error_set(err, UTIL_EINVAL, d->path, "strategies",

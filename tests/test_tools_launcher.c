@@ -1304,6 +1304,30 @@ START_TEST(test_sizes)
 }
 END_TEST
 
+/* The GPU code has fp16 and bf16 kernels: an fp32 plan is refused with
+ * the reason, not run in 16 bits against fp32 times. */
+START_TEST(test_fp32_plan_refused)
+{
+    char p8[600];
+    plan_doc d;
+    launch_work w;
+    util_error err;
+
+    make_plan8("", p8, sizeof p8);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(plan_load_plan(p8, &d, &err), UTIL_OK);
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_OK);
+    launch_work_free(&w);
+    d.model.dtype_bytes = 4;
+    ck_assert_int_eq(launch_work_of(&d, 0, -1, &w, &err), UTIL_EINVAL);
+    ck_assert_str_eq(err.path, "settings.precision");
+    ck_assert_ptr_nonnull(strstr(err.msg, "the plan trains in fp32"));
+    launch_work_free(&w);
+    plan_doc_free(&d);
+    remove_plan8();
+}
+END_TEST
+
 START_TEST(test_dry_run)
 {
     char p8[600], *text = NULL;
@@ -2225,6 +2249,7 @@ static Suite *launcher_suite(void)
     tcase_add_test(tc, test_host_adam);
     tcase_add_test(tc, test_compose_offload);
     tcase_add_test(tc, test_dry_run);
+    tcase_add_test(tc, test_fp32_plan_refused);
     tcase_add_test(tc, test_bootstrap);
     tcase_add_test(tc, test_bootstrap_args);
     tcase_add_test(tc, test_env);
