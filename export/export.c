@@ -360,6 +360,17 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
                         x->out->notes[i]);
 }
 
+void export_add_file(export_ctx *x, const char *name, const char *what,
+                     int executable, char *text)
+{
+    export_file *f = &x->out->files[x->out->nfiles++];
+
+    snprintf(f->name, sizeof f->name, "%s", name);
+    snprintf(f->what, sizeof f->what, "%s", what);
+    f->executable = executable;
+    f->text = text;
+}
+
 void export_tf32_env(const export_ctx *x, util_buf *b)
 {
     if (x->m->dtype_bytes < 4)

@@ -91,17 +91,6 @@ void export_agent_table(const export_ctx *x, util_buf *b)
     }
 }
 
-void export_add_file(export_ctx *x, const char *name, const char *what,
-                     int executable, char *text)
-{
-    export_file *f = &x->out->files[x->out->nfiles++];
-
-    snprintf(f->name, sizeof f->name, "%s", name);
-    snprintf(f->what, sizeof f->what, "%s", what);
-    f->executable = executable;
-    f->text = text;
-}
-
 /* ranks.txt: every rank's place. */
 void export_ranks_file(const export_ctx *x, util_buf *b)
 {

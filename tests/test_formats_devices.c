@@ -224,64 +224,49 @@ START_TEST(test_cluster_fp32_from_catalogue)
     " \"tflops_fp16\": 130.5, \"mem_bw_gbs\": 672%s}},"                         \
     " \"nodes\": [{\"name\": \"n\", \"device\": \"%s\", \"gpus\": 1,"          \
     " \"intra_gbps\": 100, \"nic_gbps\": 10}]}"
+    /* a device type stating neither fp32 figure, its memory (GiB) and
+     * other fields; the bf16, fp32 and tf32 peaks it has (TFLOP/s, 0 =
+     * none) */
+    static const struct {
+        const char *name;
+        double gib;
+        const char *extra;
+        double bf16, fp32, tf32;
+    } cases[] = {
+        {"Titan-RTX", 24.0, "", 0.0, 16.3, 0.0},
+        {"GH-96", 95.5771484375, ", \"tflops_bf16\": 989.5", 989.5, 67.0, 494.5},
+        /* a stated tf32 figure: nothing filled */
+        {"Titan-RTX", 24.0, ", \"tflops_tf32\": 40", 0.0, 0.0, 40.0},
+        /* 24 GiB is neither the 8 GB RTX 2080's memory nor its Ti's */
+        {"RTX-2080", 24.0, "", 0.0, 0.0, 0.0},
+        /* a "2080" with 11 GB (10.76 GiB as CUDA reports it) is the 2080
+         * Ti: its 13.4 TF fp32 (Turing whitepaper), not the 2080's 10.1 */
+        {"RTX-2080", 10.76, "", 0.0, 13.4, 0.0},
+        {"RTX-2080", 8.0, "", 0.0, 10.1, 0.0},
+        /* "A100" is the 40 GB part; with 80 GB the 80 GB one (the same
+         * peaks, A100 datasheet); "L4" with 48 GB is no L4 (nor the L40S) */
+        {"A100", 80.0, "", 0.0, 19.5, 156.0},
+        {"L4", 48.0, "", 0.0, 0.0, 0.0},
+        {"Lab-GPU", 24.0, "", 0.0, 0.0, 0.0},
+    };
     char json[1024];
     fmt_cluster c;
     util_error err;
+    size_t i;
 
     memset(&err, 0, sizeof err);
-    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", 24.0, "", "Titan-RTX");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_str_eq(c.types[0].name, "Titan-RTX");
-    ck_assert_double_eq_tol(c.types[0].flops_fp32, 16.3e12, 1e6);
-    ck_assert(c.types[0].flops_tf32 == 0.0);
-    ck_assert(c.types[0].flops_fp16 == 130.5e12 && c.types[0].flops_bf16 == 0.0);
-    fmt_cluster_free(&c);
-
-    snprintf(json, sizeof json, ONE_TYPE, "GH-96", 95.5771484375, ", \"tflops_bf16\": 989.5", "GH-96");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_double_eq_tol(c.types[0].flops_fp32, 67e12, 1e6);
-    ck_assert_double_eq_tol(c.types[0].flops_tf32, 494.5e12, 1e6);
-    ck_assert(c.types[0].mem_bw == 672e9); /* its own, not the catalogue's */
-    fmt_cluster_free(&c);
-
-    snprintf(json, sizeof json, ONE_TYPE, "Titan-RTX", 24.0, ", \"tflops_tf32\": 40", "Titan-RTX");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 40e12);
-    fmt_cluster_free(&c);
-
-    /* 24 GiB is neither the 8 GB RTX 2080's memory nor its Ti's: no fill */
-    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 24.0, "", "RTX-2080");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
-    fmt_cluster_free(&c);
-
-    /* a "2080" with 11 GB (10.76 GiB as CUDA reports it) is the 2080 Ti:
-     * its 13.4 TF fp32 (Turing whitepaper), not the 2080's 10.1 */
-    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 10.76, "", "RTX-2080");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_double_eq_tol(c.types[0].flops_fp32, 13.4e12, 1e6);
-    ck_assert(c.types[0].flops_tf32 == 0.0);
-    fmt_cluster_free(&c);
-    snprintf(json, sizeof json, ONE_TYPE, "RTX-2080", 8.0, "", "RTX-2080");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_double_eq_tol(c.types[0].flops_fp32, 10.1e12, 1e6);
-    fmt_cluster_free(&c);
-    /* "A100" is the 40 GB part; with 80 GB the 80 GB one (the same peaks,
-     * A100 datasheet); "L4" with 48 GB is no L4 (nor the L40S) */
-    snprintf(json, sizeof json, ONE_TYPE, "A100", 80.0, "", "A100");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert_double_eq_tol(c.types[0].flops_fp32, 19.5e12, 1e6);
-    ck_assert_double_eq_tol(c.types[0].flops_tf32, 156e12, 1e6);
-    fmt_cluster_free(&c);
-    snprintf(json, sizeof json, ONE_TYPE, "L4", 48.0, "", "L4");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
-    fmt_cluster_free(&c);
-
-    snprintf(json, sizeof json, ONE_TYPE, "Lab-GPU", 24.0, "", "Lab-GPU");
-    ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
-    ck_assert(c.types[0].flops_fp32 == 0.0 && c.types[0].flops_tf32 == 0.0);
-    fmt_cluster_free(&c);
+    for (i = 0; i < TU_N(cases); i++) {
+        snprintf(json, sizeof json, ONE_TYPE, cases[i].name, cases[i].gib,
+                 cases[i].extra, cases[i].name);
+        ck_assert_int_eq(fmt_parse_cluster(json, "c.json", &c, &err), UTIL_OK);
+        ck_assert_str_eq(c.types[0].name, cases[i].name);
+        ck_assert_double_eq_tol(c.types[0].flops_fp32, cases[i].fp32 * 1e12, 1e6);
+        ck_assert_double_eq_tol(c.types[0].flops_tf32, cases[i].tf32 * 1e12, 1e6);
+        ck_assert(c.types[0].flops_fp16 == 130.5e12);
+        ck_assert(c.types[0].flops_bf16 == cases[i].bf16 * 1e12);
+        ck_assert(c.types[0].mem_bw == 672e9); /* its own, not the catalogue's */
+        fmt_cluster_free(&c);
+    }
 #undef ONE_TYPE
 }
 END_TEST
