@@ -2,6 +2,7 @@
  * architecture defaults, the expansion into embedding, blocks, final
  * norm and head, and the per-kind default fields of a layer list
  * (docs/model-formulas.md). */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,16 +91,48 @@ static const family families[] = {
 
 #define NFAMILIES (sizeof families / sizeof families[0])
 
+/* Other spellings of a family: the architecture's versions and Hugging
+ * Face's config.json model_type ("gpt_neo", "gpt_neox"), which the
+ * comparison below covers by ignoring '-' and '_'. */
+static const struct {
+    const char *alias, *family;
+} family_aliases[] = {
+    {"llama2", "llama"},
+    {"llama3", "llama"},
+};
+
+/* Equal ignoring case, '-' and '_' ("GPT_Neo" is "gpt-neo"). */
+static int family_name_eq(const char *a, const char *b)
+{
+    for (;;) {
+        while (*a == '-' || *a == '_')
+            a++;
+        while (*b == '-' || *b == '_')
+            b++;
+        if (*a == '\0' || *b == '\0')
+            return *a == *b;
+        if (tolower((unsigned char)*a) != tolower((unsigned char)*b))
+            return 0;
+        a++;
+        b++;
+    }
+}
+
 /* The family of a name ("" = gpt2), NULL when unknown. */
 static const family *find_family(const char *name)
 {
-    size_t i;
+    size_t i, j;
 
     if (name == NULL || name[0] == '\0')
         return &families[0];
     for (i = 0; i < NFAMILIES; i++)
-        if (fmt_name_eq(name, families[i].name))
+        if (family_name_eq(name, families[i].name))
             return &families[i];
+    for (j = 0; j < sizeof family_aliases / sizeof family_aliases[0]; j++)
+        if (family_name_eq(name, family_aliases[j].alias))
+            for (i = 0; i < NFAMILIES; i++)
+                if (strcmp(family_aliases[j].family, families[i].name) == 0)
+                    return &families[i];
     return NULL;
 }
 

@@ -389,6 +389,53 @@ START_TEST(test_invalid_specs)
 }
 END_TEST
 
+/* Spellings of a family that users copy from elsewhere (Hugging Face's
+ * config.json model_type, the version in the name) resolve to the family
+ * itself: its canonical name and its defaults (section comments of
+ * formats/transformer.c); near misses stay errors. */
+START_TEST(test_family_spellings)
+{
+    static const struct {
+        const char *given, *family;
+        int mlp, positions, norm, tied;
+    } ok[] = {
+        {"GPT2", "gpt2", FMT_MLP_GELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, 1},
+        {"gpt-2", "gpt2", FMT_MLP_GELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, 1},
+        {"gpt_neo", "gpt-neo", FMT_MLP_GELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, 1},
+        {"GPTNeo", "gpt-neo", FMT_MLP_GELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, 1},
+        {"gpt_neox", "gpt-neox", FMT_MLP_GELU, FMT_POS_ROTARY, FMT_NORM_LAYERNORM, 0},
+        {"OPT", "opt", FMT_MLP_RELU, FMT_POS_LEARNED, FMT_NORM_LAYERNORM, 1},
+        {"Llama-2", "llama", FMT_MLP_SWIGLU, FMT_POS_ROTARY, FMT_NORM_RMSNORM, 0},
+        {"llama3", "llama", FMT_MLP_SWIGLU, FMT_POS_ROTARY, FMT_NORM_RMSNORM, 0},
+    };
+    static const char *bad[] = {"gpt-neoy", "llama4", "neo", "-", "gpt"};
+    fmt_transformer_spec sp;
+    fmt_model m;
+    util_error err;
+    size_t i;
+
+    for (i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        spec_of(&sp, "m", ok[i].given, 4, 256, 4, 128, 1000);
+        memset(&m, 0, sizeof m);
+        ck_assert_msg(fmt_model_from_transformer(&sp, &m, &err) == UTIL_OK,
+                      "'%s': %s", ok[i].given, err.msg);
+        ck_assert_str_eq(m.family, ok[i].family);
+        ck_assert_int_eq(m.mlp, ok[i].mlp);
+        ck_assert_int_eq(m.positions, ok[i].positions);
+        ck_assert_int_eq(m.norm, ok[i].norm);
+        ck_assert_int_eq(m.layers[0].tied_group > 0, ok[i].tied);
+        fmt_model_free(&m);
+    }
+    for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        spec_of(&sp, "m", bad[i], 4, 256, 4, 128, 1000);
+        memset(&m, 0, sizeof m);
+        ck_assert_int_eq(fmt_model_from_transformer(&sp, &m, &err), UTIL_EFIELD);
+        ck_assert_str_eq(err.path, "transformer.family");
+        ck_assert_ptr_null(m.layers);
+    }
+}
+END_TEST
+
 /* ---- layer defaults -------------------------------------------------- */
 
 static void unset(fmt_layer *l)
@@ -643,6 +690,7 @@ static Suite *model_suite(void)
     tcase_add_test(tc, test_dtype_and_overrides);
     tcase_add_test(tc, test_llama);
     tcase_add_test(tc, test_invalid_specs);
+    tcase_add_test(tc, test_family_spellings);
     tcase_add_test(tc, test_layer_defaults);
     tcase_add_test(tc, test_gpt2_amp_example);
     tcase_add_test(tc, test_shorthand_examples);
