@@ -2,12 +2,37 @@
  * file with the cost model instead of searching; its options, inputs and
  * output are plan's (plan.c).  --time-limit: once it has passed no
  * further strategy is scored (the first always is); the plan holds those
- * scored, with status "time-limit". */
+ * scored, with status "time-limit".  A strategy without stage boundaries
+ * gets plan's layer assignment for its degrees and ranks. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "commands.h"
+
+/* A strategy that left out its stage boundaries gets the layer
+ * assignment plan would give its degrees and ranks (AMP's DP with
+ * memory); when no split fits memory it keeps the even split, so the
+ * plan says which rank does not fit.  Exit code. */
+static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
+{
+    util_error err;
+    int rc;
+
+    memset(&err, 0, sizeof err);
+    rc = search_assign_layers(&r->c, &r->m, r->profile, &r->cp, s, &err);
+    if (rc == UTIL_EINFEASIBLE) {
+        if (!r->o.out.quiet)
+            fprintf(stderr, "planner: note: '%s': strategies[%d]: no split of "
+                            "the layers fits memory (%s); scored with the "
+                            "layers split evenly\n",
+                    r->o.strategies, i, err.msg);
+        return CMD_EXIT_OK;
+    }
+    if (rc != UTIL_OK)
+        return cmd_report_error(&err);
+    return CMD_EXIT_OK;
+}
 
 int cmd_evaluate(int argc, char **argv)
 {
@@ -40,6 +65,9 @@ int cmd_evaluate(int argc, char **argv)
             break; /* the strategies from i on are not scored */
         if (r.o.schedule_set) /* the command line overrides the file */
             strats[i].schedule = r.cp.schedule;
+        if (strats[i].bounds_open &&
+            (code = evaluate_split(&r, &strats[i], i)) != CMD_EXIT_OK)
+            goto done;
         if (cost_evaluate(&r.c, &r.m, r.profile, &r.cp, &strats[i], &rs[i], &err) !=
             UTIL_OK) {
             code = cmd_report_error(&err);

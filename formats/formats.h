@@ -310,6 +310,9 @@ typedef struct fmt_strategy {
                                over the DP group; -1 = cost_params.zero_stage */
     int offload;            /* enum fmt_offload: where the optimizer state
                                lives; -1 = cost_params.offload */
+    int bounds_open;        /* 1: the input left the stage boundaries to the
+                               planner; bounds holds an even split of the
+                               layers until the caller chooses (0) */
 } fmt_strategy;
 
 /* Optimizer offload (ZeRO-Offload, Ren et al. USENIX ATC'21): the fp32
@@ -480,8 +483,13 @@ int fmt_profile_from_amp(const char *path, const char *key,
  *   "stage_boundaries":[0,7,14,20,30], "ranks":[...optional...]}]}.
  * Without "ranks" the Megatron placement (rank r on device r) is used
  * and tp * dp * pp must equal the GPU count; with "ranks" it may be
- * smaller (the GPUs no rank names are idle).  Every strategy is checked with fmt_strategy_check.  *out is a malloc'd
- * array of *n strategies; free each with fmt_strategy_free, then free(). */
+ * smaller (the GPUs no rank names are idle).  Every strategy is checked
+ * with fmt_strategy_check.  *out is a malloc'd array of *n strategies;
+ * free each with fmt_strategy_free, then free().  fmt_parse_strategies
+ * (plans and trials read their strategies with it) requires
+ * "stage_boundaries"; fmt_load_strategies (the file of evaluate) lets a
+ * strategy leave them out: it then has bounds_open = 1 and an even split
+ * of the layers, which the caller replaces (search_assign_layers). */
 int fmt_parse_strategies(const char *text, const char *file,
                           const fmt_cluster *c, const fmt_model *m,
                           int global_batch, fmt_strategy **out, int *n,

@@ -79,9 +79,10 @@ const char *const fmt_strategy_keys[] = {"tp", "dp", "pp", "mbs", "schedule", "v
                                          "zero", "recompute", "sequence_parallel",
                                          "stage_boundaries", "ranks", "offload", NULL};
 
+/* open: stage_boundaries may be left out (fmt_load_strategies). */
 static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                           const fmt_cluster *c, const fmt_model *m, int gb,
-                          const char *const *keys, fmt_strategy *s)
+                          const char *const *keys, int open, fmt_strategy *s)
 {
     const cJSON *jb = NULL, *jr, *v;
     const char *sched = NULL, *rec = NULL, *off = NULL;
@@ -108,8 +109,8 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_str_ref(cx, e, p, "recompute", 0, &rec)) != UTIL_OK ||
         (rc = parse_flag(cx, e, p, "sequence_parallel", &sp)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, e, p, "offload", 0, &off)) != UTIL_OK ||
-        (rc = fmt_sub_field(cx, e, p, "stage_boundaries", FMT_F_REQ, FMT_K_ARR,
-                            &jb)) != UTIL_OK)
+        (rc = fmt_sub_field(cx, e, p, "stage_boundaries", open ? 0 : FMT_F_REQ,
+                            FMT_K_ARR, &jb)) != UTIL_OK)
         return rc;
     /* fewer ranks than GPUs only with explicit ranks: the rest are idle */
     if ((long long)tp * dp > c->ndevices ||
@@ -154,7 +155,7 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                         FMT_MAX_VPP, vpp);
     }
     util_json_key(fp, sizeof fp, p, "stage_boundaries");
-    nb = cJSON_GetArraySize(jb);
+    nb = jb != NULL ? cJSON_GetArraySize(jb) : pp + 1;
     if (nb != pp + 1)
         return fmt_fail(cx, UTIL_EINVAL, fp,
                         "expected %d entries (pp + 1), got %d", pp + 1, nb);
@@ -167,14 +168,22 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     s->recompute = recompute;
     s->zero = zero;
     s->offload = offload;
-    i = 0;
-    cJSON_ArrayForEach(v, jb)
-    {
-        util_json_index(ep, sizeof ep, fp, i);
-        if ((rc = fmt_int_value(cx, v, ep, 0, &s->bounds[i])) != UTIL_OK)
-            goto done;
-        i++;
+    if (jb == NULL) {
+        /* the caller chooses them; until then the layers split evenly
+         * (pp <= layers is checked below) */
+        s->bounds_open = 1;
+        for (i = 0; i <= pp; i++)
+            s->bounds[i] = (int)((long long)i * m->nlayers / pp);
     }
+    i = 0;
+    if (jb != NULL)
+        cJSON_ArrayForEach(v, jb)
+        {
+            util_json_index(ep, sizeof ep, fp, i);
+            if ((rc = fmt_int_value(cx, v, ep, 0, &s->bounds[i])) != UTIL_OK)
+                goto done;
+            i++;
+        }
     jr = fmt_field(e, "ranks");
     if (jr != NULL) {
         util_json_key(fp, sizeof fp, p, "ranks");
@@ -206,11 +215,27 @@ int fmt_parse_strategies(const char *text, const char *file,
                                      out, n, err);
 }
 
+static int parse_strategies(const char *text, const char *file,
+                            const fmt_cluster *c, const fmt_model *m,
+                            int global_batch, const char *const *root_keys,
+                            const char *const *keys, int open, fmt_strategy **out,
+                            int *n, util_error *err);
+
 int fmt_parse_strategies_keys(const char *text, const char *file,
                               const fmt_cluster *c, const fmt_model *m,
                               int global_batch, const char *const *root_keys,
                               const char *const *keys, fmt_strategy **out,
                               int *n, util_error *err)
+{
+    return parse_strategies(text, file, c, m, global_batch, root_keys, keys, 0,
+                            out, n, err);
+}
+
+static int parse_strategies(const char *text, const char *file,
+                            const fmt_cluster *c, const fmt_model *m,
+                            int global_batch, const char *const *root_keys,
+                            const char *const *keys, int open, fmt_strategy **out,
+                            int *n, util_error *err)
 {
     fmt_read_ctx cx;
     cJSON *root = NULL;
@@ -259,7 +284,7 @@ int fmt_parse_strategies_keys(const char *text, const char *file,
     cJSON_ArrayForEach(e, js)
     {
         util_json_index(p, sizeof p, "strategies", k);
-        if ((rc = parse_strategy(&cx, e, p, c, m, gb, keys, &arr[k])) != UTIL_OK)
+        if ((rc = parse_strategy(&cx, e, p, c, m, gb, keys, open, &arr[k])) != UTIL_OK)
             goto done;
         k++;
     }
@@ -288,8 +313,9 @@ static int parse_strategies_text(const char *text, const char *file,
 {
     const strategies_arg *a = arg;
 
-    return fmt_parse_strategies(text, file, a->c, a->m, a->global_batch, out,
-                                a->n, err);
+    return parse_strategies(text, file, a->c, a->m, a->global_batch,
+                            fmt_strategies_root_keys, fmt_strategy_keys, 1, out,
+                            a->n, err);
 }
 
 int fmt_load_strategies(const char *path, const fmt_cluster *c,

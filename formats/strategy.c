@@ -51,6 +51,7 @@ int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src)
     dst->recompute = src->recompute;
     dst->zero = src->zero;
     dst->offload = src->offload;
+    dst->bounds_open = src->bounds_open;
     memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
     memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
     memcpy(dst->placement, src->placement, sizeof dst->placement);

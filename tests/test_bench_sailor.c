@@ -4,7 +4,8 @@
  * are missing is left out of the scores with its reason, a profile that
  * does not load leaves its model's runs scored analytically, and in both
  * cases the other runs get the very figures they get in a folder of their
- * own, the exit status is 1 and the document says why. */
+ * own, the exit status is 1 and the document says why; a strategy without
+ * stage boundaries is scored. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -191,10 +192,37 @@ START_TEST(test_bad_profile_scored_analytically)
 }
 END_TEST
 
+/* A strategy file that leaves out the stage boundaries is scored with
+ * the split planner evaluate gives it: with one stage, the same figures
+ * as the boundaries [0, layers]. */
+START_TEST(test_open_boundaries_scored)
+{
+    char runs[600];
+    double t0, p0;
+    cJSON *doc;
+    const cJSON *run;
+    int status;
+
+    alone(&t0, &p0);
+    put("good_strat.json",
+        "{\"strategies\": [{\"tp\": 1, \"dp\": 2, \"pp\": 1, \"mbs\": 2}]}");
+    snprintf(runs, sizeof runs, "[%s]", good_run);
+    put("runs.json", runs);
+    doc = bench(&status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 0);
+    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
+    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
+    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
+    cJSON_Delete(doc);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_missing_run_not_scored,
-                                  test_bad_profile_scored_analytically};
+                                  test_bad_profile_scored_analytically,
+                                  test_open_boundaries_scored};
     const tu_case cases[] = {
         {"core", tests, TU_N(tests), 0.0, setup, teardown}};
 
