@@ -5,7 +5,8 @@
  * with headless Chromium: the PNG screenshot is decoded here (zlib) and
  * must not be blank, and the legend, axis and plot regions that
  * report_svg reports must hold drawn pixels while a margin stays
- * white.  Without chromium (or zlib) the rendering tests say so and skip. */
+ * white.  The rendering check is the ctest entry test_report_render_tool:
+ * without chromium (or zlib) it says so and is reported as skipped. */
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
@@ -577,11 +578,27 @@ static double box_ink(const image *img, const report_box *b)
 }
 #endif
 
+/* Why the rendering check cannot run here, NULL when it can. */
+static const char *browser_absent(void)
+{
+#if !defined(HETPLAN_HAVE_ZLIB)
+    return "the Chromium rendering check needs zlib to decode the screenshots "
+           "(install zlib1g-dev and configure again)";
+#else
+    char chromium[PATHN];
+
+    if (!find_chromium(chromium, sizeof chromium))
+        return "the Chromium rendering check needs chromium "
+               "(scripts/install-deps.sh installs it; HETPLAN_CHROMIUM=PATH "
+               "selects one)";
+    return NULL;
+#endif
+}
+
 START_TEST(renders_in_chromium)
 {
 #if !defined(HETPLAN_HAVE_ZLIB)
-    printf("test_report_render: skipping the Chromium rendering check: built without zlib "
-           "(install zlib1g-dev)\n");
+    ck_abort_msg("%s", browser_absent());
 #else
     char chromium[PATHN], svg_path[2048], png[2048], blank_svg[2048], html_path[2048];
     plan_doc d;
@@ -594,11 +611,7 @@ START_TEST(renders_in_chromium)
     image img;
     int i, n;
 
-    if (!find_chromium(chromium, sizeof chromium)) {
-        printf("test_report_render: skipping the Chromium rendering check: chromium not found "
-               "(scripts/install-deps.sh installs it; HETPLAN_CHROMIUM=PATH selects one)\n");
-        return;
-    }
+    ck_assert_msg(find_chromium(chromium, sizeof chromium), "%s", browser_absent());
     /* the report of a shipped plan, as `planner report` makes it */
     memset(&d, 0, sizeof d);
     memset(r, 0, sizeof r);
@@ -690,29 +703,43 @@ START_TEST(renders_in_chromium)
 }
 END_TEST
 
-int main(void)
+static Suite *plain_suite(void)
 {
     Suite *s = suite_create("report");
-    TCase *t = tcase_create("svg"), *c = tcase_create("cli"), *b = tcase_create("browser");
-    int failed;
+    TCase *t = tcase_create("svg"), *c = tcase_create("cli");
+
+    tcase_add_test(t, svg_text_has_everything);
+    tcase_add_test(t, html_has_svg_and_tables);
+    tcase_add_test(t, no_timeline_and_bad_input);
+    tcase_add_test(t, dense_timeline_is_downsampled);
+    tcase_add_test(c, cli_report);
+    suite_add_tcase(s, t);
+    suite_add_tcase(s, c);
+    return s;
+}
+
+static Suite *browser_suite(void)
+{
+    Suite *s = suite_create("report_browser");
+    TCase *b = tcase_create("browser");
+
+    tcase_set_timeout(b, 400);
+    tcase_add_test(b, renders_in_chromium);
+    suite_add_tcase(s, b);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
     const char *tmp = getenv("TMPDIR");
+    int code;
 
     snprintf(tmp_dir, sizeof tmp_dir, "%s/hetplan-report.XXXXXX", tmp ? tmp : "/tmp");
     if (mkdtemp(tmp_dir) == NULL) {
         perror("mkdtemp");
         return 1;
     }
-    tcase_add_test(t, svg_text_has_everything);
-    tcase_add_test(t, html_has_svg_and_tables);
-    tcase_add_test(t, no_timeline_and_bad_input);
-    tcase_add_test(t, dense_timeline_is_downsampled);
-    tcase_add_test(c, cli_report);
-    tcase_set_timeout(b, 400);
-    tcase_add_test(b, renders_in_chromium);
-    suite_add_tcase(s, t);
-    suite_add_tcase(s, c);
-    suite_add_tcase(s, b);
-    failed = tu_run(s) != EXIT_SUCCESS;
+    code = tu_main_tool(argc, argv, plain_suite, browser_suite, browser_absent);
     tu_remove_tree(tmp_dir);
-    return failed == 0 ? 0 : 1;
+    return code;
 }

@@ -145,6 +145,30 @@ static inline int tu_main(int argc, char **argv, Suite *(*plain)(void),
     return tu_run(data());
 }
 
+/* main() of a test program whose check that needs an outside program
+ * (groff, Chromium) is in a suite of its own: without arguments it runs
+ * plain(); with "--tool" (the program's second ctest entry, <name>_tool)
+ * it runs tool(), or, when absent() returns why the program cannot run
+ * (NULL when it can), prints that and exits TU_SKIP. */
+static inline int tu_main_tool(int argc, char **argv, Suite *(*plain)(void),
+                               Suite *(*tool)(void), const char *(*absent)(void))
+{
+    const char *why;
+
+    if (argc < 2)
+        return tu_run(plain());
+    if (strcmp(argv[1], "--tool") != 0) {
+        fprintf(stderr, "usage: %s [--tool]\n", argv[0]);
+        return EXIT_FAILURE;
+    }
+    if ((why = absent()) != NULL) {
+        printf("skipped: %s\n", why);
+        fflush(stdout);
+        return TU_SKIP;
+    }
+    return tu_run(tool());
+}
+
 /* ---- tests/testutil.c -------------------------------------------------- */
 
 /* Bytes/s per Gbit/s. */
