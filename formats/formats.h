@@ -487,13 +487,18 @@ int fmt_profile_from_amp(const char *path, const char *key,
  * with fmt_strategy_check.  *out is a malloc'd array of *n strategies;
  * free each with fmt_strategy_free, then free().  fmt_parse_strategies
  * (plans and trials read their strategies with it) requires
- * "stage_boundaries"; fmt_load_strategies (the file of evaluate) lets a
- * strategy leave them out: it then has bounds_open = 1 and an even split
- * of the layers, which the caller replaces (search_assign_layers). */
+ * "stage_boundaries"; fmt_parse_strategies_open and fmt_load_strategies
+ * (the file of evaluate) let a strategy leave them out: it then has
+ * bounds_open = 1 and an even split of the layers, which the caller
+ * replaces (search_assign_layers). */
 int fmt_parse_strategies(const char *text, const char *file,
                           const fmt_cluster *c, const fmt_model *m,
                           int global_batch, fmt_strategy **out, int *n,
                           util_error *err);
+int fmt_parse_strategies_open(const char *text, const char *file,
+                              const fmt_cluster *c, const fmt_model *m,
+                              int global_batch, fmt_strategy **out, int *n,
+                              util_error *err);
 int fmt_load_strategies(const char *path, const fmt_cluster *c,
                          const fmt_model *m, int global_batch,
                          fmt_strategy **out, int *n, util_error *err);

@@ -308,14 +308,23 @@ typedef struct strategies_arg {
     int *n;
 } strategies_arg;
 
+int fmt_parse_strategies_open(const char *text, const char *file,
+                              const fmt_cluster *c, const fmt_model *m,
+                              int global_batch, fmt_strategy **out, int *n,
+                              util_error *err)
+{
+    return parse_strategies(text, file, c, m, global_batch,
+                            fmt_strategies_root_keys, fmt_strategy_keys, 1, out, n,
+                            err);
+}
+
 static int parse_strategies_text(const char *text, const char *file,
                                  const void *arg, void *out, util_error *err)
 {
     const strategies_arg *a = arg;
 
-    return parse_strategies(text, file, a->c, a->m, a->global_batch,
-                            fmt_strategies_root_keys, fmt_strategy_keys, 1, out,
-                            a->n, err);
+    return fmt_parse_strategies_open(text, file, a->c, a->m, a->global_batch, out,
+                                     a->n, err);
 }
 
 int fmt_load_strategies(const char *path, const fmt_cluster *c,
