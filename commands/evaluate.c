@@ -12,8 +12,9 @@
 
 /* A strategy that left out its stage boundaries gets the layer
  * assignment plan would give its degrees and ranks (AMP's DP with
- * memory); when no split fits memory it keeps the even split, so the
- * plan says which rank does not fit.  Exit code. */
+ * memory); when none fits memory (or the stages outnumber the layers
+ * holding parameters) it keeps the even split, so the plan says which
+ * rank does not fit or which stage is empty.  Exit code. */
 static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
 {
     util_error err;
@@ -23,9 +24,9 @@ static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
     rc = search_assign_layers(&r->c, &r->m, r->profile, &r->cp, s, &err);
     if (rc == UTIL_EINFEASIBLE) {
         if (!r->o.out.quiet)
-            fprintf(stderr, "planner: note: '%s': strategies[%d]: no split of "
-                            "the layers fits memory (%s); scored with the "
-                            "layers split evenly\n",
+            fprintf(stderr, "planner: note: '%s': strategies[%d]: no layer "
+                            "split for it: %s; scored with the layers split "
+                            "evenly\n",
                     r->o.strategies, i, err.msg);
         return CMD_EXIT_OK;
     }
