@@ -195,37 +195,6 @@ static int largest_node(const fmt_cluster *c, int smallest)
     return v;
 }
 
-/* Remember the rejected strategy closest to fitting: its
- * device with the least headroom, while nothing fits yet. */
-static void note_miss(const fmt_cluster *c, const fmt_strategy *s,
-                      const cost_result *r, search_result *res)
-{
-    int w = r->worst_rank, host;
-    double short_new, short_old;
-
-    if (res->n > 0 || r->mem_bytes == NULL || w < 0 || w >= r->nranks)
-        return;
-    /* the GPUs fit, the host memory of an offloading node does not */
-    host = r->mem_bytes[w] <= r->mem_cap[w] && r->host_node >= 0 &&
-           r->host_bytes > r->host_cap;
-    short_new = host ? r->host_bytes - r->host_cap : r->mem_bytes[w] - r->mem_cap[w];
-    short_old = res->miss.need - res->miss.cap;
-    if (res->miss.need > 0.0 && short_new >= short_old)
-        return;
-    res->miss.host_short = host;
-    if (host)
-        memcpy(res->miss.host_node, c->nodes[r->host_node].name,
-               sizeof res->miss.host_node); /* both 64 bytes */
-    res->miss.tp = s->tp;
-    res->miss.dp = s->dp;
-    res->miss.pp = s->pp;
-    res->miss.mbs = s->mbs;
-    res->miss.stage = w / (s->tp * s->dp);
-    res->miss.device = s->ranks[w];
-    res->miss.need = host ? r->host_bytes : r->mem_bytes[w];
-    res->miss.cap = host ? r->host_cap : r->mem_cap[w];
-}
-
 /* Memory before the full cost: 0 when a stage's even-split memory
  * (the cost model's, as cost_evaluate computes it) exceeds the smallest
  * device of that stage.  1 with uneven shards (not checked here). */
@@ -400,7 +369,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
         if (r.fits && arc == UTIL_EINFEASIBLE) /* the uniform split fits */
             res->rejected_memory--;
         if (!r.fits)
-            note_miss(c, &s, &r, res);
+            search_note_miss(c, &s, &r, res);
         if (!r.fits && !sp->keep_infeasible) {
             fmt_strategy_free(&s);
             cost_result_free(&r);
@@ -649,63 +618,8 @@ static int search_all(const fmt_cluster *c, const fmt_model *m,
             goto done;
         }
     }
-    if (out->n == 0 && out->miss.need > 0.0 && out->miss.host_short) {
-        const search_memory_miss *x = &out->miss;
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no strategy fits in memory: the closest (tp %d, dp %d, "
-                            "pp %d, mbs %d) fits its GPUs but offloads %.2f GiB of "
-                            "optimizer state to node '%s', which has %.2f GiB of "
-                            "host memory; %ld candidates rejected for memory, %ld "
-                            "for divisibility (try more host memory or more GPUs)",
-                            x->tp, x->dp, x->pp, x->mbs, x->need / 1073741824.0,
-                            x->host_node, x->cap / 1073741824.0,
-                            out->rejected_memory, out->rejected_other);
-        goto done;
-    }
-    if (out->n == 0 && out->miss.need > 0.0) {
-        const search_memory_miss *x = &out->miss;
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no strategy fits in memory: the closest (tp %d, dp %d, "
-                            "pp %d, mbs %d) needs %.2f GiB on device %d (%s, "
-                            "stage %d), which has %.2f GiB; %ld candidates "
-                            "rejected for memory, %ld for divisibility (try a "
-                            "smaller micro-batch, ZeRO, recomputation or more "
-                            "GPUs)", x->tp, x->dp, x->pp, x->mbs,
-                            x->need / 1073741824.0, x->device,
-                            fmt_device(c, x->device)->name, x->stage,
-                            x->cap / 1073741824.0, out->rejected_memory,
-                            out->rejected_other);
-        goto done;
-    }
-    /* a fixed interleaving that no point admits says so first */
-    if (out->n == 0 && out->space == 0 && sp->vpp > 1 &&
-        sp->method == SEARCH_METHOD_AMP) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no strategy runs %d model chunks per device: "
-                            "interleaving needs pp >= 2, the 1f1b schedule, "
-                            "a micro-batch count divisible by pp and at least "
-                            "pp chunks of %d blocks (model '%s' has %d blocks)",
-                            sp->vpp, sp->vpp, m->name, search_blocks(m));
-        goto done;
-    }
-    if (out->n == 0 && out->rejected_stages > 0 && out->rejected_memory == 0) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no runnable strategy: model '%s' has %d layers "
-                            "holding parameters, and every pipeline stage needs "
-                            "one (%ld candidates with more stages ruled out, %ld "
-                            "for divisibility)", m->name, cost_param_layers(m),
-                            out->rejected_stages,
-                            out->rejected_other - out->rejected_stages);
-        goto done;
-    }
-    if (out->n == 0) {
-        rc = util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
-                            "no strategy fits in memory: %ld candidates "
-                            "rejected for memory, %ld for divisibility (try a "
-                            "smaller micro-batch, ZeRO, recomputation or more "
-                            "GPUs)", out->rejected_memory, out->rejected_other);
-        goto done;
-    }
+    if (out->n == 0)
+        rc = search_explain_none(c, m, cp, sp, out, err);
 done:
     enum_state_free(&est);
     if (rc != UTIL_OK)

@@ -101,6 +101,16 @@ int search_plan_exact(const fmt_cluster *c, const fmt_model *m,
 
 /* Transformer blocks of the model. */
 int search_blocks(const fmt_model *m);
+/* While res holds no strategy, remember s (rejected for memory with
+ * result r) when it comes closer to fitting than res->miss
+ * (search/miss.c). */
+void search_note_miss(const fmt_cluster *c, const fmt_strategy *s,
+                      const cost_result *r, search_result *res);
+/* The error of a search that kept no strategy (out->n == 0): the
+ * closest candidate and what could make one fit; UTIL_EINFEASIBLE. */
+int search_explain_none(const fmt_cluster *c, const fmt_model *m,
+                        const cost_params *cp, const search_params *sp,
+                        const search_result *out, util_error *err);
 /* 1 when every node has the same device type, GPU count, links and
  * region and no link override exists: every placement is then the same
  * up to symmetry and a placement search cannot gain. */

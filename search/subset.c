@@ -718,14 +718,8 @@ int search_plan_subsets(const fmt_cluster *c, const fmt_model *m,
             util_error_set(&x.all_err, UTIL_EINFEASIBLE, NULL, NULL,
                            "no strategy found that the launcher runs exactly: %s",
                            x.lc_why);
-        if (err != NULL) {
-            size_t len = strlen(x.all_err.msg);
+        if (err != NULL) /* a memory headroom is named in its remedies */
             *err = x.all_err;
-            if (sp->memory_headroom > 0.0 && len + 1 < sizeof err->msg)
-                snprintf(err->msg + len, sizeof err->msg - len,
-                         " (capacities less the %g%% memory headroom)",
-                         100.0 * sp->memory_headroom);
-        }
         goto done;
     }
     qsort(x.pool, (size_t)x.npool, sizeof *x.pool, pool_cmp);

@@ -446,6 +446,26 @@ START_TEST(cli_no_fit_names_device)
                       strstr(err, "which has 15.00 GiB") != NULL,
                   "message: %s", err);
     ck_assert_str_eq(out, "");
+    /* what the search did not try: offload without host memory in the
+     * cluster file, more GPUs; nothing it searched (ZeRO, recomputation) */
+    ck_assert_msg(strstr(err, "(try: optimizer offload (needs host_memory_gib on "
+                              "every node); more GPUs or GPUs with more memory)") != NULL,
+                  "message: %s", err);
+    free(out);
+    free(err);
+    /* each setting that held a remedy back is named, with its value */
+    snprintf(args, sizeof args, "--cluster '%s' --model '" EXAMPLES "llama-7b.json' "
+             "--zero 1 --recompute-level selective --offload none "
+             "--memory-headroom 10 --max-tp 1 --precision fp32", path);
+    rc = planner(args, &out, &err);
+    ck_assert_int_eq(rc, 4);
+    ck_assert_msg(strstr(err, "(try: ZeRO above stage 1 (held fixed); full "
+                              "recomputation ('selective' held fixed); optimizer "
+                              "offload (held off); less headroom (10% kept free); "
+                              "tensor parallelism above 1 (the limit); 16-bit mixed "
+                              "precision (the model trains in fp32); more GPUs or "
+                              "GPUs with more memory)") != NULL,
+                  "message: %s", err);
     free(out);
     free(err);
 }

@@ -49,7 +49,7 @@ typedef struct util_error {
     int code;         /* one of enum util_status */
     char file[256];   /* input file concerned, "" if none */
     char path[160];   /* JSON path inside it, e.g. "nodes[2].gpus", "" if none */
-    char msg[320];    /* what was expected and what was found */
+    char msg[512];    /* what was expected and what was found */
 } util_error;
 
 /* Fill *err (NULL-safe) and return code.  printf-style message. */
