@@ -24,6 +24,7 @@
  * makes the exit status 1, after the scores of the others.  When the data
  * folder is absent the object says it was skipped (exit status 0). */
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,12 +45,33 @@
  * into OPT files that describe a GPT-2 block, the others as written. */
 static const char *run_mlp = NULL;
 
-/* One run of runs.json. */
+/* One run of runs.json; a measurement that is null is -1: measured_s
+ * of a run that did not run (left out of every score; counted among the
+ * failed runs, and among those predicted not to fit when so), the peak of
+ * a run whose memory was not measured (left out of the memory scores). */
 typedef struct sailor_run {
     const char *tag, *model;
     int gbs, tp, dp, pp, mbs;
     double measured_s, measured_peak;
 } sailor_run;
+
+/* Measurement key of run x into *v: a positive number, or -1 for null. */
+static int read_measured(const cJSON *x, const char *key, const char *where,
+                         double *v, util_error *err)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(x, key);
+
+    if (cJSON_IsNull(m)) {
+        *v = -1.0;
+        return UTIL_OK;
+    }
+    if (!cJSON_IsNumber(m) || !(m->valuedouble > 0.0) || !isfinite(m->valuedouble))
+        return util_error_set(err, UTIL_EFIELD, where, key,
+                              "expected a positive number or null, got %s",
+                              util_json_type(m));
+    *v = m->valuedouble;
+    return UTIL_OK;
+}
 
 static int read_run(const cJSON *x, const char *where, sailor_run *r,
                     util_error *err)
@@ -57,9 +79,9 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
     const bench_field f[] = {
         {x, "gbs", &r->gbs, NULL}, {x, "tp", &r->tp, NULL},
         {x, "dp", &r->dp, NULL},   {x, "pp", &r->pp, NULL},
-        {x, "mbs", &r->mbs, NULL}, {x, "measured_s", NULL, &r->measured_s},
-        {x, "measured_peak_bytes", NULL, &r->measured_peak},
+        {x, "mbs", &r->mbs, NULL},
     };
+    int rc;
 
     memset(r, 0, sizeof *r);
     r->tag = bench_str(x, "tag");
@@ -67,7 +89,14 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
     if (r->tag == NULL || r->model == NULL)
         return util_error_set(err, UTIL_EFIELD, where, "tag",
                               "expected strings 'tag' and 'model'");
-    return bench_fields(f, sizeof f / sizeof f[0], where, err);
+    if ((rc = bench_fields(f, sizeof f / sizeof f[0], where, err)) != UTIL_OK ||
+        (rc = read_measured(x, "measured_s", where, &r->measured_s, err)) != UTIL_OK ||
+        (rc = read_measured(x, "measured_peak_bytes", where, &r->measured_peak,
+                            err)) != UTIL_OK)
+        return rc;
+    if (r->measured_s < 0.0) /* a run that did not run has no peak */
+        r->measured_peak = -1.0;
+    return UTIL_OK;
 }
 
 /* ---- peak memory: the model predicts the device memory a process
@@ -82,6 +111,7 @@ static int read_run(const cJSON *x, const char *where, sailor_run *r,
 static double mem_tensor[MAX_RUNS]; /* predicted peak without the runtime */
 static double mem_cap[MAX_RUNS];
 static double mem_nocumem[MAX_RUNS]; /* predicted peak with nccl_cumem 0 */
+static int run_ran[MAX_RUNS];        /* 1: the run has a measured time */
 static int mem_pp[MAX_RUNS];
 /* Each run's subset, "<model> on <device types>", and whether its model
  * has a profile (the profile's time scores count only those runs). */
@@ -103,7 +133,7 @@ static double loo_reserve(const calib_trial *tm, int n, int skip)
     int i, k = 0;
 
     for (i = 0; i < n; i++)
-        if (i != skip) {
+        if (i != skip && tm[i].measured_s > 0.0) {
             sum += tm[i].measured_s - mem_tensor[i];
             k++;
         }
@@ -149,20 +179,20 @@ static void memory_scores(cJSON *x, const calib_trial *tm, int n,
 
     *rejects = 0;
     for (i = 0; i < n; i++) {
-        *rejects += tm[i].predicted_s > mem_cap[i];
+        *rejects += run_ran[i] && tm[i].predicted_s > mem_cap[i];
         all[i] = loo_reserve(tm, n, i);
         loo[i] = tm[i];
         loo[i].predicted_s = mem_tensor[i] + all[i];
         loo[i].fits = loo[i].predicted_s <= mem_cap[i];
-        loo_rejects += !loo[i].fits;
+        loo_rejects += run_ran[i] && !loo[i].fits;
         flat[i] = tm[i];
         flat[i].predicted_s = mem_tensor[i] + COST_RESERVE_UNKNOWN;
         flat[i].fits = flat[i].predicted_s <= mem_cap[i];
-        flat_rejects += !flat[i].fits;
+        flat_rejects += run_ran[i] && !flat[i].fits;
         old[i] = tm[i];
         old[i].predicted_s = mem_nocumem[i];
         old[i].fits = old[i].predicted_s <= mem_cap[i];
-        old_rejects += !old[i].fits;
+        old_rejects += run_ran[i] && !old[i].fits;
     }
     qsort(all, (size_t)n, sizeof all[0], cmp_double);
     reserve = n > 0 ? all[n / 2] : 0.0; /* median over runs */
@@ -332,6 +362,16 @@ static void profile_unusable(const char *model, const util_error *err,
 /* Evaluate run r: out gets its object, t[0..2] its time (profile), time
  * (analytic) and peak-memory trials; *no_profile is set when the model's
  * profile exists but cannot be used. */
+/* A measurement or a ratio to one into out: null when not measured
+ * (negative). */
+static void put_measured(cJSON *out, const char *key, double v)
+{
+    if (v > 0.0)
+        cJSON_AddNumberToObject(out, key, v);
+    else
+        cJSON_AddNullToObject(out, key);
+}
+
 static int eval_run(const char *dir, const sailor_run *r, int index,
                     cJSON *out, calib_trial *t, int *no_profile,
                     util_error *err)
@@ -425,6 +465,7 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
         double cap_n;
         mem_nocumem[index] = bench_peak(&rn, &cap_n);
         mem_pp[index] = r->pp;
+        run_ran[index] = r->measured_s > 0.0;
         run_profiled[index] = profiled;
         subset_name(&c, r->model, run_subset[index]);
         cJSON_AddStringToObject(out, "subset", run_subset[index]);
@@ -437,22 +478,19 @@ static int eval_run(const char *dir, const sailor_run *r, int index,
     cJSON_AddNumberToObject(out, "pp", r->pp);
     cJSON_AddNumberToObject(out, "mbs", r->mbs);
     cJSON_AddNumberToObject(out, "gas", s[0].gas);
-    cJSON_AddNumberToObject(out, "measured_s", r->measured_s);
+    put_measured(out, "measured_s", r->measured_s);
     cJSON_AddStringToObject(out, "mlp", mlp != NULL ? mlp : "as written");
     if (profiled)
         cJSON_AddNumberToObject(out, "predicted_s_profile", rp.iter_s);
     else
         cJSON_AddNullToObject(out, "predicted_s_profile");
     cJSON_AddNumberToObject(out, "predicted_s_analytic", ra.iter_s);
-    if (profiled)
-        cJSON_AddNumberToObject(out, "ratio_profile", rp.iter_s / r->measured_s);
-    else
-        cJSON_AddNullToObject(out, "ratio_profile");
-    cJSON_AddNumberToObject(out, "ratio_analytic", ra.iter_s / r->measured_s);
+    put_measured(out, "ratio_profile", profiled ? rp.iter_s / r->measured_s : -1.0);
+    put_measured(out, "ratio_analytic", ra.iter_s / r->measured_s);
     cJSON_AddNumberToObject(out, "estimated_layers_profile", rp.estimated);
-    cJSON_AddNumberToObject(out, "measured_peak_bytes", r->measured_peak);
+    put_measured(out, "measured_peak_bytes", r->measured_peak);
     cJSON_AddNumberToObject(out, "predicted_peak_bytes", peak);
-    cJSON_AddNumberToObject(out, "peak_ratio", peak / r->measured_peak);
+    put_measured(out, "peak_ratio", peak / r->measured_peak);
     cJSON_AddNumberToObject(out, "predicted_tensor_peak_bytes", tensor);
     cJSON_AddNumberToObject(out, "capacity_bytes", cap);
     cJSON_AddBoolToObject(out, "fits", rp.fits);
@@ -513,7 +551,7 @@ static void subsets(cJSON *doc, const calib_trial *t, int n)
         for (k = rejects = 0; k < n; k++) {
             pick[k] = strcmp(run_subset[k], run_subset[i]) == 0;
             done[k] |= pick[k];
-            rejects += pick[k] && t[3 * k + 2].predicted_s > mem_cap[k];
+            rejects += pick[k] && run_ran[k] && t[3 * k + 2].predicted_s > mem_cap[k];
         }
         x = cJSON_CreateObject();
         cJSON_AddItemToArray(arr, x);
@@ -538,14 +576,19 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
     calib_ranking rp, ra;
     cJSON *x = cJSON_AddObjectToObject(doc, "totals");
     double mem_mape;
-    int i, not_fit = 0, mem_rejects, np, nm;
+    int i, not_fit = 0, failed = 0, flagged = 0, mem_rejects, np, nm;
 
     for (i = 0; i < n; i++) {
         all[i] = 1;
-        not_fit += !t[3 * i].fits;
+        not_fit += run_ran[i] && !t[3 * i].fits;
+        failed += !run_ran[i];
+        flagged += !run_ran[i] && !t[3 * i].fits;
     }
     time_scores(x, t, n, all, &rp, &ra, &np, tm, &nm);
     cJSON_AddNumberToObject(x, "false_rejects", not_fit);
+    /* runs whose measured_s is null: they did not run */
+    cJSON_AddNumberToObject(x, "runs_failed", failed);
+    cJSON_AddNumberToObject(x, "failed_predicted_not_to_fit", flagged);
     cJSON_AddNumberToObject(x, "not_runnable", rp.runnable_rejected);
     memory_scores(x, tm, n, &mem_mape, &mem_rejects);
     subsets(doc, t, n);
@@ -556,8 +599,12 @@ static void totals(cJSON *doc, const calib_trial *t, int n)
     else
         fprintf(stderr, "(no run with a profile) ");
     fprintf(stderr, "%.1f%% analytic (rho %.3f); peak memory MAPE %.1f%%; "
-            "%d false rejects\n", 100.0 * ra.mape, ra.spearman,
+            "%d false rejects", 100.0 * ra.mape, ra.spearman,
             100.0 * mem_mape, mem_rejects);
+    if (failed > 0)
+        fprintf(stderr, "; %d runs that failed, %d of them predicted not to fit",
+                failed, flagged);
+    fprintf(stderr, "\n");
 }
 
 /* What bench_each_run's callback needs. */
@@ -621,8 +668,10 @@ int main(int argc, char **argv)
     memset(t, 0, sizeof t);
     doc = bench_doc("sailor-opt", dir, "each run's strategy evaluated by "
                     "cost_evaluate with the shipped profile and analytically; "
-                    "peak = largest over ranks; false_rejects = runs predicted "
-                    "not to fit (all ran)", &arr);
+                    "peak = largest over ranks; false_rejects = runs that ran "
+                    "(measured_s not null) predicted not to fit; a null "
+                    "measured_peak_bytes leaves the run out of the memory "
+                    "scores", &arr);
     cJSON_AddStringToObject(doc, "mlp", run_mlp != NULL ? run_mlp
                                                         : "relu for OPT files describing a gpt2 block, "
                                                           "else as written");

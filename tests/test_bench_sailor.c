@@ -5,7 +5,8 @@
  * does not load leaves its model's runs scored analytically, and in both
  * cases the other runs get the very figures they get in a folder of their
  * own, the exit status is 1 and the document says why; a strategy without
- * stage boundaries is scored. */
+ * stage boundaries is scored; null measurements leave a run out of the
+ * scores they belong to. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,11 +219,67 @@ START_TEST(test_open_boundaries_scored)
 }
 END_TEST
 
+/* A null measurement: a run whose peak was not measured is scored for
+ * time and left out of the memory scores; a run whose time is null did
+ * not run: it is left out of every score and counted as failed (here
+ * predicted to fit, so not flagged), and never as a false reject. */
+START_TEST(test_null_measurements)
+{
+    char runs[1600];
+    double t0, p0;
+    cJSON *doc;
+    const cJSON *tot, *run;
+    int status;
+
+    alone(&t0, &p0);
+    snprintf(runs, sizeof runs,
+             "[%s, {\"tag\": \"good\", \"model\": \"M\", \"gbs\": 8, \"tp\": 1,"
+             " \"dp\": 2, \"pp\": 1, \"mbs\": 2, \"measured_s\": 0.6,"
+             " \"measured_peak_bytes\": null},"
+             " {\"tag\": \"good\", \"model\": \"M\", \"gbs\": 8, \"tp\": 1,"
+             " \"dp\": 2, \"pp\": 1, \"mbs\": 2, \"measured_s\": null,"
+             " \"measured_peak_bytes\": 4000000000}]", good_run);
+    put("runs.json", runs);
+    doc = bench(&status);
+    ck_assert_int_eq(status, 0);
+    tot = get(doc, "totals");
+    ck_assert_int_eq((int)num(tot, "runs"), 3);
+    ck_assert_int_eq((int)num(get(tot, "time_analytic"), "n"), 2);
+    ck_assert_int_eq((int)num(get(tot, "peak_memory"), "n"), 1);
+    ck_assert_int_eq((int)num(tot, "runs_failed"), 1);
+    ck_assert_int_eq((int)num(tot, "failed_predicted_not_to_fit"), 0);
+    ck_assert_int_eq((int)num(tot, "false_rejects"), 0);
+    run = cJSON_GetArrayItem(get(doc, "runs"), 1);
+    ck_assert(cJSON_IsNull(get(run, "measured_peak_bytes")));
+    ck_assert(cJSON_IsNull(get(run, "peak_ratio")));
+    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
+    run = cJSON_GetArrayItem(get(doc, "runs"), 2);
+    ck_assert(cJSON_IsNull(get(run, "measured_s")));
+    ck_assert(cJSON_IsNull(get(run, "measured_peak_bytes")));
+    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
+    cJSON_Delete(doc);
+    /* a measurement that is neither a positive number nor null */
+    snprintf(runs, sizeof runs,
+             "[%s, {\"tag\": \"good\", \"model\": \"M\", \"gbs\": 8, \"tp\": 1,"
+             " \"dp\": 2, \"pp\": 1, \"mbs\": 2, \"measured_s\": -1,"
+             " \"measured_peak_bytes\": 4000000000}]", good_run);
+    put("runs.json", runs);
+    doc = bench(&status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
+    ck_assert_ptr_nonnull(strstr(get(cJSON_GetArrayItem(get(doc, "runs"), 1),
+                                     "error")->valuestring,
+                                 "positive number or null"));
+    cJSON_Delete(doc);
+}
+END_TEST
+
 int main(void)
 {
     const TTest *const tests[] = {test_missing_run_not_scored,
                                   test_bad_profile_scored_analytically,
-                                  test_open_boundaries_scored};
+                                  test_open_boundaries_scored,
+                                  test_null_measurements};
     const tu_case cases[] = {
         {"core", tests, TU_N(tests), 0.0, setup, teardown}};
 
