@@ -1,10 +1,16 @@
 /* bench/megatron_sc21.c: the analytic time model at scale, on the ten
  * weak-scaling GPT runs of Megatron-LM SC'21, Table 1 (32 to 3072 A100
- * 80GB GPUs, ../shared/data/megatron-sc21/runs.json).  Cluster, model and
- * strategy of each run are built in memory; no profile.
+ * 80GB GPUs, ../shared/data/megatron-sc21/runs.json), or on any runs.json
+ * in that layout.  Cluster, model and strategy of each run are built in
+ * memory from the file's "hardware" (a catalogue device, GPUs per node,
+ * link rates: DGX A100 80GB when absent) and each run's model, degrees,
+ * training and features; no profile.  A feature the evaluation does not
+ * model is named in the run's object and on stderr; a run that cannot be
+ * evaluated is left out of the scores with its reason (exit status 1).
  * Usage: megatron-sc21 [DATA_DIR]   (default ../shared/data/megatron-sc21).
  * Prints one JSON object on stdout and a summary line on stderr; when the
  * data folder is absent the object says it was skipped (exit status 0). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,14 +25,46 @@
 #include "calibrate.h"
 #include "bench_data.h"
 
-#define MAX_RUNS 64
-#define GPUS_PER_NODE 8
-#define DEVICE "A100-80GB" /* catalogue: A100 SXM4 80 GB */
-/* NVLink 3 + NVSwitch: 600 GB/s per GPU counting both directions, so
- * 300 GB/s = 2400 Gbit/s each way, the rate a ring step sends at. */
-#define INTRA_GBPS 2400
-/* 8 x 200 Gbit/s HDR InfiniBand per node (one HCA per GPU). */
-#define NIC_GBPS (8 * 200)
+#define MAX_RUNS 256
+
+/* The machine of the runs ("hardware" of runs.json). */
+typedef struct mega_hw {
+    const char *device;     /* catalogue name */
+    int gpus_per_node;
+    double intra_gbps;      /* per GPU and direction inside a node */
+    double nic_gbps;        /* per node */
+} mega_hw;
+
+/* DGX link rates when the file gives none, per direction: DGX A100,
+ * NVLink 3 + NVSwitch 600 GB/s per GPU counting both directions (300 GB/s
+ * = 2400 Gbit/s each way, the rate a ring step sends at) and 8 x 200
+ * Gbit/s HDR InfiniBand (one HCA per GPU); DGX H100 and H200, NVLink 4
+ * 900 GB/s (3600 Gbit/s each way) and 8 x 400 Gbit/s NDR (DGX A100 and
+ * DGX H100 user guides). */
+static const struct {
+    const char *device;
+    double intra_gbps, nic_gbps;
+} dgx_links[] = {
+    {"A100-80GB", 2400, 8 * 200},
+    {"A100-40GB", 2400, 8 * 200},
+    {"H100-SXM", 3600, 8 * 400},
+    {"H200", 3600, 8 * 400},
+};
+
+/* Features of runs.json the evaluation models; any other is reported. */
+static const char *const modelled_features[] = {
+    "recompute_full",       /* training.recompute (full recomputation) */
+    "recompute_selective",  /* selective recomputation */
+    "interleaved_schedule", /* parallel.virtual_stages */
+    "scatter_gather_p2p",   /* pipeline sends split over TP (the default) */
+    "ddp_overlap_backward", /* gradient buckets reduced during the backward */
+    "sequence_parallel",    /* Megatron sequence parallelism */
+    "distributed_optimizer",/* optimizer state sharded over DP (ZeRO-1) */
+    "flash_attention",      /* fused attention keeps no s x s scores */
+    "overlap_p2p",          /* pipeline exchanges overlapped with compute */
+    "grad_accum_fusion",    /* weight gradients accumulated in the GEMM */
+    NULL,
+};
 
 /* One run of runs.json. */
 typedef struct mega_run {
@@ -36,6 +74,51 @@ typedef struct mega_run {
     int tp, pp, dp, gpus, nodes, global_batch, micro_batch, virtual_stages;
     const cJSON *features;
 } mega_run;
+
+/* The hardware every run of the file ran on (main reads it first). */
+static const mega_hw *hw_of_runs;
+
+/* The file's "hardware" into *hw: the device (a catalogue name, "A100-SXM
+ * 80GB" spellings accepted), gpus_per_node (8), intra_gbps and nic_gbps
+ * (numbers, else the DGX rates of the device); DGX A100 80GB without it. */
+static int read_hw(const cJSON *root, const char *path, mega_hw *hw,
+                   util_error *err)
+{
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(root, "hardware");
+    const cJSON *v;
+    const char *dev = bench_str(h, "device");
+    const fmt_device_type *dt = fmt_catalog_find(dev != NULL ? dev : "A100-80GB");
+    size_t i;
+
+    memset(hw, 0, sizeof *hw);
+    if (dt == NULL)
+        return util_error_set(err, UTIL_EFIELD, path, "hardware.device",
+                              "'%s' is not in the device catalogue", dev);
+    hw->device = dt->name;
+    hw->gpus_per_node = 8;
+    v = cJSON_GetObjectItemCaseSensitive(h, "gpus_per_node");
+    if (v != NULL && bench_int(h, "gpus_per_node", path, &hw->gpus_per_node, err) != UTIL_OK)
+        return err->code;
+    if (hw->gpus_per_node < 1)
+        return util_error_set(err, UTIL_EFIELD, path, "hardware.gpus_per_node",
+                              "expected a positive integer");
+    for (i = 0; i < sizeof dgx_links / sizeof dgx_links[0]; i++)
+        if (strcmp(dgx_links[i].device, hw->device) == 0) {
+            hw->intra_gbps = dgx_links[i].intra_gbps;
+            hw->nic_gbps = dgx_links[i].nic_gbps;
+        }
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(h, "intra_gbps")))
+        hw->intra_gbps = cJSON_GetObjectItemCaseSensitive(h, "intra_gbps")->valuedouble;
+    if (cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(h, "nic_gbps")))
+        hw->nic_gbps = cJSON_GetObjectItemCaseSensitive(h, "nic_gbps")->valuedouble;
+    if (!(hw->intra_gbps > 0.0) || !(hw->nic_gbps > 0.0) ||
+        !isfinite(hw->intra_gbps) || !isfinite(hw->nic_gbps))
+        return util_error_set(err, UTIL_EFIELD, path, "hardware",
+                              "'intra_gbps' and 'nic_gbps' (positive numbers) "
+                              "are needed for '%s' nodes: the DGX rates are "
+                              "known for A100 and H100/H200 only", hw->device);
+    return UTIL_OK;
+}
 
 static int read_run(const cJSON *x, const char *where, mega_run *r,
                     util_error *err)
@@ -56,6 +139,7 @@ static int read_run(const cJSON *x, const char *where, mega_run *r,
         {pa, "virtual_stages", &r->virtual_stages, NULL},
         {me, "iteration_time_s", NULL, &r->measured_s},
     };
+    const mega_hw *hw = hw_of_runs;
     int rc;
 
     memset(r, 0, sizeof *r);
@@ -67,41 +151,44 @@ static int read_run(const cJSON *x, const char *where, mega_run *r,
         return util_error_set(err, UTIL_EFIELD, where, "name",
                               "expected strings 'name' and 'training.precision'");
     rc = bench_fields(f, sizeof f / sizeof f[0], where, err);
-    if (rc == UTIL_OK && (r->gpus % GPUS_PER_NODE != 0 ||
-                          r->gpus / GPUS_PER_NODE != r->nodes ||
+    if (rc == UTIL_OK && (r->gpus % hw->gpus_per_node != 0 ||
+                          r->gpus / hw->gpus_per_node != r->nodes ||
                           r->tp * r->pp * r->dp != r->gpus ||
                           r->pp < 1 || r->layers % r->pp != 0))
         rc = util_error_set(err, UTIL_EFIELD, where, "parallel",
                             "expected gpus = tp*pp*dp = %d * nodes and layers "
-                            "divisible by pp", GPUS_PER_NODE);
+                            "divisible by pp", hw->gpus_per_node);
+    if (rc == UTIL_OK && r->features != NULL && !cJSON_IsArray(r->features))
+        rc = util_error_set(err, UTIL_EFIELD, where, "features",
+                            "expected an array of strings");
     return rc;
 }
 
-/* `nodes` DGX A100 nodes, through the cluster reader (its default
+/* `nodes` nodes of the hardware, through the cluster reader (its default
  * latencies: the data states none). */
-static int dgx_cluster(int nodes, fmt_cluster *c, util_error *err)
+static int dgx_cluster(const mega_hw *hw, int nodes, fmt_cluster *c,
+                       util_error *err)
 {
     util_buf b = {0};
     char *text;
     int i, rc;
 
-    if (fmt_catalog_find(DEVICE) == NULL)
-        return util_error_set(err, UTIL_ENOTFOUND, NULL, NULL,
-                              "no '%s' in the device catalogue", DEVICE);
-    util_buf_printf(&b, "{\"name\": \"dgx-a100-x%d\", \"nodes\": [", nodes);
+    util_buf_printf(&b, "{\"name\": \"nodes-x%d\", \"nodes\": [", nodes);
     for (i = 0; i < nodes; i++)
-        util_buf_printf(&b, "%s{\"name\": \"dgx%d\", \"device\": \"%s\", "
-                        "\"gpus\": %d, \"intra_gbps\": %d, \"nic_gbps\": %d}",
-                        i ? ", " : "", i, DEVICE, GPUS_PER_NODE, INTRA_GBPS,
-                        NIC_GBPS);
+        util_buf_printf(&b, "%s{\"name\": \"node%d\", \"device\": \"%s\", "
+                        "\"gpus\": %d, \"intra_gbps\": %.17g, \"nic_gbps\": %.17g}",
+                        i ? ", " : "", i, hw->device, hw->gpus_per_node,
+                        hw->intra_gbps, hw->nic_gbps);
     util_buf_printf(&b, "]}");
     text = util_buf_take(&b);
     if (text == NULL)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-    rc = fmt_parse_cluster(text, "dgx-a100", c, err);
+    rc = fmt_parse_cluster(text, "hardware", c, err);
     free(text);
     return rc;
 }
+
+static int has_feature(const mega_run *r, const char *name);
 
 /* The run's GPT model, fp16 (or the run's precision). */
 static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
@@ -124,9 +211,9 @@ static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
     if (rc == UTIL_OK)
         rc = fmt_model_set_precision(m, fmt_precision_from_name(r->precision), err);
     /* Megatron-LM of 2021: scores in memory, fused scale-mask-softmax
-       (flash attention came later), dropout on the attention
-       probabilities (--attention-dropout, default 0.1) */
-    m->attention = FMT_ATTN_EAGER;
+       (flash attention came later; a run that lists it uses it), dropout
+       on the attention probabilities (--attention-dropout, default 0.1) */
+    m->attention = has_feature(r, "flash_attention") ? FMT_ATTN_FLASH : FMT_ATTN_EAGER;
     m->attn_dropout = FMT_FLAG_ON;
     return rc;
 }
@@ -172,6 +259,12 @@ static int mega_strategy(const fmt_cluster *c, const fmt_model *m,
                                         : fmt_recompute_from_name(r->recompute);
     if (s->recompute < 0)
         s->recompute = FMT_RECOMPUTE_NONE;
+    if (has_feature(r, "recompute_selective"))
+        s->recompute = FMT_RECOMPUTE_SELECTIVE;
+    if (has_feature(r, "recompute_full"))
+        s->recompute = FMT_RECOMPUTE_FULL;
+    s->sp = r->tp > 1 && has_feature(r, "sequence_parallel");
+    s->zero = has_feature(r, "distributed_optimizer") && r->dp > 1 ? 1 : 0;
     s->bounds[0] = 0;
     for (j = 1; j < r->pp; j++)
         s->bounds[j] = 1 + j * (r->layers / r->pp);
@@ -208,6 +301,32 @@ static void features_used(const mega_run *r, const fmt_model *m,
     cJSON_AddNumberToObject(x, "optimizer_bytes", cost_optimizer_bytes(m, cp));
     cJSON_AddBoolToObject(x, "scatter_gather_listed",
                           has_feature(r, "scatter_gather_p2p"));
+    cJSON_AddBoolToObject(x, "sequence_parallel", s->sp);
+    cJSON_AddNumberToObject(x, "zero", s->zero);
+    cJSON_AddStringToObject(x, "attention",
+                            m->attention == FMT_ATTN_FLASH ? "flash" : "eager");
+}
+
+/* The run's features the evaluation does not model, into out and on
+ * stderr: the prediction leaves them out. */
+static void features_not_modelled(const mega_run *r, cJSON *out)
+{
+    cJSON *arr = cJSON_AddArrayToObject(out, "features_not_modelled");
+    const cJSON *f;
+    int k;
+
+    cJSON_ArrayForEach(f, r->features)
+    {
+        const char *name = cJSON_IsString(f) ? f->valuestring : "(not a string)";
+        for (k = 0; modelled_features[k] != NULL; k++)
+            if (strcmp(modelled_features[k], name) == 0)
+                break;
+        if (modelled_features[k] != NULL)
+            continue;
+        cJSON_AddItemToArray(arr, cJSON_CreateString(name));
+        fprintf(stderr, "megatron-sc21: run '%s': feature '%s' is not modelled "
+                "(predicted without it)\n", r->name, name);
+    }
 }
 
 /* Where the predicted time goes; the terms add up to the prediction. */
@@ -256,15 +375,16 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
        Megatron's local DDP of these runs after it */
     cp.overlap_grad_reduce = has_feature(r, "ddp_overlap_backward");
     /* Megatron-LM of 2021 added every micro-batch's weight gradients into
-       main_grad in a separate pass (no gradient-accumulation fusion yet) */
-    cp.grad_accum_fusion = 0;
+       main_grad in a separate pass (no gradient-accumulation fusion yet;
+       a run that lists it has it) */
+    cp.grad_accum_fusion = has_feature(r, "grad_accum_fusion");
     /* and waited for every pipeline exchange, interleaved or not
        (p2p_communication.py: batch_isend_irecv, wait, then
-       torch.cuda.synchronize) */
-    cp.overlap_p2p = 0;
+       torch.cuda.synchronize); later releases overlap them */
+    cp.overlap_p2p = has_feature(r, "overlap_p2p");
     /* Megatron's fp16 optimizer: fp32 main weights and gradients */
     cp.optimizer_bytes = -1.0;
-    rc = dgx_cluster(r->nodes, &c, err);
+    rc = dgx_cluster(hw_of_runs, r->nodes, &c, err);
     if (rc == UTIL_OK)
         rc = gpt_model(r, &m, err);
     if (rc == UTIL_OK)
@@ -299,6 +419,7 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     cJSON_AddNumberToObject(out, "capacity_gib", cap / (1024.0 * 1024.0 * 1024.0));
     cJSON_AddBoolToObject(out, "fits", res.fits);
     features_used(r, &m, &s, &cp, out);
+    features_not_modelled(r, out);
 done:
     cost_result_free(&res);
     fmt_strategy_free(&s);
@@ -307,20 +428,41 @@ done:
     return rc;
 }
 
+/* What bench_each_run's callback needs. */
+typedef struct mega_ctx {
+    calib_trial *t;
+    int skipped;            /* runs that could not be evaluated */
+} mega_ctx;
+
 static int one_run(void *ctx, const cJSON *run, const char *where, int index,
                    cJSON *out, util_error *err)
 {
-    calib_trial *t = ctx;
+    mega_ctx *x = ctx;
     mega_run r;
+    char msg[1024];
     int rc = read_run(run, where, &r, err);
 
-    return rc == UTIL_OK ? eval_run(&r, index, out, &t[index], err) : rc;
+    if (rc == UTIL_OK)
+        rc = eval_run(&r, index, out, &x->t[index], err);
+    if (rc == UTIL_OK || rc == UTIL_ENOMEM)
+        return rc;
+    /* left out of the scores with its reason; the others are scored */
+    util_error_format(err, msg, sizeof msg);
+    if (r.name != NULL)
+        cJSON_AddStringToObject(out, "name", r.name);
+    cJSON_AddStringToObject(out, "error", msg);
+    fprintf(stderr, "megatron-sc21: %s not scored: %s\n", where, msg);
+    memset(err, 0, sizeof *err);
+    x->skipped++;
+    return BENCH_RUN_SKIPPED;
 }
 
 int main(int argc, char **argv)
 {
     char dir[4096], path[4200];
     calib_trial t[MAX_RUNS];
+    mega_ctx ctx = {t, 0};
+    mega_hw hw;
     calib_ranking rk;
     cJSON *root = NULL, *doc, *arr, *tot;
     util_error err;
@@ -330,19 +472,29 @@ int main(int argc, char **argv)
         return 0;
     memset(&err, 0, sizeof err);
     memset(t, 0, sizeof t);
-    doc = bench_doc("megatron-sc21", dir, "DGX A100 80GB nodes (NVSwitch 300 "
-                    "GB/s per direction, 8 x 200 Gbit/s HDR per node), GPT "
-                    "shorthand, Megatron placement, even split, each run's "
-                    "interleaving, recomputation and DDP overlap, analytic (no "
-                    "profile); ratio = predicted / measured", &arr);
+    doc = bench_doc("megatron-sc21", dir, "nodes of the file's hardware (DGX "
+                    "A100 80GB when it names none: NVSwitch 300 GB/s per "
+                    "direction, 8 x 200 Gbit/s HDR per node), GPT shorthand, "
+                    "Megatron placement, even split, each run's interleaving, "
+                    "recomputation, DDP overlap and listed features, analytic "
+                    "(no profile); ratio = predicted / measured", &arr);
     snprintf(path, sizeof path, "%s/runs.json", dir);
     rc = bench_read_json(path, &root, &err);
+    if (rc == UTIL_OK && (rc = read_hw(root, path, &hw, &err)) == UTIL_OK) {
+        cJSON *h = cJSON_AddObjectToObject(doc, "hardware");
+        cJSON_AddStringToObject(h, "device", hw.device);
+        cJSON_AddNumberToObject(h, "gpus_per_node", hw.gpus_per_node);
+        cJSON_AddNumberToObject(h, "intra_gbps", hw.intra_gbps);
+        cJSON_AddNumberToObject(h, "nic_gbps", hw.nic_gbps);
+        hw_of_runs = &hw;
+    }
     if (rc == UTIL_OK)
         rc = bench_each_run(cJSON_GetObjectItemCaseSensitive(root, "runs"), path,
-                            MAX_RUNS, arr, one_run, t, &n, &err);
+                            MAX_RUNS, arr, one_run, &ctx, &n, &err);
     if (rc == UTIL_OK) {
         tot = cJSON_AddObjectToObject(doc, "totals");
         cJSON_AddNumberToObject(tot, "runs", n);
+        cJSON_AddNumberToObject(tot, "runs_not_scored", ctx.skipped);
         bench_put_scores(tot, "time", t, n, &rk);
         for (i = 0; i < n; i++)
             rejects += !t[i].fits;
@@ -350,6 +502,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "megatron-sc21: %d runs: time MAPE %.1f%%, rho %.3f "
                 "(analytic); %d predicted not to fit\n", n, 100.0 * rk.mape,
                 rk.spearman, rejects);
+        if (ctx.skipped > 0)
+            rc = util_error_set(&err, UTIL_EINVAL, path, NULL,
+                                "%d of %d runs not scored (see their 'error')",
+                                ctx.skipped, n + ctx.skipped);
     }
     cJSON_Delete(root);
     return bench_finish(doc, "megatron-sc21", rc, &err);

@@ -1,0 +1,217 @@
+/* tests/test_bench_megatron.c: bench/megatron-sc21 on a runs.json in the
+ * layout of ../shared/data/megatron-sc21 built here: the file's hardware
+ * chooses the nodes (DGX A100 80GB without it, the DGX H100 rates for an
+ * H100, an unknown device refused with its reason), the features it
+ * models change the evaluation and the others are reported, and a run
+ * that cannot be evaluated is left out while the others keep their
+ * figures. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "testutil.h"
+
+#ifndef HETPLAN_BENCH_DIR
+#error "HETPLAN_BENCH_DIR must name the folder of the bench programs"
+#endif
+
+static char dir[128];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/hetplan_mbench_%ld", (long)getpid());
+    tu_remove_tree(dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+}
+
+static void teardown(void)
+{
+    tu_remove_tree(dir);
+}
+
+/* A GPT of 8 layers, hidden 2048, on 2 nodes of 8: tp 8, pp 2, with
+ * features (a JSON array's inside) and a name. */
+static void run_json(char *buf, size_t n, const char *name, const char *features)
+{
+    snprintf(buf, n,
+             "{\"name\": \"%s\", \"model\": {\"params_billion\": 0.5, \"layers\": 8,"
+             " \"hidden\": 2048, \"heads\": 16, \"seq\": 2048, \"vocab\": 51200},"
+             " \"parallel\": {\"tp\": 8, \"pp\": 2, \"dp\": 1, \"gpus\": 16,"
+             " \"nodes\": 2, \"global_batch\": 64, \"micro_batch\": 2,"
+             " \"virtual_stages\": 1},"
+             " \"training\": {\"precision\": \"bf16\", \"recompute\": \"none\"},"
+             " \"features\": [%s], \"measured\": {\"iteration_time_s\": 1.0}}",
+             name, features);
+}
+
+/* runs.json with hardware hw (NULL: none) and the runs given; the
+ * bench's document (caller deletes), *status its exit status. */
+static cJSON *bench(const char *hw, const char *runs, int *status)
+{
+    char text[8192], cmd[512], *out;
+    cJSON *doc;
+
+    snprintf(text, sizeof text, "{%s%s%s \"runs\": [%s]}", hw ? "\"hardware\": " : "",
+             hw ? hw : "", hw ? "," : "", runs);
+    tu_put(dir, "runs.json", text);
+    snprintf(cmd, sizeof cmd, "'%s/megatron-sc21' '%s' 2>/dev/null",
+             HETPLAN_BENCH_DIR, dir);
+    out = tu_capture(cmd, status);
+    doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+    free(out);
+    return doc;
+}
+
+static const cJSON *get(const cJSON *x, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, key);
+
+    ck_assert_msg(v != NULL, "no '%s'", key);
+    return v;
+}
+
+static double num(const cJSON *x, const char *key)
+{
+    const cJSON *v = get(x, key);
+
+    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
+    return v->valuedouble;
+}
+
+static const cJSON *run_at(const cJSON *doc, int i)
+{
+    return cJSON_GetArrayItem(get(doc, "runs"), i);
+}
+
+START_TEST(test_hardware)
+{
+    char r[1024];
+    cJSON *doc;
+    double a100, h100;
+    int status;
+
+    run_json(r, sizeof r, "a", "");
+    doc = bench(NULL, r, &status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_str_eq(get(get(doc, "hardware"), "device")->valuestring, "A100-80GB");
+    ck_assert_int_eq((int)num(get(doc, "hardware"), "intra_gbps"), 2400);
+    ck_assert_int_eq((int)num(get(doc, "hardware"), "nic_gbps"), 1600);
+    a100 = num(run_at(doc, 0), "predicted_s");
+    cJSON_Delete(doc);
+    /* the catalogue's spelling of the SC'21 file */
+    doc = bench("{\"device\": \"A100-SXM 80GB\", \"gpus_per_node\": 8}", r, &status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_double_eq(num(run_at(doc, 0), "predicted_s"), a100);
+    cJSON_Delete(doc);
+    /* DGX H100: NVLink 4 and 8 x 400 Gbit/s, and a faster GPU */
+    doc = bench("{\"device\": \"H100-SXM\"}", r, &status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_int_eq((int)num(get(doc, "hardware"), "intra_gbps"), 3600);
+    ck_assert_int_eq((int)num(get(doc, "hardware"), "nic_gbps"), 3200);
+    h100 = num(run_at(doc, 0), "predicted_s");
+    ck_assert_msg(h100 < a100, "H100 %.4f s not faster than A100 %.4f s", h100, a100);
+    cJSON_Delete(doc);
+    /* a device without known node links needs them stated */
+    doc = bench("{\"device\": \"L40S\"}", r, &status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring, "'intra_gbps' and "
+                                                                   "'nic_gbps'"));
+    cJSON_Delete(doc);
+    doc = bench("{\"device\": \"L40S\", \"intra_gbps\": 256, \"nic_gbps\": 400}", r,
+                &status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_str_eq(get(get(doc, "hardware"), "device")->valuestring, "L40S");
+    cJSON_Delete(doc);
+    doc = bench("{\"device\": \"Z9000\"}", r, &status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+                                 "'Z9000' is not in the device catalogue"));
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_features)
+{
+    char r[3 * 1024];
+    const char *names[] = {"plain", "sp", "flash", "dist", "odd"};
+    const char *feats[] = {
+        "", "\"sequence_parallel\"", "\"flash_attention\"",
+        "\"distributed_optimizer\", \"recompute_selective\"",
+        "\"fp8\", \"sequence_parallel\""};
+    cJSON *doc;
+    const cJSON *w, *odd;
+    size_t i, used = 0;
+    int status;
+
+    for (i = 0; i < TU_N(names); i++) {
+        char one[1024];
+        run_json(one, sizeof one, names[i], feats[i]);
+        used += (size_t)snprintf(r + used, sizeof r - used, "%s%s", i ? ", " : "", one);
+    }
+    doc = bench(NULL, r, &status);
+    ck_assert_int_eq(status, 0);
+    w = get(run_at(doc, 0), "evaluated_with");
+    ck_assert(cJSON_IsFalse(get(w, "sequence_parallel")));
+    ck_assert_str_eq(get(w, "attention")->valuestring, "eager");
+    ck_assert_int_eq(cJSON_GetArraySize(get(run_at(doc, 0), "features_not_modelled")), 0);
+    w = get(run_at(doc, 1), "evaluated_with");
+    ck_assert(cJSON_IsTrue(get(w, "sequence_parallel")));
+    w = get(run_at(doc, 2), "evaluated_with");
+    ck_assert_str_eq(get(w, "attention")->valuestring, "flash");
+    /* flash attention keeps no s x s scores: less memory */
+    ck_assert(num(run_at(doc, 2), "predicted_peak_gib") <
+              num(run_at(doc, 0), "predicted_peak_gib"));
+    w = get(run_at(doc, 3), "evaluated_with");
+    ck_assert_str_eq(get(w, "recompute")->valuestring, "selective");
+    /* dp 1: no optimizer state to shard */
+    ck_assert_int_eq((int)num(w, "zero"), 0);
+    odd = get(run_at(doc, 4), "features_not_modelled");
+    ck_assert_int_eq(cJSON_GetArraySize(odd), 1);
+    ck_assert_str_eq(cJSON_GetArrayItem(odd, 0)->valuestring, "fp8");
+    ck_assert(cJSON_IsTrue(get(get(run_at(doc, 4), "evaluated_with"),
+                               "sequence_parallel")));
+    cJSON_Delete(doc);
+}
+END_TEST
+
+START_TEST(test_bad_run_left_out)
+{
+    char good[1024], bad[1024], both[2200];
+    cJSON *doc;
+    double t0;
+    int status;
+
+    run_json(good, sizeof good, "good", "");
+    doc = bench(NULL, good, &status);
+    ck_assert_int_eq(status, 0);
+    t0 = num(run_at(doc, 0), "predicted_s");
+    cJSON_Delete(doc);
+    /* 3 layers cannot be split over pp 2 */
+    run_json(bad, sizeof bad, "bad", "");
+    memcpy(strstr(bad, "\"layers\": 8"), "\"layers\": 3", 11);
+    snprintf(both, sizeof both, "%s, %s", bad, good);
+    doc = bench(NULL, both, &status);
+    ck_assert_int_eq(status, 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
+    ck_assert_ptr_nonnull(strstr(get(run_at(doc, 0), "error")->valuestring,
+                                 "divisible by pp"));
+    ck_assert_double_eq(num(run_at(doc, 1), "predicted_s"), t0);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+int main(void)
+{
+    const TTest *const tests[] = {test_hardware, test_features, test_bad_run_left_out};
+    const tu_case cases[] = {
+        {"core", tests, TU_N(tests), 0.0, setup, teardown}};
+
+    return tu_run(tu_suite_of("bench_megatron", cases, TU_N(cases)));
+}
