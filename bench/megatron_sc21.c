@@ -69,6 +69,8 @@ static const char *const modelled_features[] = {
 /* One run of runs.json. */
 typedef struct mega_run {
     const char *name, *precision, *recompute;
+    const char *family;     /* model.family, NULL = gpt3 */
+    int ffn, kv_heads;      /* model.ffn and model.kv_heads, 0 = the family's */
     double params_billion, measured_s;
     int layers, hidden, heads, seq, vocab;
     int tp, pp, dp, gpus, nodes, global_batch, micro_batch, virtual_stages;
@@ -143,6 +145,13 @@ static int read_run(const cJSON *x, const char *where, mega_run *r,
     int rc;
 
     memset(r, 0, sizeof *r);
+    r->family = bench_str(md, "family");
+    if (cJSON_GetObjectItemCaseSensitive(md, "ffn") != NULL &&
+        bench_int(md, "ffn", where, &r->ffn, err) != UTIL_OK)
+        return err->code;
+    if (cJSON_GetObjectItemCaseSensitive(md, "kv_heads") != NULL &&
+        bench_int(md, "kv_heads", where, &r->kv_heads, err) != UTIL_OK)
+        return err->code;
     r->name = bench_str(x, "name");
     r->precision = bench_str(tr, "precision");
     r->recompute = bench_str(tr, "recompute");
@@ -190,7 +199,9 @@ static int dgx_cluster(const mega_hw *hw, int nodes, fmt_cluster *c,
 
 static int has_feature(const mega_run *r, const char *name);
 
-/* The run's GPT model, fp16 (or the run's precision). */
+/* The run's model: the family's transformer (Megatron's GPT, "gpt3",
+ * when model.family is absent) with model.ffn and model.kv_heads where
+ * given, in the run's precision. */
 static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
 {
     fmt_transformer_spec sp;
@@ -199,13 +210,15 @@ static int gpt_model(const mega_run *r, fmt_model *m, util_error *err)
     memset(&sp, 0, sizeof sp);
     memset(m, 0, sizeof *m);
     snprintf(sp.name, sizeof sp.name, "%s", r->name);
-    snprintf(sp.family, sizeof sp.family, "gpt3");
+    snprintf(sp.family, sizeof sp.family, "%s", r->family != NULL ? r->family : "gpt3");
     sp.blocks = r->layers;
     sp.hidden = r->hidden;
     sp.heads = r->heads;
     sp.seq = r->seq;
     sp.vocab = r->vocab;
-    sp.tied_embeddings = -1; /* the family's: tied, as Megatron GPT */
+    sp.ffn = r->ffn;
+    sp.kv_heads = r->kv_heads;
+    sp.tied_embeddings = -1; /* the family's: tied for Megatron's GPT */
     m->global_batch = r->global_batch;
     rc = fmt_model_from_transformer(&sp, m, err);
     if (rc == UTIL_OK)

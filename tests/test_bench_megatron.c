@@ -207,9 +207,39 @@ START_TEST(test_bad_run_left_out)
 }
 END_TEST
 
+/* A run's model may name its family, FFN and key/value heads: a
+ * Llama-style block of 8 layers, hidden 2048, 16 heads, 4 key/value
+ * heads, SwiGLU FFN 5632, vocabulary 32000, untied.  Parameters by hand:
+ * per layer Q and O 2 h^2, K and V 2 h (h / 4), MLP 3 h f, two RMSNorm
+ * scales 2 h = 45,092,864; 8 layers, 2 V h embeddings and the final
+ * norm h: 491,816,960. */
+START_TEST(test_model_family)
+{
+    char r[1200];
+    cJSON *doc;
+    int status;
+
+    run_json(r, sizeof r, "llama", "\"flash_attention\"");
+    memcpy(strstr(r, "\"vocab\": 51200"), "\"vocab\": 32000", 14);
+    {
+        const char *at = strstr(r, "\"params_billion\"");
+        char head[1200];
+        snprintf(head, sizeof head, "%.*s\"family\": \"llama\", \"kv_heads\": 4, "
+                 "\"ffn\": 5632, %s", (int)(at - r), r, at);
+        snprintf(r, sizeof r, "%s", head);
+    }
+    doc = bench(NULL, r, &status);
+    ck_assert_int_eq(status, 0);
+    ck_assert_double_eq_tol(num(run_at(doc, 0), "params_model_billion"),
+                            0.49181696, 1e-9);
+    cJSON_Delete(doc);
+}
+END_TEST
+
 int main(void)
 {
-    const TTest *const tests[] = {test_hardware, test_features, test_bad_run_left_out};
+    const TTest *const tests[] = {test_hardware, test_features, test_bad_run_left_out,
+                                  test_model_family};
     const tu_case cases[] = {
         {"core", tests, TU_N(tests), 0.0, setup, teardown}};
 
