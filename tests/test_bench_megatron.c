@@ -53,40 +53,17 @@ static void run_json(char *buf, size_t n, const char *name, const char *features
  * bench's document (caller deletes), *status its exit status. */
 static cJSON *bench(const char *hw, const char *runs, int *status)
 {
-    char text[8192], cmd[512], *out;
-    cJSON *doc;
+    char text[8192];
 
     snprintf(text, sizeof text, "{%s%s%s \"runs\": [%s]}", hw ? "\"hardware\": " : "",
              hw ? hw : "", hw ? "," : "", runs);
     tu_put(dir, "runs.json", text);
-    snprintf(cmd, sizeof cmd, "'%s/megatron-sc21' '%s' 2>/dev/null",
-             HETPLAN_BENCH_DIR, dir);
-    out = tu_capture(cmd, status);
-    doc = cJSON_Parse(out);
-    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
-    free(out);
-    return doc;
-}
-
-static const cJSON *get(const cJSON *x, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, key);
-
-    ck_assert_msg(v != NULL, "no '%s'", key);
-    return v;
-}
-
-static double num(const cJSON *x, const char *key)
-{
-    const cJSON *v = get(x, key);
-
-    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
-    return v->valuedouble;
+    return tu_bench_run(HETPLAN_BENCH_DIR "/megatron-sc21", dir, status);
 }
 
 static const cJSON *run_at(const cJSON *doc, int i)
 {
-    return cJSON_GetArrayItem(get(doc, "runs"), i);
+    return cJSON_GetArrayItem(tu_get(doc, "runs"), i);
 }
 
 START_TEST(test_hardware)
@@ -99,38 +76,38 @@ START_TEST(test_hardware)
     run_json(r, sizeof r, "a", "");
     doc = bench(NULL, r, &status);
     ck_assert_int_eq(status, 0);
-    ck_assert_str_eq(get(get(doc, "hardware"), "device")->valuestring, "A100-80GB");
-    ck_assert_int_eq((int)num(get(doc, "hardware"), "intra_gbps"), 2400);
-    ck_assert_int_eq((int)num(get(doc, "hardware"), "nic_gbps"), 1600);
-    a100 = num(run_at(doc, 0), "predicted_s");
+    ck_assert_str_eq(tu_get(tu_get(doc, "hardware"), "device")->valuestring, "A100-80GB");
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "hardware"), "intra_gbps"), 2400);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "hardware"), "nic_gbps"), 1600);
+    a100 = tu_num(run_at(doc, 0), "predicted_s");
     cJSON_Delete(doc);
     /* the catalogue's spelling of the SC'21 file */
     doc = bench("{\"device\": \"A100-SXM 80GB\", \"gpus_per_node\": 8}", r, &status);
     ck_assert_int_eq(status, 0);
-    ck_assert_double_eq(num(run_at(doc, 0), "predicted_s"), a100);
+    ck_assert_double_eq(tu_num(run_at(doc, 0), "predicted_s"), a100);
     cJSON_Delete(doc);
     /* DGX H100: NVLink 4 and 8 x 400 Gbit/s, and a faster GPU */
     doc = bench("{\"device\": \"H100-SXM\"}", r, &status);
     ck_assert_int_eq(status, 0);
-    ck_assert_int_eq((int)num(get(doc, "hardware"), "intra_gbps"), 3600);
-    ck_assert_int_eq((int)num(get(doc, "hardware"), "nic_gbps"), 3200);
-    h100 = num(run_at(doc, 0), "predicted_s");
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "hardware"), "intra_gbps"), 3600);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "hardware"), "nic_gbps"), 3200);
+    h100 = tu_num(run_at(doc, 0), "predicted_s");
     ck_assert_msg(h100 < a100, "H100 %.4f s not faster than A100 %.4f s", h100, a100);
     cJSON_Delete(doc);
     /* a device without known node links needs them stated */
     doc = bench("{\"device\": \"L40S\"}", r, &status);
     ck_assert_int_eq(status, 1);
-    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring, "'intra_gbps' and "
+    ck_assert_ptr_nonnull(strstr(tu_get(doc, "error")->valuestring, "'intra_gbps' and "
                                                                    "'nic_gbps'"));
     cJSON_Delete(doc);
     doc = bench("{\"device\": \"L40S\", \"intra_gbps\": 256, \"nic_gbps\": 400}", r,
                 &status);
     ck_assert_int_eq(status, 0);
-    ck_assert_str_eq(get(get(doc, "hardware"), "device")->valuestring, "L40S");
+    ck_assert_str_eq(tu_get(tu_get(doc, "hardware"), "device")->valuestring, "L40S");
     cJSON_Delete(doc);
     doc = bench("{\"device\": \"Z9000\"}", r, &status);
     ck_assert_int_eq(status, 1);
-    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+    ck_assert_ptr_nonnull(strstr(tu_get(doc, "error")->valuestring,
                                  "'Z9000' is not in the device catalogue"));
     cJSON_Delete(doc);
 }
@@ -156,25 +133,25 @@ START_TEST(test_features)
     }
     doc = bench(NULL, r, &status);
     ck_assert_int_eq(status, 0);
-    w = get(run_at(doc, 0), "evaluated_with");
-    ck_assert(cJSON_IsFalse(get(w, "sequence_parallel")));
-    ck_assert_str_eq(get(w, "attention")->valuestring, "eager");
-    ck_assert_int_eq(cJSON_GetArraySize(get(run_at(doc, 0), "features_not_modelled")), 0);
-    w = get(run_at(doc, 1), "evaluated_with");
-    ck_assert(cJSON_IsTrue(get(w, "sequence_parallel")));
-    w = get(run_at(doc, 2), "evaluated_with");
-    ck_assert_str_eq(get(w, "attention")->valuestring, "flash");
+    w = tu_get(run_at(doc, 0), "evaluated_with");
+    ck_assert(cJSON_IsFalse(tu_get(w, "sequence_parallel")));
+    ck_assert_str_eq(tu_get(w, "attention")->valuestring, "eager");
+    ck_assert_int_eq(cJSON_GetArraySize(tu_get(run_at(doc, 0), "features_not_modelled")), 0);
+    w = tu_get(run_at(doc, 1), "evaluated_with");
+    ck_assert(cJSON_IsTrue(tu_get(w, "sequence_parallel")));
+    w = tu_get(run_at(doc, 2), "evaluated_with");
+    ck_assert_str_eq(tu_get(w, "attention")->valuestring, "flash");
     /* flash attention keeps no s x s scores: less memory */
-    ck_assert(num(run_at(doc, 2), "predicted_peak_gib") <
-              num(run_at(doc, 0), "predicted_peak_gib"));
-    w = get(run_at(doc, 3), "evaluated_with");
-    ck_assert_str_eq(get(w, "recompute")->valuestring, "selective");
+    ck_assert(tu_num(run_at(doc, 2), "predicted_peak_gib") <
+              tu_num(run_at(doc, 0), "predicted_peak_gib"));
+    w = tu_get(run_at(doc, 3), "evaluated_with");
+    ck_assert_str_eq(tu_get(w, "recompute")->valuestring, "selective");
     /* dp 1: no optimizer state to shard */
-    ck_assert_int_eq((int)num(w, "zero"), 0);
-    odd = get(run_at(doc, 4), "features_not_modelled");
+    ck_assert_int_eq((int)tu_num(w, "zero"), 0);
+    odd = tu_get(run_at(doc, 4), "features_not_modelled");
     ck_assert_int_eq(cJSON_GetArraySize(odd), 1);
     ck_assert_str_eq(cJSON_GetArrayItem(odd, 0)->valuestring, "fp8");
-    ck_assert(cJSON_IsTrue(get(get(run_at(doc, 4), "evaluated_with"),
+    ck_assert(cJSON_IsTrue(tu_get(tu_get(run_at(doc, 4), "evaluated_with"),
                                "sequence_parallel")));
     cJSON_Delete(doc);
 }
@@ -190,7 +167,7 @@ START_TEST(test_bad_run_left_out)
     run_json(good, sizeof good, "good", "");
     doc = bench(NULL, good, &status);
     ck_assert_int_eq(status, 0);
-    t0 = num(run_at(doc, 0), "predicted_s");
+    t0 = tu_num(run_at(doc, 0), "predicted_s");
     cJSON_Delete(doc);
     /* 3 layers cannot be split over pp 2 */
     run_json(bad, sizeof bad, "bad", "");
@@ -198,11 +175,11 @@ START_TEST(test_bad_run_left_out)
     snprintf(both, sizeof both, "%s, %s", bad, good);
     doc = bench(NULL, both, &status);
     ck_assert_int_eq(status, 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
-    ck_assert_ptr_nonnull(strstr(get(run_at(doc, 0), "error")->valuestring,
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_not_scored"), 1);
+    ck_assert_ptr_nonnull(strstr(tu_get(run_at(doc, 0), "error")->valuestring,
                                  "divisible by pp"));
-    ck_assert_double_eq(num(run_at(doc, 1), "predicted_s"), t0);
+    ck_assert_double_eq(tu_num(run_at(doc, 1), "predicted_s"), t0);
     cJSON_Delete(doc);
 }
 END_TEST
@@ -230,7 +207,7 @@ START_TEST(test_model_family)
     }
     doc = bench(NULL, r, &status);
     ck_assert_int_eq(status, 0);
-    ck_assert_double_eq_tol(num(run_at(doc, 0), "params_model_billion"),
+    ck_assert_double_eq_tol(tu_num(run_at(doc, 0), "params_model_billion"),
                             0.49181696, 1e-9);
     cJSON_Delete(doc);
 }

@@ -78,32 +78,7 @@ static void put_good(void)
 /* The bench's document on dir (caller deletes); *status its exit status. */
 static cJSON *bench(int *status)
 {
-    char cmd[512], *out;
-    cJSON *doc;
-
-    snprintf(cmd, sizeof cmd, "'%s/sailor-opt' '%s' 2>/dev/null",
-             HETPLAN_BENCH_DIR, dir);
-    out = tu_capture(cmd, status);
-    doc = cJSON_Parse(out);
-    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
-    free(out);
-    return doc;
-}
-
-static const cJSON *get(const cJSON *x, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(x, key);
-
-    ck_assert_msg(v != NULL, "no '%s'", key);
-    return v;
-}
-
-static double num(const cJSON *x, const char *key)
-{
-    const cJSON *v = get(x, key);
-
-    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
-    return v->valuedouble;
+    return tu_bench_run(HETPLAN_BENCH_DIR "/sailor-opt", dir, status);
 }
 
 /* The good run alone: its analytic time and predicted peak. */
@@ -120,14 +95,21 @@ static void alone(double *time_s, double *peak)
     doc = bench(&status);
     ck_assert_int_eq(status, 0);
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(doc, "error"));
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 0);
-    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
-    ck_assert(cJSON_IsNull(get(run, "predicted_s_profile")));
-    *time_s = num(run, "predicted_s_analytic");
-    *peak = num(run, "predicted_peak_bytes");
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_not_scored"), 0);
+    run = cJSON_GetArrayItem(tu_get(doc, "runs"), 0);
+    ck_assert(cJSON_IsNull(tu_get(run, "predicted_s_profile")));
+    *time_s = tu_num(run, "predicted_s_analytic");
+    *peak = tu_num(run, "predicted_peak_bytes");
     ck_assert(*time_s > 0.0 && *peak > 0.0);
     cJSON_Delete(doc);
+}
+
+/* The run object has the figures the good run has alone. */
+static void same_as_alone(const cJSON *run, double t0, double p0)
+{
+    ck_assert_double_eq(tu_num(run, "predicted_s_analytic"), t0);
+    ck_assert_double_eq(tu_num(run, "predicted_peak_bytes"), p0);
 }
 
 START_TEST(test_missing_run_not_scored)
@@ -146,20 +128,19 @@ START_TEST(test_missing_run_not_scored)
     put("runs.json", runs);
     doc = bench(&status);
     ck_assert_int_eq(status, 1);
-    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+    ck_assert_ptr_nonnull(strstr(tu_get(doc, "error")->valuestring,
                                  "1 of 2 runs not scored"));
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
-    arr = get(doc, "runs");
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_not_scored"), 1);
+    arr = tu_get(doc, "runs");
     ck_assert_int_eq(cJSON_GetArraySize(arr), 2);
     bad = cJSON_GetArrayItem(arr, 0);
-    ck_assert_str_eq(get(bad, "tag")->valuestring, "gone");
-    ck_assert_ptr_nonnull(strstr(get(bad, "error")->valuestring,
+    ck_assert_str_eq(tu_get(bad, "tag")->valuestring, "gone");
+    ck_assert_ptr_nonnull(strstr(tu_get(bad, "error")->valuestring,
                                  "gone_cluster.json"));
     ck_assert_ptr_null(cJSON_GetObjectItemCaseSensitive(bad, "predicted_peak_bytes"));
     /* the other run: the figures it has on its own */
-    ck_assert_double_eq(num(cJSON_GetArrayItem(arr, 1), "predicted_s_analytic"), t0);
-    ck_assert_double_eq(num(cJSON_GetArrayItem(arr, 1), "predicted_peak_bytes"), p0);
+    same_as_alone(cJSON_GetArrayItem(arr, 1), t0, p0);
     cJSON_Delete(doc);
 }
 END_TEST
@@ -179,16 +160,15 @@ START_TEST(test_bad_profile_scored_analytically)
         " \"fwd_ms\": [1.0], \"bwd_ms\": [2.0]}]}");
     doc = bench(&status);
     ck_assert_int_eq(status, 1);
-    ck_assert_ptr_nonnull(strstr(get(doc, "error")->valuestring,
+    ck_assert_ptr_nonnull(strstr(tu_get(doc, "error")->valuestring,
                                  "1 runs scored without their model's profile"));
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs"), 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_with_profile"), 0);
-    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
-    ck_assert_ptr_nonnull(strstr(get(run, "profile_error")->valuestring,
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs"), 1);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_with_profile"), 0);
+    run = cJSON_GetArrayItem(tu_get(doc, "runs"), 0);
+    ck_assert_ptr_nonnull(strstr(tu_get(run, "profile_error")->valuestring,
                                  "profile_M.json"));
-    ck_assert(cJSON_IsNull(get(run, "predicted_s_profile")));
-    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
-    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
+    ck_assert(cJSON_IsNull(tu_get(run, "predicted_s_profile")));
+    same_as_alone(run, t0, p0);
     cJSON_Delete(doc);
 }
 END_TEST
@@ -211,10 +191,9 @@ START_TEST(test_open_boundaries_scored)
     put("runs.json", runs);
     doc = bench(&status);
     ck_assert_int_eq(status, 0);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 0);
-    run = cJSON_GetArrayItem(get(doc, "runs"), 0);
-    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
-    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_not_scored"), 0);
+    run = cJSON_GetArrayItem(tu_get(doc, "runs"), 0);
+    same_as_alone(run, t0, p0);
     cJSON_Delete(doc);
 }
 END_TEST
@@ -242,21 +221,21 @@ START_TEST(test_null_measurements)
     put("runs.json", runs);
     doc = bench(&status);
     ck_assert_int_eq(status, 0);
-    tot = get(doc, "totals");
-    ck_assert_int_eq((int)num(tot, "runs"), 3);
-    ck_assert_int_eq((int)num(get(tot, "time_analytic"), "n"), 2);
-    ck_assert_int_eq((int)num(get(tot, "peak_memory"), "n"), 1);
-    ck_assert_int_eq((int)num(tot, "runs_failed"), 1);
-    ck_assert_int_eq((int)num(tot, "failed_predicted_not_to_fit"), 0);
-    ck_assert_int_eq((int)num(tot, "false_rejects"), 0);
-    run = cJSON_GetArrayItem(get(doc, "runs"), 1);
-    ck_assert(cJSON_IsNull(get(run, "measured_peak_bytes")));
-    ck_assert(cJSON_IsNull(get(run, "peak_ratio")));
-    ck_assert_double_eq(num(run, "predicted_peak_bytes"), p0);
-    run = cJSON_GetArrayItem(get(doc, "runs"), 2);
-    ck_assert(cJSON_IsNull(get(run, "measured_s")));
-    ck_assert(cJSON_IsNull(get(run, "measured_peak_bytes")));
-    ck_assert_double_eq(num(run, "predicted_s_analytic"), t0);
+    tot = tu_get(doc, "totals");
+    ck_assert_int_eq((int)tu_num(tot, "runs"), 3);
+    ck_assert_int_eq((int)tu_num(tu_get(tot, "time_analytic"), "n"), 2);
+    ck_assert_int_eq((int)tu_num(tu_get(tot, "peak_memory"), "n"), 1);
+    ck_assert_int_eq((int)tu_num(tot, "runs_failed"), 1);
+    ck_assert_int_eq((int)tu_num(tot, "failed_predicted_not_to_fit"), 0);
+    ck_assert_int_eq((int)tu_num(tot, "false_rejects"), 0);
+    run = cJSON_GetArrayItem(tu_get(doc, "runs"), 1);
+    ck_assert(cJSON_IsNull(tu_get(run, "measured_peak_bytes")));
+    ck_assert(cJSON_IsNull(tu_get(run, "peak_ratio")));
+    ck_assert_double_eq(tu_num(run, "predicted_peak_bytes"), p0);
+    run = cJSON_GetArrayItem(tu_get(doc, "runs"), 2);
+    ck_assert(cJSON_IsNull(tu_get(run, "measured_s")));
+    ck_assert(cJSON_IsNull(tu_get(run, "measured_peak_bytes")));
+    ck_assert_double_eq(tu_num(run, "predicted_s_analytic"), t0);
     cJSON_Delete(doc);
     /* a measurement that is neither a positive number nor null */
     snprintf(runs, sizeof runs,
@@ -266,8 +245,8 @@ START_TEST(test_null_measurements)
     put("runs.json", runs);
     doc = bench(&status);
     ck_assert_int_eq(status, 1);
-    ck_assert_int_eq((int)num(get(doc, "totals"), "runs_not_scored"), 1);
-    ck_assert_ptr_nonnull(strstr(get(cJSON_GetArrayItem(get(doc, "runs"), 1),
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "runs_not_scored"), 1);
+    ck_assert_ptr_nonnull(strstr(tu_get(cJSON_GetArrayItem(tu_get(doc, "runs"), 1),
                                      "error")->valuestring,
                                  "positive number or null"));
     cJSON_Delete(doc);

@@ -89,6 +89,36 @@ char *tu_capture(const char *cmd, int *status)
     return buf;
 }
 
+cJSON *tu_bench_run(const char *prog, const char *dir, int *status)
+{
+    char cmd[1024], *out;
+    cJSON *doc;
+
+    ck_assert(snprintf(cmd, sizeof cmd, "'%s' '%s' 2>/dev/null", prog, dir) <
+              (int)sizeof cmd);
+    out = tu_capture(cmd, status);
+    doc = cJSON_Parse(out);
+    ck_assert_msg(doc != NULL, "not JSON: %.200s", out);
+    free(out);
+    return doc;
+}
+
+const cJSON *tu_get(const cJSON *obj, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+
+    ck_assert_msg(v != NULL, "no '%s'", key);
+    return v;
+}
+
+double tu_num(const cJSON *obj, const char *key)
+{
+    const cJSON *v = tu_get(obj, key);
+
+    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
+    return v->valuedouble;
+}
+
 /* ---- inputs ----------------------------------------------------------- */
 
 const char tu_two_nodes_json[] =

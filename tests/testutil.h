@@ -188,6 +188,16 @@ int tu_run_shell(const char *cmd, char *out, size_t cap);
  * frees, never NULL); *status its exit status, -1 when it did not exit. */
 char *tu_capture(const char *cmd, int *status);
 
+struct cJSON;
+/* The JSON document the bench program prog (a path) prints when run on
+ * the data folder dir, its stderr discarded (caller deletes it; the test
+ * fails when it is not JSON); *status its exit status. */
+struct cJSON *tu_bench_run(const char *prog, const char *dir, int *status);
+/* Member key of obj; the test fails when it is absent. */
+const struct cJSON *tu_get(const struct cJSON *obj, const char *key);
+/* Member key of obj as a number; the test fails when it is not one. */
+double tu_num(const struct cJSON *obj, const char *key);
+
 /* Two nodes of two GPUs, T4 and V100, 100 Gbit/s links ("two"). */
 extern const char tu_two_nodes_json[];
 /* GPT-2 shorthand of 4 layers, hidden 256, 4 heads, seq 128, vocab 1000,
