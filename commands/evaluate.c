@@ -30,8 +30,12 @@ static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
                     r->o.strategies, i, err.msg);
         return CMD_EXIT_OK;
     }
-    if (rc != UTIL_OK)
+    if (rc != UTIL_OK) {
+        /* the strategy's file and path: its boundaries are the remedy */
+        snprintf(err.file, sizeof err.file, "%s", r->o.strategies);
+        snprintf(err.path, sizeof err.path, "strategies[%d]", i);
         return cmd_report_error(&err);
+    }
     return CMD_EXIT_OK;
 }
 

@@ -440,6 +440,13 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     size_t zk = (size_t)k, zl = (size_t)L, nd, ni;
     double *blk;
 
+    if ((long long)k * L > SEARCH_MAX_ASSIGN_CELLS)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "%d stages x %d layers of model '%s' are %lld "
+                              "cells, more than the %ld the layer assignment "
+                              "holds: give the stage boundaries",
+                              k, L, m->name, (long long)k * L,
+                              (long)SEARCH_MAX_ASSIGN_CELLS);
     search_strategy_params(cp0, prof, s, &cpv);
     if (shared && memo == NULL && (memo = own = search_memo_create()) == NULL)
         goto nomem;

@@ -142,6 +142,20 @@ int search_explain_none(const fmt_cluster *c, const fmt_model *m,
                               "for divisibility)", m->name, cost_param_layers(m),
                               out->rejected_stages,
                               out->rejected_other - out->rejected_stages);
+    if (out->rejected_memory == 0 && out->rejected_cells > 0)
+        return util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
+                              "no strategy: all %ld candidates were ruled out "
+                              "before memory, %ld of them because their stages x "
+                              "layers (model '%s' has %d layers) are more than "
+                              "the %ld cells the layer assignment holds%s",
+                              out->rejected_other, out->rejected_cells, m->name,
+                              m->nlayers, (long)SEARCH_MAX_ASSIGN_CELLS,
+                              out->rejected_cells < out->rejected_other
+                                  ? "; the others have degrees that divide "
+                                    "neither the attention heads nor the global "
+                                    "batch, or that the target launcher cannot run"
+                                  : " (more data parallelism, which a larger "
+                                    "global batch allows, needs fewer stages)");
     if (out->rejected_memory == 0)
         return util_error_set(err, UTIL_EINFEASIBLE, NULL, NULL,
                               "no strategy: all %ld candidates were ruled out "

@@ -90,6 +90,11 @@ enum search_method {
  * GPUs in the cluster and layers of the model (docs/algorithms.md). */
 #define SEARCH_MAX_DEVICES 131072
 #define SEARCH_MAX_LAYERS 16384
+/* Largest stages x layers of one layer assignment (its tables hold three
+ * doubles per cell, about 100 MB at the limit): search_assign_layers
+ * refuses more with UTIL_EINVAL, and the search skips such pipeline
+ * depths (docs/limits.md). */
+#define SEARCH_MAX_ASSIGN_CELLS (1L << 22)
 
 /* ---- what a target launcher can run (search/launcher.c) ------------- */
 
@@ -237,6 +242,8 @@ typedef struct search_result {
     long rejected_other;    /* candidates ruled out (divisibility, heads, layers) */
     long rejected_stages;   /* of rejected_other: more stages than layers holding
                                parameters (a stage without any cannot run) */
+    long rejected_cells;    /* of rejected_other: stages x layers past
+                               SEARCH_MAX_ASSIGN_CELLS */
     search_memory_miss miss; /* of the rejected candidate closest to fitting
                                 (recorded while none fits) */
     int subsets;            /* search_plan_devices: device subsets searched */

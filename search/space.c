@@ -316,6 +316,11 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                     out->rejected_stages++;
                     continue;
                 }
+                if ((long long)pp * m->nlayers > SEARCH_MAX_ASSIGN_CELLS) {
+                    out->rejected_other++; /* past the layer assignment's limit */
+                    out->rejected_cells++;
+                    continue;
+                }
                 gas = gbs / dp / mbs;
                 vmax = sp->vpp > 0 ? sp->vpp : SEARCH_VPP_MAX;
                 for (vv = sp->vpp > 0 ? sp->vpp : 1; vv <= vmax; vv++) {

@@ -364,6 +364,7 @@ static int search_set(subset_ctx *x, const int *nodes, int n, int is_all,
     x->out->rejected_memory += res.rejected_memory;
     x->out->rejected_other += res.rejected_other;
     x->out->rejected_stages += res.rejected_stages;
+    x->out->rejected_cells += res.rejected_cells;
     x->out->pruned += res.pruned;
     x->out->space += res.space;
     if (res.exact_samples_s > x->out->exact_samples_s)

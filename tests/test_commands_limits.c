@@ -144,6 +144,46 @@ START_TEST(search_limits_name_the_file)
 }
 END_TEST
 
+/* One layer assignment holds stages x layers up to 2^22 cells
+ * (SEARCH_MAX_ASSIGN_CELLS): 16,384 layers over 16,384 stages of one GPU
+ * each are 2^28.  evaluate refuses such a strategy without boundaries,
+ * naming it (exit 3), and plans it with them; plan rules such depths out
+ * and says why (exit 4); both without allocating the tables. */
+START_TEST(layer_assignment_cells)
+{
+    const char *ev[] = {"evaluate", "--cluster", "c.json", "--model", "m.json",
+                        "--strategies", "s.json", NULL};
+    const char *pl[] = {"--cluster", "c.json", "--model", "m.json", NULL};
+    char *bounds = malloc(16385 * 7 + 64), *text = malloc(16385 * 7 + 256);
+    size_t used = 0;
+    int j;
+
+    ck_assert(bounds != NULL && text != NULL);
+    tp_write("m.json", "{\"name\": \"m\", \"training\": {\"global_batch\": 1}, "
+                       "\"layers\": [{\"name\": \"l\", \"kind\": \"generic\", "
+                       "\"repeat\": 16384, \"params\": 1000, \"fwd_flops\": 1e9, "
+                       "\"out_bytes\": 1000, \"act_bytes\": 1000}]}");
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 2048, \"device\": "
+                       "\"H100-SXM\", \"gpus\": 8, \"intra_gbps\": 3600, "
+                       "\"nic_gbps\": 400}]}");
+    tp_write("s.json", "{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 16384, "
+                       "\"mbs\": 1}]}");
+    expect_run(ev, 3, "planner: 's.json': strategies[0]: 16384 stages x 16384 layers "
+               "of model 'm' are 268435456 cells, more than the 4194304 the layer "
+               "assignment holds: give the stage boundaries", NULL);
+    for (j = 0; j <= 16384; j++)
+        used += (size_t)sprintf(bounds + used, "%s%d", j ? ", " : "", j);
+    sprintf(text, "{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 16384, "
+                  "\"mbs\": 1, \"stage_boundaries\": [%s]}]}", bounds);
+    tp_write("s.json", text);
+    expect_run(ev, 0, NULL, NULL);
+    expect_run(pl, 4, "because their stages x layers (model 'm' has 16384 layers) "
+               "are more than the 4194304 cells the layer assignment holds", NULL);
+    free(bounds);
+    free(text);
+}
+END_TEST
+
 /* The global batch: one limit, 10^9 (FMT_MAX_GLOBAL_BATCH), in a model
  * file, on the command line of plan and of calibrate; 10^9 itself plans
  * (10^9 = 2^9 5^9 splits over the 16 GPUs), 10^9 + 1 is refused. */
@@ -448,6 +488,7 @@ static Suite *limits_suite(void)
     tcase_add_test(in, layers_in_a_model);
     tcase_add_test(in, global_batch);
     tcase_add_test(in, search_limits_name_the_file);
+    tcase_add_test(in, layer_assignment_cells);
     tcase_add_test(in, input_file_size);
     tcase_add_test(in, search_effort_options);
     tcase_add_test(tl, time_limit_keeps_best_so_far);
