@@ -255,7 +255,9 @@ typedef struct cmd_plan_opts {
     int ga_population;      /* --ga-population, 0 = the default (plan only) */
     int ga_generations;     /* --ga-generations, 0 = the default (plan only) */
     double time_limit;      /* --time-limit SECONDS of the search, 0 = none */
-    const char *launcher;   /* --launcher TARGET[@VERSION], NULL = none (plan only) */
+    const char *launcher;   /* --launcher TARGET[@VERSION], NULL = none (plan:
+                               the search keeps to it; evaluate: open layer
+                               splits keep to it, a note on what it cannot run) */
     int offload;            /* --offload: enum fmt_offload, -1 = not given (plan
                                searches it where every node gives host memory,
                                evaluate none) */

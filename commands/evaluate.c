@@ -3,11 +3,15 @@
  * output are plan's (plan.c).  --time-limit: once it has passed no
  * further strategy is scored (the first always is); the plan holds those
  * scored, with status "time-limit".  A strategy without stage boundaries
- * gets plan's layer assignment for its degrees and ranks. */
+ * gets plan's layer assignment for its degrees and ranks.  --launcher:
+ * those assignments keep to the boundaries the launcher writes, and each
+ * strategy the launcher cannot run exactly is named on stderr (it is
+ * still scored). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "commands.h"
 
 /* A strategy that left out its stage boundaries gets the layer
@@ -15,13 +19,14 @@
  * memory); when none fits memory (or the stages outnumber the layers
  * holding parameters) it keeps the even split, so the plan says which
  * rank does not fit or which stage is empty.  Exit code. */
-static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
+static int evaluate_split(cmd_plan_run *r, const search_launcher *lc,
+                          fmt_strategy *s, int i)
 {
     util_error err;
     int rc;
 
     memset(&err, 0, sizeof err);
-    rc = search_assign_layers(&r->c, &r->m, r->profile, &r->cp, s, &err);
+    rc = search_assign_layers_for(&r->c, &r->m, r->profile, &r->cp, lc, s, &err);
     if (rc == UTIL_EINFEASIBLE) {
         if (!r->o.out.quiet)
             fprintf(stderr, "planner: note: '%s': strategies[%d]: no layer "
@@ -39,18 +44,74 @@ static int evaluate_split(cmd_plan_run *r, fmt_strategy *s, int i)
     return CMD_EXIT_OK;
 }
 
+/* --launcher: the target's constraints into lc and the plan's metadata;
+ * exit code. */
+static int evaluate_launcher(cmd_plan_run *r, search_launcher *lc, int *target,
+                             int *version)
+{
+    util_error err;
+    int code = cmd_launcher_parse(r->o.launcher, target, version);
+
+    memset(&err, 0, sizeof err);
+    memset(lc, 0, sizeof *lc);
+    if (code != CMD_EXIT_OK)
+        return code;
+    if (export_target_caps(*target, *version, lc, &err) != UTIL_OK)
+        return cmd_report_error(&err);
+    r->meta.launcher = export_target_name(*target);
+    r->meta.launcher_version = export_version_name(*target, *version);
+    return CMD_EXIT_OK;
+}
+
+/* Strategy i as the target's exporter sees it: a note on stderr naming
+ * the first thing it cannot express exactly. */
+static void evaluate_expressible(cmd_plan_run *r, int target, int version,
+                                 const fmt_strategy *s, int i)
+{
+    export_options eo;
+    export_result er;
+    util_error err;
+    char why[600] = "";
+    int k;
+
+    export_options_init(&eo);
+    eo.version = version;
+    memset(&err, 0, sizeof err);
+    if (export_build(target, &r->c, &r->m, &r->cp, s, r->meta.global_batch, &eo, &er,
+                     &err) == UTIL_OK) {
+        export_free(&er);
+        return;
+    }
+    for (k = 0; k < er.nnotes && !er.approx[k]; k++)
+        ;
+    if (er.napprox > 0 && k < er.nnotes)
+        snprintf(why, sizeof why, "%s", er.notes[k]);
+    else
+        util_error_format(&err, why, sizeof why);
+    export_free(&er);
+    if (!r->o.out.quiet)
+        fprintf(stderr, "planner: note: '%s': strategies[%d]: %s %s cannot run it "
+                        "exactly: %s\n", r->o.strategies, i,
+                export_target_name(target), export_version_name(target, version), why);
+}
+
 int cmd_evaluate(int argc, char **argv)
 {
     cmd_plan_run r;
     util_error err;
     fmt_strategy *strats = NULL;
     cost_result *rs = NULL;
-    int nstrat = 0, nscored = 0, i, code;
+    int nstrat = 0, nscored = 0, i, code, target = -1, version = 0;
     double deadline;
+    search_launcher lc;
 
     memset(&err, 0, sizeof err);
+    memset(&lc, 0, sizeof lc);
     code = cmd_plan_start(argc, argv, 1, &r);
     if (code != CMD_EXIT_OK)
+        goto done;
+    if (r.o.launcher != NULL &&
+        (code = evaluate_launcher(&r, &lc, &target, &version)) != CMD_EXIT_OK)
         goto done;
     if (fmt_load_strategies(r.o.strategies, &r.c, &r.m, r.o.global_batch, &strats,
                             &nstrat, &err) != UTIL_OK) {
@@ -71,8 +132,10 @@ int cmd_evaluate(int argc, char **argv)
         if (r.o.schedule_set) /* the command line overrides the file */
             strats[i].schedule = r.cp.schedule;
         if (strats[i].bounds_open &&
-            (code = evaluate_split(&r, &strats[i], i)) != CMD_EXIT_OK)
+            (code = evaluate_split(&r, &lc, &strats[i], i)) != CMD_EXIT_OK)
             goto done;
+        if (target >= 0)
+            evaluate_expressible(&r, target, version, &strats[i], i);
         if (cost_evaluate(&r.c, &r.m, r.profile, &r.cp, &strats[i], &rs[i], &err) !=
             UTIL_OK) {
             code = cmd_report_error(&err);

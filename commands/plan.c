@@ -71,6 +71,7 @@ const char cmd_plan_usage_options[] =
     "  --time-limit SECONDS   stop the search after SECONDS, keep the best so far\n"
     "                         (evaluate: score no further strategy, keep those done)\n"
     "  --launcher T[@V]       only what megatron|deepspeed|torchrun[@V] runs exactly\n"
+    "                         (evaluate: layer splits it runs, a note on the rest)\n"
     "  --output FILE          write the plan JSON to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
     "  --strict               unknown keys in input files are errors (exit 3)\n"
@@ -131,7 +132,6 @@ static int plan_option(void *ctx, int id, const char *opt, const char *v)
         return cmd_parse_time_limit(NULL, v, &o->time_limit);
     case OPT_LAUNCHER:
         o->launcher = v;
-        o->plan_only = 1;
         return cmd_launcher_parse(v, NULL, NULL);
     case OPT_PRECISION:
         o->precision = fmt_precision_from_name(v);
@@ -286,9 +286,9 @@ static int plan_args(int argc, char **argv, int evaluate, cmd_plan_opts *o)
     if (evaluate && o->plan_only)
         return cmd_usage_error(NULL, "%s", "'--objective', '--memory-headroom', "
                                            "'--use-all', '--seed', '--anneal-steps', "
-                                           "'--ga-population', '--ga-generations', "
-                                           "'--launcher' and '--placement rules|ga' "
-                                           "belong to 'planner plan'");
+                                           "'--ga-population', '--ga-generations' "
+                                           "and '--placement rules|ga' belong to "
+                                           "'planner plan'");
     if (evaluate && (o->vpp > 0 || o->seq_par >= 0 || o->batch_tolerance > 0.0))
         return cmd_usage_error(NULL, "%s", "'--vpp', '--sequence-parallel' and "
                                            "'--batch-tolerance' belong to 'planner "

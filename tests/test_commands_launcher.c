@@ -5,7 +5,8 @@
  * export writes its release by default, and the errors: a target or
  * release that does not exist, a fixed feature the launcher lacks (exit
  * 2) and a model it cannot express (exit 6); replan keeps to the
- * plan's launcher. */
+ * plan's launcher; evaluate --launcher chooses splits the launcher
+ * writes and names the strategies it cannot run. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,16 +136,55 @@ START_TEST(command_line_errors)
         ck_assert_msg(export_to("mm.json", "megatron", "1", &r) == 0, "%s", r.err);
         tp_run_free(&r);
     }
-    /* evaluate scores given strategies: no search to constrain */
-    {
-        const char *args[] = {"evaluate", "--cluster", EX "amp-het.json", "--model",
-                              EX "gpt2-amp.json", "--strategies",
-                              EX "strategies-amp-het.json", "--launcher", "megatron",
-                              NULL};
-        tp_run(&r, args);
-        ck_assert_int_eq(r.status, 2);
-        tp_run_free(&r);
-    }
+}
+END_TEST
+
+/* evaluate --launcher: the layer split it chooses for a strategy without
+ * one keeps to what the launcher writes (the exporter, run afterwards,
+ * takes it; without --launcher it refuses the DP's split), and each given
+ * strategy the launcher cannot run is named on stderr and still scored. */
+START_TEST(evaluate_for_a_launcher)
+{
+    const char *with[] = {"evaluate", "--cluster", EX "amp-het.json", "--model",
+                          EX "gpt2-amp.json", "--strategies", "open.json", "--launcher",
+                          "megatron", "--output", "ev.json", NULL};
+    const char *without[] = {"evaluate", "--cluster", EX "amp-het.json", "--model",
+                             EX "gpt2-amp.json", "--strategies", "open.json",
+                             "--output", "free.json", NULL};
+    tp_run_out r;
+    cJSON *doc;
+    char *text;
+
+    tp_write("open.json",
+             "{\"strategies\": [{\"tp\": 1, \"dp\": 4, \"pp\": 4, \"mbs\": 1, "
+             "\"schedule\": \"gpipe\", \"stage_boundaries\": [0, 7, 14, 20, 30]}, "
+             "{\"tp\": 1, \"dp\": 2, \"pp\": 8, \"mbs\": 2}]}");
+    tp_run(&r, with);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    ck_assert_ptr_nonnull(strstr(r.err, "'open.json': strategies[0]: megatron "
+                                        "core_r0.9.0 cannot run it exactly"));
+    ck_assert_ptr_null(strstr(r.err, "strategies[1]"));
+    tp_run_free(&r);
+    text = tp_read("ev.json");
+    ck_assert_ptr_nonnull(text);
+    doc = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(doc);
+    ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(
+                             cJSON_GetObjectItemCaseSensitive(doc, "settings"), "launcher"),
+                         "target")->valuestring,
+                     "megatron");
+    cJSON_Delete(doc);
+    ck_assert_msg(export_to("ev.json", "megatron", "2", &r) == 0, "%s", r.err);
+    tp_run_free(&r);
+    ck_assert_int_eq(export_to("ev.json", "megatron", "1", &r), 6);
+    tp_run_free(&r);
+    tp_run(&r, without);
+    ck_assert_msg(r.status == 0, "%s", r.err);
+    tp_run_free(&r);
+    ck_assert_int_eq(export_to("free.json", "megatron", "2", &r), 6);
+    tp_run_free(&r);
 }
 END_TEST
 
@@ -249,6 +289,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, command_line_errors);
     tcase_add_test(tc, model_megatron_cannot_express);
     tcase_add_test(tc, replan_keeps_the_launcher);
+    tcase_add_test(tc, evaluate_for_a_launcher);
     suite_add_tcase(s, tc);
     return s;
 }
