@@ -197,7 +197,16 @@ static int dgx_cluster(const mega_hw *hw, int nodes, fmt_cluster *c,
     return rc;
 }
 
-static int has_feature(const mega_run *r, const char *name);
+/* 1 when the run lists feature name. */
+static int has_feature(const mega_run *r, const char *name)
+{
+    const cJSON *f;
+
+    cJSON_ArrayForEach(f, r->features)
+        if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0)
+            return 1;
+    return 0;
+}
 
 /* The run's model: the family's transformer (Megatron's GPT, "gpt3",
  * when model.family is absent) with model.ffn and model.kv_heads where
@@ -286,17 +295,6 @@ static int mega_strategy(const fmt_cluster *c, const fmt_model *m,
     if (rc == UTIL_OK)
         rc = fmt_strategy_check(c, m, s, r->global_batch, err);
     return rc;
-}
-
-/* 1 when the run lists feature name. */
-static int has_feature(const mega_run *r, const char *name)
-{
-    const cJSON *f;
-
-    cJSON_ArrayForEach(f, r->features)
-        if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0)
-            return 1;
-    return 0;
 }
 
 /* The run's features as the evaluation states them. */

@@ -65,7 +65,11 @@ static int read_measured(const cJSON *x, const char *key, const char *where,
         *v = -1.0;
         return UTIL_OK;
     }
-    if (!cJSON_IsNumber(m) || !(m->valuedouble > 0.0) || !isfinite(m->valuedouble))
+    if (cJSON_IsNumber(m) && !(m->valuedouble > 0.0 && isfinite(m->valuedouble)))
+        return util_error_set(err, UTIL_EFIELD, where, key,
+                              "expected a positive number or null, got %g",
+                              m->valuedouble);
+    if (!cJSON_IsNumber(m))
         return util_error_set(err, UTIL_EFIELD, where, key,
                               "expected a positive number or null, got %s",
                               util_json_type(m));
@@ -359,9 +363,6 @@ static void profile_unusable(const char *model, const util_error *err,
             "scored analytically): %s\n", model, msg);
 }
 
-/* Evaluate run r: out gets its object, t[0..2] its time (profile), time
- * (analytic) and peak-memory trials; *no_profile is set when the model's
- * profile exists but cannot be used. */
 /* A measurement or a ratio to one into out: null when not measured
  * (negative). */
 static void put_measured(cJSON *out, const char *key, double v)
@@ -372,6 +373,9 @@ static void put_measured(cJSON *out, const char *key, double v)
         cJSON_AddNullToObject(out, key);
 }
 
+/* Evaluate run r: out gets its object, t[0..2] its time (profile), time
+ * (analytic) and peak-memory trials; *no_profile is set when the model's
+ * profile exists but cannot be used. */
 static int eval_run(const char *dir, const sailor_run *r, int index,
                     cJSON *out, calib_trial *t, int *no_profile,
                     util_error *err)

@@ -302,6 +302,16 @@ int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
 
 /* Release what cmd_plan_start loaded into r. */
 void cmd_plan_run_free(cmd_plan_run *r);
+/* (export.c) r->o.launcher: its target and release into *target and *version, what
+ * the exporter expresses into *lc (export_target_caps), and the plan's
+ * settings.launcher; exit code (message printed). */
+int cmd_plan_launcher(cmd_plan_run *r, search_launcher *lc, int *target,
+                      int *version);
+/* 1 when the exporter of target at version would refuse strategy s of r
+ * (the plan's cluster, model, parameters and global batch), with its
+ * first reason in why (n bytes); 0 when it writes s exactly. */
+int cmd_launcher_refusal(const cmd_plan_run *r, int target, int version,
+                         const fmt_strategy *s, char *why, size_t n);
 
 /* ---- plan files read by whatif and replan (whatif.c) ------------------ */
 

@@ -44,57 +44,6 @@ static int evaluate_split(cmd_plan_run *r, const search_launcher *lc,
     return CMD_EXIT_OK;
 }
 
-/* --launcher: the target's constraints into lc and the plan's metadata;
- * exit code. */
-static int evaluate_launcher(cmd_plan_run *r, search_launcher *lc, int *target,
-                             int *version)
-{
-    util_error err;
-    int code = cmd_launcher_parse(r->o.launcher, target, version);
-
-    memset(&err, 0, sizeof err);
-    memset(lc, 0, sizeof *lc);
-    if (code != CMD_EXIT_OK)
-        return code;
-    if (export_target_caps(*target, *version, lc, &err) != UTIL_OK)
-        return cmd_report_error(&err);
-    r->meta.launcher = export_target_name(*target);
-    r->meta.launcher_version = export_version_name(*target, *version);
-    return CMD_EXIT_OK;
-}
-
-/* Strategy i as the target's exporter sees it: a note on stderr naming
- * the first thing it cannot express exactly. */
-static void evaluate_expressible(cmd_plan_run *r, int target, int version,
-                                 const fmt_strategy *s, int i)
-{
-    export_options eo;
-    export_result er;
-    util_error err;
-    char why[600] = "";
-    int k;
-
-    export_options_init(&eo);
-    eo.version = version;
-    memset(&err, 0, sizeof err);
-    if (export_build(target, &r->c, &r->m, &r->cp, s, r->meta.global_batch, &eo, &er,
-                     &err) == UTIL_OK) {
-        export_free(&er);
-        return;
-    }
-    for (k = 0; k < er.nnotes && !er.approx[k]; k++)
-        ;
-    if (er.napprox > 0 && k < er.nnotes)
-        snprintf(why, sizeof why, "%s", er.notes[k]);
-    else
-        util_error_format(&err, why, sizeof why);
-    export_free(&er);
-    if (!r->o.out.quiet)
-        fprintf(stderr, "planner: note: '%s': strategies[%d]: %s %s cannot run it "
-                        "exactly: %s\n", r->o.strategies, i,
-                export_target_name(target), export_version_name(target, version), why);
-}
-
 int cmd_evaluate(int argc, char **argv)
 {
     cmd_plan_run r;
@@ -104,6 +53,7 @@ int cmd_evaluate(int argc, char **argv)
     int nstrat = 0, nscored = 0, i, code, target = -1, version = 0;
     double deadline;
     search_launcher lc;
+    char why[600];
 
     memset(&err, 0, sizeof err);
     memset(&lc, 0, sizeof lc);
@@ -111,7 +61,7 @@ int cmd_evaluate(int argc, char **argv)
     if (code != CMD_EXIT_OK)
         goto done;
     if (r.o.launcher != NULL &&
-        (code = evaluate_launcher(&r, &lc, &target, &version)) != CMD_EXIT_OK)
+        (code = cmd_plan_launcher(&r, &lc, &target, &version)) != CMD_EXIT_OK)
         goto done;
     if (fmt_load_strategies(r.o.strategies, &r.c, &r.m, r.o.global_batch, &strats,
                             &nstrat, &err) != UTIL_OK) {
@@ -134,8 +84,12 @@ int cmd_evaluate(int argc, char **argv)
         if (strats[i].bounds_open &&
             (code = evaluate_split(&r, &lc, &strats[i], i)) != CMD_EXIT_OK)
             goto done;
-        if (target >= 0)
-            evaluate_expressible(&r, target, version, &strats[i], i);
+        if (target >= 0 && !r.o.out.quiet &&
+            cmd_launcher_refusal(&r, target, version, &strats[i], why, sizeof why))
+            fprintf(stderr, "planner: note: '%s': strategies[%d]: %s %s cannot run "
+                            "it exactly: %s\n", r.o.strategies, i,
+                    export_target_name(target), export_version_name(target, version),
+                    why);
         if (cost_evaluate(&r.c, &r.m, r.profile, &r.cp, &strats[i], &rs[i], &err) !=
             UTIL_OK) {
             code = cmd_report_error(&err);

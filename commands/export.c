@@ -1,5 +1,7 @@
 /* commands/export.c: planner export, which writes launcher input for one
- * strategy of a plan; and the loading of plan files that report shares. */
+ * strategy of a plan; the loading of plan files that report shares; and
+ * what plan and evaluate ask of a launcher (its constraints, whether its
+ * exporter takes a strategy). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,4 +364,50 @@ done:
     export_free(&ex);
     plan_doc_free(&d);
     return code;
+}
+
+/* ---- planning and evaluating for a launcher (plan.c, evaluate.c) ---- */
+
+int cmd_plan_launcher(cmd_plan_run *r, search_launcher *lc, int *target,
+                      int *version)
+{
+    util_error err;
+    int code = cmd_launcher_parse(r->o.launcher, target, version);
+
+    memset(&err, 0, sizeof err);
+    if (code != CMD_EXIT_OK)
+        return code;
+    if (export_target_caps(*target, *version, lc, &err) != UTIL_OK)
+        return cmd_report_error(&err);
+    r->meta.launcher = export_target_name(*target);
+    r->meta.launcher_version = export_version_name(*target, *version);
+    return CMD_EXIT_OK;
+}
+
+int cmd_launcher_refusal(const cmd_plan_run *r, int target, int version,
+                         const fmt_strategy *s, char *why, size_t n)
+{
+    export_options eo;
+    export_result er;
+    util_error err;
+    int k;
+
+    export_options_init(&eo);
+    eo.version = version;
+    memset(&err, 0, sizeof err);
+    if (export_build(target, &r->c, &r->m, &r->cp, s, r->meta.global_batch, &eo, &er,
+                     &err) == UTIL_OK) {
+        export_free(&er);
+        return 0;
+    }
+    /* what the launcher cannot express, without the export command's
+     * advice (--approximate is not an option here) */
+    for (k = 0; k < er.nnotes && !er.approx[k]; k++)
+        ;
+    if (er.napprox > 0 && k < er.nnotes)
+        snprintf(why, n, "%s", er.notes[k]);
+    else
+        util_error_format(&err, why, n);
+    export_free(&er);
+    return 1;
 }

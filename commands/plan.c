@@ -580,21 +580,17 @@ static int plan_launcher(cmd_plan_run *r, search_params *sp, int *target,
                          int *version)
 {
     util_error err;
-    int code = cmd_launcher_parse(r->o.launcher, target, version);
+    int code = cmd_plan_launcher(r, &sp->launcher, target, version);
 
     memset(&err, 0, sizeof err);
     if (code != CMD_EXIT_OK)
         return code;
-    if (export_target_caps(*target, *version, &sp->launcher, &err) != UTIL_OK)
-        return cmd_report_error(&err);
     if (search_launcher_params(sp, &r->cp, &err) != UTIL_OK) {
         char buf[400];
         util_error_format(&err, buf, sizeof buf);
         fprintf(stderr, "planner: option '--launcher %s': %s\n", r->o.launcher, buf);
         return CMD_EXIT_USAGE;
     }
-    r->meta.launcher = export_target_name(*target);
-    r->meta.launcher_version = export_version_name(*target, *version);
     return CMD_EXIT_OK;
 }
 
@@ -605,34 +601,17 @@ static int plan_launcher(cmd_plan_run *r, search_params *sp, int *target,
 static int plan_launcher_keep(cmd_plan_run *r, int target, int version,
                               search_result *res)
 {
-    export_options eo;
-    char first[600] = "";
+    char first[600] = "", why[600];
     int i, kept = 0, dropped = 0;
 
-    export_options_init(&eo);
-    eo.version = version;
     for (i = 0; i < res->n; i++) {
-        export_result er;
-        util_error err;
-        memset(&err, 0, sizeof err);
-        if (export_build(target, &r->c, &r->m, &r->cp, &res->cands[i].s,
-                         r->meta.global_batch, &eo, &er, &err) == UTIL_OK) {
-            export_free(&er);
+        if (!cmd_launcher_refusal(r, target, version, &res->cands[i].s, why,
+                                  sizeof why)) {
             res->cands[kept++] = res->cands[i];
             continue;
         }
-        if (dropped++ == 0) {
-            /* what the launcher cannot express, without the export
-             * command's advice (--approximate is not a plan option) */
-            int k;
-            for (k = 0; k < er.nnotes && !er.approx[k]; k++)
-                ;
-            if (er.napprox > 0 && k < er.nnotes)
-                snprintf(first, sizeof first, "%s", er.notes[k]);
-            else
-                util_error_format(&err, first, sizeof first);
-        }
-        export_free(&er);
+        if (dropped++ == 0)
+            snprintf(first, sizeof first, "%s", why);
         fmt_strategy_free(&res->cands[i].s);
         cost_result_free(&res->cands[i].r);
     }

@@ -168,15 +168,14 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     s->recompute = recompute;
     s->zero = zero;
     s->offload = offload;
+    i = 0;
     if (jb == NULL) {
         /* the caller chooses them; until then the layers split evenly
          * (pp <= layers is checked below) */
         s->bounds_open = 1;
         for (i = 0; i <= pp; i++)
             s->bounds[i] = (int)((long long)i * m->nlayers / pp);
-    }
-    i = 0;
-    if (jb != NULL)
+    } else
         cJSON_ArrayForEach(v, jb)
         {
             util_json_index(ep, sizeof ep, fp, i);
@@ -213,22 +212,6 @@ int fmt_parse_strategies(const char *text, const char *file,
     return fmt_parse_strategies_keys(text, file, c, m, global_batch,
                                      fmt_strategies_root_keys, fmt_strategy_keys,
                                      out, n, err);
-}
-
-static int parse_strategies(const char *text, const char *file,
-                            const fmt_cluster *c, const fmt_model *m,
-                            int global_batch, const char *const *root_keys,
-                            const char *const *keys, int open, fmt_strategy **out,
-                            int *n, util_error *err);
-
-int fmt_parse_strategies_keys(const char *text, const char *file,
-                              const fmt_cluster *c, const fmt_model *m,
-                              int global_batch, const char *const *root_keys,
-                              const char *const *keys, fmt_strategy **out,
-                              int *n, util_error *err)
-{
-    return parse_strategies(text, file, c, m, global_batch, root_keys, keys, 0,
-                            out, n, err);
 }
 
 static int parse_strategies(const char *text, const char *file,
@@ -298,6 +281,16 @@ done:
     free(arr);
     cJSON_Delete(root);
     return rc;
+}
+
+int fmt_parse_strategies_keys(const char *text, const char *file,
+                              const fmt_cluster *c, const fmt_model *m,
+                              int global_batch, const char *const *root_keys,
+                              const char *const *keys, fmt_strategy **out,
+                              int *n, util_error *err)
+{
+    return parse_strategies(text, file, c, m, global_batch, root_keys, keys, 0,
+                            out, n, err);
 }
 
 /* What fmt_parse_strategies needs besides the text. */
