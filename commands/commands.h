@@ -35,6 +35,7 @@ int cmd_whatif(int argc, char **argv);
 int cmd_replan(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 /* The planner: runs the subcommand that argv[1] names, plan when argv[1]
  * is an option (argv as main() receives it); returns the exit code.

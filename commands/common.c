@@ -195,6 +195,7 @@ static const struct subcommand {
     {"calibrate", cmd_calibrate}, {"decentralized", cmd_decentralized},
     {"whatif", cmd_whatif},       {"replan", cmd_replan},
     {"export", cmd_export},       {"report", cmd_report},
+    {"inspect", cmd_inspect},
 };
 
 /* Remove the global option --strict from argv (argc updated): 1 when it
@@ -288,7 +289,7 @@ static int dispatch(int argc, char **argv)
                                    argv[1], subcommands[k].name);
     return cmd_usage_error(NULL, "unknown command '%s' (commands: plan, evaluate, "
                                  "calibrate, decentralized, whatif, replan, export, "
-                                 "report)", argv[1]);
+                                 "report, inspect)", argv[1]);
 }
 
 int cmd_load_cluster(const char *path, fmt_cluster *c, util_error *err)

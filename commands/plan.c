@@ -19,6 +19,7 @@ const char cmd_plan_usage[] =
     "       planner replan --plan FILE --frozen K [options]\n"
     "       planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile [options]\n"
     "       planner report --plan FILE --output FILE.svg|FILE.html [options]\n"
+    "       planner inspect [--model FILE] [--cluster FILE] [--device NAME] [--catalogue]\n"
     "       planner COMMAND --help, planner help COMMAND  (options of one command)\n"
     "       planner --help | --version\n"
     "\n"

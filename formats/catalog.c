@@ -15,6 +15,7 @@
  * SXM part. */
 #include <ctype.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "formats.h"
@@ -227,6 +228,32 @@ const fmt_device_type *fmt_catalog_find(const char *name)
             normalise(aliases[i].name, key, sizeof key))
             return find_exact(key);
     return NULL;
+}
+
+const fmt_device_type *fmt_catalog_nearest(const char *name)
+{
+    const fmt_device_type *best = NULL;
+    char key[64], k[64], bk[64] = "";
+    int bd = 1 << 30, d;
+    size_t i;
+
+    if (name == NULL || !normalise(name, key, sizeof key) || key[0] == '\0')
+        return NULL;
+    for (i = 0; i < NCATALOG; i++)
+        if (normalise(catalog[i].name, k, sizeof k) &&
+            (d = util_edit_distance(key, k)) < bd) {
+            bd = d;
+            best = &catalog[i];
+            memcpy(bk, k, sizeof bk);
+        }
+    for (i = 0; i < NALIASES; i++) /* a spelling the lookup accepts */
+        if ((d = util_edit_distance(key, aliases[i].alias)) < bd &&
+            normalise(aliases[i].name, k, sizeof k) && find_exact(k) != NULL) {
+            bd = d;
+            best = find_exact(k);
+            snprintf(bk, sizeof bk, "%s", aliases[i].alias);
+        }
+    return best != NULL && util_near_name(key, bk) ? best : NULL;
 }
 
 /* Whether a part with mem bytes is one with mem_bytes: within 10%. */

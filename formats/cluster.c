@@ -334,10 +334,15 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
             goto done;
         t = type_index(c, custom, ncustom, dev);
         if (t < 0) {
+            const fmt_device_type *near = fmt_catalog_nearest(dev);
             known_types(custom, ncustom, list, sizeof list);
             util_json_key(fp, sizeof fp, p, "device");
-            rc = fmt_fail(cx, UTIL_EFIELD, fp,
-                          "unknown device type '%s' (known: %s)", dev, list);
+            if (near != NULL) /* a typo of a catalogue name */
+                rc = fmt_fail(cx, UTIL_EFIELD, fp, "unknown device type '%s', did "
+                              "you mean '%s'? (known: %s)", dev, near->name, list);
+            else
+                rc = fmt_fail(cx, UTIL_EFIELD, fp,
+                              "unknown device type '%s' (known: %s)", dev, list);
             goto done;
         }
         nd.type = t;

@@ -32,6 +32,10 @@ typedef struct fmt_device_type {
 /* Built-in catalogue of published GPU specs (formats/catalog.c).
  * Lookup is case-insensitive; returns NULL when unknown.  Static storage. */
 const fmt_device_type *fmt_catalog_find(const char *name);
+/* The entry whose name is nearest to name (compared as the lookup
+ * does: case, punctuation and vendor prefixes ignored), when near enough
+ * to be a typo of it (util_near_name); NULL otherwise.  Static storage. */
+const fmt_device_type *fmt_catalog_nearest(const char *name);
 size_t fmt_catalog_count(void);
 const fmt_device_type *fmt_catalog_get(size_t i);
 
@@ -229,6 +233,10 @@ int fmt_model_from_transformer(const fmt_transformer_spec *spec,
  * file) with defaults for its kind and the model's shape. */
 void fmt_layer_defaults(const fmt_model *m, fmt_layer *l);
 void fmt_model_free(fmt_model *m);
+/* Parameters of m, each tied group (an input embedding and the LM head
+ * sharing one tensor) counted once; *replicated (may be NULL) gets the
+ * part that every TP rank holds whole (params_rep). */
+double fmt_model_params(const fmt_model *m, double *replicated);
 
 /* ---- profile --------------------------------------------------------- */
 

@@ -46,6 +46,41 @@ void fmt_model_free(fmt_model *m)
     memset(m, 0, sizeof *m);
 }
 
+double fmt_model_params(const fmt_model *m, double *replicated)
+{
+    double sum = 0.0, rep = 0.0;
+    unsigned char *seen = NULL;
+    int i, j, top = 0, dup;
+
+    /* a tied group's tensor is counted at its first layer: a mark per
+     * group number (they are at most 1e6, the reader's range), or a
+     * search back when the marks cannot be allocated */
+    for (i = 0; i < m->nlayers; i++)
+        if (m->layers[i].tied_group > top)
+            top = m->layers[i].tied_group;
+    if (top > 0)
+        seen = calloc((size_t)top + 1, 1);
+    for (i = 0; i < m->nlayers; i++) {
+        int g = m->layers[i].tied_group;
+        dup = 0;
+        if (g > 0 && seen != NULL) {
+            dup = seen[g];
+            seen[g] = 1;
+        } else if (g > 0) {
+            for (j = 0; j < i && !dup; j++)
+                dup = m->layers[j].tied_group == g;
+        }
+        if (!dup) {
+            sum += m->layers[i].params;
+            rep += m->layers[i].params_rep;
+        }
+    }
+    free(seen);
+    if (replicated != NULL)
+        *replicated = rep;
+    return sum;
+}
+
 /* ---- model.json ------------------------------------------------------ */
 
 static void known_kinds(char *buf, size_t n)

@@ -197,30 +197,13 @@ done:
     return util_json_finish(o, ok);
 }
 
-/* Parameters with each tied group counted once. */
-static double model_params(const fmt_model *m)
-{
-    double sum = 0.0;
-    int i, j, seen;
-
-    for (i = 0; i < m->nlayers; i++) {
-        seen = 0;
-        if (m->layers[i].tied_group > 0)
-            for (j = 0; j < i && !seen; j++)
-                seen = m->layers[j].tied_group == m->layers[i].tied_group;
-        if (!seen)
-            sum += m->layers[i].params;
-    }
-    return sum;
-}
-
 static cJSON *model_json(const fmt_model *m)
 {
     cJSON *o = cJSON_CreateObject();
 
     return util_json_finish(o, o != NULL && util_json_put_str(o, "name", m->name) &&
                          util_json_put_num(o, "layers", m->nlayers) &&
-                         util_json_put_num(o, "params", model_params(m)));
+                         util_json_put_num(o, "params", fmt_model_params(m, NULL)));
 }
 
 static cJSON *breakdown_json(const cost_breakdown *bd)

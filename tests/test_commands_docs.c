@@ -75,8 +75,9 @@ START_TEST(cli_md_help_matches_the_binary)
     char *doc = tu_slurp(HETPLAN_SOURCE_DIR "/docs/cli.md");
     const char *p = doc, *end;
     static const char *const need[] = {"plan", "evaluate", "calibrate", "export",
-                                       "report", "whatif", "replan", "decentralized"};
-    int seen[8] = {0}, n = 0, i;
+                                       "report", "whatif", "replan", "decentralized",
+                                       "inspect"};
+    int seen[9] = {0}, n = 0, i;
 
     ck_assert_ptr_nonnull(doc);
     while ((p = strstr(p, "<!-- help: ")) != NULL) {
@@ -101,14 +102,14 @@ START_TEST(cli_md_help_matches_the_binary)
                          "docs: %.160s\nbinary: %.160s", cmd, cmd, line,
                          want + k, got + k);
         }
-        for (i = 0; i < 8; i++)
+        for (i = 0; i < 9; i++)
             seen[i] |= strcmp(need[i], cmd) == 0;
         free(want);
         free(got);
         n++;
         p = end;
     }
-    for (i = 0; i < 8; i++)
+    for (i = 0; i < 9; i++)
         ck_assert_msg(seen[i], "docs/cli.md quotes no help text of '%s'", need[i]);
     ck_assert_int_ge(n, 8);
     free(doc);

@@ -58,7 +58,8 @@ END_TEST
 START_TEST(covers_every_command_and_option)
 {
     static const char *const cmds[] = {"", "evaluate", "calibrate", "decentralized",
-                                       "whatif", "replan", "export", "report"};
+                                       "whatif", "replan", "export", "report",
+                                       "inspect"};
     char *man = man_text();
     size_t i;
 

@@ -428,7 +428,7 @@ END_TEST
 START_TEST(every_command_takes_it)
 {
     const char *cmds[] = {"plan", "evaluate", "calibrate", "decentralized", "whatif",
-                          "replan", "export", "report", NULL};
+                          "replan", "export", "report", "inspect", NULL};
     int i;
 
     for (i = 0; cmds[i] != NULL; i++) {

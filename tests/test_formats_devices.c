@@ -142,6 +142,33 @@ START_TEST(test_new_spellings)
 }
 END_TEST
 
+/* A name the lookup does not know: the entry it is a typo of, through
+ * entry names and accepted spellings alike; none for a name far from all. */
+START_TEST(test_nearest_entry)
+{
+    static const struct {
+        const char *query, *name;
+    } cases[] = {
+        {"V10", "V100"},
+        {"rtx 4909", "RTX4090"},
+        {"H100-SMX", "H100-SXM"},
+        {"NVIDIA A100-SXM4-8GB", "A100-80GB"}, /* near the spelling a100sxm480gb */
+        {"Tesla T5", "T4"},
+    };
+    size_t i;
+
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const fmt_device_type *d = fmt_catalog_nearest(cases[i].query);
+        ck_assert_msg(d != NULL, "nothing near '%s'", cases[i].query);
+        ck_assert_str_eq(d->name, cases[i].name);
+    }
+    ck_assert_ptr_null(fmt_catalog_nearest("Z9000"));
+    ck_assert_ptr_null(fmt_catalog_nearest("quantum annealer"));
+    ck_assert_ptr_null(fmt_catalog_nearest(""));
+    ck_assert_ptr_null(fmt_catalog_nearest(NULL));
+}
+END_TEST
+
 START_TEST(test_device_supports)
 {
     const fmt_device_type *v100 = fmt_catalog_find("V100");
@@ -279,6 +306,7 @@ static Suite *devices_suite(void)
     tcase_add_test(tc, test_existing_rows_unchanged);
     tcase_add_test(tc, test_precision_peaks);
     tcase_add_test(tc, test_new_spellings);
+    tcase_add_test(tc, test_nearest_entry);
     tcase_add_test(tc, test_device_supports);
     tcase_add_test(tc, test_cluster_peaks);
     tcase_add_test(tc, test_cluster_fp32_from_catalogue);

@@ -483,7 +483,7 @@ START_TEST(cluster_device_types)
                     " \"gpus\": 1, \"intra_gbps\": 3, \"nic_gbps\": 1}]}",
                     &e);
     EXPECT_ERR(rc, e, UTIL_EFIELD, "nodes[0].device",
-               "unknown device type 'V10' (known: ");
+               "unknown device type 'V10', did you mean 'V100'? (known: ");
     ck_assert_msg(strstr(e.msg, "V100") != NULL, "known list: %s", e.msg);
 
     rc = cluster_rc("{\"device_types\": {\"MyGPU\": {\"memory_gib\": 8,"
