@@ -242,8 +242,8 @@ static double layer_act(const fmt_model *m, const cost_params *p, int l)
     return cost_layer_stored(m, p, l, 1);
 }
 
-/* Most rows of the layer table (text and JSON); the rows past it are
- * counted, not listed (docs/limits.md). */
+/* Most rows of the layer, node and link tables (text and JSON); the rows
+ * past it are counted, not listed (docs/limits.md). */
 #define INSPECT_MAX_ROWS 16384
 
 /* 1 when layers a and b of m look the same in the table (one row). */
@@ -409,8 +409,13 @@ static void model_text(util_buf *b, const inspect_opts *o, const fmt_model *m,
                                                          ", RMSNorm" : ", LayerNorm") : "",
                         tied_embeddings(m) ? "tied" : "untied");
     }
-    util_buf_printf(b, "  parameters     %.0f (%.3g billion); held whole by every "
-                       "TP rank: %.0f\n", params, params / 1e9, rep);
+    util_buf_printf(b, "  parameters     %.0f (%.3g %s); held whole by every "
+                       "TP rank: ", params, params >= 1e9 ? params / 1e9 : params / 1e6,
+                    params >= 1e9 ? "billion" : "million");
+    if (rep > 0.0 || cost_act_from_shape(m))
+        util_buf_printf(b, "%.0f\n", rep);
+    else /* a layer list without params_rep */
+        util_buf_printf(b, "not given (params_rep)\n");
     util_buf_printf(b, "  training FLOPs %.4g per sample (forward and backward)\n",
                     flops);
     util_buf_printf(b, "  model state    %g bytes per parameter (weights %g, "
@@ -441,13 +446,19 @@ static void model_text(util_buf *b, const inspect_opts *o, const fmt_model *m,
                         m->nlayers - l, INSPECT_MAX_ROWS);
 }
 
+/* Rows of a table of n that are past INSPECT_MAX_ROWS. */
+static int not_listed(int n)
+{
+    return n > INSPECT_MAX_ROWS ? n - INSPECT_MAX_ROWS : 0;
+}
+
 static cJSON *cluster_json(const inspect_opts *o, const fmt_cluster *c, int prec)
 {
     cJSON *o2 = cJSON_CreateObject(), *nodes = cJSON_CreateArray(),
-          *types = cJSON_CreateArray();
-    int i, ok = o2 != NULL && nodes != NULL && types != NULL;
+          *types = cJSON_CreateArray(), *links = cJSON_CreateArray();
+    int i, ok = o2 != NULL && nodes != NULL && types != NULL && links != NULL;
 
-    for (i = 0; ok && i < c->nnodes; i++) {
+    for (i = 0; ok && i < c->nnodes && i < INSPECT_MAX_ROWS; i++) {
         const fmt_node *n = &c->nodes[i];
         cJSON *e = cJSON_CreateObject();
         ok = e != NULL && util_json_put_str(e, "name", n->name) &&
@@ -460,19 +471,43 @@ static cJSON *cluster_json(const inspect_opts *o, const fmt_cluster *c, int prec
              util_json_put_num(e, "host_memory_gib", n->host_mem / GIB);
         ok = push_built(nodes, e, ok);
     }
+    for (i = 0; ok && i < c->nlinks && i < INSPECT_MAX_ROWS; i++) {
+        const fmt_link *k = &c->links[i];
+        cJSON *e = cJSON_CreateObject();
+        ok = e != NULL && util_json_put_str(e, "a", c->nodes[k->node_a].name) &&
+             (k->gpu_a < 0 || util_json_put_num(e, "gpu_a", k->gpu_a)) &&
+             util_json_put_str(e, "b", c->nodes[k->node_b].name) &&
+             (k->gpu_b < 0 || util_json_put_num(e, "gpu_b", k->gpu_b)) &&
+             util_json_put_num(e, "gbps", k->bw * 8.0 / 1e9) &&
+             util_json_put_num(e, "latency_us", k->lat * 1e6);
+        ok = push_built(links, e, ok);
+    }
     for (i = 0; ok && i < c->ntypes; i++)
         ok = util_json_push(types, type_json(&c->types[i], from_catalogue(&c->types[i]) ?
                                                "catalogue" : "cluster file", prec));
     ok = ok && util_json_put_str(o2, "file", o->cluster) &&
          util_json_put_str(o2, "name", c->name) &&
          util_json_put_num(o2, "gpus", c->ndevices) &&
-         util_json_put_num(o2, "links", c->nlinks);
+         util_json_put_num(o2, "nodes_total", c->nnodes) &&
+         util_json_put_num(o2, "links_total", c->nlinks);
     if (ok && prec >= 0) /* the precision plan trains the model in here */
         ok = util_json_put_str(o2, "plan_precision", fmt_precision_name(
                                    search_precision_fallback(c, prec, 0)));
     ok = put_built(o2, "nodes", &nodes, ok);
+    ok = put_built(o2, "links", &links, ok);
+    ok = ok && util_json_put_num(o2, "rows_not_listed",
+                                 not_listed(c->nnodes) + not_listed(c->nlinks));
     ok = put_built(o2, "device_types", &types, ok);
     return util_json_finish(o2, ok);
+}
+
+/* One end of a stated link, "node" or "node GPU k", into buf. */
+static void link_end(const fmt_cluster *c, int node, int gpu, char *buf, size_t n)
+{
+    if (gpu < 0)
+        snprintf(buf, n, "%.30s", c->nodes[node].name);
+    else
+        snprintf(buf, n, "%.24s GPU %d", c->nodes[node].name, gpu);
 }
 
 static void cluster_text(util_buf *b, const inspect_opts *o, const fmt_cluster *c,
@@ -484,16 +519,33 @@ static void cluster_text(util_buf *b, const inspect_opts *o, const fmt_cluster *
     for (i = 0; i < c->nnodes; i++)
         mem += c->nodes[i].gpus * c->types[c->nodes[i].type].mem_bytes;
     util_buf_printf(b, "cluster '%s' ('%s'): %d GPUs on %d nodes, %.1f GiB of GPU "
-                       "memory%s\n", c->name, o->cluster, c->ndevices, c->nnodes,
-                    mem / GIB, c->nlinks > 0 ? ", links stated between nodes" : "");
+                       "memory\n", c->name, o->cluster, c->ndevices, c->nnodes,
+                    mem / GIB);
     util_buf_printf(b, "%-20s %-16s %5s %11s %9s %s\n", "node", "type", "gpus",
                     "intra Gbps", "NIC Gbps", "region");
-    for (i = 0; i < c->nnodes; i++) {
+    for (i = 0; i < c->nnodes && i < INSPECT_MAX_ROWS; i++) {
         const fmt_node *n = &c->nodes[i];
         util_buf_printf(b, "%-20s %-16s %5d %11.1f %9.1f %s\n", n->name,
                         c->types[n->type].name, n->gpus, n->intra_bw * 8.0 / 1e9,
                         n->nic_bw * 8.0 / 1e9, n->region[0] ? n->region : "-");
     }
+    if (not_listed(c->nnodes) > 0)
+        util_buf_printf(b, "... %d more nodes not listed (%d rows at most)\n",
+                        not_listed(c->nnodes), INSPECT_MAX_ROWS);
+    if (c->nlinks > 0)
+        util_buf_printf(b, "%-31s %-31s %9s %12s\n", "link from", "to", "Gbps",
+                        "latency us");
+    for (i = 0; i < c->nlinks && i < INSPECT_MAX_ROWS; i++) {
+        const fmt_link *k = &c->links[i];
+        char a[40], z[40];
+        link_end(c, k->node_a, k->gpu_a, a, sizeof a);
+        link_end(c, k->node_b, k->gpu_b, z, sizeof z);
+        util_buf_printf(b, "%-31s %-31s %9.1f %12.1f\n", a, z, k->bw * 8.0 / 1e9,
+                        k->lat * 1e6);
+    }
+    if (not_listed(c->nlinks) > 0)
+        util_buf_printf(b, "... %d more links not listed (%d rows at most)\n",
+                        not_listed(c->nlinks), INSPECT_MAX_ROWS);
     type_head(b, 36, "device type (source)", prec >= 0);
     for (i = 0; i < c->ntypes; i++) {
         char first[48];

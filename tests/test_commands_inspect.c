@@ -389,6 +389,44 @@ START_TEST(long_layer_lists_are_cut)
 }
 END_TEST
 
+/* The stated links of a cluster, and a cluster with more nodes than the
+ * table lists. */
+START_TEST(links_and_long_clusters)
+{
+    const char *mixed[] = {"--cluster", EX "mixed-generations.json", NULL};
+    const char *big[] = {"--cluster", "big.json", NULL};
+    tp_run_out r;
+    cJSON *doc, *c, *l;
+
+    doc = inspect(mixed, &r);
+    ck_assert_msg(doc != NULL, "%s", r.err);
+    c = cJSON_GetObjectItem(doc, "cluster");
+    /* examples/mixed-generations.json: 10 Gbit/s and 30 ms between h100-0
+     * and v100-0 */
+    ck_assert(num(c, "links_total") == 1);
+    l = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "links"), 0);
+    ck_assert_str_eq(str(l, "a"), "h100-0");
+    ck_assert_str_eq(str(l, "b"), "v100-0");
+    ck_assert(fabs(num(l, "gbps") - 10.0) < 1e-9);
+    ck_assert(fabs(num(l, "latency_us") - 30000.0) < 1e-6);
+    ck_assert(num(c, "gpus") == 42);
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+
+    tp_write("big.json", "{\"nodes\": [{\"name\": \"n\", \"count\": 20000, "
+                         "\"device\": \"T4\", \"gpus\": 1, \"intra_gbps\": 50, "
+                         "\"nic_gbps\": 50}]}");
+    doc = inspect(big, &r);
+    ck_assert_msg(doc != NULL, "%s", r.err);
+    c = cJSON_GetObjectItem(doc, "cluster");
+    ck_assert(num(c, "nodes_total") == 20000);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "nodes")), 16384);
+    ck_assert(num(c, "rows_not_listed") == 20000 - 16384);
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+}
+END_TEST
+
 static Suite *plain_suite(void)
 {
     Suite *s = suite_create("inspect");
@@ -405,6 +443,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, errors_and_output);
     tcase_add_test(tc, time_limit_cuts_nothing);
     tcase_add_test(tc, long_layer_lists_are_cut);
+    tcase_add_test(tc, links_and_long_clusters);
     suite_add_tcase(s, tc);
     return s;
 }
