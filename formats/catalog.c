@@ -60,6 +60,9 @@ static const fmt_device_type catalog[] = {
     /* AWS G5 / NVIDIA figures for A10G (no public datasheet): 70 TF,
      * 600 GB/s; fp32 and tf32 not published */
     ENTRY("A10G", 24, 70, 70, 600, 0, 0),
+    /* NVIDIA A30 datasheet: 330 / 165 TF fp16 / tf32 sparse = 165 / 82
+     * dense, 10.3 fp32, 24 GB HBM2 at 933 GB/s */
+    ENTRY("A30", 24, 165, 165, 933, 10.3, 82),
     /* NVIDIA A40 datasheet: 149.7 TF fp16/bf16, 74.8 tf32 (dense), 37.4
      * fp32, 696 GB/s */
     ENTRY("A40", 48, 149.7, 149.7, 696, 37.4, 74.8),
@@ -75,6 +78,9 @@ static const fmt_device_type catalog[] = {
     /* NVIDIA L4 datasheet: 242 / 120 TF fp16 / tf32 sparse = 121 / 60
      * dense, 30.3 fp32, 300 GB/s */
     ENTRY("L4", 24, 121, 121, 300, 30.3, 60),
+    /* NVIDIA L40 datasheet: 181.05 TF fp16/bf16 with fp32 accumulate,
+     * 90.5 tf32 (dense; 362.1 / 181 sparse), 90.5 fp32, 864 GB/s */
+    ENTRY("L40", 48, 181.05, 181.05, 864, 90.5, 90.5),
     /* NVIDIA L40S datasheet: 362.05 TF fp16/bf16, 183 tf32 (dense), 91.6
      * fp32, 864 GB/s */
     ENTRY("L40S", 48, 362.05, 362.05, 864, 91.6, 183),
@@ -106,6 +112,9 @@ static const fmt_device_type catalog[] = {
     ENTRY("GH200", 97871.0 / 1024.0, 989.5, 989.5, 4000, 67, 494.5),
     /* NVIDIA GH200 datasheet, HBM3e version: 144 GB at 4.9 TB/s */
     ENTRY("GH200-144GB", 144, 989.5, 989.5, 4900, 67, 494.5),
+    /* AMD Instinct MI210 datasheet: 181 TF fp16/bf16 matrix, 22.6 fp32
+     * vector, no tf32, 64 GB HBM2e at 1.6384 TB/s */
+    ENTRY("MI210", 64, 181, 181, 1638.4, 22.6, 0),
     /* AMD Instinct MI250X datasheet (whole OAM module, two GCDs): 383 TF
      * fp16/bf16 matrix, 47.9 fp32 vector, no tf32, 128 GB at 3.2768 TB/s */
     ENTRY("MI250X", 128, 383, 383, 3276.8, 47.9, 0),
@@ -138,6 +147,8 @@ static const struct {
     {"a100sxm480gb", "A100-80GB"},
     {"a100sxm40gb", "A100-40GB"},
     {"a100sxm80gb", "A100-80GB"},
+    {"a10040", "A100-40GB"},
+    {"a10080", "A100-80GB"},
     {"a100pcie", "A100-PCIe-40GB"},
     {"a10080gbpcie", "A100-PCIe-80GB"},
     {"h100", "H100-SXM"},
@@ -150,6 +161,10 @@ static const struct {
     {"h200141gb", "H200"},
     {"h200141gbhbm3e", "H200"},
     {"l40s48gb", "L40S"},
+    {"l4048gb", "L40"},
+    {"a3024gb", "A30"},
+    {"rtxtitan", "TitanRTX"},
+    {"titanrtx24gb", "TitanRTX"},
     {"gh200480gb", "GH200"},
     {"gh20096gb", "GH200"},
     {"gh96", "GH200"},

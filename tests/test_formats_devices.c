@@ -87,6 +87,11 @@ START_TEST(test_precision_peaks)
         {"MI250X", 47.9, 0, 383, 383},
         {"MI250X-GCD", 23.95, 0, 191.5, 191.5},
         {"MI300X", 163.4, 653.7, 1307.4, 1307.4},
+        /* NVIDIA A30 and L40 datasheets (dense: half the sparse figures),
+         * AMD Instinct MI210 datasheet (no tf32 on CDNA2) */
+        {"A30", 10.3, 82, 165, 165},
+        {"L40", 90.5, 90.5, 181.05, 181.05},
+        {"MI210", 22.6, 0, 181, 181},
     };
     size_t i;
 
@@ -129,6 +134,12 @@ START_TEST(test_new_spellings)
         {"mi250x_gcd", "MI250X-GCD"},
         {"AMD Instinct MI300X", "MI300X"},
         {"GH-96", "GH200"}, /* Sailor's name for the 96 GB part */
+        {"RTX-TITAN", "TitanRTX"},
+        {"A100-40", "A100-40GB"},
+        {"A100-80", "A100-80GB"},
+        {"NVIDIA L40", "L40"},
+        {"NVIDIA A30", "A30"},
+        {"AMD Instinct MI210", "MI210"},
     };
     size_t i;
 
