@@ -384,12 +384,11 @@ static void model_text(util_buf *b, const inspect_opts *o, const fmt_model *m,
     int prec = fmt_model_precision(m), l, k, rows = 0;
 
     model_totals(m, p, &w, &g, &opt, &flops);
-    util_buf_printf(b, "model '%s' ('%s'): %s, %s, %s%s\n", m->name, o->model,
+    util_buf_printf(b, "model '%s' ('%s'): %s, %s, %s %s%s\n", m->name, o->model,
                     cost_act_from_shape(m) ? m->family : "layer list",
                     fmt_precision_name(prec),
-                    cost_act_from_shape(m) ? (cost_attention(m) == FMT_ATTN_EAGER ?
-                                              "eager attention" : "flash attention") :
-                                             "activations as listed",
+                    cost_act_from_shape(m) ? attention_text(m) : "activations",
+                    cost_act_from_shape(m) ? "attention" : attention_text(m),
                     prec == FMT_PREC_FP32 ? (cost_tf32(m, p) ? ", TF32 matmuls" :
                                              ", fp32 matmuls") : "");
     if (m->hidden > 0) {

@@ -32,17 +32,10 @@ static cJSON *inspect(const char *const *args, tp_run_out *r)
     return r->status == 0 ? cJSON_Parse(r->out) : NULL;
 }
 
-static double num(const cJSON *o, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-
-    ck_assert_msg(cJSON_IsNumber(v), "'%s' is not a number", key);
-    return v->valuedouble;
-}
-
+/* Member key of o as a string; the test fails when it is not one. */
 static const char *str(const cJSON *o, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    const cJSON *v = tu_get(o, key);
 
     ck_assert_msg(cJSON_IsString(v), "'%s' is not a string", key);
     return v->valuestring;
@@ -73,16 +66,16 @@ START_TEST(model_parameters_as_published)
         cJSON *doc = inspect(args, &r), *m;
         ck_assert_msg(doc != NULL, "%s: exit %d: %s", cases[i].file, r.status, r.err);
         m = cJSON_GetObjectItem(doc, "model");
-        ck_assert_msg(num(m, "params") == cases[i].params, "%s: %.0f, published %.0f",
-                      cases[i].file, num(m, "params"), cases[i].params);
+        ck_assert_msg(tu_num(m, "params") == cases[i].params, "%s: %.0f, published %.0f",
+                      cases[i].file, tu_num(m, "params"), cases[i].params);
         ck_assert_int_eq(cJSON_IsTrue(cJSON_GetObjectItem(m, "tied_embeddings")),
                          cases[i].tied);
-        ck_assert_int_eq((int)num(cJSON_GetObjectItem(m, "shape"), "kv_heads"),
+        ck_assert_int_eq((int)tu_num(cJSON_GetObjectItem(m, "shape"), "kv_heads"),
                          cases[i].kv_heads);
         /* the parameters TP leaves whole are a small part: norms, biases of
          * row-parallel layers, learned positions */
-        ck_assert(num(m, "params_replicated") > 0.0);
-        ck_assert(num(m, "params_replicated") < 0.01 * cases[i].params);
+        ck_assert(tu_num(m, "params_replicated") > 0.0);
+        ck_assert(tu_num(m, "params_replicated") < 0.01 * cases[i].params);
         cJSON_Delete(doc);
         tp_run_free(&r);
     }
@@ -105,17 +98,17 @@ START_TEST(training_flops_as_published)
     ck_assert_msg(doc != NULL, "%s", r.err);
     m = cJSON_GetObjectItem(doc, "model");
     want = 72.0 * s * layers * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * layers * h));
-    ck_assert_msg(fabs(num(m, "train_flops_per_sample") / want - 1.0) < 1e-12,
-                  "%.6g against %.6g", num(m, "train_flops_per_sample"), want);
+    ck_assert_msg(fabs(tu_num(m, "train_flops_per_sample") / want - 1.0) < 1e-12,
+                  "%.6g against %.6g", tu_num(m, "train_flops_per_sample"), want);
     cJSON_ArrayForEach(l, cJSON_GetObjectItem(m, "layers")) {
-        sum += 3.0 * num(l, "fwd_flops") * num(l, "count");
+        sum += 3.0 * tu_num(l, "fwd_flops") * tu_num(l, "count");
         rows++;
     }
     ck_assert(fabs(sum / want - 1.0) < 1e-12);
     /* embedding, the 24 blocks in one row, final norm, head */
     ck_assert_int_eq(rows, 4);
-    ck_assert(num(m, "layers_total") == 27);
-    ck_assert(num(m, "layers_not_listed") == 0);
+    ck_assert(tu_num(m, "layers_total") == 27);
+    ck_assert(tu_num(m, "layers_not_listed") == 0);
     cJSON_Delete(doc);
     tp_run_free(&r);
 }
@@ -141,10 +134,10 @@ START_TEST(state_bytes_by_precision)
         ck_assert_msg(doc != NULL, "%s", r.err);
         m = cJSON_GetObjectItem(doc, "model");
         ck_assert_str_eq(str(m, "precision"), cases[i].prec);
-        ck_assert(num(m, "weight_bytes_per_param") == cases[i].w);
-        ck_assert(num(m, "grad_bytes_per_param") == cases[i].g);
-        ck_assert(num(m, "optimizer_bytes_per_param") == cases[i].o);
-        ck_assert(num(m, "state_bytes_per_param") == cases[i].w + cases[i].g + cases[i].o);
+        ck_assert(tu_num(m, "weight_bytes_per_param") == cases[i].w);
+        ck_assert(tu_num(m, "grad_bytes_per_param") == cases[i].g);
+        ck_assert(tu_num(m, "optimizer_bytes_per_param") == cases[i].o);
+        ck_assert(tu_num(m, "state_bytes_per_param") == cases[i].w + cases[i].g + cases[i].o);
         cJSON_Delete(doc);
         tp_run_free(&r);
     }
@@ -175,9 +168,9 @@ START_TEST(devices_resolve_to_datasheets)
         ck_assert_int_lt(i, 4);
         ck_assert_str_eq(str(d, "name"), want[i].name);
         ck_assert_str_eq(str(d, "query"), args[2 * i + 1]);
-        ck_assert(fabs(num(d, "tflops_fp16") - want[i].fp16) < 1e-9);
-        ck_assert(fabs(num(d, "tflops_fp32") - want[i].fp32) < 1e-9);
-        ck_assert(fabs(num(d, "bandwidth_gbs") - want[i].bw) < 1e-9);
+        ck_assert(fabs(tu_num(d, "tflops_fp16") - want[i].fp16) < 1e-9);
+        ck_assert(fabs(tu_num(d, "tflops_fp32") - want[i].fp32) < 1e-9);
+        ck_assert(fabs(tu_num(d, "bandwidth_gbs") - want[i].bw) < 1e-9);
         cJSON_ArrayForEach(p, cJSON_GetObjectItem(d, "precisions"))
             bf16 |= strcmp(p->valuestring, "bf16") == 0;
         ck_assert_int_eq(bf16, want[i].bf16);
@@ -213,12 +206,12 @@ START_TEST(catalogue_matches_its_docs)
             if (strcmp(str(e, "name"), name) != 0)
                 continue;
             found = 1;
-            ck_assert_msg(fabs(num(e, "memory_gib") - mem) < 0.005 &&
-                              fabs(num(e, "tflops_fp32") - f32) < 1e-9 &&
-                              fabs(num(e, "tflops_tf32") - t32) < 1e-9 &&
-                              fabs(num(e, "tflops_fp16") - f16) < 1e-9 &&
-                              fabs(num(e, "tflops_bf16") - b16) < 1e-9 &&
-                              fabs(num(e, "bandwidth_gbs") - bw) < 1e-9,
+            ck_assert_msg(fabs(tu_num(e, "memory_gib") - mem) < 0.005 &&
+                              fabs(tu_num(e, "tflops_fp32") - f32) < 1e-9 &&
+                              fabs(tu_num(e, "tflops_tf32") - t32) < 1e-9 &&
+                              fabs(tu_num(e, "tflops_fp16") - f16) < 1e-9 &&
+                              fabs(tu_num(e, "tflops_bf16") - b16) < 1e-9 &&
+                              fabs(tu_num(e, "bandwidth_gbs") - bw) < 1e-9,
                           "docs/device-catalogue.md's row of '%s' differs from the "
                           "catalogue", name);
         }
@@ -246,7 +239,7 @@ START_TEST(cluster_and_precision)
 
     ck_assert_msg(doc != NULL, "%s", r.err);
     c = cJSON_GetObjectItem(doc, "cluster");
-    ck_assert(num(c, "gpus") == 16);
+    ck_assert(tu_num(c, "gpus") == 16);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "nodes")), 4);
     ck_assert_str_eq(str(c, "plan_precision"), "fp16");
     cJSON_ArrayForEach(t, cJSON_GetObjectItem(c, "device_types")) {
@@ -381,9 +374,9 @@ START_TEST(long_layer_lists_are_cut)
     ck_assert_msg(doc != NULL, "%s", r.err);
     m = cJSON_GetObjectItem(doc, "model");
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(m, "layers")), 16384);
-    ck_assert(num(m, "layers_not_listed") == 20000 - 16384);
+    ck_assert(tu_num(m, "layers_not_listed") == 20000 - 16384);
     /* the parameters count every layer: 1 + 2 + ... + 20000 */
-    ck_assert(num(m, "params") == 20000.0 * 20001.0 / 2.0);
+    ck_assert(tu_num(m, "params") == 20000.0 * 20001.0 / 2.0);
     cJSON_Delete(doc);
     tp_run_free(&r);
 }
@@ -403,13 +396,13 @@ START_TEST(links_and_long_clusters)
     c = cJSON_GetObjectItem(doc, "cluster");
     /* examples/mixed-generations.json: 10 Gbit/s and 30 ms between h100-0
      * and v100-0 */
-    ck_assert(num(c, "links_total") == 1);
+    ck_assert(tu_num(c, "links_total") == 1);
     l = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "links"), 0);
     ck_assert_str_eq(str(l, "a"), "h100-0");
     ck_assert_str_eq(str(l, "b"), "v100-0");
-    ck_assert(fabs(num(l, "gbps") - 10.0) < 1e-9);
-    ck_assert(fabs(num(l, "latency_us") - 30000.0) < 1e-6);
-    ck_assert(num(c, "gpus") == 42);
+    ck_assert(fabs(tu_num(l, "gbps") - 10.0) < 1e-9);
+    ck_assert(fabs(tu_num(l, "latency_us") - 30000.0) < 1e-6);
+    ck_assert(tu_num(c, "gpus") == 42);
     cJSON_Delete(doc);
     tp_run_free(&r);
 
@@ -419,9 +412,9 @@ START_TEST(links_and_long_clusters)
     doc = inspect(big, &r);
     ck_assert_msg(doc != NULL, "%s", r.err);
     c = cJSON_GetObjectItem(doc, "cluster");
-    ck_assert(num(c, "nodes_total") == 20000);
+    ck_assert(tu_num(c, "nodes_total") == 20000);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(c, "nodes")), 16384);
-    ck_assert(num(c, "rows_not_listed") == 20000 - 16384);
+    ck_assert(tu_num(c, "rows_not_listed") == 20000 - 16384);
     cJSON_Delete(doc);
     tp_run_free(&r);
 }
