@@ -466,7 +466,9 @@ static int write_matrices(const dtfm_problem *p, const char *path)
         for (i = 0; i < n; i++) {
             fputs(i ? ",[" : "[", f);
             for (j = 0; j < n; j++) {
-                double v = m ? p->bw[i * n + j] * 8.0 / 1e9 : p->lat[i * n + j] * 1e3;
+                double v = i == j ? 0.0
+                           : m    ? dtfm_bandwidth(p, i, j) * 8.0 / 1e9
+                                  : dtfm_latency(p, i, j) * 1e3;
                 if (i == j)
                     fprintf(f, "%snull", j ? "," : "");
                 else

@@ -207,23 +207,30 @@ typedef struct target_case {
     int blocks, hidden, heads, seq;
     double global_batch;
     double target_s;
+    int top_k;              /* strategies kept; 0 = the default */
 } target_case;
 
 static const target_case target_cases[] = {
     /* 4,096 GPUs (256 DGX A100 + 256 DGX H100 nodes), 128 blocks */
     {"4096 GPUs x 128 layers", 512, "A100-80GB", "H100-SXM", 2400, 1600,
-     128, 8192, 64, 2048, 2048, 1.0},
+     128, 8192, 64, 2048, 2048, 1.0, 0},
     /* 65,536 GPUs, the same model */
     {"65536 GPUs", 8192, "A100-80GB", "H100-SXM", 2400, 1600,
-     128, 8192, 64, 2048, 16384, 10.0},
+     128, 8192, 64, 2048, 16384, 10.0, 0},
     /* global batch 1e9 on 64 mixed GPUs, GPT-2 345M shape */
     {"global batch 1e9", 8, "A100-80GB", "V100-32GB", 2400, 200,
-     24, 1024, 16, 1024, 1e9, 1.0},
+     24, 1024, 16, 1024, 1e9, 1.0, 0},
     /* Megatron-LM SC21 (Narayanan et al. 2021, Table 1): 530B, 105
      * layers, h 20480, 128 heads, s 2048 on 640 DGX A100 80GB nodes
      * (NVLink 600 GB/s per GPU, 8 x 200 Gbit/s HDR InfiniBand), batch 2520 */
     {"530B on 5120 A100", 640, "A100-80GB", "A100-80GB", 2400, 1600,
-     105, 20480, 128, 2048, 2520, 1.0},
+     105, 20480, 128, 2048, 2520, 1.0, 0},
+    /* many layers on few GPUs: 8,192 small blocks on 8 A100 + 8 V100 */
+    {"8192 layers on 16 GPUs", 2, "A100-80GB", "V100-32GB", 2400, 200,
+     8192, 256, 4, 512, 512, 10.0, 0},
+    /* many GPUs, few layers, many strategies kept */
+    {"4096 GPUs x 2 blocks, top-k 100", 512, "A100-80GB", "H100-SXM", 2400, 1600,
+     2, 1024, 16, 1024, 4096, 2.0, 100},
 };
 
 /* CPU seconds of this process: the machine is shared, so wall time
@@ -286,6 +293,8 @@ static void bench_target(const target_case *tc, int first)
         cost_params_init(&cp);
         search_params_init(&sp);
         sp.global_batch = (int)tc->global_batch;
+        if (tc->top_k > 0)
+            sp.top_k = tc->top_k;
         t0 = now_ms();
         c0 = cpu_s();
         rc = search_plan(&c, &m, NULL, &cp, &sp, &res, &err);

@@ -185,11 +185,9 @@ int calib_amp_trials(const char *trial_path, const fmt_cluster *c,
     rc = util_read_file(trial_path, &text, err);
     if (rc != UTIL_OK)
         goto done;
-    doc = cJSON_Parse(text);
-    if (doc == NULL) {
-        rc = util_error_set(err, UTIL_EPARSE, trial_path, NULL, "malformed JSON");
+    rc = util_json_parse_object(text, trial_path, &doc, err);
+    if (rc != UTIL_OK)
         goto done;
-    }
     arr = cJSON_GetObjectItemCaseSensitive(doc, "trials");
     gb = cJSON_GetObjectItemCaseSensitive(doc, "global_batch");
     if (!cJSON_IsArray(arr) || !cJSON_IsNumber(gb)) {

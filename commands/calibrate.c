@@ -301,12 +301,15 @@ int cmd_calibrate(int argc, char **argv)
             goto done;
     }
     if (o.out.verbose)
-        for (i = 0; i < ts.n; i++)
+        for (i = 0; i < ts.n; i++) {
             fprintf(stderr, "trial %d: measured %s%.3f s, uncalibrated %.3f s, fitted "
-                            "%.3f s%s%.3f s\n", i, ts.measured_s[i] > 0.0 ? "" : "(failed) ",
+                            "%.3f s", i, ts.measured_s[i] > 0.0 ? "" : "(failed) ",
                     ts.measured_s[i] > 0.0 ? ts.measured_s[i] : 0.0, t0[i].predicted_s,
-                    t1[i].predicted_s, loo ? ", left out " : "",
-                    loo ? t2[i].predicted_s : 0.0);
+                    t1[i].predicted_s);
+            if (loo) /* the fit without this trial */
+                fprintf(stderr, ", left out %.3f s", t2[i].predicted_s);
+            fputc('\n', stderr);
+        }
     if (o.out.quiet)
         goto finish;
     if (o.out.json) {

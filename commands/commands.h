@@ -56,7 +56,9 @@ enum cmd_option_kind {
     CMD_OPT_INT,        /* *num = its value, an integer in lo..hi */
     CMD_OPT_SET,        /* *num = lo; takes no value */
     CMD_OPT_FORMAT,     /* --format table|json: *num = 1 for json */
-    CMD_OPT_CALL        /* its value goes to the parser's handle */
+    CMD_OPT_CALL,       /* its value goes to the parser's handle */
+    CMD_OPT_PATH        /* *str = its value, a file or directory name ("" is
+                           a usage error) */
 };
 
 /* An option a command accepts. */
@@ -64,7 +66,7 @@ typedef struct cmd_option {
     const char *name;   /* long form, "--cluster" */
     const char *alias;  /* short form, "-o", or NULL */
     int kind;           /* enum cmd_option_kind */
-    const char **str;   /* CMD_OPT_STRING: where the value goes */
+    const char **str;   /* CMD_OPT_STRING, _PATH: where the value goes */
     int *num;           /* CMD_OPT_INT, _SET, _FORMAT: where the number goes */
     int lo, hi;         /* CMD_OPT_INT: the range; CMD_OPT_SET: the number;
                          * CMD_OPT_CALL: lo = 1 when it may be repeated */
@@ -89,7 +91,7 @@ typedef struct cmd_output_opts {
 /* Table entries of the output options that every command has, into the
  * cmd_output_opts *out. */
 #define CMD_OUTPUT_OPTIONS(out)                                             \
-    CMD_STRING("--output", "-o", &(out)->output),                           \
+    {"--output", "-o", CMD_OPT_PATH, &(out)->output, NULL, 0, 0, 0},        \
     {"--format", NULL, CMD_OPT_FORMAT, NULL, &(out)->json, 0, 0, 0},        \
     CMD_SET("--quiet", "-q", &(out)->quiet, 1),                             \
     CMD_SET("--verbose", "-v", &(out)->verbose, 1)
@@ -172,6 +174,13 @@ int cmd_report_error(const util_error *err);
  * rest at the end of the run.  With the global option --strict they are
  * errors instead (exit 3). */
 void cmd_warnings_flush(void);
+
+/* The inputs of the plan d that changed since it was made
+ * (plan_changed_inputs): with --strict an error (CMD_EXIT_INPUT after the
+ * message), else a warning on stderr (unless quiet) naming each file,
+ * both SHA-256 digests and what the plan recorded that now differs;
+ * CMD_EXIT_OK.  For every command that reads a plan back. */
+int cmd_plan_inputs_check(const plan_doc *d, int quiet);
 
 /* --time-limit's value v into *seconds (> 0, at most a year): exit code,
  * after the message naming the command's help when not CMD_EXIT_OK. */
@@ -270,6 +279,14 @@ typedef struct cmd_plan_opts {
  * message printed). */
 int cmd_launcher_parse(const char *v, int *target, int *version);
 
+/* (export.c) The value v of option opt (--launcher, export's --to),
+ * TARGET[@VERSION]: the target into *target, the release @VERSION names
+ * into *version (-1 without @; either pointer may be NULL); hostfile only
+ * where hostfile_ok (it has no release).  Exit code (usage message
+ * printed). */
+int cmd_target_parse(const char *opt, const char *v, int hostfile_ok, int *target,
+                     int *version);
+
 /* A run of plan or evaluate: its options and the inputs they name. */
 typedef struct cmd_plan_run {
     cmd_plan_opts o;
@@ -316,8 +333,9 @@ int cmd_launcher_refusal(const cmd_plan_run *r, int target, int version,
 
 /* ---- plan files read by whatif and replan (whatif.c) ------------------ */
 
-/* Load the plan file into d, warn (unless quiet) when an input it names
- * changed, and check that it holds strategy; returns an exit code.  d is
+/* Load the plan file into d, warn (unless quiet; with --strict: fail)
+ * when an input it names changed (cmd_plan_inputs_check), and check that
+ * it holds strategy; returns an exit code.  d is
  * the caller's to release (plan_doc_free) whatever this returns. */
 int cmd_whatif_load(const char *plan, int strategy, int quiet, plan_doc *d);
 

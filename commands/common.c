@@ -49,6 +49,24 @@ int cmd_report_error(const util_error *err)
     }
 }
 
+int cmd_plan_inputs_check(const plan_doc *d, int quiet)
+{
+    char buf[1400];
+
+    if (plan_changed_inputs(d, buf, sizeof buf) == 0)
+        return CMD_EXIT_OK;
+    cmd_warnings_flush();
+    if (run_warnings.strict) {
+        fprintf(stderr, "planner: %s (--strict: an input changed since the plan was "
+                        "made is an error; plan again)\n", buf);
+        return CMD_EXIT_INPUT;
+    }
+    if (!quiet)
+        fprintf(stderr, "planner: warning: %s; the input files as they are now "
+                        "are used (--strict refuses)\n", buf);
+    return CMD_EXIT_OK;
+}
+
 int cmd_parse_time_limit(const char *command, const char *v, double *seconds)
 {
     char *end;
@@ -92,9 +110,12 @@ int cmd_write_file_mode(const char *path, const char *text, int mode)
 
 int cmd_flush_stdout(void)
 {
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "planner: cannot write to standard output: %s\n",
-                strerror(errno));
+    int e = fflush(stdout) != 0 ? errno : 0;
+
+    if (e != 0 || ferror(stdout)) {
+        fprintf(stderr, "planner: cannot write to standard output%s%s\n",
+                e ? ": " : "", e ? strerror(e) : "");
+        clearerr(stdout); /* said once */
         return CMD_EXIT_OUTPUT;
     }
     return CMD_EXIT_OK;
@@ -232,6 +253,10 @@ int cmd_dispatch(int argc, char **argv)
     run_warnings.strict = take_strict(&argc, argv);
     old = fmt_warnings_use(&run_warnings);
     code = dispatch(argc, argv);
+    /* whatever reached stdout (help, version, tables) must have been
+     * written: a failed write is an output error, not a success */
+    if (cmd_flush_stdout() != CMD_EXIT_OK && code == CMD_EXIT_OK)
+        code = CMD_EXIT_OUTPUT;
     cmd_warnings_flush();
     fmt_warnings_use(old);
     fmt_warnings_free(&run_warnings);

@@ -24,7 +24,7 @@ static const char decentralized_usage[] =
     "  --model FILE           model for c_pp, c_dp and compute times (default: the\n"
     "                         paper's GPT3-XL settings)\n"
     "  --searcher NAME        ga (default), sa, kl, random or exact (<= 16 devices,\n"
-    "                         or devices in <= 32 classes of identical links)\n"
+    "                         or <= 1024 in <= 32 classes of identical links)\n"
     "  --seed N               random seed (default 0)\n"
     "  --seconds S            wall-time limit of the whole command, loading\n"
     "                         included; when hit, the best so far is kept\n"
@@ -35,7 +35,8 @@ static const char decentralized_usage[] =
     "  --stall N              stop after N offspring (sa: cycles, random: samples)\n"
     "                         without a new best (default 100 for ga/kl, 3 for sa;\n"
     "                         random draws 5000 samples)\n"
-    "  --pp N                 pipeline stages d_pp (default: the file's, else 8)\n"
+    "  --pp N                 pipeline stages d_pp, 1..64 (default: the file's,\n"
+    "                         else 8)\n"
     "  --convention NAME      paper (default: c_pp, c_dp from the model) or\n"
     "                         public-code (the public scheduler's constants)\n"
     "  --compute              add per-stage compute time of each device's GPU type\n"
@@ -140,7 +141,7 @@ static int decentralized_args(int argc, char **argv, decentralized_opts *o)
         CMD_STRING("--model", NULL, &o->model),
         CMD_INT("--evals", &o->evals, 1, INT_MAX),
         CMD_INT("--stall", &o->stall, 1, INT_MAX),
-        CMD_INT("--pp", &o->po.d_pp, 1, 65536),
+        CMD_INT("--pp", &o->po.d_pp, 1, DTFM_MAX_STAGES),
         CMD_SET("--compute", NULL, &o->po.compute, 1),
         CMD_CALL("--searcher", OPT_SEARCHER),
         CMD_CALL("--convention", OPT_CONVENTION),
@@ -238,10 +239,8 @@ int cmd_decentralized(int argc, char **argv)
                    : cmd_usage_error(NULL, "%s", err.msg);
         goto done;
     }
-    if (dtfm_evaluate(&in.prob, sr.group_of, &res, &err) != UTIL_OK) {
-        code = cmd_report_error(&err);
-        goto done;
-    }
+    res = sr.result; /* the search's evaluation of its schedule */
+    memset(&sr.result, 0, sizeof sr.result);
     meta.cluster_path = o.cluster;
     meta.model_path = o.model;
     meta.searcher = dtfm_method_name(o.sp.method);

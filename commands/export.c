@@ -2,17 +2,15 @@
  * strategy of a plan; the loading of plan files that report shares; and
  * what plan and evaluate ask of a launcher (its constraints, whether its
  * exporter takes a strategy). */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "export.h"
 #include "commands.h"
 
 static const char export_usage[] =
-    "usage: planner export --plan FILE --to megatron|deepspeed|torchrun|hostfile\n"
+    "usage: planner export --plan FILE --to TARGET[@VERSION]\n"
     "                      [--target-version V] [--approximate] [--output DIR]\n"
     "                      [--strategy K] [--master-addr HOST] [--master-port N]\n"
     "                      [--format table|json] [--quiet] [--verbose]\n"
@@ -29,18 +27,23 @@ static const char export_usage[] =
     "  hostfile   hostfile (\"host slots=N\", hosts in rank order)\n"
     "options:\n"
     "  --plan FILE            plan JSON written by 'planner --output'\n"
-    "  --to TARGET            launcher to export for\n"
+    "  --to TARGET[@VERSION]  launcher to export for (a target above); @VERSION\n"
+    "                         names the release as --target-version does, the\n"
+    "                         spelling of 'plan --launcher'\n"
     "  --target-version V     upstream release to write for (old, new or a name above;\n"
     "                         default: the plan's 'plan --launcher' release, else old)\n"
     "  --approximate          write the files even where the target cannot express\n"
     "                         the plan exactly; the approximations go to stderr\n"
-    "  --output DIR           write the files into DIR (created if missing); without\n"
+    "  --output DIR           write the files into DIR (created if missing), all or\n"
+    "                         nothing: a failure leaves DIR as it was; in a DIR that\n"
+    "                         exists only the export's files are replaced; without\n"
     "                         it the files are printed on stdout\n"
     "  --strategy K           strategy of the plan, 1 = best (default 1)\n"
     "  --master-addr HOST     rendezvous host (default: host of node rank 0)\n"
     "  --master-port N        rendezvous port (default 29500)\n"
     "  --format table|json    stdout: files (or list of files written), or JSON\n"
-    "  --strict               unknown keys in input files are errors (exit 3)\n"
+    "  --strict               unknown keys in input files, and an input changed\n"
+    "                         since the plan was made, are errors (exit 3)\n"
     "  --quiet                print nothing on success; errors and approximations\n"
     "                         still go to stderr\n"
     "  --verbose              also print a summary line on stderr\n"
@@ -56,7 +59,9 @@ static const char export_usage[] =
 typedef struct export_opts {
     cmd_output_opts out;
     const char *plan, *master_addr, *version;
+    const char *to;         /* --to as given */
     int target, strategy, master_port, approximate;
+    int to_version;         /* the release --to TARGET@VERSION names, -1 = none */
     double time_limit;      /* --time-limit SECONDS, 0 = none */
 } export_opts;
 
@@ -69,11 +74,8 @@ static int export_option(void *ctx, int id, const char *opt, const char *v)
     (void)opt;
     if (id == 1)
         return cmd_parse_time_limit("export", v, &o->time_limit);
-    o->target = export_target_from_name(v);
-    if (o->target < 0)
-        return cmd_usage_error(NULL, "option '--to' expects megatron, deepspeed, "
-                                     "torchrun or hostfile, got '%s'", v);
-    return CMD_EXIT_OK;
+    o->to = v;
+    return cmd_target_parse("--to", v, 1, &o->target, &o->to_version);
 }
 
 /* 1 when s can be a rendezvous address: a host name (IPv4 addresses are
@@ -108,6 +110,7 @@ static int export_args(int argc, char **argv, export_opts *o)
 
     memset(o, 0, sizeof *o);
     o->target = -1;
+    o->to_version = -1;
     o->strategy = 1;
     o->master_port = 29500;
     if ((code = cmd_parse_options(&p, argc, argv)) != CMD_EXIT_OK)
@@ -116,6 +119,12 @@ static int export_args(int argc, char **argv, export_opts *o)
         return cmd_usage_error(NULL, "%s", "missing required option '--plan'");
     if (o->target < 0)
         return cmd_usage_error(NULL, "%s", "missing required option '--to'");
+    if (o->to_version >= 0 && o->version != NULL &&
+        export_version_from_name(o->target, o->version) >= 0 &&
+        export_version_from_name(o->target, o->version) != o->to_version)
+        return cmd_usage_error(NULL, "options '--to %s' and '--target-version %s' "
+                                     "name different releases: give one of them",
+                               o->to, o->version);
     if (o->master_addr != NULL && !addr_ok(o->master_addr))
         return cmd_usage_error(NULL, "option '--master-addr' expects a host name or "
                                      "an IP address, got '%s'", o->master_addr);
@@ -138,10 +147,7 @@ int cmd_export_load(const char *plan, int strategy, int quiet, plan_doc *d)
                                      "strategies of '%s'), got %d", d->n, plan,
                                strategy);
     }
-    if (d->digest_mismatch && !quiet)
-        fprintf(stderr, "planner: warning: an input of '%s' changed since the "
-                        "plan was made\n", plan);
-    return CMD_EXIT_OK;
+    return cmd_plan_inputs_check(d, quiet);
 }
 
 /* The notes on stderr: approximations always (they are what a refusal
@@ -169,42 +175,31 @@ static void export_print_notes(const export_opts *o, const export_result *ex,
     }
 }
 
-/* Create dir (one level) when missing. */
-static int export_mkdir(const char *dir)
-{
-    struct stat st;
-
-    if (stat(dir, &st) == 0) {
-        if (S_ISDIR(st.st_mode))
-            return 0;
-        fprintf(stderr, "planner: cannot write into '%s': not a directory\n", dir);
-        return -1;
-    }
-    if (mkdir(dir, 0777) != 0) {
-        fprintf(stderr, "planner: cannot create directory '%s': %s\n", dir,
-                strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
-/* Write the files of ex into the directory o->output; exit code. */
+/* Write the files of ex into the directory o->output, all or nothing
+ * (util_write_dir_atomic); exit code. */
 static int export_write(const export_opts *o, const export_result *ex)
 {
-    char path[4096];
-    int i, code;
+    util_out_file *files = calloc((size_t)ex->nfiles, sizeof *files);
+    util_error err;
+    int i, code = CMD_EXIT_OK;
 
-    if (export_mkdir(o->out.output) != 0)
-        return CMD_EXIT_OUTPUT;
+    if (files == NULL)
+        return cmd_out_of_memory();
+    memset(&err, 0, sizeof err);
     for (i = 0; i < ex->nfiles; i++) {
-        snprintf(path, sizeof path, "%s/%s", o->out.output, ex->files[i].name);
+        files[i].name = ex->files[i].name;
+        files[i].text = ex->files[i].text;
         /* a script appears executable, never without its mode */
-        if ((code = cmd_write_file_mode(path, ex->files[i].text,
-                                        ex->files[i].executable ? 0755 : -1)) !=
-            CMD_EXIT_OK)
-            return code;
+        files[i].mode = ex->files[i].executable ? 0755 : -1;
     }
-    return CMD_EXIT_OK;
+    if (util_write_dir_atomic(o->out.output, files, ex->nfiles, &err) != UTIL_OK) {
+        char buf[1024];
+        util_error_format(&err, buf, sizeof buf);
+        fprintf(stderr, "planner: %s; nothing was written\n", buf);
+        code = err.code == UTIL_ENOMEM ? CMD_EXIT_INTERNAL : CMD_EXIT_OUTPUT;
+    }
+    free(files);
+    return code;
 }
 
 /* --format json on stdout: the files (their paths with --output, else their
@@ -307,8 +302,11 @@ int cmd_export(int argc, char **argv)
     eo.strategy = o.strategy;
     eo.approximate = o.approximate;
     eo.idle_reason = d.idle_reason ? d.idle_reason[o.strategy - 1] : NULL;
-    /* without --target-version: the release the plan was made for */
-    if (o.version == NULL && d.launcher[0] != '\0' &&
+    /* without a release named (--to T@V, --target-version): the one the
+     * plan was made for */
+    if (o.to_version >= 0)
+        eo.version = o.to_version;
+    else if (o.version == NULL && d.launcher[0] != '\0' &&
         export_target_from_name(d.launcher) == o.target &&
         export_version_from_name(o.target, d.launcher_version) >= 0)
         eo.version = export_version_from_name(o.target, d.launcher_version);
@@ -367,6 +365,36 @@ done:
 }
 
 /* ---- planning and evaluating for a launcher (plan.c, evaluate.c) ---- */
+
+int cmd_target_parse(const char *opt, const char *v, int hostfile_ok, int *target,
+                     int *version)
+{
+    char name[32];
+    const char *at = strchr(v, '@');
+    size_t n = at ? (size_t)(at - v) : strlen(v);
+    int t, ver = -1;
+
+    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), v);
+    t = n < sizeof name ? export_target_from_name(name) : -1;
+    if (t < 0 || (t == EXPORT_HOSTFILE && !hostfile_ok))
+        return cmd_usage_error(NULL, "option '%s' expects megatron, deepspeed%s "
+                                     "torchrun%s, optionally with @VERSION, got '%s'",
+                               opt, hostfile_ok ? "," : " or",
+                               hostfile_ok ? " or hostfile" : "", v);
+    if (at != NULL && t == EXPORT_HOSTFILE)
+        return cmd_usage_error(NULL, "option '%s': hostfile has no release, got "
+                                     "'%s'", opt, v);
+    if (at != NULL && (ver = export_version_from_name(t, at + 1)) < 0)
+        return cmd_usage_error(NULL, "option '%s': %s has no release '%s' "
+                                     "(%s or %s)", opt, name, at + 1,
+                               export_version_name(t, EXPORT_VERSION_OLD),
+                               export_version_name(t, EXPORT_VERSION_NEW));
+    if (target != NULL)
+        *target = t;
+    if (version != NULL)
+        *version = ver;
+    return CMD_EXIT_OK;
+}
 
 int cmd_plan_launcher(cmd_plan_run *r, search_launcher *lc, int *target,
                       int *version)

@@ -88,6 +88,11 @@ static int store(const cmd_parser *p, const cmd_option *o, const char *a, const 
     case CMD_OPT_STRING:
         *o->str = v;
         return CMD_EXIT_OK;
+    case CMD_OPT_PATH:
+        if (v[0] == '\0')
+            return cmd_usage_error(p->hint, "option '%s' expects a path, got ''", a);
+        *o->str = v;
+        return CMD_EXIT_OK;
     case CMD_OPT_INT:
         return parse_int(a, v, o->lo, o->hi, o->num) ? CMD_EXIT_USAGE : CMD_EXIT_OK;
     case CMD_OPT_SET:
@@ -149,14 +154,14 @@ int cmd_parse_options(const cmd_parser *p, int argc, char **argv)
             fputs(p->usage, stdout);
             if (p->usage_more)
                 fputs(p->usage_more, stdout);
-            exit(CMD_EXIT_OK);
+            exit(cmd_flush_stdout()); /* a help that cannot be written is exit 5 */
         }
         if (p->version && strcmp(a, "--version") == 0) {
             if (argc > 2)
                 return cmd_usage_error(p->hint, "%s", "option '--version' takes "
                                                       "no other argument");
             cmd_print_version();
-            exit(CMD_EXIT_OK);
+            exit(cmd_flush_stdout());
         }
         if (eq != NULL) {
             /* --name=value: the value is the rest of the word */

@@ -31,7 +31,9 @@ const char cmd_plan_usage[] =
     "  --model FILE           model description: layer list or transformer shorthand\n"
     "  --profile FILE         measured per-layer times (hetplan-profile/1)\n"
     "  --amp-profile FILE[:KEY]  AMP's profiles.json, converted at load (KEY: gpt2)\n"
-    "  --strategies FILE      strategies to score (evaluate only)\n";
+    "  --strategies FILE      strategies to score (evaluate only): at most 10000,\n"
+    "                         strategies x GPUs and strategies x layers at most\n"
+    "                         262144 each (docs/limits.md)\n";
 
 /* The second half of the usage (C99 bounds one string literal). */
 const char cmd_plan_usage_options[] =
@@ -97,26 +99,11 @@ enum {
 
 int cmd_launcher_parse(const char *v, int *target, int *version)
 {
-    char name[32];
-    const char *at = strchr(v, '@');
-    size_t n = at ? (size_t)(at - v) : strlen(v);
-    int t, ver = EXPORT_VERSION_OLD;
+    int ver = -1, code = cmd_target_parse("--launcher", v, 0, target, &ver);
 
-    snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), v);
-    t = n < sizeof name ? export_target_from_name(name) : -1;
-    if (t < 0 || t == EXPORT_HOSTFILE)
-        return cmd_usage_error(NULL, "option '--launcher' expects megatron, deepspeed "
-                                     "or torchrun, optionally with @VERSION, got '%s'", v);
-    if (at != NULL && (ver = export_version_from_name(t, at + 1)) < 0)
-        return cmd_usage_error(NULL, "option '--launcher': %s has no release '%s' "
-                                     "(%s or %s)", name, at + 1,
-                               export_version_name(t, EXPORT_VERSION_OLD),
-                               export_version_name(t, EXPORT_VERSION_NEW));
-    if (target != NULL)
-        *target = t;
     if (version != NULL)
-        *version = ver;
-    return CMD_EXIT_OK;
+        *version = ver < 0 ? EXPORT_VERSION_OLD : ver;
+    return code;
 }
 
 /* Store the value v of option id in the cmd_plan_opts ctx; exit code. */
@@ -744,7 +731,23 @@ int cmd_plan(int argc, char **argv)
                         "%ld ruled out, %d device subsets, %ld annealing moves, "
                         "%.3f s\n", res.evaluated, res.rejected_memory,
                 res.rejected_other, res.subsets, res.anneal_moves, r.meta.elapsed_s);
-    code = cmd_plan_emit(&r, ss, rs, res.n);
+    {
+        /* a plan lists every GPU and layer of each strategy: keep it
+         * within what a plan read back may hold (formats.h) */
+        int keep = res.n, most = FMT_MAX_STRATEGY_ENTRIES /
+                                 (r.c.ndevices > r.m.nlayers ? r.c.ndevices : r.m.nlayers);
+        if (most > FMT_MAX_STRATEGIES)
+            most = FMT_MAX_STRATEGIES;
+        if (keep > most && most >= 1) {
+            keep = most;
+            if (!r.o.out.quiet)
+                fprintf(stderr, "planner: note: the plan holds the best %d of the %d "
+                                "strategies kept: it lists the %d GPUs and %d layers "
+                                "of each, at most %d of either in all (docs/limits.md)\n",
+                        keep, res.n, r.c.ndevices, r.m.nlayers, FMT_MAX_STRATEGY_ENTRIES);
+        }
+        code = cmd_plan_emit(&r, ss, rs, keep);
+    }
     if (code == CMD_EXIT_OK && res.timed_out) {
         fprintf(stderr, "planner: note: time limit of %g s reached after %ld "
                         "candidates: the plan holds the best found so far\n",

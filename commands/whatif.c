@@ -32,7 +32,8 @@ static const char whatif_usage[] =
     "                         is among those evaluated (status \"time-limit\", exit 7)\n"
     "  --output FILE          write the JSON report to FILE (atomically)\n"
     "  --format table|json    what to print on stdout (default table)\n"
-    "  --strict               unknown keys in input files are errors (exit 3)\n"
+    "  --strict               unknown keys in input files, and an input changed\n"
+    "                         since the plan was made, are errors (exit 3)\n"
     "  --quiet                print nothing on success\n"
     "  --verbose              also print a summary line on stderr\n"
     "exit codes: 0 ok, 1 internal, 2 usage, 3 bad plan or input, 5 cannot write,\n"
@@ -145,13 +146,13 @@ static int whatif_args(int argc, char **argv, whatif_opts *o)
 int cmd_whatif_load(const char *plan, int strategy, int quiet, plan_doc *d)
 {
     util_error err;
+    int code;
 
     memset(&err, 0, sizeof err);
     if (plan_load_plan(plan, d, &err) != UTIL_OK)
         return cmd_report_error(&err);
-    if (d->digest_mismatch && !quiet)
-        fprintf(stderr, "planner: warning: an input of '%s' changed since the plan "
-                        "was written (SHA-256 differs)\n", plan);
+    if ((code = cmd_plan_inputs_check(d, quiet)) != CMD_EXIT_OK)
+        return code;
     if (strategy > d->n) {
         return cmd_usage_error(NULL, "option '--strategy' expects 1..%d (the "
                                      "strategies of '%s'), got %d", d->n, plan,

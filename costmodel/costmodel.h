@@ -305,21 +305,38 @@ typedef struct cost_sim_input {
                                under the interleaved schedule; NULL = 0 */
 } cost_sim_input;
 
+/* The most events one simulated iteration may make (2^24, 40 bytes
+ * each: 640 MiB).  An iteration makes up to 4 x replicas x stages x
+ * micro-batches (x model chunks) of them, so a larger one is refused
+ * (UTIL_EINVAL) before anything is allocated or timed. */
+#define COST_SIM_MAX_EVENTS 16777216
+
 /* Event-driven simulation of one iteration of in (docs/simulator.md).
  * Zero-length transfers, all-reduces and optimizer steps make no event.
  * Under the interleaved schedule an activation sent by stage pp - 1 or
  * a gradient sent by stage 0 crosses the wrap-around link (send_wrap).
- * UTIL_EINVAL for bad sizes or negative/non-finite times.  out is
- * overwritten; free with cost_timeline_free. */
+ * UTIL_EINVAL for bad sizes, negative/non-finite times or more than
+ * COST_SIM_MAX_EVENTS events.  out is overwritten; free with
+ * cost_timeline_free. */
 int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
                          util_error *err);
 /* Stage times from the cost model (each replica on its own devices), then
  * cost_simulate_stages; a strategy with vpp > 1 runs the interleaved
- * schedule.  overlap_dp as in cost_sim_input. */
+ * schedule.  overlap_dp as in cost_sim_input.  Time and memory linear in
+ * the ranks, layers and events. */
 int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_profile *prof, const cost_params *p,
                   const fmt_strategy *s, int overlap_dp, cost_timeline *out,
                   util_error *err);
+/* cost_simulate that gives up with UTIL_ETIMEOUT (out empty) once
+ * deadline (a util_now() time; 0 = none) has passed: checked between
+ * replicas while the stage times are computed and between sweeps of the
+ * schedule, so the overshoot is one replica's stage times or one sweep
+ * (one step of every stage). */
+int cost_simulate_until(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *p,
+                        const fmt_strategy *s, int overlap_dp, double deadline,
+                        cost_timeline *out, util_error *err);
 
 /* ---- memory model (costmodel/memory.c) ------------------------------- */
 
@@ -545,11 +562,12 @@ int cost_shards_check(const fmt_model *m, const fmt_strategy *s,
 int cost_tp_group_mixed(const fmt_cluster *c, const fmt_strategy *s,
                         int stage, int dpi);
 /* Hook of cost_evaluate and the layer assignment: turn lt, the even-split
- * time of layer on device dev (of type dt), into the time of dev's rank
- * under its share, slowdown and frozen layers.  No-op when none applies. */
+ * time of layer on the device of rank (of type dt), into the time of that
+ * rank under its share, slowdown and frozen layers (rank < 0: frozen
+ * layers only).  No-op when none applies; O(1). */
 void cost_rank_layer_adjust(const fmt_model *m, const cost_params *p,
                             const fmt_device_type *dt,
-                            const fmt_strategy *s, int dev, int layer,
+                            const fmt_strategy *s, int rank, int layer,
                             cost_layer_time *lt);
 /* Memory of rank from its even-split memory even_bytes: linear in the
  * memory share, M(share) = base + per_share * share. */

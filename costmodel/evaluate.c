@@ -22,11 +22,11 @@ typedef struct eval_ctx {
     int *in_flows;
 } eval_ctx;
 
-/* Time of stage j on one device for one micro-batch: total, TP part and
- * (fwd != NULL) the forward part. */
-static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
-                       double lat, double *total, double *comm, int *est,
-                       int *meas, double *fwd, double *rec)
+/* Time of stage j on device dev, of rank, for one micro-batch: total, TP
+ * part and (fwd != NULL) the forward part. */
+static void stage_time(const eval_ctx *x, int stage, int dev, int rank,
+                       double bw, double lat, double *total, double *comm,
+                       int *est, int *meas, double *fwd, double *rec)
 {
     const fmt_device_type *dt = fmt_device(x->c, dev);
     const fmt_node *node = &x->c->nodes[x->c->device_node[dev]];
@@ -42,7 +42,7 @@ static void stage_time(const eval_ctx *x, int stage, int dev, double bw,
     for (l = x->s->bounds[stage]; l < x->s->bounds[stage + 1]; l++) {
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
                            lat, node->intra_bw * cost_link_eff(x->p, FMT_LINK_INTRA, node->intra_bw), &lt);
-        cost_rank_layer_adjust(x->m, x->p, dt, x->s, dev, l, &lt);
+        cost_rank_layer_adjust(x->m, x->p, dt, x->s, rank, l, &lt);
         *total += lt.fwd + lt.bwd;
         *comm += lt.comm;
         if (fwd != NULL)
@@ -67,16 +67,16 @@ typedef struct eval_memo {
 } eval_memo;
 
 static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
-                              int dev, double bw, double lat, double *total,
-                              double *comm, int *est, int *meas, double *fwd,
-                              double *rec)
+                              int dev, int rank, double bw, double lat,
+                              double *total, double *comm, int *est, int *meas,
+                              double *fwd, double *rec)
 {
     const fmt_device_type *dt = fmt_device(x->c, dev);
     double hbw = x->c->nodes[x->c->device_node[dev]].intra_bw;
     int i;
 
     if (memo == NULL) {
-        stage_time(x, stage, dev, bw, lat, total, comm, est, meas, fwd, rec);
+        stage_time(x, stage, dev, rank, bw, lat, total, comm, est, meas, fwd, rec);
         return;
     }
     for (i = 0; i < EVAL_MEMO && memo[i].dt != NULL; i++)
@@ -90,7 +90,7 @@ static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
             *meas += memo[i].meas;
             return;
         }
-    stage_time(x, stage, dev, bw, lat, total, comm, est, meas, fwd, rec);
+    stage_time(x, stage, dev, rank, bw, lat, total, comm, est, meas, fwd, rec);
     if (i == EVAL_MEMO)
         i = EVAL_MEMO - 1; /* full: the last slot turns over */
     memo[i].dt = dt;
@@ -381,8 +381,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
             for (k = 0; k < s->tp; k++) {
                 double t, tc, tf, tr;
                 int est = 0, meas = 0, dev = fmt_rank_device(s, j, d, k);
+                int rank = k + s->tp * d + s->tp * s->dp * j;
                 stage_time_shared(&x, memo ? memo + (size_t)j * EVAL_MEMO : NULL, j,
-                                  dev, bw, lat, &t, &tc, &est, &meas, &tf, &tr);
+                                  dev, rank, bw, lat, &t, &tc, &est, &meas, &tf, &tr);
                 out->estimated += est;
                 out->measured += meas;
                 if (t > st[j]) { /* a stage runs at its slowest device */
@@ -479,8 +480,9 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
                     out->bd.p2p + out->bd.dp_comm + out->bd.optimizer;
     out->iter_s = out->bd.total;
     /* docs/simulator.md; an interleaving the schedule cannot run (not
-       1f1b, one stage, gas not a multiple of pp) keeps the closed form */
-    if (p->fidelity == COST_FIDELITY_SIMULATE &&
+       1f1b, one stage, gas not a multiple of pp), or an iteration of
+       more events than the simulator holds, keeps the closed form */
+    if (p->fidelity == COST_FIDELITY_SIMULATE && cost_sim_fits(s) &&
         (s->vpp <= 1 || (s->schedule == FMT_SCHED_1F1B && s->pp > 1 &&
                          s->gas % s->pp == 0))) {
         rc = cost_sim_refine(c, m, prof, p, s, out, err);
@@ -564,10 +566,40 @@ static void ctx_close(eval_ctx *x)
     x->out_flows = x->in_flows = NULL;
 }
 
+struct cost_stage_memo {
+    eval_memo *slots;       /* EVAL_MEMO per stage */
+};
+
+cost_stage_memo *cost_stage_memo_new(const fmt_strategy *s)
+{
+    cost_stage_memo *memo;
+
+    if (s->slow != NULL || s->tp_heads != NULL) /* as cost_evaluate's plain */
+        return NULL;
+    memo = malloc(sizeof *memo);
+    if (memo == NULL)
+        return NULL;
+    memo->slots = calloc((size_t)s->pp * EVAL_MEMO, sizeof *memo->slots);
+    if (memo->slots == NULL) {
+        free(memo);
+        return NULL;
+    }
+    return memo;
+}
+
+void cost_stage_memo_free(cost_stage_memo *memo)
+{
+    if (memo == NULL)
+        return;
+    free(memo->slots);
+    free(memo);
+}
+
 void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *p,
-                        const fmt_strategy *s, int j, int dpi, double *fwd,
-                        double *bwd, int *est, int *meas)
+                        const fmt_strategy *s, int j, int dpi,
+                        cost_stage_memo *memo, double *fwd, double *bwd,
+                        int *est, int *meas)
 {
     eval_ctx x;
     double bw, lat, best = -1.0;
@@ -582,9 +614,14 @@ void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
     *fwd = *bwd = 0.0;
     cost_tp_ring(c, p, s, j, dpi, &bw, &lat);
     for (k = 0; k < s->tp; k++) {
-        double t, tc, f;
-        stage_time(&x, j, fmt_rank_device(s, j, dpi, k), bw, lat, &t, &tc, &e,
-                   &me, &f, NULL);
+        double t, tc, f, rec;
+        int ek = 0, mk = 0; /* the memo keeps one device's counts */
+        stage_time_shared(&x, memo ? memo->slots + (size_t)j * EVAL_MEMO : NULL, j,
+                          fmt_rank_device(s, j, dpi, k),
+                          k + s->tp * dpi + s->tp * s->dp * j, bw, lat, &t, &tc,
+                          &ek, &mk, &f, &rec);
+        e += ek;
+        me += mk;
         if (t > best) { /* the slowest device, as in cost_evaluate */
             best = t;
             *fwd = f;
@@ -597,30 +634,34 @@ void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
         *meas = me;
 }
 
-double cost_p2p_oneway(const fmt_cluster *c, const fmt_model *m,
-                       const cost_params *p, const fmt_strategy *s, int j,
-                       int dpi)
+void cost_p2p_oneway_cut(const fmt_cluster *c, const fmt_model *m,
+                         const cost_params *p, const fmt_strategy *s, int j,
+                         double *oneway)
 {
     eval_ctx x;
-    double t;
+    int d;
 
     if (ctx_open(&x, c, m, NULL, p, s))
         cost_count_cut_flows(c, s, j, x.out_flows, x.in_flows);
     else /* no scratch memory: links without NIC sharing */
         ctx_close(&x);
-    t = p2p_time(&x, j, dpi) / 2.0; /* p2p_time is both directions */
+    for (d = 0; d < s->dp; d++)
+        oneway[d] = p2p_time(&x, j, d) / 2.0; /* p2p_time is both directions */
     ctx_close(&x);
-    return t;
 }
 
-double cost_dp_sync_stage(const fmt_cluster *c, const fmt_model *m,
-                          const cost_params *p, const fmt_strategy *s, int j)
+double cost_dp_sync_stages(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *p, const fmt_strategy *s,
+                           double *per_stage)
 {
     eval_ctx x;
     double t = -1.0;
+    int j;
 
+    for (j = 0; j < s->pp; j++)
+        per_stage[j] = 0.0;
     if (ctx_open(&x, c, m, NULL, p, s))
-        t = dp_sync(&x, j, NULL);
+        t = dp_sync(&x, -1, per_stage);
     ctx_close(&x);
     return t;
 }

@@ -21,31 +21,58 @@ void cost_cut_link_range(const fmt_cluster *c, const cost_params *p,
 
 /* ---- per-stage pieces of the analytic model (costmodel/evaluate.c) --- */
 
+/* Stage times that identical devices (type, TP ring, node bandwidth)
+ * share, a few per stage, as cost_evaluate keeps them: for the calls of
+ * cost_stage_fwd_bwd on one strategy under one cost_params, so that the
+ * replicas of a stage cost one pass over its layers rather than one
+ * each.  cost_stage_memo_new returns NULL for a strategy whose ranks
+ * carry shards or slowdowns (their times differ) or when out of memory:
+ * every device is then timed alone.  Owned by the caller. */
+typedef struct cost_stage_memo cost_stage_memo;
+cost_stage_memo *cost_stage_memo_new(const fmt_strategy *s);
+void cost_stage_memo_free(cost_stage_memo *memo);
+
 /* Forward and backward time of stage j in replica dpi for one
  * micro-batch, on the slowest device of its TP group (TP all-reduces
  * included), exactly the t_j of AMP eq. 5 that cost_evaluate uses:
  * *fwd + *bwd = t_j.  *est / *meas (may be NULL) get the number of layer
- * times estimated / measured. */
+ * times estimated / measured.  memo: NULL or cost_stage_memo_new(s). */
 void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
                         const fmt_profile *prof, const cost_params *p,
-                        const fmt_strategy *s, int j, int dpi, double *fwd,
-                        double *bwd, int *est, int *meas);
-/* One-way transfer (latency + bytes / bandwidth) between stage j and
- * j + 1 of replica dpi, with the NIC shared by all replicas' and TP
- * ranks' concurrent transfers of that cut: half of e_j of AMP eq. 5. */
+                        const fmt_strategy *s, int j, int dpi,
+                        cost_stage_memo *memo, double *fwd, double *bwd,
+                        int *est, int *meas);
+/* ---- the simulator's events in order (costmodel/evsort.c) ----------- */
+
+/* Order of the timeline: start time, then stage, replica, kind,
+ * micro-batch, chunk, end. */
+int cost_event_cmp(const cost_event *a, const cost_event *b);
+/* Sort ev[0 .. n) by cost_event_cmp in O(n log runs) time (runs: its
+ * maximal ordered stretches) with 8 bytes per event and 4 per run of
+ * scratch.  UTIL_ETIMEOUT once deadline (a util_now() time, 0 = none)
+ * has passed, checked between merge passes and every 65,536 moves of
+ * the final permutation (the order of ev is then unspecified);
+ * UTIL_ENOMEM (ev unchanged). */
+int cost_sort_events(cost_event *ev, size_t n, double deadline);
+
 /* Does the device name contain tag (upper case), case-insensitively?  The
  * device generation tables of kernels.c and runtime.c match on it. */
 int cost_name_has_tag(const char *name, const char *tag);
 
-double cost_p2p_oneway(const fmt_cluster *c, const fmt_model *m,
-                       const cost_params *p, const fmt_strategy *s, int j,
-                       int dpi);
-/* Data-parallel gradient all-reduce of stage j (slowest of its TP
- * indices), every stage's groups running at once; 0 when dp = 1,
- * -1 when out of memory. */
-double cost_dp_sync_stage(const fmt_cluster *c, const fmt_model *m,
-                          const cost_params *p, const fmt_strategy *s,
-                          int j);
+/* One-way transfer (latency + bytes / bandwidth) between stage j and
+ * j + 1 of every replica, with the NIC shared by all replicas' and TP
+ * ranks' concurrent transfers of that cut: half of e_j of AMP eq. 5,
+ * into oneway[0 .. dp - 1].  The flows of the cut are counted once:
+ * O(dp x tp + nodes). */
+void cost_p2p_oneway_cut(const fmt_cluster *c, const fmt_model *m,
+                         const cost_params *p, const fmt_strategy *s, int j,
+                         double *oneway);
+/* Data-parallel gradient all-reduce of every stage (slowest of its TP
+ * indices) into per_stage[0 .. pp - 1], every stage's groups running at
+ * once; 0 when dp = 1.  Returns the slowest, -1 when out of memory. */
+double cost_dp_sync_stages(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *p, const fmt_strategy *s,
+                           double *per_stage);
 /* All-reduce of the tied weights between the first and last stage that
  * hold them (0 when none or one stage holds them; -1 when out of
  * memory). */
@@ -110,5 +137,8 @@ int cost_sim_refine(const fmt_cluster *c, const fmt_model *m,
                     const fmt_profile *prof, const cost_params *p,
                     const fmt_strategy *s, cost_result *out,
                     util_error *err);
+/* 1 when an iteration of s makes no more than COST_SIM_MAX_EVENTS events
+ * (cost_simulate takes it). */
+int cost_sim_fits(const fmt_strategy *s);
 
 #endif

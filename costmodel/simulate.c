@@ -233,28 +233,6 @@ static int advance(sim *x, int r, int j)
     return done;
 }
 
-/* Start time, then stage, replica, kind, micro-batch, end. */
-static int event_cmp(const void *pa, const void *pb)
-{
-    const cost_event *a = pa, *b = pb;
-
-    if (a->start != b->start)
-        return a->start < b->start ? -1 : 1;
-    if (a->stage != b->stage)
-        return a->stage < b->stage ? -1 : 1;
-    if (a->replica != b->replica)
-        return a->replica < b->replica ? -1 : 1;
-    if (a->kind != b->kind)
-        return a->kind < b->kind ? -1 : 1;
-    if (a->micro != b->micro)
-        return a->micro < b->micro ? -1 : 1;
-    if (a->chunk != b->chunk)
-        return a->chunk < b->chunk ? -1 : 1;
-    if (a->end != b->end)
-        return a->end < b->end ? -1 : 1;
-    return 0;
-}
-
 /* Every entry of a[0..n) finite and >= 0 (a may be NULL when optional). */
 static int check_times(const double *a, size_t n, const char *name,
                        int required, util_error *err)
@@ -277,10 +255,41 @@ static int check_times(const double *a, size_t n, const char *name,
     return UTIL_OK;
 }
 
+/* The most events one iteration of pp stages, dp replicas, gas
+ * micro-batches and v chunks makes: compute and transfers per micro-batch
+ * and chunk (pp v - 1 crossings each way), plus all-reduces (DP and tied)
+ * and optimizer steps.  UTIL_EINVAL beyond COST_SIM_MAX_EVENTS. */
+static int sim_events(int pp, int dp, int gas, int v, size_t *max_events,
+                      util_error *err)
+{
+    /* n, gas <= 2^24 and v <= 64: the product fits in 64 bits */
+    size_t n = (size_t)dp * (size_t)pp, vv = (size_t)v, ev = SIZE_MAX;
+
+    *max_events = 0;
+    if (n <= (size_t)COST_SIM_MAX_EVENTS && (size_t)gas <= (size_t)COST_SIM_MAX_EVENTS &&
+        vv <= 64)
+        ev = 2 * n * (size_t)gas * vv +
+             2 * (size_t)dp * ((size_t)pp * vv - 1) * (size_t)gas + 3 * n;
+    if (ev > (size_t)COST_SIM_MAX_EVENTS) {
+        if (ev == SIZE_MAX)
+            return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                                  "%d replicas x %d stages x %d micro-batches are "
+                                  "too many to simulate (at most %d events)", dp,
+                                  pp, gas, COST_SIM_MAX_EVENTS);
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "%d replicas x %d stages x %d micro-batches (x %d "
+                              "model chunks) make up to %zu events, more than the "
+                              "%d the simulator holds", dp, pp, gas, v, ev,
+                              COST_SIM_MAX_EVENTS);
+    }
+    *max_events = ev;
+    return UTIL_OK;
+}
+
 static int check_input(const cost_sim_input *in, size_t *max_events,
                        util_error *err)
 {
-    size_t n, cuts, ops, v;
+    size_t n, cuts, v;
     int rc;
 
     if (in->pp < 1 || in->dp < 1 || in->gas < 1)
@@ -301,17 +310,8 @@ static int check_input(const cost_sim_input *in, size_t *max_events,
     v = in->vpp > 1 ? (size_t)in->vpp : 1;
     n = (size_t)in->dp * (size_t)in->pp;
     cuts = (size_t)in->dp * (size_t)(in->pp - 1);
-    /* compute and transfers per micro-batch and chunk (pp v - 1 crossings
-     * each way), plus all-reduces (DP and tied) and optimizer steps;
-     * refuse what would not fit in an int */
-    ops = n * (size_t)in->gas;
-    if (ops > (size_t)INT32_MAX / 8 / v)
-        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
-                              "%d x %d x %d micro-batch steps are too many to "
-                              "simulate", in->dp, in->pp, in->gas * (int)v);
-    *max_events = 2 * ops * v +
-                  2 * (size_t)in->dp * ((size_t)in->pp * v - 1) * (size_t)in->gas +
-                  3 * n;
+    if ((rc = sim_events(in->pp, in->dp, in->gas, (int)v, max_events, err)) != UTIL_OK)
+        return rc;
     if ((rc = check_times(in->fwd, n, "fwd", 1, err)) != UTIL_OK ||
         (rc = check_times(in->bwd, n, "bwd", 1, err)) != UTIL_OK ||
         (rc = check_times(in->send_act, cuts, "send_act", 0, err)) != UTIL_OK ||
@@ -330,8 +330,8 @@ static int check_input(const cost_sim_input *in, size_t *max_events,
     return UTIL_OK;
 }
 
-int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
-                         util_error *err)
+static int simulate_stages(const cost_sim_input *in, double deadline,
+                           cost_timeline *out, util_error *err)
 {
     sim x;
     size_t max_events = 0, n, nq, i;
@@ -381,19 +381,25 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     total = 2L * (long)n * (long)in->gas * (long)x.v;
     while (done < total) {
         long progress = 0;
-        for (r = 0; r < x.dp; r++)
+        for (r = 0; r < x.dp && !util_deadline_passed(deadline); r++)
             for (j = 0; j < x.pp; j++)
                 progress += advance(&x, r, j);
-        for (r = 0; r < x.dp; r++)
+        for (r = 0; r < x.dp && !util_deadline_passed(deadline); r++)
             for (j = x.pp - 1; j >= 0; j--)
                 progress += advance(&x, r, j);
+        done += progress;
+        if (done < total && util_deadline_passed(deadline)) {
+            rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
+                                "time limit reached after %ld of %ld operations "
+                                "of the schedule", done, total);
+            goto done;
+        }
         if (progress == 0) {
             rc = util_error_set(err, UTIL_EINTERNAL, NULL, NULL,
                                 "pipeline schedule deadlocked after %ld of %ld "
                                 "operations", done, total);
             goto done;
         }
-        done += progress;
     }
     for (i = 0; i < n; i++) {
         out->busy_s[i] = (double)in->gas * (in->fwd[i] + in->bwd[i]);
@@ -436,7 +442,13 @@ int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
     for (i = 0; i < x.nev; i++)
         if (x.ev[i].end > out->iter_s)
             out->iter_s = x.ev[i].end;
-    qsort(x.ev, x.nev, sizeof *x.ev, event_cmp);
+    if ((rc = cost_sort_events(x.ev, x.nev, deadline)) != UTIL_OK) {
+        rc = rc == UTIL_ETIMEOUT
+                 ? util_error_set(err, rc, NULL, NULL, "time limit reached while "
+                                  "the %zu events were put in order", x.nev)
+                 : util_error_set(err, rc, NULL, NULL, "out of memory");
+        goto done;
+    }
     out->pp = in->pp;
     out->dp = in->dp;
     out->gas = in->gas;
@@ -460,6 +472,21 @@ done:
     if (rc != UTIL_OK)
         cost_timeline_free(out);
     return rc;
+}
+
+int cost_sim_fits(const fmt_strategy *s)
+{
+    size_t events;
+
+    return s->dp >= 1 && s->pp >= 1 && s->gas >= 1 &&
+           sim_events(s->pp, s->dp, s->gas, s->vpp > 1 ? s->vpp : 1, &events,
+                      NULL) == UTIL_OK;
+}
+
+int cost_simulate_stages(const cost_sim_input *in, cost_timeline *out,
+                         util_error *err)
+{
+    return simulate_stages(in, 0.0, out, err);
 }
 
 /* ---- stage times from the cost model --------------------------------- */
@@ -553,12 +580,21 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
                   const fmt_strategy *s, int overlap_dp, cost_timeline *out,
                   util_error *err)
 {
+    return cost_simulate_until(c, m, prof, p, s, overlap_dp, 0.0, out, err);
+}
+
+int cost_simulate_until(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *p,
+                        const fmt_strategy *s, int overlap_dp, double deadline,
+                        cost_timeline *out, util_error *err)
+{
     cost_params ps;
     cost_sim_input in;
+    cost_stage_memo *memo = NULL;
     double *fwd = NULL, *bwd = NULL, *send_s = NULL, *dps = NULL, *opt = NULL,
-           *wrap = NULL;
+           *wrap = NULL, *oneway = NULL;
     int r, j, cuts, rc = UTIL_OK;
-    size_t n;
+    size_t n, events;
 
     memset(out, 0, sizeof *out);
     if (s->tp < 1 || s->dp < 1 || s->pp < 1 || s->mbs < 1 || s->gas < 1 ||
@@ -566,6 +602,10 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "expected a strategy with degrees, micro-batches, "
                               "stage boundaries and ranks");
+    /* the size first: nothing is timed for an iteration too large */
+    if ((rc = sim_events(s->pp, s->dp, s->gas, s->vpp > 1 ? s->vpp : 1, &events,
+                         err)) != UTIL_OK)
+        return rc;
     ps = *p; /* the strategy's own features, as in cost_evaluate */
     ps.schedule = s->schedule;
     ps.recompute = cost_strategy_recompute(p, s);
@@ -580,23 +620,47 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
     dps = calloc((size_t)s->pp, sizeof *dps);
     opt = calloc((size_t)s->pp, sizeof *opt);
     wrap = calloc((size_t)s->dp, sizeof *wrap);
-    if (!fwd || !bwd || !send_s || !dps || !opt || !wrap ||
+    oneway = calloc((size_t)s->dp, sizeof *oneway);
+    if (!fwd || !bwd || !send_s || !dps || !opt || !wrap || !oneway ||
         (s->vpp > 1 && s->pp > 1 && wrap_times(c, m, &ps, s, wrap) != 0)) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
     memset(&in, 0, sizeof in);
     /* each replica on its own devices: t_j of (replica, stage) is the
-     * slowest device of that TP group, not of the stage over replicas */
-    for (r = 0; r < s->dp; r++)
+     * slowest device of that TP group, not of the stage over replicas;
+     * replicas on identical devices share the stage's times */
+    memo = cost_stage_memo_new(s);
+    for (r = 0; r < s->dp; r++) {
+        if (util_deadline_passed(deadline)) {
+            rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
+                                "time limit reached after the stage times of %d "
+                                "of %d replicas", r, s->dp);
+            goto done;
+        }
         for (j = 0; j < s->pp; j++) {
             size_t q = (size_t)r * (size_t)s->pp + (size_t)j;
-            cost_stage_fwd_bwd(c, m, prof, &ps, s, j, r, &fwd[q], &bwd[q], NULL,
-                               NULL);
-            if (j < cuts)
-                send_s[(size_t)r * (size_t)cuts + (size_t)j] =
-                    cost_p2p_oneway(c, m, &ps, s, j, r);
+            cost_stage_fwd_bwd(c, m, prof, &ps, s, j, r, memo, &fwd[q], &bwd[q],
+                               NULL, NULL);
         }
+    }
+    /* the transfers of each cut, the cut's flows counted once; send_s is
+       [r * cuts + j] */
+    for (j = 0; j < cuts; j++) {
+        cost_p2p_oneway_cut(c, m, &ps, s, j, oneway);
+        for (r = 0; r < s->dp; r++)
+            send_s[(size_t)r * (size_t)cuts + (size_t)j] = oneway[r];
+        if (util_deadline_passed(deadline)) {
+            rc = util_error_set(err, UTIL_ETIMEOUT, NULL, NULL,
+                                "time limit reached after the transfers of %d of "
+                                "%d cuts", j + 1, cuts);
+            goto done;
+        }
+    }
+    if (cost_dp_sync_stages(c, m, &ps, s, dps) < 0.0) {
+        rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+        goto done;
+    }
     for (j = 0; j < s->pp; j++) {
         /* the optimizer step cost_evaluate charges: offloaded, the
          * gradients leave for the host during the stage's last backward
@@ -606,12 +670,7 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
         for (r = 0; ps.overlap_grad_reduce && r < s->dp; r++)
             if (bwd[(size_t)r * (size_t)s->pp + (size_t)j] > window)
                 window = bwd[(size_t)r * (size_t)s->pp + (size_t)j];
-        dps[j] = cost_dp_sync_stage(c, m, &ps, s, j);
         opt[j] = cost_optimizer_stage_window(c, m, &ps, s, j, window);
-        if (dps[j] < 0.0) {
-            rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
-            goto done;
-        }
     }
     if (tied_stages(m, s, &in.tied_first, &in.tied_last)) {
         in.tied_s = cost_tied_sync_time(c, m, &ps, s);
@@ -635,8 +694,10 @@ int cost_simulate(const fmt_cluster *c, const fmt_model *m,
     in.overlap_dp = overlap_dp ? 1 : 0;
     in.vpp = s->vpp > 1 ? s->vpp : 1;
     in.send_wrap = wrap;
-    rc = cost_simulate_stages(&in, out, err);
+    rc = simulate_stages(&in, deadline, out, err);
 done:
+    cost_stage_memo_free(memo);
+    free(oneway);
     free(fwd);
     free(bwd);
     free(send_s);

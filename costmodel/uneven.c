@@ -141,14 +141,15 @@ static double rank_slow(const fmt_strategy *s, int rank)
 
 void cost_rank_layer_adjust(const fmt_model *m, const cost_params *p,
                             const fmt_device_type *dt,
-                            const fmt_strategy *s, int dev, int layer,
+                            const fmt_strategy *s, int rank, int layer,
                             cost_layer_time *lt)
 {
     int frozen = layer < p->frozen_layers;
     int shards = s->tp_heads != NULL && s->tp_cols != NULL && s->tp > 1;
-    int rank = shards || s->slow != NULL ? fmt_rank_of_device(s, dev) : -1;
     double slow, half = 0.5 * lt->comm, k, cf, cb;
 
+    if (rank >= s->tp * s->dp * s->pp)
+        rank = -1;
     if (rank < 0)
         shards = 0;
     slow = rank >= 0 ? rank_slow(s, rank) : 1.0;

@@ -16,23 +16,30 @@
 static int kl_pair(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, int a, int b,
                    double *D, int *seq, char *locked)
 {
-    int g = c->g, n = c->n, step, i, j, best_m = 0;
+    int g = c->g, n = c->n, g2 = 2 * g, step, i, j, best_m = 0;
     int *ma = s->mem + (size_t)a * (size_t)g, *mb = s->mem + (size_t)b * (size_t)g;
     int la[256], lb[256];
-    double cum = 0.0, best_cum = 0.0;
+    double cum = 0.0, best_cum = 0.0, *A = c->kl_aff;
 
-    if (g > 256)
+    if (g > 256 || A == NULL)
         return 0;
     memcpy(la, ma, (size_t)g * sizeof *la);
     memcpy(lb, mb, (size_t)g * sizeof *lb);
-    for (i = 0; i < 2 * g; i++) {
-        int d = i < g ? la[i] : lb[i - g];
-        const int *own = i < g ? la : lb, *oth = i < g ? lb : la;
+    /* affinities among the 2g devices: la's, then lb's */
+    for (i = 0; i < g2; i++) {
+        const double *row = c->wdp + (size_t)(i < g ? la[i] : lb[i - g]) * (size_t)n;
+        for (j = 0; j < g2; j++) {
+            double w = row[j < g ? la[j] : lb[j - g]];
+            A[i * g2 + j] = w > 0 ? 1.0 / w : 0.0;
+        }
+    }
+    for (i = 0; i < g2; i++) {
+        int own = i < g ? 0 : g, oth = i < g ? g : 0;
         double ext = 0.0, in = 0.0;
         for (j = 0; j < g; j++) {
-            ext += c->aff[(size_t)d * (size_t)n + (size_t)oth[j]];
-            if (own[j] != d)
-                in += c->aff[(size_t)d * (size_t)n + (size_t)own[j]];
+            ext += A[i * g2 + oth + j];
+            if (own + j != i)
+                in += A[i * g2 + own + j];
         }
         D[i] = ext - in;
         locked[i] = 0;
@@ -48,8 +55,7 @@ static int kl_pair(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, int a, int b,
                 if (locked[g + j])
                     continue;
                 /* gain_KL = D_d + D_d' - 2 w_{d,d'} */
-                gain = D[i] + D[g + j] -
-                       2.0 * c->aff[(size_t)la[i] * (size_t)n + (size_t)lb[j]];
+                gain = D[i] + D[g + j] - 2.0 * A[i * g2 + g + j];
                 if (gain > bg) {
                     bg = gain;
                     bi = i;
@@ -69,11 +75,9 @@ static int kl_pair(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, int a, int b,
         }
         for (i = 0; i < g; i++) {
             if (!locked[i])
-                D[i] += 2.0 * c->aff[(size_t)la[i] * (size_t)n + (size_t)la[bi]] -
-                        2.0 * c->aff[(size_t)la[i] * (size_t)n + (size_t)lb[bj]];
+                D[i] += 2.0 * A[i * g2 + bi] - 2.0 * A[i * g2 + g + bj];
             if (!locked[g + i])
-                D[g + i] += 2.0 * c->aff[(size_t)lb[i] * (size_t)n + (size_t)lb[bj]] -
-                            2.0 * c->aff[(size_t)lb[i] * (size_t)n + (size_t)la[bi]];
+                D[g + i] += 2.0 * A[(g + i) * g2 + g + bj] - 2.0 * A[(g + i) * g2 + bi];
         }
     }
     if (best_m == 0)
@@ -94,7 +98,8 @@ void dtfm_local_search_kl(dtfm_ctx *c, dtfm_tx *t, dtfm_state *s, int *pairs,
     while (!c->stop && pass++ < limit) {
         int i, moved = 0;
         dtfm_shuffle(&c->rng, pairs, npairs);
-        for (i = 0; i < npairs && !c->stop; i++)
+        /* a pair that moves nothing evaluates nothing: the clock here */
+        for (i = 0; i < npairs && !c->stop && !dtfm_out_of_time(c); i++)
             moved |= kl_pair(c, t, s, pairs[i] / c->k, pairs[i] % c->k, D, seq,
                              locked);
         if (!moved)
@@ -118,6 +123,8 @@ void dtfm_run_sa(dtfm_ctx *c, dtfm_work *w)
     c->phase = "sa";
     dtfm_random_partition(c, s->grp);
     dtfm_state_build(c, s);
+    if (c->k < 2)
+        return; /* one group: the only schedule, and no swap */
     /* initial temperature: an uphill move ten times the average one is
      * accepted with p = 0.5 */
     for (i = 0; i < 64 && !c->stop; i++) {

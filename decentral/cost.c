@@ -8,120 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decentral.h"
+#include "internal.h"
 
 #define TSP_STACK_K 8 /* Held-Karp tables up to this size live on the stack */
-
-int dtfm_problem_alloc(dtfm_problem *p, int n, int d_pp,
-                            int with_compute, util_error *err)
-{
-    size_t nn;
-
-    memset(p, 0, sizeof *p);
-    if (n <= 0 || d_pp <= 0 || n % d_pp != 0 || n > 65536)
-        return util_error_set(err, UTIL_EINVAL, "", "",
-                              "expected a device count (1..65536) that is a "
-                              "multiple of d_pp, got %d devices and d_pp %d",
-                              n, d_pp);
-    nn = (size_t)n * (size_t)n;
-    p->lat = calloc(nn, sizeof *p->lat);
-    p->bw = calloc(nn, sizeof *p->bw);
-    if (with_compute)
-        p->compute = calloc((size_t)n, sizeof *p->compute);
-    if (p->lat == NULL || p->bw == NULL || (with_compute && !p->compute)) {
-        dtfm_problem_free(p);
-        return util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
-    }
-    p->n = n;
-    p->d_pp = d_pp;
-    p->d_dp = n / d_pp;
-    return UTIL_OK;
-}
-
-void dtfm_problem_free(dtfm_problem *p)
-{
-    if (p == NULL)
-        return;
-    free(p->lat);
-    free(p->bw);
-    free(p->compute);
-    memset(p, 0, sizeof *p);
-}
-
-int dtfm_problem_check(const dtfm_problem *p, util_error *err)
-{
-    int i, j, n = p->n;
-
-    if (n <= 0 || p->d_pp <= 0 || p->d_dp <= 0 || p->d_pp * p->d_dp != n ||
-        p->lat == NULL || p->bw == NULL)
-        return util_error_set(err, UTIL_EINVAL, "", "",
-                              "expected d_pp * d_dp = %d devices, got d_pp %d "
-                              "and d_dp %d", n, p->d_pp, p->d_dp);
-    if (!isfinite(p->c_pp) || p->c_pp < 0 || !isfinite(p->c_dp) ||
-        p->c_dp < 0)
-        return util_error_set(err, UTIL_EINVAL, "", "",
-                              "expected non-negative c_pp and c_dp, got %g "
-                              "and %g", p->c_pp, p->c_dp);
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double a = p->lat[(size_t)i * (size_t)n + (size_t)j];
-            double b = p->bw[(size_t)i * (size_t)n + (size_t)j];
-            if (i == j)
-                continue;
-            if (!isfinite(a) || a < 0)
-                return util_error_set(err, UTIL_EINVAL, "", "",
-                                      "expected a non-negative latency from "
-                                      "device %d to %d, got %g", i, j, a);
-            if (!isfinite(b) || !(b > 0))
-                return util_error_set(err, UTIL_EINVAL, "", "",
-                                      "expected a positive bandwidth from "
-                                      "device %d to %d, got %g", i, j, b);
-        }
-    if (p->compute)
-        for (i = 0; i < n; i++)
-            if (!isfinite(p->compute[i]) || p->compute[i] < 0)
-                return util_error_set(err, UTIL_EINVAL, "", "",
-                                      "expected a non-negative compute time "
-                                      "for device %d, got %g", i,
-                                      p->compute[i]);
-    return UTIL_OK;
-}
-
-void dtfm_symmetrize(dtfm_problem *p)
-{
-    size_t i, j, n = (size_t)p->n;
-
-    /* DT-FM section 2: the edge of G carries ((a+a')/2, (b+b')/2) */
-    for (i = 0; i < n; i++)
-        for (j = i + 1; j < n; j++) {
-            double a = 0.5 * (p->lat[i * n + j] + p->lat[j * n + i]);
-            double b = 0.5 * (p->bw[i * n + j] + p->bw[j * n + i]);
-            p->lat[i * n + j] = p->lat[j * n + i] = a;
-            p->bw[i * n + j] = p->bw[j * n + i] = b;
-        }
-}
-
-void dtfm_weights(const dtfm_problem *p, double *w_dp,
-                       double *w_pp)
-{
-    size_t i, j, n = (size_t)p->n;
-
-    for (i = 0; i < n; i++)
-        for (j = 0; j < n; j++) {
-            double a, b;
-            if (i == j) {
-                w_dp[i * n + j] = 0.0;
-                w_pp[i * n + j] = 0.0;
-                continue;
-            }
-            a = 0.5 * (p->lat[i * n + j] + p->lat[j * n + i]);
-            b = 0.5 * (p->bw[i * n + j] + p->bw[j * n + i]);
-            /* DT-FM eq. 2 term: 2 (alpha + c_dp / (D_dp beta)) */
-            w_dp[i * n + j] = 2.0 * (a + p->c_dp / ((double)p->d_dp * b));
-            /* DT-FM eq. 3 term: 2 (alpha + c_pp / beta) */
-            w_pp[i * n + j] = 2.0 * (a + p->c_pp / b);
-        }
-}
 
 double dtfm_dp_group(const double *w_dp, int n, const int *members,
                           int m)
@@ -339,8 +228,40 @@ static double path_len(const double *w, int k, const int *p)
     return s;
 }
 
+/* Change of length when Or-opt moves p[i..i+len) (reversed when rev)
+ * before rest[at], rest being the path without the segment (at = k - len
+ * appends it): the edges it breaks and makes, O(1). */
+static double oropt_delta(const double *w, int k, const int *p, int i, int len,
+                          int at, int rev)
+{
+#define OW(a, b) w[(size_t)(a) * (size_t)k + (size_t)(b)]
+#define REST(x) ((x) < i ? p[(x)] : p[(x) + len])
+    int first = rev ? p[i + len - 1] : p[i], last = rev ? p[i] : p[i + len - 1], r;
+    double d = 0.0;
+
+    if (i > 0)
+        d -= OW(p[i - 1], p[i]);
+    if (i + len < k)
+        d -= OW(p[i + len - 1], p[i + len]);
+    if (i > 0 && i + len < k)
+        d += OW(p[i - 1], p[i + len]);
+    for (r = i; rev && r + 1 < i + len; r++)
+        d += OW(p[r + 1], p[r]) - OW(p[r], p[r + 1]);
+    if (at > 0 && at < k - len)
+        d -= OW(REST(at - 1), REST(at));
+    if (at > 0)
+        d += OW(REST(at - 1), first);
+    if (at < k - len)
+        d += OW(last, REST(at));
+    return d;
+#undef REST
+#undef OW
+}
+
 /* 2-opt (segment reversal, free ends) and Or-opt (move a segment of 1-3
- * nodes, possibly reversed) until neither improves. */
+ * nodes, possibly reversed) until neither improves.  An Or-opt move is
+ * measured in O(1) and only a possible gain is built and summed, so a
+ * round costs O(k^2). */
 static void path_improve(const double *w, int k, int *p, int *tmp)
 {
     int improved = 1, i, j, len, at, guard = 0;
@@ -375,7 +296,11 @@ static void path_improve(const double *w, int k, int *p, int *tmp)
                     if (at == i)
                         continue;
                     for (rev = 0; rev < 2; rev++) {
-                        double nl;
+                        double nl, tol = 1e-12 * (fabs(cur) + 1e-300);
+                        /* no gain beyond rounding: the summed length would
+                         * not pass the test below either */
+                        if (oropt_delta(w, k, p, i, len, at, rev) >= -0.9 * tol)
+                            continue;
                         /* rest = path without p[i..i+len); insert at 'at' */
                         n2 = 0;
                         for (q = 0; q < k; q++)
@@ -474,19 +399,46 @@ void dtfm_result_free(dtfm_result *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Eq. 2 of a group of m devices, its terms computed from the latency and
+ * bandwidth (the sums of dtfm_dp_group, in the same order). */
+static double dp_group_direct(const dtfm_problem *p, const int *members, int m)
+{
+    double worst = 0.0, wd, wp;
+    int i, j;
+
+    for (i = 0; i < m; i++) {
+        double s = 0.0;
+        for (j = 0; j < m; j++)
+            if (j != i) {
+                dtfm_pair_weights(p, (size_t)members[i], (size_t)members[j], &wd, &wp);
+                s += wd;
+            }
+        if (s > worst)
+            worst = s;
+    }
+    return worst;
+}
+
 int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
                        dtfm_result *out, util_error *err)
 {
-    int n = p->n, k = p->d_pp, g = p->d_dp, i, j, q, rc = UTIL_OK;
-    size_t nn = (size_t)n * (size_t)n;
-    double *w_dp = NULL, *w_pp = NULL, *E = NULL, *sub = NULL, len;
-    int *relabel = NULL, *fill = NULL, *pos = NULL, *emat = NULL;
+    int rc;
 
     memset(out, 0, sizeof *out);
     if ((rc = dtfm_problem_check(p, err)) != UTIL_OK)
         return rc;
-    w_dp = malloc(nn * sizeof *w_dp);
-    w_pp = malloc(nn * sizeof *w_pp);
+    return dtfm_evaluate_weights(p, NULL, NULL, group_of, out, err);
+}
+
+int dtfm_evaluate_weights(const dtfm_problem *p, const double *w_dp,
+                          const double *w_pp, const int *group_of,
+                          dtfm_result *out, util_error *err)
+{
+    int n = p->n, k = p->d_pp, g = p->d_dp, i, j, q, rc = UTIL_OK;
+    double *E = NULL, *sub = NULL, len;
+    int *relabel = NULL, *fill = NULL, *pos = NULL, *emat = NULL;
+
+    memset(out, 0, sizeof *out);
     E = calloc((size_t)k * (size_t)k, sizeof *E);
     sub = malloc((size_t)g * (size_t)g * sizeof *sub);
     relabel = malloc((size_t)k * sizeof *relabel);
@@ -500,7 +452,7 @@ int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
     out->match = malloc((size_t)(k > 1 ? k - 1 : 1) * (size_t)g *
                         sizeof *out->match);
     out->chain = malloc((size_t)n * sizeof *out->chain);
-    if (!w_dp || !w_pp || !E || !sub || !relabel || !fill || !pos || !emat ||
+    if (!E || !sub || !relabel || !fill || !pos || !emat ||
         !out->members || !out->group_dp_s || !out->order || !out->edge_s ||
         !out->match || !out->chain) {
         rc = util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
@@ -531,11 +483,11 @@ int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
         pos[i] = fill[q];
         out->members[q * g + fill[q]++] = i;
     }
-    dtfm_weights(p, w_dp, w_pp);
     out->dp_s = 0.0;
     out->compute_s = 0.0;
     for (q = 0; q < k; q++) {
-        out->group_dp_s[q] = dtfm_dp_group(w_dp, n, out->members + q * g, g);
+        out->group_dp_s[q] = w_dp ? dtfm_dp_group(w_dp, n, out->members + q * g, g)
+                                  : dp_group_direct(p, out->members + q * g, g);
         if (out->group_dp_s[q] > out->dp_s)
             out->dp_s = out->group_dp_s[q];
         if (p->compute) {
@@ -552,9 +504,15 @@ int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
         for (j = q + 1; j < k; j++) {
             int a, b;
             for (a = 0; a < g; a++)
-                for (b = 0; b < g; b++)
-                    sub[a * g + b] = w_pp[(size_t)out->members[q * g + a] * (size_t)n +
-                                          (size_t)out->members[j * g + b]];
+                for (b = 0; b < g; b++) {
+                    size_t x = (size_t)out->members[q * g + a];
+                    size_t y = (size_t)out->members[j * g + b];
+                    double wd;
+                    if (w_pp)
+                        sub[a * g + b] = w_pp[x * (size_t)n + y];
+                    else
+                        dtfm_pair_weights(p, x, y, &wd, &sub[a * g + b]);
+                }
             E[q * k + j] = E[j * k + q] =
                 dtfm_bottleneck(sub, g, emat + ((size_t)q * (size_t)k + (size_t)j) * (size_t)g);
             if (isnan(E[q * k + j])) {
@@ -590,8 +548,6 @@ int dtfm_evaluate(const dtfm_problem *p, const int *group_of,
         }
     }
 done:
-    free(w_dp);
-    free(w_pp);
     free(E);
     free(sub);
     free(relabel);

@@ -7,7 +7,12 @@
 
 #include "search.h"
 
-/* ---- decentralized training, DT-FM (decentral/cost.c) ---------------- */
+/* ---- decentralized training, DT-FM (decentral/problem.c, cost.c) ---- */
+
+/* Pipeline stages (d_pp) a problem may have: the coarsened graph has
+ * d_pp^2 edges and the pipeline order is a TSP over d_pp nodes, both
+ * redone by every evaluation. */
+#define DTFM_MAX_STAGES 64
 
 /* The scheduling problem of DT-FM (Yuan et al., NeurIPS'22, section 2):
  * n = d_pp * d_dp devices with pairwise latency and bandwidth; a
@@ -19,8 +24,17 @@ typedef struct dtfm_problem {
     int d_dp;               /* devices per group = micro-batch groups */
     double c_pp;            /* activation bytes of one micro-batch group between stages */
     double c_dp;            /* gradient bytes of one stage */
-    double *lat;            /* n * n latency d -> d', s; diagonal ignored; owned */
-    double *bw;             /* n * n bandwidth d -> d', B/s; diagonal ignored; owned */
+    double *lat;            /* n * n latency d -> d', s; diagonal ignored; owned;
+                               NULL in region form */
+    double *bw;             /* n * n bandwidth d -> d', B/s; diagonal ignored; owned;
+                               NULL in region form */
+    /* Region form (lat and bw NULL, O(n + nreg^2) memory): the link from
+     * d to d' is the one from region[d] to region[d'], the diagonal the
+     * link inside a region (used only by regions of two or more devices) */
+    int nreg;               /* regions; 0 in matrix form */
+    int *region;            /* n: region of each device; owned */
+    double *rlat;           /* nreg * nreg latency from region a to b, s; owned */
+    double *rbw;            /* nreg * nreg bandwidth from region a to b, B/s; owned */
     double *compute;        /* n: compute time of one tasklet on each device, s, or NULL
                                (communication only, as in the paper); owned */
 } dtfm_problem;
@@ -32,9 +46,14 @@ int dtfm_problem_alloc(dtfm_problem *p, int n, int d_pp,
                             int with_compute, util_error *err);
 /* Free the members (not p); NULL-safe; leaves p zeroed. */
 void dtfm_problem_free(dtfm_problem *p);
-/* Check sizes and values (finite, latency >= 0, bandwidth > 0 off the
- * diagonal, c_pp and c_dp >= 0, compute >= 0); UTIL_EINVAL naming the
- * first bad entry. */
+/* Latency (s) and bandwidth (B/s) from device i to device j != i, in
+ * either form. */
+double dtfm_latency(const dtfm_problem *p, int i, int j);
+double dtfm_bandwidth(const dtfm_problem *p, int i, int j);
+/* Check sizes (d_pp <= DTFM_MAX_STAGES) and values (finite, latency >= 0,
+ * bandwidth > 0 off the diagonal or, in region form, for every region
+ * pair some devices use, c_pp and c_dp >= 0, compute >= 0); UTIL_EINVAL
+ * naming the first bad entry. */
 int dtfm_problem_check(const dtfm_problem *p, util_error *err);
 /* Replace each direction by the mean of the two, as the paper's
  * communication graph G does (section 2). */
@@ -121,8 +140,13 @@ const char *dtfm_method_name(int method);
 /* Method from name, -1 when unknown. */
 int dtfm_method_from_name(const char *name);
 
-/* Largest device count DTFM_EXACT accepts. */
+/* Largest device count DTFM_EXACT searches partition by partition;
+ * beyond it, up to DTFM_EXACT_CLASSES_MAX devices with at most
+ * DTFM_EXACT_STAGE_MAX per stage, it searches over classes of
+ * interchangeable devices (dtfm_prove). */
 #define DTFM_EXACT_MAX 16
+#define DTFM_EXACT_CLASSES_MAX 1024
+#define DTFM_EXACT_STAGE_MAX 255
 
 typedef struct dtfm_search_params {
     int method;             /* enum dtfm_method (GA) */
@@ -165,6 +189,7 @@ typedef struct dtfm_search_result {
     double best_at_s;       /* elapsed time when the final best was found */
     double checkpoint_cost_s; /* best cost at params.checkpoint_s; < 0 when none */
     int timed_out;          /* 1 when the time limit ended the search */
+    dtfm_result result;     /* dtfm_evaluate of group_of; owned */
 } dtfm_search_result;
 
 /* Search a schedule.  p must pass dtfm_problem_check.  out is

@@ -205,12 +205,25 @@ static int cmp_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-/* Sum of the m smallest of v[0..len-1] (partial selection, v reordered). */
+static int cmp_asc(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Sum of the m smallest of v[0..len-1], added in ascending order
+ * (partial selection for small m, else a sort; v reordered). */
 static double sum_smallest(double *v, int len, int m)
 {
     double s = 0.0;
     int i, j;
 
+    if (m > 16) {
+        qsort(v, (size_t)len, sizeof *v, cmp_asc);
+        for (i = 0; i < m && i < len; i++)
+            s += v[i];
+        return s;
+    }
     for (i = 0; i < m && i < len; i++) {
         int b = i;
         for (j = i + 1; j < len; j++)

@@ -31,10 +31,11 @@ typedef struct dtfm_ctx {
     const dtfm_search_params *sp;
     int n, k, g;
     double *wdp, *wpp;       /* n * n pair weights of eqs. 2 and 3 */
-    double *aff;             /* n * n Kernighan-Lin affinity 1 / w_dp */
     const double *comp;      /* per-device compute or NULL */
     uint64_t *zob;           /* n random keys: group hash = XOR of members' */
     double *sub;             /* g * g scratch for eq. 3 */
+    double *kl_aff;          /* (2 g)^2 scratch: Kernighan-Lin affinities 1 / w_dp
+                                between two groups (g <= 256), else NULL */
     double *hk;              /* Held-Karp table for k <= DTFM_HK_INNER_MAX */
     int *tsp_order;          /* k scratch */
     double *mstkey;          /* k scratch */
@@ -133,9 +134,39 @@ static inline int lex_better(double cost, double sur, double cost0,
     return better(sur, sur0);
 }
 
+/* ---- whole schedule (decentral/cost.c) ------------------------------- */
+
+/* The eq. 2 and eq. 3 terms of devices i != j over the mean latency and
+ * bandwidth of the two directions (the same value for (j, i);
+ * decentral/problem.c). */
+void dtfm_pair_weights(const dtfm_problem *p, size_t i, size_t j, double *wd,
+                       double *wp);
+/* Rows i0..i1-1 of dtfm_weights' tables (the same values): a fill that
+ * can stop between rows. */
+void dtfm_weights_rows(const dtfm_problem *p, double *w_dp, double *w_pp, int i0,
+                       int i1);
+/* dtfm_evaluate for a problem that passed dtfm_problem_check, with the
+ * n * n tables of dtfm_weights, or with NULL tables the terms computed
+ * from the latency and bandwidth (no n * n memory); the same result. */
+int dtfm_evaluate_weights(const dtfm_problem *p, const double *w_dp,
+                          const double *w_pp, const int *group_of,
+                          dtfm_result *out, util_error *err);
+
+/* The compute time of one tasklet (1/d_pp of the forward and backward of
+ * per_tasklet sequences) on each of the n devices of GPU type type[i],
+ * from m's layer times (NULL: the paper's GPT3-XL), once per type
+ * (decentral/compute.c).  *bad = the first device of a type the
+ * catalogue lacks (out filled before it), else -1. */
+int dtfm_compute_times(const fmt_model *m, const char (*type)[32], int n,
+                       double per_tasklet, int d_pp, double *out, int *bad,
+                       util_error *err);
+
 /* ---- context, state and evaluator (decentral/state.c) ---------------- */
 
 double dtfm_now_s(void);
+/* Has the time budget ended?  Sets c->stop and c->timed_out when it has:
+ * the clock for loops that go long without an evaluation. */
+int dtfm_out_of_time(dtfm_ctx *c);
 /* Progress callback, at most every 0.25 s unless force. */
 void dtfm_report(dtfm_ctx *c, int force);
 int dtfm_state_alloc(dtfm_state *s, int n, int k, int g);
@@ -184,5 +215,24 @@ void dtfm_run_exact(dtfm_ctx *c, dtfm_work *w);
  * fmt_check_keys: UTIL_OK, or the error in err under strict
  * (decentral/keys.c). */
 int dtfm_scenario_keys(const char *file, const cJSON *root, util_error *err);
+
+/* ---- region names (decentral/names.c) -------------------------------- */
+
+/* An index of names[0 .. n - 1] (the regions of a cluster file, kept by
+ * the caller); each lookup costs about one comparison. */
+typedef struct dtfm_names {
+    int *slot;              /* mask + 1 slots: a name's index, -1 = empty; owned */
+    size_t mask;
+    const char (*name)[64]; /* not owned */
+} dtfm_names;
+
+/* Room for n names, none added yet.  UTIL_ENOMEM. */
+int dtfm_names_init(dtfm_names *ix, const char (*name)[64], int n);
+/* The index of the name added equal to name, -1 if none. */
+int dtfm_names_find(const dtfm_names *ix, const char *name);
+/* Add name[i]: returns i, or the index of an equal name added before (i
+ * is then not added). */
+int dtfm_names_add(dtfm_names *ix, int i);
+void dtfm_names_free(dtfm_names *ix);
 
 #endif

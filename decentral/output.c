@@ -13,8 +13,8 @@ static cJSON *input_ref(const char *path, const char *digest)
 {
     cJSON *o = cJSON_CreateObject();
 
-    if (!util_json_put(o, "path", cJSON_CreateString(path ? path : "")) ||
-        !util_json_put(o, "sha256", cJSON_CreateString(digest ? digest : ""))) {
+    if (!util_json_put_str(o, "path", path ? path : "") ||
+        !util_json_put_str(o, "sha256", digest ? digest : "")) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -70,13 +70,13 @@ char *dtfm_to_json(const dtfm_meta *meta, const dtfm_input *in,
         goto done;
     o = cJSON_CreateObject();
     arr = cJSON_CreateArray();
-    if (!util_json_put(doc, "cluster", o) || !util_json_put(o, "name", cJSON_CreateString(in->name)) ||
+    if (!util_json_put(doc, "cluster", o) || !util_json_put_str(o, "name", in->name) ||
         !util_json_put(o, "devices", cJSON_CreateNumber(in->prob.n)) ||
         !util_json_put(o, "regions", arr))
         goto done;
     for (i = 0; i < in->nregions; i++) {
         e = cJSON_CreateObject();
-        if (!util_json_push(arr, e) || !util_json_put(e, "name", cJSON_CreateString(in->region_name[i])) ||
+        if (!util_json_push(arr, e) || !util_json_put_str(e, "name", in->region_name[i]) ||
             !util_json_put(e, "gpus", cJSON_CreateNumber(in->region_gpus[i])))
             goto done;
     }
@@ -99,7 +99,7 @@ char *dtfm_to_json(const dtfm_meta *meta, const dtfm_input *in,
             !util_json_put(e, "regions", regs) || !util_json_put(e, "dp_s", util_json_num(r->group_dp_s[q])))
             goto done;
         for (i = 0; i < g; i++)
-            if (!util_json_push(regs, cJSON_CreateString(
+            if (!util_json_push(regs, util_json_str(
                                 in->region_name[in->device_region[r->members[q * g + i]]])))
                 goto done;
     }

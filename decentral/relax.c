@@ -129,12 +129,12 @@ int dtfm_relaxed_bound(const dtfm_problem *p, const dtfm_prove_params *pp,
             if (p->compute && p->compute[i] < cmin[cl[i]])
                 cmin[cl[i]] = p->compute[i];
             for (j = 0; j < n; j++) {
-                size_t ij = (size_t)i * (size_t)n + (size_t)j,
-                       ji = (size_t)j * (size_t)n + (size_t)i;
-                /* the weights use the mean of the two directions */
-                double la = 0.5 * (p->lat[ij] + p->lat[ji]), bm = 0.5 * (p->bw[ij] + p->bw[ji]);
+                double la, bm;
                 if (i == j)
                     continue;
+                /* the weights use the mean of the two directions */
+                la = 0.5 * (dtfm_latency(p, i, j) + dtfm_latency(p, j, i));
+                bm = 0.5 * (dtfm_bandwidth(p, i, j) + dtfm_bandwidth(p, j, i));
                 a = cl[i];
                 b = cl[j];
                 if (la < lat[a][b])

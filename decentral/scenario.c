@@ -13,6 +13,9 @@
 
 #define PATH_N 160               /* = sizeof util_error.path */
 #define MAX_DTFM_DEVICES 4096    /* devices in one decentralized cluster */
+#define MAX_DTFM_MATRIX_DEVICES 1024 /* devices of a file in matrix form */
+/* JSON values (commas, counted before parsing): two such matrices and more */
+#define MAX_DTFM_VALUES (2L * MAX_DTFM_MATRIX_DEVICES * MAX_DTFM_MATRIX_DEVICES + 65536L)
 
 /* the paper's GPT3-XL settings (DT-FM section 4.1) */
 #define GPT3XL_BATCH_TOKENS 1e6
@@ -257,7 +260,8 @@ static int link_obj(const pctx *cx, const cJSON *o, const char *p, double *lat,
 
 typedef struct raw {
     int n;
-    double *lat, *bw;        /* n * n */
+    double *lat, *bw;        /* n * n (matrix form) */
+    double *rlat, *rbw;      /* nreg * nreg (region form) */
     int *region;             /* n */
     char (*type)[32];        /* n */
     int nreg;
@@ -269,6 +273,8 @@ static void raw_free(raw *r)
 {
     free(r->lat);
     free(r->bw);
+    free(r->rlat);
+    free(r->rbw);
     free(r->region);
     free(r->type);
     free(r->rname);
@@ -276,19 +282,22 @@ static void raw_free(raw *r)
     memset(r, 0, sizeof *r);
 }
 
-static int raw_alloc(const pctx *cx, raw *r, int n, int nreg)
+/* n devices in nreg regions; the n * n matrices when matrices, else the
+ * nreg * nreg links between regions. */
+static int raw_alloc(const pctx *cx, raw *r, int n, int nreg, int matrices)
 {
-    size_t nn = (size_t)n * (size_t)n;
+    size_t nn = matrices ? (size_t)n * (size_t)n : (size_t)nreg * (size_t)nreg;
+    double **lat = matrices ? &r->lat : &r->rlat, **bw = matrices ? &r->bw : &r->rbw;
 
     r->n = n;
     r->nreg = nreg;
-    r->lat = calloc(nn, sizeof *r->lat);
-    r->bw = calloc(nn, sizeof *r->bw);
+    *lat = calloc(nn, sizeof **lat);
+    *bw = calloc(nn, sizeof **bw);
     r->region = calloc((size_t)n, sizeof *r->region);
     r->type = calloc((size_t)n, sizeof *r->type);
     r->rname = calloc((size_t)nreg, sizeof *r->rname);
     r->rgpus = calloc((size_t)nreg, sizeof *r->rgpus);
-    if (!r->lat || !r->bw || !r->region || !r->type || !r->rname || !r->rgpus)
+    if (!*lat || !*bw || !r->region || !r->type || !r->rname || !r->rgpus)
         return util_error_set(cx->err, UTIL_ENOMEM, cx->file, "",
                               "out of memory");
     return UTIL_OK;
@@ -297,13 +306,14 @@ static int raw_alloc(const pctx *cx, raw *r, int n, int nreg)
 static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
                          raw *r)
 {
-    int nreg = cJSON_GetArraySize(regs), i, j, n = 0, rc, a, b;
+    int nreg = cJSON_GetArraySize(regs), i, j, n = 0, rc, a, b, np;
     double in_lat = 0, in_bw = 0, bt_lat = 0, bt_bw = 0;
-    double *rl = NULL, *rb = NULL, *il = NULL, *ib = NULL;
+    double *rl, *rb, *il = NULL, *ib = NULL;
     char *have = NULL, p[PATH_N], q[PATH_N];
     const cJSON *inside = NULL, *between = NULL, *pairs = NULL, *e;
     int have_inside = 0, have_between = 0;
     char dflt_type[32] = "V100";
+    dtfm_names ix = {NULL, 0, NULL};
 
     if ((rc = sub_field(cx, root, "", "inside", 0, 'o', &inside)) ||
         (rc = sub_field(cx, root, "", "between", 0, 'o', &between)) ||
@@ -320,9 +330,8 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
             return rc;
         have_between = 1;
     }
-    for (i = 0; i < nreg; i++) {
+    for (i = 0, e = regs->child; i < nreg; i++, e = e->next) {
         int gpus = 0;
-        e = cJSON_GetArrayItem(regs, i);
         util_json_index(p, PATH_N, "regions", i);
         if (!cJSON_IsObject(e))
             return fail(cx, p, "expected an object, got %s", util_json_type(e));
@@ -334,22 +343,22 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
             return fail(cx, p, "expected at most %d devices in all, got more",
                         MAX_DTFM_DEVICES);
     }
-    if ((rc = raw_alloc(cx, r, n, nreg)))
+    if ((rc = raw_alloc(cx, r, n, nreg, 0)))
         return rc;
     il = calloc((size_t)nreg, sizeof *il);
     ib = calloc((size_t)nreg, sizeof *ib);
-    rl = calloc((size_t)nreg * (size_t)nreg, sizeof *rl);
-    rb = calloc((size_t)nreg * (size_t)nreg, sizeof *rb);
     have = calloc((size_t)nreg * (size_t)nreg, 1);
-    if (!il || !ib || !rl || !rb || !have) {
+    rl = r->rlat; /* the links between regions; their diagonal last */
+    rb = r->rbw;
+    if (!il || !ib || !have ||
+        dtfm_names_init(&ix, (const char (*)[64])r->rname, nreg) != UTIL_OK) {
         rc = util_error_set(cx->err, UTIL_ENOMEM, cx->file, "", "out of memory");
         goto done;
     }
-    for (i = 0, n = 0; i < nreg; i++) {
+    for (i = 0, n = 0, e = regs->child; i < nreg; i++, e = e->next) {
         int found = 0, gpus = 0, k;
         char type[32];
         double ms = 0, gbps = 0;
-        e = cJSON_GetArrayItem(regs, i);
         util_json_index(p, PATH_N, "regions", i);
         snprintf(type, sizeof type, "%s", dflt_type);
         if ((rc = str_field(cx, e, p, "name", F_REQ, r->rname[i], sizeof r->rname[i])) ||
@@ -357,13 +366,12 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
                             &gpus, NULL)) ||
             (rc = str_field(cx, e, p, "device", 0, type, sizeof type)))
             goto done;
-        for (j = 0; j < i; j++)
-            if (strcmp(r->rname[j], r->rname[i]) == 0) {
-                util_json_key(q, PATH_N, p, "name");
-                rc = fail(cx, q, "expected a unique region name, '%s' is also "
-                          "regions[%d]", r->rname[i], j);
-                goto done;
-            }
+        if ((j = dtfm_names_add(&ix, i)) != i) {
+            util_json_key(q, PATH_N, p, "name");
+            rc = fail(cx, q, "expected a unique region name, '%s' is also "
+                      "regions[%d]", r->rname[i], j);
+            goto done;
+        }
         if ((rc = num_field(cx, e, p, "latency_ms", F_NONNEG, &ms, &found)))
             goto done;
         il[i] = found ? ms / 1000.0 : in_lat;
@@ -388,11 +396,16 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
             snprintf(r->type[n], sizeof r->type[n], "%s", type);
         }
     }
-    for (i = 0; pairs && i < cJSON_GetArraySize(pairs); i++) {
+    np = pairs ? cJSON_GetArraySize(pairs) : 0;
+    if (np > nreg * (nreg - 1) / 2) {
+        rc = fail(cx, "region_pairs", "expected at most %d entries (one per pair "
+                  "of the %d regions), got %d", nreg * (nreg - 1) / 2, nreg, np);
+        goto done;
+    }
+    for (i = 0, e = pairs ? pairs->child : NULL; i < np; i++, e = e->next) {
         char an[64] = "", bn[64] = "";
         const cJSON *rev = NULL;
         double la, ba, lr, br;
-        e = cJSON_GetArrayItem(pairs, i);
         util_json_index(p, PATH_N, "region_pairs", i);
         if (!cJSON_IsObject(e)) {
             rc = fail(cx, p, "expected an object, got %s", util_json_type(e));
@@ -401,14 +414,12 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         if ((rc = str_field(cx, e, p, "a", F_REQ, an, sizeof an)) ||
             (rc = str_field(cx, e, p, "b", F_REQ, bn, sizeof bn)))
             goto done;
-        for (a = 0; a < nreg && strcmp(r->rname[a], an) != 0; a++)
-            ;
-        for (b = 0; b < nreg && strcmp(r->rname[b], bn) != 0; b++)
-            ;
-        if (a == nreg || b == nreg) {
-            util_json_key(q, PATH_N, p, a == nreg ? "a" : "b");
+        a = dtfm_names_find(&ix, an);
+        b = dtfm_names_find(&ix, bn);
+        if (a < 0 || b < 0) {
+            util_json_key(q, PATH_N, p, a < 0 ? "a" : "b");
             rc = fail(cx, q, "expected the name of a region, got '%s'",
-                      a == nreg ? an : bn);
+                      a < 0 ? an : bn);
             goto done;
         }
         if (a == b) {
@@ -437,35 +448,30 @@ static int parse_regions(const pctx *cx, const cJSON *root, const cJSON *regs,
         rb[b * nreg + a] = br;
         have[a * nreg + b] = have[b * nreg + a] = 1;
     }
-    for (a = 0; a < nreg; a++)
-        for (b = a + 1; b < nreg; b++)
-            if (!have[a * nreg + b]) {
-                if (!have_between) {
+    for (a = 0; a < nreg; a++) /* row by row; have is symmetric */
+        for (b = 0; b < nreg; b++)
+            if (b != a && !have[a * nreg + b]) {
+                if (!have_between) { /* b > a: (b, a) was seen in row b */
                     rc = fail(cx, "region_pairs", "no link between regions '%s' "
                               "and '%s': give 'between' or a region_pairs entry",
                               r->rname[a], r->rname[b]);
                     goto done;
                 }
-                rl[a * nreg + b] = rl[b * nreg + a] = bt_lat;
-                rb[a * nreg + b] = rb[b * nreg + a] = bt_bw;
+                rl[a * nreg + b] = bt_lat;
+                rb[a * nreg + b] = bt_bw;
             }
-    for (i = 0; i < r->n; i++)
-        for (j = 0; j < r->n; j++) {
-            size_t x = (size_t)i * (size_t)r->n + (size_t)j;
-            a = r->region[i];
-            b = r->region[j];
-            if (i == j)
-                continue;
-            r->lat[x] = a == b ? il[a] : rl[a * nreg + b];
-            r->bw[x] = a == b ? ib[a] : rb[a * nreg + b];
-        }
+    /* region form: the link of every pair of regions, inside one on the
+     * diagonal (no n * n matrices) */
+    for (a = 0; a < nreg; a++) {
+        r->rlat[a * nreg + a] = il[a];
+        r->rbw[a * nreg + a] = ib[a];
+    }
     rc = UTIL_OK;
 done:
     free(il);
     free(ib);
-    free(rl);
-    free(rb);
     free(have);
+    dtfm_names_free(&ix);
     return rc;
 }
 
@@ -517,8 +523,9 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
         return fail(cx, "latency_ms", "expected a non-empty array of rows, got %s",
                     util_json_type(m));
     n = cJSON_GetArraySize(m);
-    if (n > MAX_DTFM_DEVICES)
-        return fail(cx, "latency_ms", "expected at most %d devices, got %d",
+    if (n > MAX_DTFM_MATRIX_DEVICES)
+        return fail(cx, "latency_ms", "expected at most %d devices in matrix form "
+                    "(regions take up to %d), got %d", MAX_DTFM_MATRIX_DEVICES,
                     MAX_DTFM_DEVICES, n);
     if ((rc = str_field(cx, root, "", "device", 0, dflt, sizeof dflt)) ||
         (rc = sub_field(cx, root, "", "device_types", 0, 'a', &types)))
@@ -526,7 +533,7 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
     if (types && cJSON_GetArraySize(types) != n)
         return fail(cx, "device_types", "expected %d device types, got %d", n,
                     cJSON_GetArraySize(types));
-    if ((rc = raw_alloc(cx, r, n, 1)))
+    if ((rc = raw_alloc(cx, r, n, 1, 1)))
         return rc;
     snprintf(r->rname[0], sizeof r->rname[0], "all");
     r->rgpus[0] = n;
@@ -549,37 +556,16 @@ static int parse_matrices(const pctx *cx, const cJSON *root, raw *r)
 
 /* ---- workload -------------------------------------------------------- */
 
-/* Built-in GPT3-XL (the paper's model) for compute times. */
-static int gpt3xl(fmt_model *m, util_error *err)
-{
-    fmt_transformer_spec sp;
-
-    memset(&sp, 0, sizeof sp);
-    memset(m, 0, sizeof *m);
-    snprintf(sp.name, sizeof sp.name, "gpt3-xl");
-    snprintf(sp.family, sizeof sp.family, "gpt3");
-    sp.blocks = 24;
-    sp.hidden = 2048;
-    sp.heads = 16;
-    sp.seq = 2048;
-    sp.vocab = 50257;
-    sp.tied_embeddings = -1;
-    m->dtype_bytes = 2;
-    return fmt_model_from_transformer(&sp, m, err);
-}
-
 static int derive_workload(const pctx *cx, const cJSON *root,
                            const dtfm_options *o, dtfm_input *in,
-                           const raw *r)
+                           raw *r)
 {
     const cJSON *wl = NULL;
     int rc, d_pp = 8, d_dp = 0, have_dpp = 0, have_ddp = 0, have_cpp = 0;
-    int have_cdp = 0, any = 0, f, i, l;
+    int have_cdp = 0, any = 0, f, l;
     double c_pp = 0, c_dp = 0, seq = GPT3XL_SEQ;
-    fmt_model builtin;
     const fmt_model *m = o->model;
 
-    memset(&builtin, 0, sizeof builtin);
     if ((rc = sub_field(cx, root, "", "workload", 0, 'o', &wl)))
         return rc;
     in->batch_tokens = GPT3XL_BATCH_TOKENS;
@@ -590,7 +576,7 @@ static int derive_workload(const pctx *cx, const cJSON *root,
     snprintf(in->workload_source, sizeof in->workload_source, "paper-gpt3-xl");
     if (wl) {
         if ((rc = int_field(cx, wl, "workload", "d_pp", F_POS, 1,
-                            MAX_DTFM_DEVICES, &d_pp, &have_dpp)) ||
+                            DTFM_MAX_STAGES, &d_pp, &have_dpp)) ||
             (rc = int_field(cx, wl, "workload", "d_dp", F_POS, 1,
                             MAX_DTFM_DEVICES, &d_dp, &have_ddp)) ||
             (rc = num_field(cx, wl, "workload", "c_pp_bytes", F_NONNEG, &c_pp,
@@ -620,19 +606,23 @@ static int derive_workload(const pctx *cx, const cJSON *root,
     }
     if (o->d_pp > 0)
         d_pp = o->d_pp;
+    if (d_pp > DTFM_MAX_STAGES)
+        return util_error_set(cx->err, UTIL_EINVAL, cx->file, "",
+                              "expected at most %d pipeline stages, got %d",
+                              DTFM_MAX_STAGES, d_pp);
     if (o->d_pp > 0 && r->n % d_pp != 0) {
         char divs[160];
         size_t used = 0;
         int k;
 
         divs[0] = '\0';
-        for (k = 1; k <= r->n && used + 16 < sizeof divs; k++)
+        for (k = 1; k <= r->n && k <= DTFM_MAX_STAGES && used + 16 < sizeof divs; k++)
             if (r->n % k == 0)
                 used += (size_t)snprintf(divs + used, sizeof divs - used, "%s%d",
                                          used ? ", " : "", k);
         return util_error_set(cx->err, UTIL_EINVAL, cx->file, "",
-                              "expected a divisor of the %d devices (%s), got %d",
-                              r->n, divs, d_pp);
+                              "expected a divisor of the %d devices, at most %d "
+                              "(%s), got %d", r->n, DTFM_MAX_STAGES, divs, d_pp);
     }
     if (r->n % d_pp != 0)
         return fail(cx, have_dpp && o->d_pp <= 0 ? "workload.d_pp" : "",
@@ -641,11 +631,25 @@ static int derive_workload(const pctx *cx, const cJSON *root,
     if (have_ddp && d_dp * d_pp != r->n)
         return fail(cx, "workload.d_dp", "expected d_dp = %d devices / d_pp %d "
                     "= %d, got %d", r->n, d_pp, r->n / d_pp, d_dp);
-    if ((rc = dtfm_problem_alloc(&in->prob, r->n, d_pp, o->compute,
-                                      cx->err)))
-        return rc;
-    memcpy(in->prob.lat, r->lat, (size_t)r->n * (size_t)r->n * sizeof *r->lat);
-    memcpy(in->prob.bw, r->bw, (size_t)r->n * (size_t)r->n * sizeof *r->bw);
+    /* the problem takes the links as read (no copy): the n * n matrices,
+     * or the regions' links and each device's region */
+    if ((o->compute && (in->prob.compute = calloc((size_t)r->n,
+                                                  sizeof *in->prob.compute)) == NULL) ||
+        (!r->lat && (in->prob.region = malloc((size_t)r->n *
+                                              sizeof *in->prob.region)) == NULL))
+        return util_error_set(cx->err, UTIL_ENOMEM, cx->file, "", "out of memory");
+    in->prob.n = r->n;
+    in->prob.d_pp = d_pp;
+    in->prob.d_dp = r->n / d_pp;
+    in->prob.lat = r->lat;
+    in->prob.bw = r->bw;
+    if (!r->lat) {
+        memcpy(in->prob.region, r->region, (size_t)r->n * sizeof *r->region);
+        in->prob.nreg = r->nreg;
+        in->prob.rlat = r->rlat;
+        in->prob.rbw = r->rbw;
+    }
+    r->lat = r->bw = r->rlat = r->rbw = NULL;
     if (m) {
         double total = 0.0;
         for (l = 0; l < m->nlayers; l++)
@@ -680,42 +684,38 @@ static int derive_workload(const pctx *cx, const cJSON *root,
     if (have_cpp && have_cdp)
         snprintf(in->workload_source, sizeof in->workload_source, "file");
     if (o->compute) {
-        cost_params cp;
-        const fmt_model *cm = m;
-        double per_tasklet = in->batch_tokens / (double)in->prob.d_dp / seq;
-        if (cm == NULL) {
-            if ((rc = gpt3xl(&builtin, cx->err)) != UTIL_OK)
-                goto done;
-            cm = &builtin;
-        }
-        cost_params_init(&cp);
-        for (i = 0; i < r->n; i++) {
-            const fmt_device_type *dt = fmt_catalog_find(r->type[i]);
-            double t = 0.0;
-            if (dt == NULL) {
-                rc = fail(cx, r->nreg > 1 || !cJSON_GetObjectItemCaseSensitive(
-                                                  root, "device_types")
-                                  ? "device"
-                                  : "device_types",
-                          "unknown GPU type '%s' for device %d (see "
-                          "docs/device-catalogue.md)", r->type[i], i);
-                goto done;
-            }
-            for (l = 0; l < cm->nlayers; l++) {
-                cost_layer_time lt;
-                cost_layer_time_of(cm, NULL, &cp, dt, l, 1, 1, INFINITY, 0.0,
-                                   INFINITY, &lt);
-                t += lt.fwd + lt.bwd;
-            }
-            /* beyond the paper: one tasklet = 1/d_pp of the model's
-             * forward and backward over the micro-batch group */
-            in->prob.compute[i] = t * per_tasklet / (double)d_pp;
-        }
+        int bad;
+        rc = dtfm_compute_times(m, (const char(*)[32])r->type, r->n,
+                                in->batch_tokens / (double)in->prob.d_dp / seq, d_pp,
+                                in->prob.compute, &bad, cx->err);
+        if (rc == UTIL_OK && bad >= 0)
+            rc = fail(cx, r->nreg > 1 || !cJSON_GetObjectItemCaseSensitive(
+                                             root, "device_types")
+                              ? "device"
+                              : "device_types",
+                      "unknown GPU type '%s' for device %d (see "
+                      "docs/device-catalogue.md)", r->type[bad], bad);
+        if (rc != UTIL_OK)
+            return rc;
     }
-    rc = UTIL_OK;
-done:
-    fmt_model_free(&builtin);
-    return rc;
+    return UTIL_OK;
+}
+
+/* Commas outside strings: at least the JSON values of text less one per
+ * array or object, in one pass before any parsing. */
+static long count_commas(const char *t)
+{
+    long c = 0;
+    int in = 0;
+
+    for (; *t; t++)
+        if (in && *t == '\\' && t[1])
+            t++; /* an escaped character, '"' included */
+        else if (*t == '"')
+            in = !in;
+        else
+            c += !in && *t == ',';
+    return c;
 }
 
 int dtfm_parse(const char *text, const char *file,
@@ -736,6 +736,13 @@ int dtfm_parse(const char *text, const char *file,
     if (o == NULL) {
         dtfm_options_init(&dflt);
         o = &dflt;
+    }
+    /* the parsed tree costs about 80 bytes a value: bounded before it is built */
+    if (text && count_commas(text) > MAX_DTFM_VALUES) {
+        rc = fail(&cx, "", "expected at most %ld values (matrices of at most %d "
+                  "devices; regions take up to %d), got more", MAX_DTFM_VALUES,
+                  MAX_DTFM_MATRIX_DEVICES, MAX_DTFM_DEVICES);
+        goto done;
     }
     if ((rc = util_json_parse_object(text, cx.file, &root, err)) != UTIL_OK)
         goto done;

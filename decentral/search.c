@@ -13,6 +13,8 @@
 
 #include "internal.h"
 
+#define WEIGHT_ROWS 64 /* rows of the weight tables between looks at the clock */
+
 static const char *const method_names[DTFM_NMETHODS] = {
     "ga", "sa", "kl", "random", "exact"};
 
@@ -57,6 +59,7 @@ void dtfm_search_result_free(dtfm_search_result *r)
     if (r == NULL)
         return;
     free(r->group_of);
+    dtfm_result_free(&r->result);
     memset(r, 0, sizeof *r);
 }
 
@@ -157,7 +160,7 @@ static void ctx_free(dtfm_ctx *c)
 {
     free(c->wdp);
     free(c->wpp);
-    free(c->aff);
+    free(c->kl_aff);
     free(c->zob);
     free(c->sub);
     free(c->hk);
@@ -168,15 +171,42 @@ static void ctx_free(dtfm_ctx *c)
 }
 
 /* Number groups as dtfm_evaluate does (by their smallest device). */
-static void renumber(const dtfm_result *res, int n, int *group_of)
+static void renumber(const dtfm_result *res, int *group_of)
 {
-    int i, q, j;
+    int q, j;
 
-    for (i = 0; i < n; i++)
-        for (q = 0; q < res->k; q++)
-            for (j = 0; j < res->g; j++)
-                if (res->members[q * res->g + j] == i)
-                    group_of[i] = q;
+    for (q = 0; q < res->k; q++)
+        for (j = 0; j < res->g; j++)
+            group_of[res->members[q * res->g + j]] = q;
+}
+
+/* A search whose time budget was spent before it began (loading took
+ * it): the schedule of devices in order, evaluated without the n * n
+ * weight tables. */
+static int spent_search(const dtfm_problem *p, double t0, dtfm_search_result *out,
+                        util_error *err)
+{
+    int i, rc;
+
+    out->group_of = malloc((size_t)p->n * sizeof *out->group_of);
+    if (out->group_of == NULL)
+        return util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
+    for (i = 0; i < p->n; i++)
+        out->group_of[i] = i / p->d_dp;
+    rc = dtfm_evaluate_weights(p, NULL, NULL, out->group_of, &out->result, err);
+    if (rc != UTIL_OK) {
+        dtfm_search_result_free(out);
+        return rc;
+    }
+    out->n = p->n;
+    out->cost_s = out->result.total_s;
+    out->evaluated = 1;
+    out->generations = 1;
+    out->elapsed_s = dtfm_now_s() - t0;
+    out->best_at_s = out->elapsed_s;
+    out->checkpoint_cost_s = -1.0;
+    out->timed_out = 1;
+    return UTIL_ETIMEOUT;
 }
 
 /* The exact search beyond DTFM_EXACT_MAX devices: the GA's schedule
@@ -194,6 +224,13 @@ static int exact_by_classes(const dtfm_problem *p, const dtfm_search_params *sp,
     double t0 = dtfm_now_s(), end = 0.0;
     int rc, i, n = p->n;
 
+    /* sizes declined before any O(n^2) work */
+    if (n > DTFM_EXACT_CLASSES_MAX || p->d_dp > DTFM_EXACT_STAGE_MAX)
+        return util_error_set(err, UTIL_EINVAL, "", "",
+                              "the exact search handles at most %d devices in all "
+                              "and %d per stage, got %d devices, %d per stage",
+                              DTFM_EXACT_CLASSES_MAX, DTFM_EXACT_STAGE_MAX, n,
+                              p->d_dp);
     dtfm_prove_params_init(&pp);
     pp.max_nodes = 1; /* is the instance accepted? */
     if ((rc = dtfm_prove(p, &pp, &pr, err)) != UTIL_OK)
@@ -245,10 +282,11 @@ static int exact_by_classes(const dtfm_problem *p, const dtfm_search_params *sp,
             dtfm_search_result_free(out);
             return rc;
         }
-        renumber(&res, n, out->group_of);
+        renumber(&res, out->group_of);
         out->cost_s = res.total_s;
         out->best_at_s = dtfm_now_s() - t0;
-        dtfm_result_free(&res);
+        dtfm_result_free(&out->result);
+        out->result = res;
     }
     out->evaluated += pr.nodes;
     out->generations += pr.nodes;
@@ -257,6 +295,28 @@ static int exact_by_classes(const dtfm_problem *p, const dtfm_search_params *sp,
     out->timed_out = !pr.complete && sp->seconds > 0 && dtfm_now_s() >= end;
     dtfm_proof_free(&pr);
     return out->timed_out ? UTIL_ETIMEOUT : UTIL_OK;
+}
+
+/* The weight tables, WEIGHT_ROWS rows at a time: 0 when the time budget
+ * ends first, or when an eighth of the rows is done and the rate so far
+ * says it will (no time would be left to search with them). */
+static int fill_weights(dtfm_ctx *c)
+{
+    int n = c->n, i0, i1;
+    double t0 = dtfm_now_s(), now;
+
+    for (i0 = 0; i0 < n; i0 = i1) {
+        i1 = i0 + WEIGHT_ROWS < n ? i0 + WEIGHT_ROWS : n;
+        dtfm_weights_rows(c->p, c->wdp, c->wpp, i0, i1);
+        if (c->deadline > 0 && i1 < n) {
+            now = dtfm_now_s();
+            if (now >= c->deadline ||
+                (i1 >= n / 8 &&
+                 now + (now - t0) * (double)(n - i1) / (double)i1 >= c->deadline))
+                return 0;
+        }
+    }
+    return 1;
 }
 
 int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
@@ -279,6 +339,10 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
                               "unknown search method %d", sp->method);
     if (sp->method == DTFM_EXACT && n > DTFM_EXACT_MAX)
         return exact_by_classes(p, sp, out, err);
+    if (sp->seconds > 0 &&
+        dtfm_now_s() >= (sp->budget_start_s > 0 ? sp->budget_start_s : dtfm_now_s()) +
+                            sp->seconds - (sp->reserve_s > 0 ? sp->reserve_s : 0.0))
+        return spent_search(p, dtfm_now_s(), out, err);
     c.p = p;
     c.sp = sp;
     c.n = n;
@@ -300,7 +364,8 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
     util_pcg32_seed(&c.rng, sp->seed, 0x6474666dULL /* "dtfm" */);
     c.wdp = malloc(nn * sizeof *c.wdp);
     c.wpp = malloc(nn * sizeof *c.wpp);
-    c.aff = malloc(nn * sizeof *c.aff);
+    if (g <= 256)
+        c.kl_aff = malloc((size_t)(2 * g) * (size_t)(2 * g) * sizeof *c.kl_aff);
     c.zob = malloc((size_t)n * sizeof *c.zob);
     c.sub = malloc((size_t)g * (size_t)g * sizeof *c.sub);
     c.tsp_order = malloc((size_t)(k > n ? k : n) * sizeof *c.tsp_order);
@@ -310,15 +375,18 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
     if (k <= DTFM_HK_INNER_MAX)
         c.hk = malloc(((size_t)1 << k) * (size_t)k * sizeof *c.hk);
     out->group_of = malloc((size_t)n * sizeof *out->group_of);
-    if (!c.wdp || !c.wpp || !c.aff || !c.zob || !c.sub || !c.tsp_order || !c.mstkey ||
+    if (!c.wdp || !c.wpp || (g <= 256 && !c.kl_aff) || !c.zob || !c.sub || !c.tsp_order || !c.mstkey ||
         !c.cache || !c.best_grp || (k <= DTFM_HK_INNER_MAX && !c.hk) ||
         !out->group_of || !work_alloc(&c, &w)) {
         rc = util_error_set(err, UTIL_ENOMEM, "", "", "out of memory");
         goto done;
     }
-    dtfm_weights(p, c.wdp, c.wpp);
-    for (i = 0; (size_t)i < nn; i++)
-        c.aff[i] = c.wdp[i] > 0 ? 1.0 / c.wdp[i] : 0.0;
+    if (!fill_weights(&c)) {
+        ctx_free(&c);
+        work_free(&w);
+        dtfm_search_result_free(out);
+        return spent_search(p, c.t0, out, err);
+    }
     for (i = 0; i < n; i++) {
         uint64_t hi = util_pcg32_next(&c.rng), lo = util_pcg32_next(&c.rng);
         c.zob[i] = hi << 32 | lo;
@@ -327,14 +395,14 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
         c.cache[i].ka = c.cache[i].kb = 0;
         c.cache[i].v = -1.0;
     }
-    if (c.deadline > 0) {
+    if (c.deadline > 0 && dtfm_now_s() < c.deadline) {
         /* time one full evaluation, to leave room at the end of the budget
-         * for the final one and the caller's */
+         * for the final one and the output */
         double t1;
         for (i = 0; i < n; i++)
             c.best_grp[i] = i / g;
         t1 = dtfm_now_s();
-        rc = dtfm_evaluate(p, c.best_grp, &res, err);
+        rc = dtfm_evaluate_weights(p, c.wdp, c.wpp, c.best_grp, &res, err);
         c.build_s = dtfm_now_s() - t1;
         dtfm_result_free(&res);
         if (rc != UTIL_OK)
@@ -364,19 +432,20 @@ int dtfm_search(const dtfm_problem *p, const dtfm_search_params *sp,
                             "the search evaluated no schedule");
         goto done;
     }
-    rc = dtfm_evaluate(p, c.best_grp, &res, err);
+    rc = dtfm_evaluate_weights(p, c.wdp, c.wpp, c.best_grp, &out->result, err);
     if (rc != UTIL_OK)
         goto done;
     /* report groups numbered as dtfm_evaluate numbers them */
-    renumber(&res, n, out->group_of);
+    renumber(&out->result, out->group_of);
     out->n = n;
-    out->cost_s = res.total_s;
+    out->cost_s = out->result.total_s;
     out->evaluated = c.evals;
     out->generations = c.gens;
     out->elapsed_s = dtfm_now_s() - c.t0;
     out->best_at_s = c.best_at;
     if (!c.checkpoint_done && sp->checkpoint_s > 0)
-        c.checkpoint_cost = out->elapsed_s <= sp->checkpoint_s ? res.total_s : c.best;
+        c.checkpoint_cost = out->elapsed_s <= sp->checkpoint_s ? out->result.total_s
+                                                               : c.best;
     out->checkpoint_cost_s = c.checkpoint_cost;
     out->timed_out = c.timed_out;
     dtfm_report(&c, 1);

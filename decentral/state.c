@@ -130,6 +130,16 @@ static void tick(dtfm_ctx *c)
     }
 }
 
+int dtfm_out_of_time(dtfm_ctx *c)
+{
+    if (c->deadline > 0 && !c->stop &&
+        dtfm_now_s() + DTFM_FINAL_EVALS * c->build_s >= c->deadline) {
+        c->stop = 1;
+        c->timed_out = 1;
+    }
+    return c->stop;
+}
+
 static void note_best(dtfm_ctx *c, const dtfm_state *s)
 {
     if (better(s->cost, c->best)) {

@@ -6,6 +6,78 @@
 
 #include "internal.h"
 
+/* GPU at position i of host group g's --include list.  DeepSpeed's
+ * launch gives global rank r the local rank r % n (n: the host's ranks;
+ * deepspeed/launcher/launch.py), and the rank runs on that entry of its
+ * host's list (CUDA_VISIBLE_DEVICES).  0.14 keeps the list as written, so
+ * position (first + k) % n holds the GPU of rank first + k (a host whose
+ * first rank is not a multiple of n gets its list rotated); 0.19 sorts
+ * it (runner.py's parse_node_config_list), so the list is the host's
+ * GPUs in ascending order. */
+static int ds_list_gpu(const export_ctx *x, const export_group *g, int i)
+{
+    int k, j, below, gpu;
+
+    if (x->o->version != EXPORT_VERSION_NEW)
+        return export_gpu_of(x, g->first + ((i - g->first) % g->n + g->n) % g->n);
+    for (k = 0; k < g->n; k++) { /* the GPU with i smaller ones */
+        gpu = export_gpu_of(x, g->first + k);
+        for (below = 0, j = 0; j < g->n; j++)
+            below += export_gpu_of(x, g->first + j) < gpu;
+        if (below == i)
+            return gpu;
+    }
+    return -1;
+}
+
+/* 1 when some host's list is not its slots 0..n-1 in order. */
+static int ds_needs_list(const export_ctx *x)
+{
+    int k, i;
+
+    for (k = 0; k < x->ng; k++)
+        for (i = 0; i < x->g[k].n; i++)
+            if (ds_list_gpu(x, &x->g[k], i) != i)
+                return 1;
+    return 0;
+}
+
+/* A note when a host's list cannot give each rank its GPU (0.19, a
+ * host whose first rank is not a multiple of its ranks). */
+static void ds_list_notes(export_ctx *x)
+{
+    int k, i;
+
+    for (k = 0; k < x->ng; k++) {
+        const export_group *g = &x->g[k];
+        for (i = 0; i < g->n; i++)
+            if (ds_list_gpu(x, g, (g->first + i) % g->n) != export_gpu_of(x, g->first + i)) {
+                export_approx(x, "DeepSpeed %s's launcher sorts a host's n GPUs "
+                              "and gives rank r the (r mod n)-th, so rank %d, the "
+                              "first of ranks %d-%d on host '%s', would run on "
+                              "GPU %d, not GPU %d as planned (%d is not a "
+                              "multiple of %d): launch with the torchrun export "
+                              "instead", export_release(x), g->first + i, g->first,
+                              g->first + g->n - 1, export_host_of(x, g->node),
+                              ds_list_gpu(x, g, (g->first + i) % g->n),
+                              export_gpu_of(x, g->first + i), g->first, g->n);
+                break;
+            }
+    }
+}
+
+/* --include "host:g,g@host:g": every host's list in launch order. */
+static void ds_include_list(const export_ctx *x, util_buf *b)
+{
+    int k, i;
+
+    for (k = 0; k < x->ng; k++) {
+        util_buf_printf(b, "%s%s:", k ? "@" : "", export_host_of(x, x->g[k].node));
+        for (i = 0; i < x->g[k].n; i++)
+            util_buf_printf(b, "%s%d", i ? "," : "", ds_list_gpu(x, &x->g[k], i));
+    }
+}
+
 /* What DeepSpeed's pipeline engine cannot run as planned; *include set
  * when the launcher needs --include lists. */
 static int deepspeed_limits(export_ctx *x, int *include)
@@ -41,9 +113,10 @@ static int deepspeed_limits(export_ctx *x, int *include)
     if (s->tp > 1)
         export_note(x, "tensor parallelism (tp %d) is done by the model, not "
                     "by DeepSpeed: its layers must shard themselves "
-                    "(Megatron-style); hetplan_pipe.py passes a "
-                    "PipeModelDataParallelTopology with num_mp=%d", s->tp,
-                    s->tp);
+                    "(Megatron-style); hetplan_pipe.py gives DeepSpeed a "
+                    "PipeModelDataParallelTopology with num_mp=%d%s", s->tp,
+                    s->tp, s->pp > 1 ? "" : " through its PipelineParallelGrid "
+                    "as mpu");
     if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER && zero < 1) {
         /* offload_optimizer is a ZeRO feature: stage 0 runs the plain
          * optimizer on the GPU (DeepSpeedZeroOffloadOptimizerConfig) */
@@ -52,7 +125,14 @@ static int deepspeed_limits(export_ctx *x, int *include)
                       "ds_config.json asks for stage 1");
         zero = 1;
     }
-    *include = export_order_notes(x, "the deepspeed launcher", 1);
+    {
+        int before = x->out->napprox;
+        *include = export_order_notes(x, "the deepspeed launcher", 1);
+        if (x->out->napprox == before) {
+            ds_list_notes(x);
+            *include = ds_needs_list(x);
+        }
+    }
     return zero;
 }
 
@@ -83,28 +163,56 @@ static void ds_config(const export_ctx *x, util_buf *cfg, int zero)
     util_buf_printf(cfg, "  \"wall_clock_breakdown\": false\n}\n");
 }
 
-/* hetplan_pipe.py: the plan's stage boundaries through DeepSpeed's public
- * PipelineModule API.  partition_method='uniform' gives stage i the items
- * [i * w, (i + 1) * w) when pp stages hold pp * w items
- * (deepspeed.runtime.utils.partition_uniform), so padding every stage with
- * pass-through layers to the widest stage's w layers puts exactly the
- * plan's layers on each stage. */
+/* hetplan_pipe.py, the model for deepspeed.initialize.  With pp > 1 a
+ * PipelineModule (DeepSpeed's pipeline engine, ZeRO 0-1): its public API
+ * takes no explicit boundaries, but partition_method='uniform' gives
+ * stage i the items [i * w, (i + 1) * w) when pp stages hold pp * w items
+ * (deepspeed.runtime.utils.partition_uniform), so padding every stage
+ * with pass-through layers to the widest stage's w layers puts exactly
+ * the plan's layers on each stage.  With pp = 1 the layers as one
+ * nn.Sequential for DeepSpeed's plain engine (every ZeRO stage), and with
+ * tp > 1 DeepSpeed's own PipelineParallelGrid over the plan's topology
+ * as the mpu, so that its data-parallel groups are the plan's.  Each
+ * name is imported from the module that defines it in 0.14 and 0.19. */
 static void pipe_module(const export_ctx *x, util_buf *b)
 {
     const fmt_strategy *s = x->s;
-    int j;
+    int j, pipe = s->pp > 1, ckpt = export_recompute(x) == FMT_RECOMPUTE_FULL;
 
-    export_header(x, b, "hetplan stage boundaries for DeepSpeed's "
+    export_header(x, b, pipe ? "hetplan stage boundaries for DeepSpeed's "
                   "PipelineModule (public API: partition_method='uniform' "
-                  "over stages padded with pass-through layers)");
-    util_buf_printf(b, "#\n# In train.py:  from hetplan_pipe import pipeline_module\n"
-                    "#               model = pipeline_module(layers, loss_fn=...)\n"
-                    "# where layers lists the model's %d layers (LayerSpec, "
-                    "TiedLayerSpec or modules)\n# in the plan's order.\n",
-                    x->m->nlayers);
-    util_buf_printf(b, "import os\n\nimport torch\nimport torch.nn as nn\n"
-                    "from deepspeed.pipe import LayerSpec, PipelineModule, "
-                    "PipeModelDataParallelTopology\n\n");
+                  "over stages padded with pass-through layers)"
+                  : "hetplan model for DeepSpeed's engine without a pipeline "
+                  "(the layers as one nn.Sequential, DeepSpeed's grid as mpu)");
+    util_buf_printf(b, "#\n# In train.py, after deepspeed.init_distributed():\n"
+                    "#   import hetplan_pipe\n"
+                    "#   engine, optimizer, _, _ = deepspeed.initialize(\n"
+                    "#       **hetplan_pipe.initialize_args(layers%s), "
+                    "model_parameters=..., config=...)\n"
+                    "# where layers lists the model's %d layers (%s) in the "
+                    "plan's order;\n# %s\n", pipe ? ", loss_fn=..." : "",
+                    x->m->nlayers, pipe ? "LayerSpec, TiedLayerSpec or modules"
+                    : "LayerSpec or modules", pipe ?
+                    "train with engine.train_batch() (DeepSpeed's pipeline "
+                    "engine; ZeRO stage 0 or 1)." :
+                    "train with engine(inputs), engine.backward(loss) and "
+                    "engine.step().");
+    if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER)
+        util_buf_printf(b, "# The optimizer runs on the host (ZeRO-Offload): "
+                        "pass deepspeed.ops.adam.DeepSpeedCPUAdam\n"
+                        "# as optimizer= (DeepSpeed refuses another client "
+                        "optimizer with offload_optimizer)\n"
+                        "# or add an \"optimizer\" section to ds_config.json.\n");
+    util_buf_printf(b, "import os\n\nimport torch\nimport torch.nn as nn\n");
+    if (!pipe && ckpt)
+        util_buf_printf(b, "from deepspeed.runtime.activation_checkpointing."
+                        "checkpointing import checkpoint\n");
+    util_buf_printf(b, "from deepspeed.runtime.pipe.module import %s\n",
+                    pipe ? "LayerSpec, PipelineModule"
+                         : "LayerSpec, TiedLayerSpec");
+    util_buf_printf(b, "from deepspeed.runtime.pipe.topology import %s\n\n",
+                    pipe ? "PipeModelDataParallelTopology"
+                         : "PipeModelDataParallelTopology, PipelineParallelGrid");
     /* deepspeed.sh's environment reaches the first host only (the
      * launcher forwards NCCL_*, PYTHON* and the like to the others), so
      * the module every rank imports sets the fp32 matmul mode too */
@@ -125,35 +233,94 @@ static void pipe_module(const export_ctx *x, util_buf *b)
     for (j = 0; j <= s->pp; j++)
         util_buf_printf(b, "%s%d", j ? ", " : "", s->bounds[j]);
     util_buf_printf(b, "]\nNUM_PP, NUM_DP, NUM_MP = %d, %d, %d\n", s->pp, s->dp, s->tp);
-    util_buf_printf(b, "ACTIVATION_CHECKPOINT_INTERVAL = %d\n\n\n",
-                    export_recompute(x) == FMT_RECOMPUTE_FULL ? 1 : 0);
+    util_buf_printf(b, "# DeepSpeed's pipeline engine (train_batch) or its plain "
+                    "engine\nPIPELINE = %s\n", pipe ? "True" : "False");
+    util_buf_printf(b, "ACTIVATION_CHECKPOINT_INTERVAL = %d\n\n\n", ckpt ? 1 : 0);
     util_buf_printf(b,
-        "class PassThrough(nn.Module):\n"
-        "    \"\"\"A layer without parameters that hands its input on.\"\"\"\n\n"
-        "    def forward(self, inputs):\n"
-        "        return inputs\n\n\n"
-        "def stage_width():\n"
-        "    return max(b - a for a, b in zip(BOUNDS, BOUNDS[1:]))\n\n\n"
-        "def pad_layers(layers):\n"
-        "    \"\"\"The layers with every stage padded to stage_width() items.\"\"\"\n"
+        "def topology():\n"
+        "    \"\"\"The plan's ranks: tensor-parallel innermost, then data, "
+        "then pipeline.\"\"\"\n"
+        "    return PipeModelDataParallelTopology(num_pp=NUM_PP, num_mp=NUM_MP, "
+        "num_dp=NUM_DP)\n\n\n"
+        "def check_layers(layers):\n"
         "    layers = list(layers)\n"
         "    if len(layers) != BOUNDS[-1]:\n"
-        "        raise ValueError('the plan has %%d layers, got %%d' %% (BOUNDS[-1], len(layers)))\n"
-        "    out = []\n"
-        "    for a, b in zip(BOUNDS, BOUNDS[1:]):\n"
-        "        out.extend(layers[a:b])\n"
-        "        out.extend(LayerSpec(PassThrough) for _ in range(stage_width() - (b - a)))\n"
-        "    return out\n\n\n"
-        "def pipeline_module(layers, **kwargs):\n"
-        "    \"\"\"PipelineModule with the plan's stages, topology and checkpointing.\"\"\"\n"
-        "    kwargs.setdefault('activation_checkpoint_interval', ACTIVATION_CHECKPOINT_INTERVAL)\n"
-        "    topology = PipeModelDataParallelTopology(num_pp=NUM_PP, num_mp=NUM_MP, num_dp=NUM_DP)\n"
-        "    module = PipelineModule(layers=pad_layers(layers), topology=topology,\n"
-        "                            partition_method='uniform', **kwargs)\n"
-        "    want = [i * stage_width() for i in range(NUM_PP + 1)]\n"
-        "    if list(module.parts) != want:\n"
-        "        raise RuntimeError('DeepSpeed placed the stages at %%s, not %%s' %% (module.parts, want))\n"
-        "    return module\n");
+        "        raise ValueError('the plan has %%d layers, got %%d' %% "
+        "(BOUNDS[-1], len(layers)))\n"
+        "    return layers\n\n\n");
+    if (pipe) {
+        util_buf_printf(b,
+            "class PassThrough(nn.Module):\n"
+            "    \"\"\"A layer without parameters that hands its input on.\"\"\"\n\n"
+            "    def forward(self, inputs):\n"
+            "        return inputs\n\n\n"
+            "def stage_width():\n"
+            "    return max(b - a for a, b in zip(BOUNDS, BOUNDS[1:]))\n\n\n"
+            "def pad_layers(layers):\n"
+            "    \"\"\"The layers with every stage padded to stage_width() items.\"\"\"\n"
+            "    layers = check_layers(layers)\n"
+            "    out = []\n"
+            "    for a, b in zip(BOUNDS, BOUNDS[1:]):\n"
+            "        out.extend(layers[a:b])\n"
+            "        out.extend(LayerSpec(PassThrough) for _ in range(stage_width() - (b - a)))\n"
+            "    return out\n\n\n"
+            "def pipeline_module(layers, **kwargs):\n"
+            "    \"\"\"PipelineModule with the plan's stages, topology and checkpointing.\"\"\"\n"
+            "    kwargs.setdefault('activation_checkpoint_interval', ACTIVATION_CHECKPOINT_INTERVAL)\n"
+            "    module = PipelineModule(layers=pad_layers(layers), topology=topology(),\n"
+            "                            partition_method='uniform', **kwargs)\n"
+            "    want = [i * stage_width() for i in range(NUM_PP + 1)]\n"
+            "    if list(module.parts) != want:\n"
+            "        raise RuntimeError('DeepSpeed placed the stages at %%s, not %%s' %% (module.parts, want))\n"
+            "    return module\n\n\n"
+            "def model_parallel_unit():\n"
+            "    \"\"\"None: the PipelineModule's own grid is DeepSpeed's mpu.\"\"\"\n"
+            "    return None\n\n\n"
+            "def initialize_args(layers, **kwargs):\n"
+            "    \"\"\"deepspeed.initialize's model: pipeline_module(layers, **kwargs).\"\"\"\n"
+            "    return {'model': pipeline_module(layers, **kwargs)}\n");
+    } else {
+        util_buf_printf(b,
+            "class PlanSequential(nn.Sequential):\n"
+            "    \"\"\"The model's layers in order%s.\"\"\"\n\n"
+            "    def forward(self, inputs):\n"
+            "        for layer in self:\n", ckpt ? ", each one checkpointed "
+            "(recomputed in the backward pass)" : "");
+        if (ckpt)
+            util_buf_printf(b,
+                "            if ACTIVATION_CHECKPOINT_INTERVAL and self.training:\n"
+                "                inputs = checkpoint(layer, inputs)\n"
+                "            else:\n"
+                "                inputs = layer(inputs)\n");
+        else
+            util_buf_printf(b, "            inputs = layer(inputs)\n");
+        util_buf_printf(b,
+            "        return inputs\n\n\n"
+            "def sequential_module(layers):\n"
+            "    \"\"\"The layers (LayerSpecs built) as one PlanSequential.\"\"\"\n"
+            "    out = []\n"
+            "    for layer in check_layers(layers):\n"
+            "        if isinstance(layer, TiedLayerSpec):\n"
+            "            raise ValueError('tied layers need the pipeline engine (pp > 1)')\n"
+            "        out.append(layer.build() if isinstance(layer, LayerSpec) else layer)\n"
+            "    return PlanSequential(*out)\n\n\n"
+            "def model_parallel_unit():\n"
+            "    \"\"\"DeepSpeed's mpu for the plan's groups (its PipelineParallelGrid):\n"
+            "    NUM_MP consecutive ranks shard the model, the data-parallel groups\n"
+            "    run across them; None without tensor parallelism (the whole world\n"
+            "    is data parallel).\"\"\"\n"
+            "    if NUM_MP == 1:\n"
+            "        return None\n"
+            "    return PipelineParallelGrid(topology=topology())\n\n\n"
+            "def initialize_args(layers, loss_fn=None):\n"
+            "    \"\"\"deepspeed.initialize's model and mpu (loss_fn is the pipeline\n"
+            "    engine's; here train.py computes the loss from engine(inputs)).\"\"\"\n"
+            "    args = {'model': sequential_module(layers)}\n"
+            "    mpu = model_parallel_unit()\n"
+            "    if mpu is not None:\n"
+            "        args['mpu'] = mpu\n"
+            "    return args\n");
+    }
 }
 
 int export_deepspeed(export_ctx *x, util_error *err)
@@ -177,7 +344,7 @@ int export_deepspeed(export_ctx *x, util_error *err)
     export_script_header(x, &sh, what);
     util_buf_printf(&sh, "#\n# On the first host of hostfile:\n"
                    "#   sh deepspeed.sh train.py [training arguments]\n"
-                   "# train.py builds its model with hetplan_pipe.pipeline_module"
+                   "# train.py builds its model with hetplan_pipe.initialize_args"
                    "(layers, ...)\n# (docs/export.md) and reads ds_config.json "
                    "through --deepspeed_config.\n");
     util_buf_printf(&sh, "\nDIR=$(cd \"$(dirname \"$0\")\" && pwd)\n");
@@ -188,7 +355,7 @@ int export_deepspeed(export_ctx *x, util_error *err)
     if (include) {
         /* the launcher sets CUDA_VISIBLE_DEVICES to each host's list */
         util_buf_printf(&sh, "--include ");
-        export_include_list(x, &sh);
+        ds_include_list(x, &sh);
         util_buf_printf(&sh, " \\\n    ");
     }
     util_buf_printf(&sh, "--master_addr ");
@@ -207,8 +374,9 @@ int export_deepspeed(export_ctx *x, util_error *err)
     export_add_file(x, "ds_config.json", "batch sizes, precision, ZeRO stage", 0,
                     cfg.p);
     export_add_file(x, "hostfile", EXPORT_HOSTFILE_WHAT, 0, hf.p);
-    export_add_file(x, "hetplan_pipe.py",
-                    "PipelineModule with the plan's stage boundaries", 0, py.p);
+    export_add_file(x, "hetplan_pipe.py", x->s->pp > 1 ?
+                    "PipelineModule with the plan's stage boundaries" :
+                    "the model as nn.Sequential, DeepSpeed's mpu", 0, py.p);
     export_add_file(x, "deepspeed.sh", "deepspeed launcher command", 1, sh.p);
     return UTIL_OK;
 }

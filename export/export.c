@@ -101,8 +101,11 @@ int export_target_caps(int target, int version, search_launcher *caps,
         caps->split = version == EXPORT_VERSION_OLD ? SEARCH_SPLIT_ENDS
                                                     : SEARCH_SPLIT_BLOCKS;
         caps->zero_limit = version == EXPORT_VERSION_OLD ? 2 : 0;
-        /* --optimizer-cpu-offload arrived after core_r0.9.0 */
+        /* --optimizer-cpu-offload arrived after core_r0.9.0; core_v0.19.0
+         * offloads the distributed optimizer's shard, not Megatron-FSDP's
+         * (which keeps its fp32 main weights on the GPU) */
         caps->no_offload = version == EXPORT_VERSION_OLD;
+        caps->offload_zero_limit = version == EXPORT_VERSION_NEW ? 2 : 0;
         break;
     case EXPORT_DEEPSPEED:
         /* the pipeline engine: 1F1B-style, ZeRO 0-1 with pp > 1, whole
@@ -114,7 +117,9 @@ int export_target_caps(int target, int version, search_launcher *caps,
         caps->no_gpipe = 1;
         caps->no_uneven_tp = 1;
         caps->zero_limit_pp = 2;
-        caps->order = SEARCH_ORDER_HOSTS;
+        /* 0.19's launcher sorts a host's --include GPUs */
+        caps->order = version == EXPORT_VERSION_NEW ? SEARCH_ORDER_HOSTS_ALIGNED
+                                                    : SEARCH_ORDER_HOSTS;
         break;
     default: /* torchrun: the variables state every feature */
         break;
@@ -426,6 +431,7 @@ static int idle_note(export_ctx *x, util_error *err)
 {
     const fmt_cluster *c = x->c;
     util_buf b = {0};
+    fmt_rank_index ix;
     int k, g, nodes = 0, more = 0;
 
     x->idle = c->ndevices - x->nranks;
@@ -433,12 +439,14 @@ static int idle_note(export_ctx *x, util_error *err)
     x->out->idle = x->idle;
     if (x->idle == 0)
         return UTIL_OK;
+    if (fmt_rank_index_build(&ix, x->s, c->ndevices) != UTIL_OK)
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     for (k = 0; k < c->nnodes; k++) {
         const fmt_node *nd = &c->nodes[k];
         int used = 0, n = 0;
         char host[64], type[32];
         for (g = 0; g < nd->gpus; g++)
-            used += fmt_rank_of_device(x->s, nd->first_device + g) >= 0;
+            used += fmt_rank_index_get(&ix, nd->first_device + g) >= 0;
         if (used == nd->gpus)
             continue;
         if (b.len > 180) { /* the note has room for about 400 bytes */
@@ -453,12 +461,13 @@ static int idle_note(export_ctx *x, util_error *err)
         else {
             util_buf_printf(&b, "GPU%s ", nd->gpus - used > 1 ? "s" : "");
             for (g = 0; g < nd->gpus; g++)
-                if (fmt_rank_of_device(x->s, nd->first_device + g) < 0)
+                if (fmt_rank_index_get(&ix, nd->first_device + g) < 0)
                     util_buf_printf(&b, "%s%d", n++ ? "," : "", g);
             util_buf_printf(&b, " of %d x %s", nd->gpus,
                             export_clean(type, sizeof type, export_type_of(x, k)));
         }
     }
+    fmt_rank_index_free(&ix);
     if (more > 0)
         util_buf_printf(&b, "; and %d more host%s (ranks.txt of the torchrun "
                         "export lists every idle GPU)", more, more > 1 ? "s" : "");

@@ -14,7 +14,7 @@ enum export_target {
     EXPORT_MEGATRON = 0,   /* Megatron-LM pretrain_gpt.py (core_r0.9.0, core_v0.19.0) */
     EXPORT_DEEPSPEED,      /* DeepSpeed config, hostfile, pipeline module (0.14, 0.19) */
     EXPORT_TORCHRUN,       /* torchrun per node (PyTorch 1.13, 2.x) */
-    EXPORT_HOSTFILE,       /* MPI / DeepSpeed hostfile */
+    EXPORT_HOSTFILE,       /* MPI hostfile (mpirun --hostfile) */
     EXPORT_NTARGETS
 };
 

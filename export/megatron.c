@@ -192,8 +192,17 @@ static void arch_args(export_ctx *x, util_buf *b)
         util_buf_printf(b, "  --untie-embeddings-and-output-weights \\\n");
 }
 
+/* ZeRO 2 and 3 run on Megatron-FSDP (core_v0.19.0). */
+static int uses_fsdp(const export_ctx *x)
+{
+    return export_zero(x) >= 2 && x->o->version == EXPORT_VERSION_NEW;
+}
+
 /* Optimizer offload: --optimizer-cpu-offload (core_v0.19.0), which runs
- * inside the distributed optimizer; core_r0.9.0 has no such flag. */
+ * inside the distributed optimizer and needs its precision-aware path
+ * (the 16-bit weight shards go to the host optimizer, which keeps the
+ * fp32 master weights and Adam states there; their dtypes stay at the
+ * fp32 defaults); core_r0.9.0 has no such flag. */
 static void offload_args(export_ctx *x, util_buf *b, int zero)
 {
     if (x->caps.no_offload) {
@@ -203,13 +212,21 @@ static void offload_args(export_ctx *x, util_buf *b, int zero)
                       EXPORT_MEGATRON_NEW);
         return;
     }
+    if (x->caps.offload_zero_limit > 0 && zero >= x->caps.offload_zero_limit) {
+        export_approx(x, "the plan offloads the optimizer state with ZeRO "
+                      "stage %d; Megatron-LM %s offloads only the distributed "
+                      "optimizer's (ZeRO 1): Megatron-FSDP keeps its fp32 "
+                      "main weights on the GPU", zero, export_release(x));
+        return;
+    }
     if (zero < 1) {
         export_approx(x, "the plan offloads the optimizer without sharding "
                       "it; Megatron-LM offloads the distributed optimizer's "
                       "shard: the command adds --use-distributed-optimizer");
         util_buf_printf(b, "  --use-distributed-optimizer \\\n");
     }
-    util_buf_printf(b, "  --optimizer-cpu-offload \\\n");
+    util_buf_printf(b, "  --optimizer-cpu-offload \\\n"
+                    "  --use-precision-aware-optimizer \\\n");
 }
 
 /* Recomputation, sequence parallelism, optimizer sharding, precision. */
@@ -223,11 +240,17 @@ static void feature_args(export_ctx *x, util_buf *b)
         util_buf_printf(b, "  --sequence-parallel \\\n");
     if (zero == 1)
         util_buf_printf(b, "  --use-distributed-optimizer \\\n");
-    else if (zero >= 2 && x->o->version == EXPORT_VERSION_NEW)
+    else if (uses_fsdp(x)) {
+        /* Megatron-FSDP saves only its own checkpoint format; its main
+         * gradients default to the weights' dtype, bf16 accumulates in
+         * fp32 as Megatron-LM's DDP does (docs/memory-model.md) */
         util_buf_printf(b, "  --use-megatron-fsdp \\\n"
-                        "  --data-parallel-sharding-strategy %s \\\n",
+                        "  --data-parallel-sharding-strategy %s \\\n"
+                        "  --ckpt-format fsdp_dtensor \\\n",
                         zero == 2 ? "optim_grads" : "optim_grads_params");
-    else if (x->caps.zero_limit > 0 && zero >= x->caps.zero_limit)
+        if (strcmp(prec, "bf16") == 0)
+            util_buf_printf(b, "  --megatron-fsdp-main-grads-dtype fp32 \\\n");
+    } else if (x->caps.zero_limit > 0 && zero >= x->caps.zero_limit)
         export_approx(x, "the plan shards %s over the DP group (ZeRO stage "
                       "%d); Megatron-LM %s shards only the optimizer state "
                       "(--use-distributed-optimizer); --target-version %s "
@@ -376,7 +399,12 @@ int export_megatron(export_ctx *x, util_error *err)
                   "follow those of agents 0..k-1.\n#\n");
     export_agent_table(x, &b);
     util_buf_printf(&b, "\nexport CUDA_DEVICE_ORDER=PCI_BUS_ID\n");
-    util_buf_printf(&b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
+    if (uses_fsdp(x))
+        util_buf_printf(&b, "# Megatron-FSDP runs with more than one CUDA "
+                        "connection (validate_args refuses 1)\n"
+                        "unset CUDA_DEVICE_MAX_CONNECTIONS\n");
+    else
+        util_buf_printf(&b, "export CUDA_DEVICE_MAX_CONNECTIONS=1\n");
     export_tf32_env(x, &b);
     util_buf_printf(&b, "%s\n", args.p ? args.p : "");
     export_launch_cases(x, &b, "pretrain_gpt.py $MEGATRON_ARGS \"$@\"");

@@ -1,5 +1,5 @@
 /* export/torchrun.c: torchrun per-node launch lines (also used by the
- * Megatron-LM export), the rank placement file and the MPI / DeepSpeed
+ * Megatron-LM export), the rank placement file and the MPI
  * hostfile. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,7 @@ void export_agent_table(const export_ctx *x, util_buf *b)
 /* ranks.txt: every rank's place. */
 void export_ranks_file(const export_ctx *x, util_buf *b)
 {
+    fmt_rank_index ix;
     int k, i;
 
     export_header(x, b, "hetplan rank placement: global rank -> torchrun "
@@ -113,18 +114,24 @@ void export_ranks_file(const export_ctx *x, util_buf *b)
                             r / (tpd * dpd),
                             (r / tpd) % dpd, r % tpd);
         }
-    if (x->idle > 0)
-        util_buf_printf(b, "# idle GPUs (no rank runs on them):\n"
-                        "# host                  gpu  device\n");
-    for (k = 0; k < x->c->nnodes && x->idle > 0; k++)
+    if (x->idle <= 0)
+        return;
+    if (fmt_rank_index_build(&ix, x->s, x->c->ndevices) != UTIL_OK) {
+        b->failed = 1;
+        return;
+    }
+    util_buf_printf(b, "# idle GPUs (no rank runs on them):\n"
+                    "# host                  gpu  device\n");
+    for (k = 0; k < x->c->nnodes; k++)
         for (i = 0; i < x->c->nodes[k].gpus; i++)
-            if (fmt_rank_of_device(x->s, x->c->nodes[k].first_device + i) < 0) {
+            if (fmt_rank_index_get(&ix, x->c->nodes[k].first_device + i) < 0) {
                 char host[HOST_N], type[TYPE_N];
                 util_buf_printf(b, "# %-20s  %3d  %s\n",
                                 export_clean(host, sizeof host, export_host_of(x, k)),
                                 i, export_clean(type, sizeof type,
                                                 export_type_of(x, k)));
             }
+    fmt_rank_index_free(&ix);
 }
 
 /* ---- torchrun -------------------------------------------------------- */
@@ -321,8 +328,12 @@ int export_hostfile(export_ctx *x, util_error *err)
     if ((rc = export_hosts_check(x, err)) != UTIL_OK)
         return rc;
     export_order_notes(x, "mpirun (--map-by slot)", 0);
-    export_hostfile_text(x, &b, "MPI / DeepSpeed hostfile: hosts in rank "
-                         "order, one slot per GPU the plan uses", 0);
+    /* not offered to DeepSpeed: its launcher gives rank r local rank
+     * r % slots, which misplaces a host whose first rank is not a
+     * multiple of its slots; the deepspeed target writes its own */
+    export_hostfile_text(x, &b, "MPI hostfile (mpirun --hostfile, slot by "
+                         "slot): hosts in rank order, one slot per GPU the "
+                         "plan uses; for DeepSpeed use the deepspeed export", 0);
     if (b.failed) {
         free(b.p);
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

@@ -1,5 +1,6 @@
-/* formats/cluster.c: the cluster struct (device index, links between
- * devices) and the reader of cluster.json (docs/inputs.md). */
+/* formats/cluster.c: the cluster struct and the reader of cluster.json
+ * (docs/inputs.md); its indexes and the links between devices are in
+ * formats/links.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,76 +18,10 @@ void fmt_cluster_free(fmt_cluster *c)
     free(c->types);
     free(c->nodes);
     free(c->links);
+    free(c->link_order);
     free(c->device_node);
     free(c->price);
     memset(c, 0, sizeof *c);
-}
-
-int fmt_cluster_index(fmt_cluster *c)
-{
-    int n = 0, i, g;
-    int *map;
-
-    for (i = 0; i < c->nnodes; i++) {
-        c->nodes[i].first_device = n;
-        n += c->nodes[i].gpus;
-    }
-    map = malloc((size_t)(n > 0 ? n : 1) * sizeof *map);
-    if (map == NULL)
-        return UTIL_ENOMEM;
-    for (i = 0; i < c->nnodes; i++)
-        for (g = 0; g < c->nodes[i].gpus; g++)
-            map[c->nodes[i].first_device + g] = i;
-    free(c->device_node);
-    c->device_node = map;
-    c->ndevices = n;
-    return UTIL_OK;
-}
-
-const fmt_device_type *fmt_device(const fmt_cluster *c, int dev)
-{
-    return &c->types[c->nodes[c->device_node[dev]].type];
-}
-
-static int link_matches(const fmt_link *l, int na, int ga, int nb, int gb)
-{
-    return l->node_a == na && l->node_b == nb &&
-           (l->gpu_a < 0 || l->gpu_a == ga) && (l->gpu_b < 0 || l->gpu_b == gb);
-}
-
-void fmt_link_between(const fmt_cluster *c, int dev_a, int dev_b,
-                       double *bw, double *lat)
-{
-    int na = c->device_node[dev_a], nb = c->device_node[dev_b];
-    int ga = dev_a - c->nodes[na].first_device;
-    int gb = dev_b - c->nodes[nb].first_device;
-    const fmt_node *a = &c->nodes[na], *b = &c->nodes[nb];
-    int i, best = -1, best_spec = -1;
-
-    /* the most specific override wins (GPU pair over node pair) */
-    for (i = 0; i < c->nlinks; i++) {
-        const fmt_link *l = &c->links[i];
-        int spec;
-        if (!link_matches(l, na, ga, nb, gb) && !link_matches(l, nb, gb, na, ga))
-            continue;
-        spec = (l->gpu_a >= 0) + (l->gpu_b >= 0);
-        if (spec > best_spec) {
-            best = i;
-            best_spec = spec;
-        }
-    }
-    if (best >= 0) {
-        *bw = c->links[best].bw;
-        *lat = c->links[best].lat;
-        return;
-    }
-    if (na == nb) {
-        *bw = a->intra_bw;
-        *lat = a->intra_lat;
-        return;
-    }
-    *bw = a->nic_bw < b->nic_bw ? a->nic_bw : b->nic_bw;
-    *lat = a->nic_lat > b->nic_lat ? a->nic_lat : b->nic_lat;
 }
 
 /* ---- cluster.json ---------------------------------------------------- */
@@ -145,6 +80,10 @@ static int parse_types(const fmt_read_ctx *cx, const cJSON *root,
     cnt = cJSON_GetArraySize(jt);
     if (cnt == 0)
         return UTIL_OK;
+    if (cnt > FMT_MAX_DEVICE_TYPES)
+        return fmt_fail(cx, UTIL_EFIELD, "device_types",
+                        "expected at most %d device types, got %d",
+                        FMT_MAX_DEVICE_TYPES, cnt);
     v = calloc((size_t)cnt, sizeof *v);
     if (v == NULL)
         return fmt_fail(cx, UTIL_ENOMEM, "device_types", "out of memory");
@@ -395,9 +334,10 @@ static int parse_nodes(const fmt_read_ctx *cx, const cJSON *root,
                 util_json_key(fp, sizeof fp, p, "name");
                 rc = fmt_fail(cx, UTIL_EFIELD, fp,
                               "expected a host name (letters, digits and "
-                              "'-' in labels of 1..63 characters joined by "
-                              "'.', no '-' at either end of a label, at "
-                              "most 253 in all), got '%s'", dst->name);
+                              "'-' in labels joined by '.', no '-' at "
+                              "either end of a label, at most %zu "
+                              "characters in all), got '%s'",
+                              sizeof dst->name - 1, dst->name);
                 goto done;
             }
             r[c->nnodes].entry = entry;
@@ -496,6 +436,9 @@ static int parse_links(const fmt_read_ctx *cx, const cJSON *root,
     cnt = cJSON_GetArraySize(jl);
     if (cnt == 0)
         return UTIL_OK;
+    if (cnt > FMT_MAX_LINKS)
+        return fmt_fail(cx, UTIL_EFIELD, "links", "expected at most %d links, got %d",
+                        FMT_MAX_LINKS, cnt);
     c->links = calloc((size_t)cnt, sizeof *c->links);
     if (c->links == NULL)
         return fmt_fail(cx, UTIL_ENOMEM, "links", "out of memory");
@@ -600,6 +543,10 @@ static int parse_prices(const fmt_read_ctx *cx, const cJSON *root,
     rc = fmt_sub_field(cx, root, "", "prices", 0, FMT_K_OBJ, &jp);
     if (rc != UTIL_OK || jp == NULL)
         return rc;
+    if (cJSON_GetArraySize(jp) > FMT_MAX_DEVICE_TYPES)
+        return fmt_fail(cx, UTIL_EFIELD, "prices",
+                        "expected at most %d prices (one per device type), got %d",
+                        FMT_MAX_DEVICE_TYPES, cJSON_GetArraySize(jp));
     cJSON_ArrayForEach(e, jp)
     {
         const char *name = e->string ? e->string : "";

@@ -69,6 +69,11 @@ typedef struct fmt_link {
     double lat;          /* s */
 } fmt_link;
 
+/* Entries of a cluster file's "device_types" and "prices", and its
+ * "links" (docs/limits.md). */
+#define FMT_MAX_DEVICE_TYPES 256
+#define FMT_MAX_LINKS 131072
+
 typedef struct fmt_cluster {
     char name[64];
     fmt_device_type *types; /* ntypes entries, owned */
@@ -77,6 +82,10 @@ typedef struct fmt_cluster {
     int nnodes;
     fmt_link *links;        /* nlinks overrides, owned, may be NULL */
     int nlinks;
+    int *link_order;         /* link_order_n entries: the links sorted by their
+                                ends (fmt_cluster_index), owned; used by
+                                fmt_link_between when link_order_n == nlinks */
+    int link_order_n;
     int ndevices;            /* sum of nodes[].gpus */
     int *device_node;        /* ndevices entries: node of each device, owned */
     double *price;           /* ntypes entries: price of one GPU of each type per
@@ -86,7 +95,9 @@ typedef struct fmt_cluster {
 
 /* Free the members of c (not c itself); NULL-safe, leaves c zeroed. */
 void fmt_cluster_free(fmt_cluster *c);
-/* Fill device_node/first_device/ndevices from nodes[]; UTIL_ENOMEM. */
+/* Fill device_node/first_device/ndevices from nodes[] and the index of
+ * the links (link_order); UTIL_ENOMEM.  Call it again after changing
+ * nodes or links. */
 int fmt_cluster_index(fmt_cluster *c);
 /* Nominal bandwidth and latency of the link between two devices:
  * an override when one matches, else the node's intra link for two GPUs
@@ -259,11 +270,27 @@ typedef struct fmt_profile {
 
 void fmt_profile_free(fmt_profile *p);
 
+/* Entries of a profile (hetplan's or AMP's), and entries x model layers:
+ * each entry holds a forward and a backward time per layer, whatever
+ * its file gives (docs/limits.md). */
+#define FMT_MAX_PROFILE_ENTRIES 4096
+#define FMT_MAX_PROFILE_TIMES 16777216
+
 /* ---- strategy -------------------------------------------------------- */
 
 enum fmt_schedule { FMT_SCHED_1F1B = 0, FMT_SCHED_GPIPE = 1 };
 
 #define FMT_MAX_VPP 64     /* most model chunks per device (vpp) */
+/* Strategies of one file (evaluate's, a trials file, a plan read back)
+ * and the entries their plan lists: each strategy gives every GPU of the
+ * cluster (a rank or idle) and every layer of the model, so strategies x
+ * GPUs and strategies x layers are at most FMT_MAX_STRATEGY_ENTRIES each
+ * (twice the GPUs the search plans; docs/limits.md).  A trials file
+ * holds at most FMT_MAX_TRIALS (each costs calibrate a fit when it is
+ * left out). */
+#define FMT_MAX_STRATEGIES 10000
+#define FMT_MAX_STRATEGY_ENTRIES 262144
+#define FMT_MAX_TRIALS 1000
 /* Largest global batch anywhere: training.global_batch, --global-batch, a
  * plan's settings.global_batch and the batches a tolerance may round to
  * (docs/limits.md) */
@@ -352,8 +379,27 @@ int fmt_strategy_set_shards(fmt_strategy *s, const int *heads,
                              const int *cols);
 /* Copy per-rank slowdowns (tp * dp * pp) into s; NULL clears. */
 int fmt_strategy_set_slow(fmt_strategy *s, const double *slow);
-/* Rank that runs on device dev, -1 when none. */
+/* Rank that runs on device dev, -1 when none: a scan of the ranks, for
+ * one lookup; a loop over devices builds an fmt_rank_index instead. */
 int fmt_rank_of_device(const fmt_strategy *s, int dev);
+
+/* Device-to-rank index of one strategy: rank_of[dev] is the rank on
+ * device dev, -1 when the device is idle.  Built once in O(devices +
+ * ranks); the index owns rank_of (fmt_rank_index_free) and holds no
+ * pointer into the strategy, whose ranks it reflects as they were when
+ * built. */
+typedef struct fmt_rank_index {
+    int *rank_of;           /* ndevices entries, owned */
+    int ndevices;
+} fmt_rank_index;
+
+/* Index the ranks of s over a cluster of ndevices devices (ranks naming a
+ * device outside 0..ndevices-1 are left out).  UTIL_ENOMEM; on failure
+ * *ix is empty (fmt_rank_index_free is safe). */
+int fmt_rank_index_build(fmt_rank_index *ix, const fmt_strategy *s, int ndevices);
+/* Rank on device dev, -1 when idle or dev is out of range. */
+int fmt_rank_index_get(const fmt_rank_index *ix, int dev);
+void fmt_rank_index_free(fmt_rank_index *ix);
 
 /* ---- precision ------------------------------------------------------- */
 

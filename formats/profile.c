@@ -84,6 +84,23 @@ static int check_dup(const fmt_read_ctx *cx, const fmt_profile *pr, int k,
     return UTIL_OK;
 }
 
+/* The bounds of FMT_MAX_PROFILE_ENTRIES and FMT_MAX_PROFILE_TIMES on cnt
+ * entries for m, at path p. */
+static int entries_bound(const fmt_read_ctx *cx, const char *p, int cnt,
+                         const fmt_model *m)
+{
+    if (cnt > FMT_MAX_PROFILE_ENTRIES)
+        return fmt_fail(cx, UTIL_EFIELD, p, "expected at most %d entries, got %d",
+                        FMT_MAX_PROFILE_ENTRIES, cnt);
+    if ((long long)cnt * m->nlayers > FMT_MAX_PROFILE_TIMES)
+        return fmt_fail(cx, UTIL_EFIELD, p,
+                        "expected at most %d entries for the model's %d layers "
+                        "(entries x layers at most %d), got %d",
+                        FMT_MAX_PROFILE_TIMES / m->nlayers, m->nlayers,
+                        FMT_MAX_PROFILE_TIMES, cnt);
+    return UTIL_OK;
+}
+
 /* The keys of each object of a profile (docs/profiler.md,
  * docs/calibration.md); "profiler", "device_info", "machine", "detail"
  * and "calibration.fit" are what hetplan-profile and planner calibrate
@@ -311,6 +328,8 @@ int fmt_parse_profile(const char *text, const char *file,
         goto done;
     }
     cnt = cJSON_GetArraySize(je);
+    if ((rc = entries_bound(&cx, "entries", cnt, m)) != UTIL_OK)
+        goto done;
     if (cnt > 0) {
         pr.entries = calloc((size_t)cnt, sizeof *pr.entries);
         if (pr.entries == NULL) {
@@ -448,6 +467,8 @@ int fmt_profile_from_amp(const char *path, const char *key,
         if (cJSON_IsObject(g))
             cnt += cJSON_GetArraySize(g);
     }
+    if ((rc = entries_bound(&cx, key, cnt, m)) != UTIL_OK)
+        goto done;
     if (cnt > 0) {
         pr.entries = calloc((size_t)cnt, sizeof *pr.entries);
         if (pr.entries == NULL) {

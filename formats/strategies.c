@@ -214,6 +214,36 @@ int fmt_parse_strategies(const char *text, const char *file,
                                      out, n, err);
 }
 
+/* The bounds of FMT_MAX_STRATEGIES and FMT_MAX_STRATEGY_ENTRIES on cnt
+ * strategies for c and m, checked before any is read. */
+static int strategies_bound(const fmt_read_ctx *cx, int cnt, const fmt_cluster *c,
+                            const fmt_model *m)
+{
+    const int lim = FMT_MAX_STRATEGY_ENTRIES;
+
+    if (cnt > FMT_MAX_STRATEGIES)
+        return fmt_fail(cx, UTIL_EFIELD, "strategies",
+                        "expected at most %d strategies, got %d",
+                        FMT_MAX_STRATEGIES, cnt);
+    if (c->ndevices > lim || m->nlayers > lim)
+        return fmt_fail(cx, UTIL_EFIELD, "strategies",
+                        "expected a cluster of at most %d GPUs and a model of at "
+                        "most %d layers for strategies (each lists every GPU and "
+                        "layer), got %d GPUs and %d layers",
+                        lim, lim, c->ndevices, m->nlayers);
+    if ((long long)cnt * c->ndevices > lim)
+        return fmt_fail(cx, UTIL_EFIELD, "strategies",
+                        "expected at most %d strategies for the cluster's %d "
+                        "GPUs (strategies x GPUs at most %d), got %d",
+                        lim / c->ndevices, c->ndevices, lim, cnt);
+    if ((long long)cnt * m->nlayers > lim)
+        return fmt_fail(cx, UTIL_EFIELD, "strategies",
+                        "expected at most %d strategies for the model's %d "
+                        "layers (strategies x layers at most %d), got %d",
+                        lim / m->nlayers, m->nlayers, lim, cnt);
+    return UTIL_OK;
+}
+
 static int parse_strategies(const char *text, const char *file,
                             const fmt_cluster *c, const fmt_model *m,
                             int global_batch, const char *const *root_keys,
@@ -259,6 +289,8 @@ static int parse_strategies(const char *text, const char *file,
             UTIL_OK)
         goto done;
     cnt = cJSON_GetArraySize(js);
+    if ((rc = strategies_bound(&cx, cnt, c, m)) != UTIL_OK)
+        goto done;
     arr = calloc((size_t)cnt, sizeof *arr);
     if (arr == NULL) {
         rc = fmt_fail(&cx, UTIL_ENOMEM, "strategies", "out of memory");

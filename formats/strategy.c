@@ -1,6 +1,6 @@
 /* formats/strategy.c: the strategy struct (allocation, copy, rank to
- * device lookups), its checks against a cluster and a model, and its
- * per-rank shard and slowdown arrays. */
+ * device lookups, the device-to-rank index), its checks against a
+ * cluster and a model, and its per-rank shard and slowdown arrays. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -225,4 +225,40 @@ int fmt_rank_of_device(const fmt_strategy *s, int dev)
         if (s->ranks[r] == dev)
             return r;
     return -1;
+}
+
+int fmt_rank_index_build(fmt_rank_index *ix, const fmt_strategy *s, int ndevices)
+{
+    size_t r, n = nranks_of(s);
+    int d;
+
+    ix->rank_of = NULL;
+    ix->ndevices = 0;
+    if (ndevices < 1)
+        return UTIL_OK;
+    ix->rank_of = malloc((size_t)ndevices * sizeof *ix->rank_of);
+    if (ix->rank_of == NULL)
+        return UTIL_ENOMEM;
+    for (d = 0; d < ndevices; d++)
+        ix->rank_of[d] = -1;
+    /* the first rank naming a device wins, as in fmt_rank_of_device */
+    for (r = n; r-- > 0;)
+        if (s->ranks[r] >= 0 && s->ranks[r] < ndevices)
+            ix->rank_of[s->ranks[r]] = (int)r;
+    ix->ndevices = ndevices;
+    return UTIL_OK;
+}
+
+int fmt_rank_index_get(const fmt_rank_index *ix, int dev)
+{
+    return dev >= 0 && dev < ix->ndevices ? ix->rank_of[dev] : -1;
+}
+
+void fmt_rank_index_free(fmt_rank_index *ix)
+{
+    if (ix == NULL)
+        return;
+    free(ix->rank_of);
+    ix->rank_of = NULL;
+    ix->ndevices = 0;
 }

@@ -117,6 +117,12 @@ int fmt_load_trials(const char *path, int amp, const fmt_cluster *c,
                                                                     : "strategies");
         goto done;
     }
+    if (cJSON_GetArraySize(arr) > FMT_MAX_TRIALS) {
+        rc = util_error_set(err, UTIL_EFIELD, path, key,
+                            "expected at most %d trials, got %d", FMT_MAX_TRIALS,
+                            cJSON_GetArraySize(arr));
+        goto done;
+    }
     if (gb != NULL && (!cJSON_IsNumber(gb) || gb->valuedouble < 1 ||
                        gb->valuedouble > 1e9 || gb->valuedouble != floor(gb->valuedouble))) {
         rc = util_error_set(err, UTIL_EFIELD, path, "global_batch",

@@ -348,7 +348,7 @@ static cJSON *num(double v)
 
 static cJSON *str(const char *s)
 {
-    return s && s[0] ? cJSON_CreateString(s) : cJSON_CreateNull();
+    return s && s[0] ? util_json_str(s) : cJSON_CreateNull();
 }
 
 static cJSON *stage_json(const launch_work *w, const launch_measure *meas,
@@ -456,7 +456,7 @@ char *launch_trial_json(const plan_doc *d, const launch_work *w,
     ok = ok && prof_json_put(o, "version", cJSON_CreateString(PROF_VERSION));
     o = cJSON_CreateObject();
     ok = ok && prof_json_put(doc, "plan", o);
-    ok = ok && prof_json_put(o, "path", cJSON_CreateString(d->path));
+    ok = ok && prof_json_put(o, "path", util_json_str(d->path));
     ok = ok && prof_json_put(o, "strategy", cJSON_CreateNumber(w->strategy + 1));
     ok = ok && prof_json_put(o, "method", str(d->method));
     ok = ok && prof_json_put(o, "cluster", str(d->cluster_path));

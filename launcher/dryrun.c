@@ -206,6 +206,7 @@ int launch_dry_run(const plan_doc *d, const launch_work *w,
     const fmt_strategy *s = &d->s[w->strategy];
     util_buf o = {0};
     int world, proc, r, rc = UTIL_OK, warn = 0, local, node, most = 0;
+    fmt_rank_index ix = {NULL, 0};
     const char *sched = s->schedule == FMT_SCHED_GPIPE ? "gpipe"
                         : s->vpp > 1                  ? "interleaved 1f1b"
                                                       : "1f1b";
@@ -265,11 +266,25 @@ int launch_dry_run(const plan_doc *d, const launch_work *w,
                         in->local_world, most);
         warn++;
     }
+    /* plan order: the rank of each device from an index, not a scan of
+       the ranks per process */
+    if (in->order == LAUNCH_ORDER_PLAN && in->only < 0 &&
+        fmt_rank_index_build(&ix, s, d->cluster.ndevices) != UTIL_OK) {
+        free(o.p);
+        return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
+    }
     for (proc = in->only >= 0 ? in->only : 0; proc < (in->only >= 0 ? in->only + 1 : world);
          proc++) {
         int lr = proc - in->local_first;
-        if ((rc = launch_plan_rank(&d->cluster, s, in->order, proc, world, &r, err)) != UTIL_OK ||
-            (rc = describe(&o, d, s, proc, r, err)) != UTIL_OK) {
+        if (ix.rank_of != NULL) /* world is the cluster's devices (checked) */
+            r = fmt_rank_index_get(&ix, proc);
+        else if ((rc = launch_plan_rank(&d->cluster, s, in->order, proc, world, &r,
+                                        err)) != UTIL_OK) {
+            free(o.p);
+            return rc;
+        }
+        if ((rc = describe(&o, d, s, proc, r, err)) != UTIL_OK) {
+            fmt_rank_index_free(&ix);
             free(o.p);
             return rc;
         }
@@ -286,6 +301,7 @@ int launch_dry_run(const plan_doc *d, const launch_work *w,
             }
         }
     }
+    fmt_rank_index_free(&ix);
     if (!(*text = util_buf_take(&o)))
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
     if (warnings)

@@ -359,9 +359,11 @@ int main(int argc, char **argv)
     }
     if ((code = launch_cli_check_options(&o, &d)) != LAUNCH_EXIT_OK)
         goto done;
-    if (d.digest_mismatch && !o.quiet)
-        fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since "
-                        "the plan was made (SHA-256 differs)\n", o.plan);
+    if (d.digest_mismatch && !o.quiet) {
+        char changed[1400];
+        plan_changed_inputs(&d, changed, sizeof changed);
+        fprintf(stderr, "hetplan-launch: warning: %s\n", changed);
+    }
     if ((rc = launch_work_of(&d, o.strategy - 1, o.rank, &w, &err)) != UTIL_OK) {
         code = report(&err);
         goto done;

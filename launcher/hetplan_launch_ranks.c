@@ -127,9 +127,11 @@ static int load(const launch_options *o, plan_doc *d, launch_work *w, int rank,
         return rc;
     if ((*usage = launch_cli_check_options(o, d)) != LAUNCH_EXIT_OK)
         return UTIL_EINVAL;
-    if (d->digest_mismatch && !o->quiet && rank <= 0)
-        fprintf(stderr, "hetplan-launch: warning: an input of '%s' changed since the "
-                        "plan was made (SHA-256 differs)\n", o->plan);
+    if (d->digest_mismatch && !o->quiet && rank <= 0) {
+        char why[1400];
+        plan_changed_inputs(d, why, sizeof why);
+        fprintf(stderr, "hetplan-launch: warning: %s\n", why);
+    }
     return launch_work_of(d, o->strategy - 1, -1, w, err);
 }
 

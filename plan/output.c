@@ -268,57 +268,91 @@ done:
     return util_json_finish(o, ok);
 }
 
-/* One entry of "ranks"; tracks peak and least headroom. */
-static cJSON *rank_json(const fmt_cluster *c, const fmt_strategy *s,
-                        const cost_result *r, int rank, double *peak,
-                        double *least)
+/* "key": value pairs of one entry of "ranks", as text. */
+static void text_key(util_buf *b, const char *key)
 {
-    cJSON *o = cJSON_CreateObject();
-    int dev = s->ranks ? s->ranks[rank] : -1, ok = 0;
+    util_buf_add(b, ", \"", 3);
+    util_buf_add(b, key, strlen(key));
+    util_buf_add(b, "\": ", 3);
+}
+
+static void text_num(util_buf *b, const char *key, double v)
+{
+    text_key(b, key);
+    util_json_buf_num(b, v);
+}
+
+static void text_str(util_buf *b, const char *key, const char *v)
+{
+    text_key(b, key);
+    util_json_buf_str(b, v);
+}
+
+/* One entry of "ranks" (an object on a line of its own), appended to b;
+ * tracks peak and least headroom.  The entries are written as text: a
+ * plan of 10^5 ranks would hold 10^6 small cJSON items otherwise. */
+static void rank_text(util_buf *b, const fmt_cluster *c, const fmt_strategy *s,
+                      const cost_result *r, int rank, double *peak,
+                      double *least)
+{
+    int dev = s->ranks ? s->ranks[rank] : -1;
     int node = dev >= 0 && dev < c->ndevices && c->device_node
                    ? c->device_node[dev] : -1;
     int has_mem = r->mem_bytes != NULL && rank < r->nranks;
     int has_cap = r->mem_cap != NULL && rank < r->nranks;
+    double nan = NAN; /* written as null */
 
-    if (o == NULL)
-        return NULL;
-    if (!util_json_put_num(o, "rank", rank) ||
-        !(dev >= 0 ? util_json_put_num(o, "device", dev) : util_json_put_null(o, "device")))
-        goto done;
+    util_buf_add(b, rank ? ",\n\t\t\t\t{\"rank\": " : "\n\t\t\t\t{\"rank\": ",
+                 rank ? 15 : 14);
+    util_json_buf_num(b, rank);
+    text_num(b, "device", dev >= 0 ? dev : nan);
     if (node >= 0 && node < c->nnodes) {
-        if (!util_json_put_str(o, "node", c->nodes[node].name) ||
-            !util_json_put_num(o, "gpu", dev - c->nodes[node].first_device) ||
-            !util_json_put_str(o, "device_type", type_name(c, node)))
-            goto done;
-    } else if (!util_json_put_null(o, "node") || !util_json_put_null(o, "gpu") ||
-               !util_json_put_null(o, "device_type")) {
-        goto done;
+        text_str(b, "node", c->nodes[node].name);
+        text_num(b, "gpu", dev - c->nodes[node].first_device);
+        text_str(b, "device_type", type_name(c, node));
+    } else {
+        text_num(b, "node", nan);
+        text_num(b, "gpu", nan);
+        text_num(b, "device_type", nan);
     }
-    if (!util_json_put_num(o, "stage", rank / (s->tp * s->dp)) ||
-        !util_json_put_num(o, "dp_index", (rank / s->tp) % s->dp) ||
-        !util_json_put_num(o, "tp_index", rank % s->tp) ||
-        (s->tp_heads != NULL && s->tp_cols != NULL && /* uneven shards */
-         (!util_json_put_num(o, "heads", s->tp_heads[rank]) ||
-          !util_json_put_num(o, "mlp_cols", s->tp_cols[rank]))) ||
-        !(has_mem ? util_json_put_num(o, "memory_gib", gib3(r->mem_bytes[rank]))
-                  : util_json_put_null(o, "memory_gib")) ||
-        !(has_cap ? util_json_put_num(o, "capacity_gib", gib3(r->mem_cap[rank]))
-                  : util_json_put_null(o, "capacity_gib")))
-        goto done;
+    text_num(b, "stage", rank / (s->tp * s->dp));
+    text_num(b, "dp_index", (rank / s->tp) % s->dp);
+    text_num(b, "tp_index", rank % s->tp);
+    if (s->tp_heads != NULL && s->tp_cols != NULL) { /* uneven shards */
+        text_num(b, "heads", s->tp_heads[rank]);
+        text_num(b, "mlp_cols", s->tp_cols[rank]);
+    }
+    text_num(b, "memory_gib", has_mem ? gib3(r->mem_bytes[rank]) : nan);
+    text_num(b, "capacity_gib", has_cap ? gib3(r->mem_cap[rank]) : nan);
     if (has_mem && has_cap) {
         double head = r->mem_cap[rank] - r->mem_bytes[rank];
-        if (!util_json_put_num(o, "headroom_gib", gib3(head)))
-            goto done;
+        text_num(b, "headroom_gib", gib3(head));
         if (head < *least)
             *least = head;
-    } else if (!util_json_put_null(o, "headroom_gib")) {
-        goto done;
+    } else {
+        text_num(b, "headroom_gib", nan);
     }
+    util_buf_add(b, "}", 1);
     if (has_mem && r->mem_bytes[rank] > *peak)
         *peak = r->mem_bytes[rank];
-    ok = 1;
-done:
-    return util_json_finish(o, ok);
+}
+
+/* The "ranks" array of s as one raw item (NULL when out of memory). */
+static cJSON *ranks_json(const fmt_cluster *c, const fmt_strategy *s,
+                         const cost_result *r, int nranks, double *peak,
+                         double *least)
+{
+    util_buf b = {0};
+    cJSON *item;
+    int j;
+
+    util_buf_add(&b, "[", 1);
+    for (j = 0; j < nranks; j++)
+        rank_text(&b, c, s, r, j, peak, least);
+    util_buf_add(&b, "]", 1);
+    item = b.failed ? NULL : cJSON_CreateRaw(b.p);
+    free(b.p);
+    return item;
 }
 
 /* Simulated events of one iteration (docs/simulator.md), or NULL when
@@ -445,12 +479,8 @@ static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
     for (j = 0; j < s->pp; j++)
         if (!util_json_push(arr, stage_json(m, s, r, j)))
             goto done;
-    arr = cJSON_CreateArray();
-    if (!util_json_put(o, "ranks", arr))
+    if (!util_json_put(o, "ranks", ranks_json(c, s, r, nranks, &peak, &least)))
         goto done;
-    for (j = 0; j < nranks; j++)
-        if (!util_json_push(arr, rank_json(c, s, r, j, &peak, &least)))
-            goto done;
     mem = cJSON_CreateObject();
     if (!util_json_put(o, "memory", mem) || !util_json_put_bool(mem, "fits", r->fits) ||
         !(peak > -HUGE_VAL ? util_json_put_num(mem, "peak_gib", gib3(peak))

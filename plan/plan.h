@@ -89,6 +89,14 @@ typedef struct plan_doc {
     int amp_profile;            /* 1: profile is AMP's profiles.json */
     char profile_key[32];       /* its model key ("gpt2") when amp_profile */
     int digest_mismatch;        /* 1: an input's SHA-256 differs from the plan's */
+    /* per input (PLAN_INPUT_*): its bytes differ from those the plan was
+     * made from, the SHA-256 the plan recorded and the file's now, and
+     * what the plan recorded of it (cluster and model summaries) that the
+     * file now says otherwise ("" when nothing it recorded differs) */
+    int changed[3];
+    char recorded_sha[3][65];
+    char current_sha[3][65];
+    char differs[3][400];
     char method[32];            /* "amp", "megatron", "evaluate", ... */
     int global_batch;
     fmt_cluster cluster;
@@ -107,9 +115,22 @@ typedef struct plan_doc {
     char launcher_version[32];  /* settings.launcher.version, "" when none */
 } plan_doc;
 
+/* The inputs a plan names, indices of plan_doc.changed and the like. */
+enum plan_input { PLAN_INPUT_CLUSTER = 0, PLAN_INPUT_MODEL, PLAN_INPUT_PROFILE };
+
 /* Read a plan and re-load its inputs.  UTIL_EFIELD etc. with the plan's
- * file and JSON path in err on bad input. */
+ * file and JSON path in err on bad input.  When an input changed since
+ * the plan was made and the plan does not fit it any more (fewer GPUs, a
+ * layer less), the error names that input, how it changed and then the
+ * plan's mismatch. */
 int plan_load_plan(const char *path, plan_doc *out, util_error *err);
+
+/* The inputs of d that changed since the plan was made, one clause each
+ * ("the cluster file 'c.json' changed since 'plan.json' was made (SHA-256
+ * 3f2a9c1b04d5e6f7 in the plan, 8d0e... now): node 1 is 'c', the plan
+ * recorded 'b'"), into buf (n bytes); returns how many changed (0: buf
+ * ""). */
+int plan_changed_inputs(const plan_doc *d, char *buf, size_t n);
 /* Free every member; NULL-safe; leaves *d zeroed. */
 void plan_doc_free(plan_doc *d);
 

@@ -2,6 +2,7 @@
  * cluster, model and profile it names loaded again, for the commands
  * that start from a plan (export, report, whatif, replan, the launcher). */
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,12 +50,14 @@ static int exists(const char *p)
 }
 
 /* 1 when the file at p has the SHA-256 hex sha (or sha is NULL); 0
- * when it differs or cannot be read. */
-static int digest_ok(const char *p, const char *sha)
+ * when it differs or cannot be read.  Its digest goes to hex ("" when it
+ * cannot be read or sha is NULL). */
+static int digest_ok(const char *p, const char *sha, char hex[65])
 {
-    char *text = NULL, hex[65];
+    char *text = NULL;
     int ok;
 
+    hex[0] = '\0';
     if (sha == NULL)
         return 1;
     if (util_read_file(p, &text, NULL) != UTIL_OK)
@@ -65,15 +68,16 @@ static int digest_ok(const char *p, const char *sha)
     return ok;
 }
 
-/* inputs.<key>: the file the plan was made from, found as its absolute
- * path, as written (from the current directory) or next to the plan file;
- * the first of these whose SHA-256 matches the plan's wins, else the first
- * that exists (and d->digest_mismatch is set). */
-static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
+/* inputs.<key> (input which, enum plan_input): the file the plan was made
+ * from, found as its absolute path, as written (from the current
+ * directory) or next to the plan file; the first of these whose SHA-256
+ * matches the plan's wins, else the first that exists (recorded as
+ * changed, with both digests). */
+static int input_path(plan_doc *d, const cJSON *inputs, const char *key, int which,
                       int required, char *out, size_t n, util_error *err)
 {
     const cJSON *o = get(inputs, key), *p, *ap, *sha;
-    char jp[PF_PATH], cand[3][4096];
+    char jp[PF_PATH], cand[3][4096], hex[65], first_hex[65] = "";
     const char *slash = strrchr(d->path, '/'), *digest;
     int nc = 0, i, first = -1;
 
@@ -100,11 +104,13 @@ static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
     for (i = 0; i < nc; i++) {
         if (strlen(cand[i]) >= n || !exists(cand[i]))
             continue;
-        if (first < 0)
-            first = i;
-        if (digest_ok(cand[i], digest)) {
+        if (digest_ok(cand[i], digest, hex)) {
             snprintf(out, n, "%s", cand[i]);
             return UTIL_OK;
+        }
+        if (first < 0) {
+            first = i;
+            memcpy(first_hex, hex, sizeof hex);
         }
     }
     if (first < 0)
@@ -116,7 +122,127 @@ static int input_path(plan_doc *d, const cJSON *inputs, const char *key,
                               ap->valuestring : "(no absolute path recorded)");
     snprintf(out, n, "%s", cand[first]);
     d->digest_mismatch = 1;
+    d->changed[which] = 1;
+    snprintf(d->recorded_sha[which], sizeof d->recorded_sha[which], "%.64s", digest);
+    memcpy(d->current_sha[which], first_hex, sizeof first_hex);
     return UTIL_OK;
+}
+
+/* Append the clause "fmt" to the list buf (n bytes) of *count clauses,
+ * at most four of them; the others are only counted. */
+static void differ(char *buf, size_t n, int *count, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+static void differ(char *buf, size_t n, int *count, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+
+    if ((*count)++ >= 4 || used + 2 >= n)
+        return;
+    if (used > 0)
+        used += (size_t)snprintf(buf + used, n - used, "; ");
+    va_start(ap, fmt);
+    vsnprintf(buf + used, n - used, fmt, ap);
+    va_end(ap);
+}
+
+/* What the plan recorded of its cluster and model (the "cluster" and
+ * "model" summaries) that the files, changed since, now say otherwise:
+ * into d->differs. */
+static void summary_differs(plan_doc *d, const cJSON *root)
+{
+    const cJSON *cl = get(root, "cluster"), *nodes = get(cl, "nodes"), *v, *nd;
+    const fmt_cluster *c = &d->cluster;
+    const fmt_model *m = &d->model;
+    char *buf = d->differs[PLAN_INPUT_CLUSTER];
+    size_t n = sizeof d->differs[PLAN_INPUT_CLUSTER];
+    int count = 0, i, k;
+
+    if (d->changed[PLAN_INPUT_CLUSTER] && cJSON_IsObject(cl)) {
+        v = get(cl, "devices");
+        if (cJSON_IsNumber(v) && v->valuedouble != c->ndevices)
+            differ(buf, n, &count, "the cluster has %d GPUs, the plan recorded %.0f",
+                   c->ndevices, v->valuedouble);
+        k = cJSON_IsArray(nodes) ? cJSON_GetArraySize(nodes) : -1;
+        if (k >= 0 && k != c->nnodes)
+            differ(buf, n, &count, "the cluster has %d nodes, the plan recorded %d",
+                   c->nnodes, k);
+        for (i = 0; i < c->nnodes && i < k; i++) {
+            const fmt_node *fn = &c->nodes[i];
+            const char *t = fn->type >= 0 && fn->type < c->ntypes
+                                ? c->types[fn->type].name : "";
+            nd = cJSON_GetArrayItem(nodes, i);
+            v = get(nd, "name");
+            if (cJSON_IsString(v) && strcmp(v->valuestring, fn->name) != 0)
+                differ(buf, n, &count, "node %d is '%s', the plan recorded '%s'", i,
+                       fn->name, v->valuestring);
+            v = get(nd, "gpus");
+            if (cJSON_IsNumber(v) && v->valuedouble != fn->gpus)
+                differ(buf, n, &count, "node '%s' has %d GPUs, the plan recorded "
+                       "%.0f", fn->name, fn->gpus, v->valuedouble);
+            v = get(nd, "device_type");
+            if (cJSON_IsString(v) && strcmp(v->valuestring, t) != 0)
+                differ(buf, n, &count, "node '%s' has '%s' GPUs, the plan recorded "
+                       "'%s'", fn->name, t, v->valuestring);
+        }
+        if (count > 4 && strlen(buf) + 2 < n)
+            snprintf(buf + strlen(buf), n - strlen(buf), "; %d more differences",
+                     count - 4);
+    }
+    buf = d->differs[PLAN_INPUT_MODEL];
+    n = sizeof d->differs[PLAN_INPUT_MODEL];
+    count = 0;
+    cl = get(root, "model");
+    if (d->changed[PLAN_INPUT_MODEL] && cJSON_IsObject(cl)) {
+        v = get(cl, "name");
+        if (cJSON_IsString(v) && strcmp(v->valuestring, m->name) != 0)
+            differ(buf, n, &count, "the model is '%s', the plan recorded '%s'",
+                   m->name, v->valuestring);
+        v = get(cl, "layers");
+        if (cJSON_IsNumber(v) && v->valuedouble != m->nlayers)
+            differ(buf, n, &count, "the model has %d layers, the plan recorded %.0f",
+                   m->nlayers, v->valuedouble);
+        v = get(cl, "params");
+        if (cJSON_IsNumber(v) && v->valuedouble != fmt_model_params(m, NULL))
+            differ(buf, n, &count, "the model has %.0f parameters, the plan recorded "
+                   "%.0f", fmt_model_params(m, NULL), v->valuedouble);
+    }
+}
+
+int plan_changed_inputs(const plan_doc *d, char *buf, size_t n)
+{
+    static const char *const what[3] = {"cluster", "model", "profile"};
+    const char *paths[3];
+    size_t used = 0;
+    int k, count = 0, w;
+
+    if (buf == NULL || n == 0)
+        return 0;
+    buf[0] = '\0';
+    if (d == NULL)
+        return 0;
+    paths[0] = d->cluster_path;
+    paths[1] = d->model_path;
+    paths[2] = d->profile_path;
+    for (k = 0; k < 3; k++) {
+        if (!d->changed[k] || used + 1 >= n)
+            continue;
+        w = snprintf(buf + used, n - used, "%sthe %s file '%s' changed since '%s' "
+                     "was made (SHA-256 %.16s... in the plan, %.16s%s now)%s%s",
+                     count ? "; " : "", what[k], paths[k], d->path,
+                     d->recorded_sha[k],
+                     d->current_sha[k][0] ? d->current_sha[k] : "unreadable",
+                     d->current_sha[k][0] ? "..." : "",
+                     d->differs[k][0] ? ": " : "", d->differs[k]);
+        used += w > 0 ? (size_t)w : 0;
+        if (used >= n)
+            used = n - 1;
+        count++;
+    }
+    return count;
 }
 
 static int read_params(plan_doc *d, const cJSON *cp, util_error *err)
@@ -173,12 +299,13 @@ static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
     fmt_strategy *s = &d->s[i];
     int n = s->tp * s->dp * s->pp, r, have = 0, rc = UTIL_OK;
     int *h = NULL, *c = NULL;
+    const cJSON *o;
     char jp[PF_PATH];
 
     if (!cJSON_IsArray(jr) || cJSON_GetArraySize(jr) != n)
         return UTIL_OK;
-    for (r = 0; r < n; r++)
-        if (get(cJSON_GetArrayItem(jr, r), "heads") != NULL)
+    cJSON_ArrayForEach(o, jr) /* in order: cJSON_GetArrayItem walks from the start */
+        if (get(o, "heads") != NULL)
             have = 1;
     if (!have)
         return UTIL_OK;
@@ -188,8 +315,7 @@ static int read_shards(plan_doc *d, int i, const cJSON *jr, util_error *err)
         rc = util_error_set(err, UTIL_ENOMEM, d->path, "", "out of memory");
         goto done;
     }
-    for (r = 0; r < n; r++) {
-        const cJSON *o = cJSON_GetArrayItem(jr, r);
+    for (r = 0, o = jr->child; r < n && o != NULL; r++, o = o->next) {
         const cJSON *vh = get(o, "heads"), *vc = get(o, "mlp_cols");
         snprintf(jp, sizeof jp, "strategies[%d].ranks[%d].heads", i, r);
         if (!util_json_whole(vh, 0, PF_MAX_SHARD)) {
@@ -382,6 +508,18 @@ static int plan_keys(const char *path, const cJSON *root, util_error *err)
     return UTIL_OK;
 }
 
+/* err, raised after an input changed since the plan was made: name the
+ * change first, then what no longer fits. */
+static void blame_change(const plan_doc *d, util_error *err)
+{
+    char change[sizeof err->msg], was[sizeof err->msg + 440];
+
+    plan_changed_inputs(d, change, sizeof change);
+    util_error_format(err, was, sizeof was);
+    util_error_set(err, err->code, "", "", "%s; the plan no longer fits it: %s",
+                   change, was);
+}
+
 int plan_load_plan(const char *path, plan_doc *out, util_error *err)
 {
     char *text = NULL;
@@ -444,17 +582,18 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
     if ((rc = read_params(out, get(settings, "cost_params"), err)) != UTIL_OK)
         goto done;
 
-    if ((rc = input_path(out, inputs, "cluster", 1, out->cluster_path,
-                         sizeof out->cluster_path, err)) != UTIL_OK ||
-        (rc = input_path(out, inputs, "model", 1, out->model_path,
+    if ((rc = input_path(out, inputs, "cluster", PLAN_INPUT_CLUSTER, 1,
+                         out->cluster_path, sizeof out->cluster_path, err)) != UTIL_OK ||
+        (rc = input_path(out, inputs, "model", PLAN_INPUT_MODEL, 1, out->model_path,
                          sizeof out->model_path, err)) != UTIL_OK ||
-        (rc = input_path(out, inputs, "profile", 0, out->profile_path,
-                         sizeof out->profile_path, err)) != UTIL_OK)
+        (rc = input_path(out, inputs, "profile", PLAN_INPUT_PROFILE, 0,
+                         out->profile_path, sizeof out->profile_path, err)) != UTIL_OK)
         goto done;
     if ((rc = fmt_load_cluster(out->cluster_path, &out->cluster, err)) !=
             UTIL_OK ||
         (rc = fmt_load_model(out->model_path, &out->model, err)) != UTIL_OK)
         goto done;
+    summary_differs(out, root);
     /* settings.precision (e.g. from --precision) applies to the model as
      * commands/plan.c applies --precision: before the profile is read */
     v = get(settings, "precision");
@@ -491,6 +630,8 @@ int plan_load_plan(const char *path, plan_doc *out, util_error *err)
     }
     rc = read_strategies(out, get(root, "strategies"), err);
 done:
+    if (rc != UTIL_OK && out->digest_mismatch && err != NULL)
+        blame_change(out, err);
     if (rc != UTIL_OK) {
         char keep[sizeof out->path];
         snprintf(keep, sizeof keep, "%s", out->path);

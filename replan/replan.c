@@ -62,6 +62,12 @@ int replan_parse_freeze(const char *text, const char *file, int nlayers,
                             "got %s", util_json_type(arr));
         goto done;
     }
+    if (cJSON_GetArraySize(arr) > REPLAN_MAX_PHASES) {
+        rc = util_error_set(err, UTIL_EFIELD, file, "epochs",
+                            "expected at most %d phases (each is re-planned), got %d",
+                            REPLAN_MAX_PHASES, cJSON_GetArraySize(arr));
+        goto done;
+    }
     out->phases = calloc((size_t)cJSON_GetArraySize(arr), sizeof *out->phases);
     if (out->phases == NULL) {
         rc = util_error_set(err, UTIL_ENOMEM, file, NULL, "out of memory");

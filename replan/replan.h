@@ -17,6 +17,9 @@ typedef struct replan_freeze_phase {
     int frozen;             /* layers frozen in it */
 } replan_freeze_phase;
 
+/* Phases of a freeze schedule: each is re-planned (docs/limits.md). */
+#define REPLAN_MAX_PHASES 1024
+
 typedef struct replan_freeze {
     replan_freeze_phase *phases; /* n, owned */
     int n;

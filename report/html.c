@@ -12,10 +12,15 @@ static void idle_table(util_buf *b, const report_input *in)
 {
     const fmt_strategy *s = &in->s[in->shown];
     const fmt_cluster *c = in->c;
+    fmt_rank_index ix;
     int k;
 
     if (s->tp * s->dp * s->pp >= c->ndevices)
         return;
+    if (fmt_rank_index_build(&ix, s, c->ndevices) != UTIL_OK) {
+        b->failed = 1;
+        return;
+    }
     util_buf_printf(b, "<h2>Idle GPUs of strategy #%d</h2>\n<p style=\"margin: "
                     "0 20px\">%d of the cluster's %d GPUs run no rank; the charts "
                     "above leave them out.</p>\n",
@@ -30,7 +35,7 @@ static void idle_table(util_buf *b, const report_input *in)
                     "<th class=\"l\">device type</th><th class=\"l\">idle GPUs</th>"
                     "<th>of</th></tr>\n");
     for (k = 0; k < c->nnodes; k++) {
-        if (report_idle_on_node(c, s, k) == 0)
+        if (report_idle_on_node(c, &ix, k) == 0)
             continue;
         util_buf_printf(b, "<tr style=\"background: #eeeeee; color: #666\">"
                         "<td class=\"l\">");
@@ -38,10 +43,11 @@ static void idle_table(util_buf *b, const report_input *in)
         util_buf_printf(b, "</td><td class=\"l\">");
         report_text(b, fmt_device(c, c->nodes[k].first_device)->name);
         util_buf_printf(b, "</td><td class=\"l\">idle: ");
-        report_idle_gpus(b, c, s, k);
+        report_idle_gpus(b, c, &ix, k);
         util_buf_printf(b, "</td><td>%d</td></tr>\n", c->nodes[k].gpus);
     }
     util_buf_printf(b, "</table></div>\n");
+    fmt_rank_index_free(&ix);
 }
 
 int report_html(const report_input *in, char **html,

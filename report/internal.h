@@ -18,10 +18,11 @@ void report_text(util_buf *b, const char *s);
 int report_check_input(const report_input *in, util_error *err);
 /* The SVG element of the report; its boxes in *L. */
 void report_svg_body(util_buf *b, const report_input *in, report_layout *L);
-/* GPUs of node k that no rank of s runs on. */
-int report_idle_on_node(const fmt_cluster *c, const fmt_strategy *s, int k);
+/* GPUs of node k that no rank runs on (ix: the strategy's
+ * device-to-rank index, built by the caller). */
+int report_idle_on_node(const fmt_cluster *c, const fmt_rank_index *ix, int k);
 /* The indices of those GPUs, comma-separated. */
-void report_idle_gpus(util_buf *b, const fmt_cluster *c, const fmt_strategy *s,
+void report_idle_gpus(util_buf *b, const fmt_cluster *c, const fmt_rank_index *ix,
                       int k);
 
 #endif

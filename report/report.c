@@ -142,25 +142,36 @@ static report_box x_axis(util_buf *b, double x, double y, double w,
 
 /* ---- section 1: timeline --------------------------------------------- */
 
+/* The row label of (stage, replica): its device type and exactly the
+ * devices of its TP group, ascending, consecutive ones as ranges ("dev
+ * 4-7", "dev 12,15", "dev 0-1,8"); cut with "..." when buf is full. */
 static void rank_range(const fmt_cluster *c, const fmt_strategy *s, int stage,
                        int replica, char *buf, size_t n)
 {
-    int t, lo = INT_MAX, hi = -1;
     const fmt_device_type *dt = fmt_device(c, fmt_rank_device(s, stage, replica, 0));
+    int t, k, j, *dev = malloc((size_t)s->tp * sizeof *dev);
+    char tp[16] = "";
+    size_t used;
 
-    for (t = 0; t < s->tp; t++) {
-        int d = fmt_rank_device(s, stage, replica, t);
-        if (d < lo)
-            lo = d;
-        if (d > hi)
-            hi = d;
+    if (s->tp > 1)
+        snprintf(tp, sizeof tp, "%dx", s->tp);
+    used = (size_t)snprintf(buf, n, "stage %d, dp %d: %s%s (dev ", stage, replica, tp,
+                            dt->name);
+    for (t = 0; dev != NULL && t < s->tp; t++) /* insertion sort: tp is small */
+        for (k = t, dev[t] = fmt_rank_device(s, stage, replica, t);
+             k > 0 && dev[k - 1] > dev[k]; k--)
+            j = dev[k], dev[k] = dev[k - 1], dev[k - 1] = j;
+    for (k = 0; dev != NULL && k < s->tp && used < n; k = j + 1) {
+        for (j = k; j + 1 < s->tp && dev[j + 1] == dev[j] + 1; j++)
+            ;
+        used += (size_t)snprintf(buf + used, n - used, j > k ? "%s%d-%d" : "%s%d",
+                                 k ? "," : "", dev[k], dev[j]);
     }
-    if (s->tp == 1)
-        snprintf(buf, n, "stage %d, dp %d: %s (dev %d)", stage, replica,
-                 dt->name, lo);
-    else
-        snprintf(buf, n, "stage %d, dp %d: %dx%s (dev %d-%d)", stage, replica,
-                 s->tp, dt->name, lo, hi);
+    if (used + 2 <= n)
+        snprintf(buf + used, n - used, ")");
+    else if (n > 5)
+        snprintf(buf + n - 5, 5, "...)");
+    free(dev);
 }
 
 /* The event kinds as the report names them.  With dp = 1 the only
@@ -432,24 +443,24 @@ axis:
 
 /* ---- idle devices ---------------------------------------------------- */
 
-/* GPUs of node k that no rank of s runs on. */
-int report_idle_on_node(const fmt_cluster *c, const fmt_strategy *s, int k)
+/* GPUs of node k that no rank runs on. */
+int report_idle_on_node(const fmt_cluster *c, const fmt_rank_index *ix, int k)
 {
     int g, n = 0;
 
     for (g = 0; g < c->nodes[k].gpus; g++)
-        n += fmt_rank_of_device(s, c->nodes[k].first_device + g) < 0;
+        n += fmt_rank_index_get(ix, c->nodes[k].first_device + g) < 0;
     return n;
 }
 
 /* "node 'a': GPUs 0,1 (T4)": the idle GPUs of node k. */
 void report_idle_gpus(util_buf *b, const fmt_cluster *c,
-                           const fmt_strategy *s, int k)
+                      const fmt_rank_index *ix, int k)
 {
     int g, n = 0;
 
     for (g = 0; g < c->nodes[k].gpus; g++)
-        if (fmt_rank_of_device(s, c->nodes[k].first_device + g) < 0)
+        if (fmt_rank_index_get(ix, c->nodes[k].first_device + g) < 0)
             util_buf_printf(b, "%s%d", n++ ? "," : "", g);
 }
 
@@ -458,32 +469,38 @@ static double idle_line(util_buf *b, const report_input *in, double y)
 {
     const fmt_strategy *s = &in->s[in->shown];
     const fmt_cluster *c = in->c;
-    int k, idle = c->ndevices - s->tp * s->dp * s->pp, nodes = 0;
+    int k, idle = c->ndevices - s->tp * s->dp * s->pp, nodes = 0, on;
     util_buf t = {0};
+    fmt_rank_index ix;
 
     if (idle <= 0)
         return y;
+    if (fmt_rank_index_build(&ix, s, c->ndevices) != UTIL_OK) {
+        b->failed = 1;
+        return y;
+    }
     util_buf_printf(&t, "idle, not drawn: %d of %d GPUs run no rank (", idle,
                     c->ndevices);
     for (k = 0; k < c->nnodes; k++) {
-        if (report_idle_on_node(c, s, k) == 0)
+        if ((on = report_idle_on_node(c, &ix, k)) == 0)
             continue;
         if (nodes++ == 4) {
             util_buf_printf(&t, "; ...");
             break;
         }
         util_buf_printf(&t, "%s%s: ", nodes > 1 ? "; " : "", c->nodes[k].name);
-        if (report_idle_on_node(c, s, k) == c->nodes[k].gpus)
+        if (on == c->nodes[k].gpus)
             util_buf_printf(&t, "all");
         else {
-            util_buf_printf(&t, "GPU%s ", report_idle_on_node(c, s, k) > 1 ? "s" : "");
-            report_idle_gpus(&t, c, s, k);
+            util_buf_printf(&t, "GPU%s ", on > 1 ? "s" : "");
+            report_idle_gpus(&t, c, &ix, k);
             util_buf_printf(&t, " of");
         }
         util_buf_printf(&t, " %d %s", c->nodes[k].gpus,
                         fmt_device(c, c->nodes[k].first_device)->name);
     }
     util_buf_printf(&t, "); the table below lists them");
+    fmt_rank_index_free(&ix);
     if (t.failed)
         b->failed = 1;
     else

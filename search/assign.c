@@ -55,7 +55,7 @@ typedef struct memo_lt {
  * node bandwidth. */
 typedef struct memo_kind {
     const fmt_device_type *dt;
-    int dev;
+    int rank;               /* the first rank of the kind */
     double bw, lat, hbw;
 } memo_kind;
 
@@ -327,7 +327,7 @@ static const memo_place *memo_place_get(search_memo *mo, const fmt_cluster *c,
                     cap *= 2;
                 }
                 p->kinds[n].dt = dt;
-                p->kinds[n].dev = dev;
+                p->kinds[n].rank = j * s->tp * s->dp + d * s->tp + t;
                 p->kinds[n].bw = bw;
                 p->kinds[n].lat = lat;
                 p->kinds[n].hbw = hbw;
@@ -397,7 +397,7 @@ static const double *memo_lt_get(search_memo *mo, const fmt_model *m,
         cost_layer_time lt;
         cost_layer_time_of(m, prof, cp, kd->dt, l, s->tp, s->mbs, kd->bw, kd->lat,
                            kd->hbw, &lt);
-        cost_rank_layer_adjust(m, cp, kd->dt, s, kd->dev, l, &lt);
+        cost_rank_layer_adjust(m, cp, kd->dt, s, kd->rank, l, &lt);
         e->t[l] = lt.fwd + lt.bwd;
     }
     mo->nlt++;
@@ -529,7 +529,9 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
                         cost_layer_time lt;
                         cost_layer_time_of(m, prof, cp, dt, l, s->tp, s->mbs, bw,
                                            lat, node->intra_bw * cp->intra_eff, &lt);
-                        cost_rank_layer_adjust(m, cp, dt, s, dev, l, &lt);
+                        cost_rank_layer_adjust(m, cp, dt, s,
+                                               j * s->tp * s->dp + d * s->tp + t, l,
+                                               &lt);
                         if (lt.fwd + lt.bwd > tt[l])
                             tt[l] = lt.fwd + lt.bwd;
                     }

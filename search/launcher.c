@@ -45,6 +45,12 @@ int search_launcher_params(search_params *sp, const cost_params *cp,
         return util_error_set(err, UTIL_EINVAL, NULL, NULL,
                               "optimizer offload is fixed, but the launcher "
                               "cannot offload the optimizer");
+    if (lc->offload_zero_limit > 0 && sp->offload == FMT_OFFLOAD_OPTIMIZER &&
+        sp->zero >= lc->offload_zero_limit)
+        return util_error_set(err, UTIL_EINVAL, NULL, NULL,
+                              "optimizer offload with ZeRO stage %d is fixed, "
+                              "but the launcher offloads only with stages "
+                              "below %d", sp->zero, lc->offload_zero_limit);
     if (lc->no_sp)
         sp->seq_par = 0;
     if (lc->no_offload)
@@ -64,7 +70,9 @@ int search_launcher_feat(const search_launcher *lc, int pp, const search_feat *f
              (lc->no_selective && f->recompute == FMT_RECOMPUTE_SELECTIVE) ||
              (lc->zero_limit > 0 && f->zero >= lc->zero_limit) ||
              (lc->zero_limit_pp > 0 && pp > 1 && f->zero >= lc->zero_limit_pp) ||
-             (lc->no_offload && f->offload == FMT_OFFLOAD_OPTIMIZER));
+             (lc->no_offload && f->offload == FMT_OFFLOAD_OPTIMIZER) ||
+             (lc->offload_zero_limit > 0 && f->offload == FMT_OFFLOAD_OPTIMIZER &&
+              f->zero >= lc->offload_zero_limit));
 }
 
 int search_launcher_groups(const fmt_model *m, int vpp, int *start)
@@ -196,7 +204,7 @@ void search_launcher_order(const fmt_cluster *c, const search_launcher *lc,
     long *key, N = c->ndevices;
     int *first;
 
-    if (lc == NULL || lc->order != SEARCH_ORDER_HOSTS || n < 2)
+    if (lc == NULL || lc->order == SEARCH_ORDER_ANY || n < 2)
         return;
     key = malloc((size_t)n * sizeof *key);
     first = malloc((size_t)c->nnodes * sizeof *first);
@@ -269,9 +277,12 @@ static int split_ok(const fmt_model *m, const search_launcher *lc,
     return ok;
 }
 
-static int order_ok(const fmt_cluster *c, const fmt_strategy *s, char *why, size_t n)
+/* Each host one run of consecutive ranks on ascending GPUs; aligned:
+ * each run starts at a multiple of its length. */
+static int order_ok(const fmt_cluster *c, const fmt_strategy *s, int aligned,
+                    char *why, size_t n)
 {
-    int r, nr = s->tp * s->dp * s->pp, ok = 1;
+    int r, nr = s->tp * s->dp * s->pp, ok = 1, first = 0;
     char *done = calloc((size_t)c->nnodes, 1);
 
     if (done == NULL)
@@ -289,6 +300,14 @@ static int order_ok(const fmt_cluster *c, const fmt_strategy *s, char *why, size
             ok = 0;
         }
         done[node] = 1;
+        if (!same)
+            first = r;
+        if (ok && aligned && (r + 1 == nr || c->device_node[s->ranks[r + 1]] != node) &&
+            first % (r + 1 - first) != 0) {
+            snprintf(why, n, "host '%s' runs ranks %d-%d, whose first is not a "
+                     "multiple of their number", c->nodes[node].name, first, r);
+            ok = 0;
+        }
     }
     free(done);
     return ok;
@@ -329,5 +348,6 @@ int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
     }
     if (!split_ok(m, lc, s, why, n))
         return 0;
-    return lc->order != SEARCH_ORDER_HOSTS || order_ok(c, s, why, n);
+    return lc->order == SEARCH_ORDER_ANY ||
+           order_ok(c, s, lc->order == SEARCH_ORDER_HOSTS_ALIGNED, why, n);
 }

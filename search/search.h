@@ -117,6 +117,10 @@ enum search_order {
     SEARCH_ORDER_HOSTS,     /* each host runs one run of consecutive ranks,
                                on its GPUs in ascending order (a hostfile
                                launcher with per-host GPU lists) */
+    SEARCH_ORDER_HOSTS_ALIGNED, /* SEARCH_ORDER_HOSTS, and each host's first
+                               rank a multiple of its number of ranks (a
+                               launcher that gives rank r the local rank
+                               r mod n of a GPU list it sorts) */
     SEARCH_ORDER_N
 };
 
@@ -135,6 +139,8 @@ typedef struct search_launcher {
     int split;              /* enum search_split (any) */
     int order;              /* enum search_order (any) */
     int no_offload;         /* 1: no optimizer offload (0) */
+    int offload_zero_limit; /* optimizer offload with ZeRO stages >= this is
+                               refused; 0 = none (0) */
 } search_launcher;
 
 typedef struct search_params {
@@ -283,10 +289,11 @@ int search_assign_layers(const fmt_cluster *c, const fmt_model *m,
  * search_dp_assign.  Same contract as search_dp_assign. */
 int search_launcher_dp(const search_dp_input *in, const search_launcher *lc,
                        int vpp, int *bounds, double *objective, util_error *err);
-/* s's ranks in the order lc realises (SEARCH_ORDER_HOSTS: each host's
- * devices in ascending order, hosts by their first rank, so a placement
- * that keeps the order is left as it is); the devices used stay the
- * same.  No-op for other orders. */
+/* s's ranks in the order lc realises (SEARCH_ORDER_HOSTS and
+ * SEARCH_ORDER_HOSTS_ALIGNED: each host's devices in ascending order,
+ * hosts by their first rank, so a placement that keeps the order is left
+ * as it is; search_launcher_ok then checks the alignment); the devices
+ * used stay the same.  No-op for SEARCH_ORDER_ANY. */
 void search_launcher_order(const fmt_cluster *c, const search_launcher *lc,
                            fmt_strategy *s);
 /* search_assign_layers with the stage boundaries a launcher can express

@@ -460,6 +460,35 @@ static void write_trials(void)
     free_synth(&x);
 }
 
+/* The number of "trial N: ..., fitted X s" lines in text; fails the
+ * test on a trial line that does not end that way. */
+static int fitted_trial_lines(const char *text)
+{
+    size_t at = 0, end;
+    int lines = 0;
+
+    while (text[at] != '\0' && strncmp(text + at, "trial 0: ", 9) != 0)
+        at++;
+    ck_assert_msg(text[at] != '\0', "no \"trial 0: \" line");
+    for (; text[at] != '\0'; at = end + 1) {
+        char line[512], *num, *rest;
+        end = at + strcspn(text + at, "\n");
+        if (strncmp(text + at, "trial ", 6) == 0) {
+            ck_assert_uint_lt(end - at, sizeof line);
+            memcpy(line, text + at, end - at);
+            line[end - at] = '\0';
+            num = strstr(line, ", fitted ");
+            ck_assert_msg(num != NULL, "%s", line);
+            strtod(num + strlen(", fitted "), &rest);
+            ck_assert_msg(strcmp(rest, " s") == 0, "%s", line);
+            lines++;
+        }
+        if (text[end] == '\0')
+            break;
+    }
+    return lines;
+}
+
 START_TEST(test_cli_end_to_end)
 {
     char tr[512], pr[512], out[512], pl[512], *text;
@@ -517,6 +546,9 @@ START_TEST(test_cli_end_to_end)
     ck_assert_ptr_nonnull(strstr(text, "planner: calibrate "));
     ck_assert_ptr_nonnull(strstr(text, "fitting the constants to "));
     ck_assert_ptr_nonnull(strstr(text, ": done\n"));
+    /* --verbose --no-loo: each trial line ends with its fitted time, no
+     * leave-one-out figure */
+    ck_assert_int_ge(fitted_trial_lines(text), 2);
     free(text);
     text = slurp("stdout");
     ck_assert_ptr_nonnull(strstr(text, "\"in_sample\""));

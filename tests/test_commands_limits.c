@@ -232,6 +232,114 @@ START_TEST(input_file_size)
 }
 END_TEST
 
+/* The strategies of evaluate: at most 10,000 in a file, and at most
+ * 262,144 GPUs and layers listed in all (each strategy lists the
+ * cluster's every GPU and the model's every layer), refused before any
+ * is scored: 10,001 copies of a strategy; 1,025 on 256 GPUs. */
+START_TEST(strategies_of_evaluate)
+{
+    const char *args[] = {"evaluate", "--cluster", "c.json", "--model", EX("gpt2-amp.json"),
+                          "--strategies", "s.json", "--format", "json", NULL};
+    const char *one = "{\"tp\": 1, \"dp\": 2, \"pp\": 1, \"mbs\": 1, "
+                      "\"stage_boundaries\": [0, 30]}";
+    size_t n1 = strlen(one) + 2;
+    char *text = malloc(10001 * n1 + 64), *q;
+    int i;
+
+    ck_assert_ptr_nonnull(text);
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"device\": \"V100\", "
+                       "\"gpus\": 2, \"intra_gbps\": 100, \"nic_gbps\": 10}]}");
+    q = text + sprintf(text, "{\"strategies\": [");
+    for (i = 0; i < 10001; i++)
+        q += sprintf(q, "%s%s", i ? ", " : "", one);
+    strcpy(q, "]}");
+    tp_write("s.json", text);
+    expect_run(args, 3, "planner: 's.json': strategies: expected at most 10000 "
+               "strategies, got 10001", NULL);
+    tp_write("c.json", "{\"nodes\": [{\"name\": \"g\", \"count\": 32, \"device\": "
+                       "\"V100\", \"gpus\": 8, \"intra_gbps\": 100, "
+                       "\"nic_gbps\": 10}]}");
+    q = text + sprintf(text, "{\"strategies\": [");
+    for (i = 0; i < 1025; i++)
+        q += sprintf(q, "%s{\"tp\": 1, \"dp\": 256, \"pp\": 1, \"mbs\": 1, "
+                     "\"stage_boundaries\": [0, 30]}", i ? ", " : "");
+    strcpy(q, "]}");
+    tp_write("s.json", text);
+    expect_run(args, 3, "planner: 's.json': strategies: expected at most 1024 "
+               "strategies for the cluster's 256 GPUs (strategies x GPUs at most "
+               "262144), got 1025", NULL);
+    free(text);
+}
+END_TEST
+
+/* The text of an input file: UTF-8, no \u0000 in a string, at most 64
+ * arrays and objects inside each other; each refused with the line and
+ * column (exit 3), and nothing written. */
+START_TEST(input_text)
+{
+    const char *args[] = {"--cluster", "c.json", "--model", EX("gpt2-amp.json"),
+                          "--output", "p.json", "--quiet", NULL};
+    const char *node = "\"nodes\": [{\"name\": \"p\", \"device\": \"V100\", "
+                       "\"gpus\": 4, \"intra_gbps\": 100, \"nic_gbps\": 10}]}";
+    char text[4400];
+    int k;
+
+    snprintf(text, sizeof text, "{\"name\": \"a\xff\xfe\", %s", node);
+    tp_write("c.json", text);
+    expect_run(args, 3, "planner: 'c.json': line 1, column 12: expected UTF-8 text, "
+               "got byte 0xff", NULL);
+    snprintf(text, sizeof text, "{\"name\": \"a\\u0000b\", %s", node);
+    tp_write("c.json", text);
+    expect_run(args, 3, "planner: 'c.json': line 1, column 12: expected a string "
+               "without \\u0000", NULL);
+    snprintf(text, sizeof text, "{\"name\": \"a\\ud800\", %s", node);
+    tp_write("c.json", text);
+    expect_run(args, 3, "planner: 'c.json': line 1, column 12: expected a character, "
+               "got the high surrogate escape \\ud800", NULL);
+    k = sprintf(text, "{\"x\": ");
+    memset(text + k, '[', 2000);
+    memset(text + k + 2000, ']', 2000);
+    snprintf(text + k + 4000, sizeof text - (size_t)k - 4000, ", %s", node);
+    tp_write("c.json", text);
+    expect_run(args, 3, "planner: 'c.json': line 1, column 70: nested too deep: "
+               "expected at most 64 arrays and objects inside each other, got 65", NULL);
+    ck_assert_ptr_null(tp_read("p.json"));
+}
+END_TEST
+
+/* A file name that is not UTF-8 reaches the plan with U+FFFD for the
+ * byte that is not: the plan stays UTF-8 (JSON readers refuse it else). */
+START_TEST(file_name_not_utf8)
+{
+    const char *args[] = {"--cluster", "c\xff.json", "--model", EX("gpt2-amp.json"),
+                          "--output", "p.json", "--quiet", NULL};
+    const char *dtfm[] = {"decentralized", "--cluster", "d\xff.json", "--pp", "2",
+                          "--seconds", "1", "--output", "d.json", "--quiet", NULL};
+    char *plan;
+
+    tp_write("c\xff.json", "{\"nodes\": [{\"name\": \"p\", \"device\": \"V100\", "
+                           "\"gpus\": 4, \"intra_gbps\": 100, \"nic_gbps\": 10}]}");
+    expect_run(args, 0, NULL, NULL);
+    plan = tp_read("p.json");
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_ptr_null(strchr(plan, '\xff'));
+    ck_assert_ptr_nonnull(strstr(plan, "\"c\xef\xbf\xbd.json\""));
+    free(plan);
+    /* the schedule of 'decentralized' alike */
+    tp_write("d\xff.json", "{\"name\": \"d\", \"device\": \"V100\", \"regions\": "
+                           "[{\"name\": \"a\", \"gpus\": 4}, {\"name\": \"b\", "
+                           "\"gpus\": 4}], \"inside\": {\"latency_ms\": 5, "
+                           "\"bandwidth_gbps\": 2}, \"between\": {\"latency_ms\": 50, "
+                           "\"bandwidth_gbps\": 1}}");
+    expect_run(dtfm, 0, NULL, NULL);
+    plan = tp_read("d.json");
+    ck_assert_ptr_nonnull(plan);
+    ck_assert_ptr_null(strchr(plan, '\xff'));
+    ck_assert_ptr_nonnull(strstr(plan, "\"d\xef\xbf\xbd.json\""));
+    free(plan);
+}
+END_TEST
+
 /* Search effort: strategies kept and the time limit's range. */
 START_TEST(search_effort_options)
 {
@@ -279,15 +387,12 @@ static void write_huge_model(void)
              "\"precision\": \"fp16\"}}");
 }
 
-/* The limit given to the planner: base seconds, times the slowdown of a
- * run under valgrind (CI sets CK_TIMEOUT_MULTIPLIER there), so that the
- * search scores some candidates before it stops. */
+/* The limit given to the planner: base seconds, times the slowdown the
+ * tests allow (HETPLAN_TEST_TIMEOUT_FACTOR; CI's valgrind run sets 20),
+ * so that the search scores some candidates before it stops. */
 static const char *limit_arg(double base, char *buf, size_t n)
 {
-    const char *mul = getenv("CK_TIMEOUT_MULTIPLIER");
-    double f = mul != NULL && atof(mul) > 1.0 ? atof(mul) : 1.0;
-
-    snprintf(buf, n, "%g", base * f);
+    snprintf(buf, n, "%g", tu_timeout(base));
     return buf;
 }
 
@@ -491,6 +596,9 @@ static Suite *limits_suite(void)
     tcase_add_test(in, layer_assignment_cells);
     tcase_add_test(in, input_file_size);
     tcase_add_test(in, search_effort_options);
+    tcase_add_test(in, strategies_of_evaluate);
+    tcase_add_test(in, input_text);
+    tcase_add_test(in, file_name_not_utf8);
     tcase_add_test(tl, time_limit_keeps_best_so_far);
     tcase_add_test(tl, time_limit_before_any_fit);
     tcase_add_test(tl, status_complete);

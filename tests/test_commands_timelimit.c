@@ -1,5 +1,6 @@
 /* tests/test_commands_timelimit.c: --time-limit on every command other
- * than plan and replan (tests/test_commands_limits.c has those).
+ * than plan and replan (tests/test_commands_limits.c has those), and on
+ * the largest inputs: plan, whatif, export, report and decentralized.
  *
  * Each command gets the same two runs:
  * - a limit of a microsecond: the limit counts from the start of the
@@ -12,12 +13,18 @@
  * - a limit of a year (the largest accepted): exit code 0 and the output
  *   of a run without the option, byte for byte (apart from the seconds a
  *   run took, which no two runs share).
- * No test asserts that anything finishes within a time. */
+ * On the largest input a command accepts, the limit bounds the whole
+ * command, setup included: those tests assert that it returns within the
+ * limit plus a margin several times what it needs on an idle machine,
+ * scaled by HETPLAN_TEST_TIMEOUT_FACTOR (tu_timeout), and the memory it
+ * took; nothing else is timed. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
 #include <cJSON.h>
 
 #include "tp_cli.h"
@@ -350,6 +357,259 @@ START_TEST(decentralized_time_limit)
 }
 END_TEST
 
+/* ---- decentralized at its largest: 4,096 devices -------------------- */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The largest resident set among the children waited for so far, MiB
+ * (Check runs each test in a process of its own); < 0 when the planner
+ * runs under a wrapper (valgrind), whose memory is not the planner's. */
+static double children_rss_mib(void)
+{
+    struct rusage ru;
+    const char *base = strrchr(HETPLAN_PLANNER, '/');
+
+    if (strcmp(base ? base + 1 : HETPLAN_PLANNER, "planner") != 0 ||
+        getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return -1.0;
+    return (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+}
+
+/* Run args, expecting exit status and frag on stderr; returns the wall
+ * time, s. */
+static double run_timed(const char *const *args, int status, const char *frag)
+{
+    double t0 = mono_s();
+
+    free(run_expect(args, status, frag));
+    return mono_s() - t0;
+}
+
+/* 64 regions of 64 V100 (5 ms and 2 Gbit/s inside a region, 50 ms and
+ * 1 Gbit/s between): the 4,096 devices decentralized accepts at most.
+ * A limit of a microsecond returns the schedule of devices in order
+ * without the n x n weight tables; a limit of 1 s ends the command,
+ * loading, tables and output included, within a margin (on an idle
+ * machine it takes about the second: 4 s is several times the margin it
+ * needs); the exact search declines the size at once. */
+START_TEST(decentralized_at_its_largest)
+{
+#define BIG "decentralized", "--cluster", "dtfm-4096.json", "--quiet"
+    const char *tiny[] = {BIG, "--time-limit", TINY, "--output", "tiny.json", NULL};
+    const char *one[] = {BIG, "--time-limit", "1", "--output", "one.json", NULL};
+    const char *exact[] = {BIG, "--time-limit", "1", "--searcher", "exact", NULL};
+    const char *pp65[] = {BIG, "--pp", "65", NULL};
+    const char *pp7[] = {BIG, "--pp", "7", NULL};
+#undef BIG
+    char text[4096];
+    size_t used;
+    double wall, rss;
+    cJSON *t, *o;
+    int i;
+
+    used = (size_t)snprintf(text, sizeof text, "{\"name\":\"dtfm-4096\",\"device\":"
+                                               "\"V100\",\"regions\":[");
+    for (i = 0; i < 64; i++)
+        used += (size_t)snprintf(text + used, sizeof text - used,
+                                 "%s{\"name\":\"r%d\",\"gpus\":64}", i ? "," : "", i);
+    snprintf(text + used, sizeof text - used,
+             "],\"inside\":{\"latency_ms\":5,\"bandwidth_gbps\":2},"
+             "\"between\":{\"latency_ms\":50,\"bandwidth_gbps\":1}}\n");
+    tp_write("dtfm-4096.json", text);
+
+    wall = run_timed(tiny, 7, "planner: note: time limit of 1e-06 s reached after 1 "
+                              "evaluations");
+    ck_assert_msg(wall <= tu_timeout(4.0), "--time-limit 1e-6 took %.2f s", wall);
+    rss = children_rss_mib();
+    ck_assert_msg(rss < 128.0, "--time-limit 1e-6 took %.0f MiB", rss);
+    t = parse_file("tiny.json");
+    ck_assert_int_eq(child(child(t, "cluster"), "devices")->valueint, 4096);
+    ck_assert(cJSON_IsTrue(child(child(t, "search"), "timed_out")));
+    /* the devices in order: stage groups of 512 consecutive devices */
+    ck_assert_int_eq(cJSON_GetArraySize(child(t, "chains")), 512);
+
+    wall = run_timed(one, 7, "planner: note: time limit of 1 s reached");
+    ck_assert_msg(wall <= 1.0 + tu_timeout(4.0), "--time-limit 1 took %.2f s", wall);
+    rss = children_rss_mib();
+    ck_assert_msg(rss < 600.0, "--time-limit 1 took %.0f MiB", rss);
+    o = parse_file("one.json");
+    ck_assert_int_eq(child(child(o, "cluster"), "devices")->valueint, 4096);
+    ck_assert_int_eq(cJSON_GetArraySize(child(o, "pipeline")), 8);
+    ck_assert(cJSON_IsTrue(child(child(o, "search"), "timed_out")));
+
+    wall = run_timed(exact, 2, "the exact search handles at most 1024 devices in all "
+                               "and 255 per stage, got 4096 devices, 512 per stage");
+    ck_assert_msg(wall <= tu_timeout(4.0), "--searcher exact took %.2f s", wall);
+    /* at most 64 stages */
+    free(run_expect(pp65, 2, "option '--pp' expects an integer in 1..64, got '65'"));
+    free(run_expect(pp7, 2, "expected a divisor of the 4096 devices, at most 64 "
+                            "(1, 2, 4, 8, 16, 32, 64), got 7"));
+    cJSON_Delete(t);
+    cJSON_Delete(o);
+}
+END_TEST
+
+/* ---- whatif, export and report on plans at the limits --------------- */
+
+/* A plan of one strategy at the largest a plan holds: 262,144 GPUs
+ * (32,768 nodes of 8 A100), 131,072 of them running ranks (tp 8, dp
+ * 8,192, pp 2) and the other half idle, 64 layers (33 MB, made by
+ * evaluate in about a second). */
+static void write_half_idle_plan(void)
+{
+    const char *ev[] = {"evaluate", "--cluster", "c262144.json", "--model", "m64.json",
+                        "--strategies", "s131072.json", "--output", "big.json",
+                        "--quiet", NULL};
+    size_t cap = 131072 * 8 + 256, used;
+    char *t = malloc(cap);
+    int r;
+
+    ck_assert_ptr_nonnull(t);
+    tp_write("c262144.json", "{\"name\":\"big\",\"nodes\":[{\"name\":\"a\","
+                             "\"count\":32768,\"device\":\"A100-80GB\",\"gpus\":8,"
+                             "\"intra_gbps\":2400,\"nic_gbps\":200}]}");
+    tp_write("m64.json", "{\"name\":\"m\",\"training\":{\"global_batch\":16384,"
+                         "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
+                         "\"layers\":61,\"hidden\":4096,\"heads\":32,\"seq\":2048,"
+                         "\"vocab\":51200}}");
+    used = (size_t)snprintf(t, cap, "{\"strategies\":[{\"tp\":8,\"dp\":8192,\"pp\":2,"
+                                    "\"mbs\":1,\"ranks\":[");
+    for (r = 0; r < 131072; r++)
+        used += (size_t)snprintf(t + used, cap - used, "%s%d", r ? "," : "", r);
+    snprintf(t + used, cap - used, "]}]}");
+    tp_write("s131072.json", t);
+    free(t);
+    free(run_expect(ev, 0, NULL));
+}
+
+/* On that plan the first check of whatif and of export comes within a
+ * margin of a few seconds (the plan is read, the plan kept under the
+ * slowdown, the idle GPUs listed: each in time linear in the GPUs),
+ * however many ranks and idle GPUs: a rank looked up per device and
+ * layer took a minute and more.  4 s idle; 12 s is three times that. */
+START_TEST(whatif_and_export_at_the_limit)
+{
+    const char *what[] = {"whatif", "--plan", "big.json", "--slow", "0:2",
+                          "--time-limit", TINY, "--output", "w.json", "--quiet", NULL};
+    const char *exp[] = {"export", "--plan", "big.json", "--to", "torchrun",
+                         "--output", "ex", "--time-limit", TINY, "--quiet", NULL};
+    double wall, rss;
+    cJSON *w;
+    char *ranks;
+
+    write_half_idle_plan();
+    wall = run_timed(what, 7, "remedies not evaluated");
+    ck_assert_msg(wall <= tu_timeout(12.0), "whatif --time-limit 1e-6 took %.2f s", wall);
+    w = parse_file("w.json");
+    expect_str(w, "status", "time-limit");
+    ck_assert(child(w, "slowed_s")->valuedouble > 0.0);
+    cJSON_Delete(w);
+    wall = run_timed(exp, 7, "the files are complete");
+    ck_assert_msg(wall <= tu_timeout(12.0), "export --time-limit 1e-6 took %.2f s", wall);
+    /* every idle GPU listed, the last one last */
+    ranks = tp_read("ex/ranks.txt");
+    ck_assert_ptr_nonnull(ranks);
+    ck_assert_ptr_nonnull(strstr(ranks, "# idle GPUs (no rank runs on them):"));
+    ck_assert_ptr_nonnull(strstr(ranks, "# a-32767                 7  A100-80GB\n"));
+    free(ranks);
+    rss = children_rss_mib();
+    ck_assert_msg(rss < 768.0, "the largest child took %.0f MiB", rss);
+}
+END_TEST
+
+/* A timeline near the most events the simulator holds: 16,384 replicas
+ * of one stage (tp 1, 16,384 A100) and 500 micro-batches each (16.4
+ * million events), 4,096 small layers.  report --time-limit 2 stops the
+ * simulation (between replicas, sweeps and passes of the ordering) and
+ * ends within a margin: the stage times of each replica took 20 s
+ * before the first check and the simulation ran to its end.  The report
+ * is drawn without the timeline. */
+START_TEST(report_cuts_the_simulation)
+{
+    const char *ev[] = {"evaluate", "--cluster", "c16384.json", "--model", "m4096.json",
+                        "--strategies", "s16384.json", "--output", "wide.json",
+                        "--quiet", NULL};
+    const char *rep[] = {"report", "--plan", "wide.json", "--output", "wide.svg",
+                         "--format", "json", "--time-limit", "2", NULL};
+    char *out, *svg;
+    double wall;
+    cJSON *j;
+
+    tp_write("c16384.json", "{\"name\":\"wide\",\"nodes\":[{\"name\":\"a\","
+                            "\"count\":2048,\"device\":\"A100-80GB\",\"gpus\":8,"
+                            "\"intra_gbps\":2400,\"nic_gbps\":200}]}");
+    tp_write("m4096.json", "{\"name\":\"m\",\"training\":{\"global_batch\":8192000,"
+                           "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
+                           "\"layers\":4093,\"hidden\":256,\"heads\":4,\"seq\":256,"
+                           "\"vocab\":51200}}");
+    tp_write("s16384.json", "{\"strategies\":[{\"tp\":1,\"dp\":16384,\"pp\":1,"
+                            "\"mbs\":1}]}");
+    free(run_expect(ev, 0, NULL));
+    {
+        double t0 = mono_s();
+        out = run_expect(rep, 7, "the report is drawn without it");
+        wall = mono_s() - t0;
+    }
+    ck_assert_msg(wall <= 2.0 + tu_timeout(6.0), "report --time-limit 2 took %.2f s",
+                  wall);
+    j = parse(out, "report's summary");
+    expect_str(j, "status", "time-limit");
+    ck_assert(cJSON_IsNull(child(j, "timeline")));
+    cJSON_Delete(j);
+    free(out);
+    svg = tp_read("wide.svg");
+    ck_assert_ptr_nonnull(svg);
+    ck_assert_ptr_nonnull(strstr(svg, "</svg>"));
+    free(svg);
+}
+END_TEST
+
+/* plan on the largest cluster it plans (131,072 GPUs, 8,192 nodes of A100
+ * and of H100) and a model of 128 blocks: the search stops at the limit,
+ * and evaluating the strategies kept and writing the plan (two
+ * strategies of 131,072 ranks, 72 MB) take about 2 s and 170 MB after
+ * it: the ranks are written as text, not as a tree of a million items
+ * (5 s and 560 MB).  The limit is scaled with the machine, so that some
+ * candidate fits in time. */
+START_TEST(plan_at_the_limit)
+{
+    char limit[32];
+    const char *args[] = {"plan", "--cluster", "c131072.json", "--model", "m128.json",
+                          "--time-limit", limit, "--output", "p.json", "--quiet", NULL};
+    double wall, rss, t = tu_timeout(3.0);
+    cJSON *p;
+
+    snprintf(limit, sizeof limit, "%g", t);
+    tp_write("c131072.json", "{\"name\":\"big\",\"nodes\":[{\"name\":\"a\","
+                             "\"count\":8192,\"device\":\"A100-80GB\",\"gpus\":8,"
+                             "\"intra_gbps\":2400,\"nic_gbps\":200},{\"name\":\"h\","
+                             "\"count\":8192,\"device\":\"H100-SXM\",\"gpus\":8,"
+                             "\"intra_gbps\":3600,\"nic_gbps\":400}]}");
+    tp_write("m128.json", "{\"name\":\"m\",\"training\":{\"global_batch\":65536,"
+                          "\"precision\":\"fp16\"},\"transformer\":{\"family\":"
+                          "\"gpt2\",\"layers\":128,\"hidden\":12288,\"heads\":96,"
+                          "\"seq\":2048,\"vocab\":50257}}");
+    wall = run_timed(args, 7, "the plan holds the best found so far");
+    ck_assert_msg(wall <= t + tu_timeout(5.0), "plan --time-limit %s took %.2f s", limit,
+                  wall);
+    rss = children_rss_mib();
+    ck_assert_msg(rss < 320.0, "plan --time-limit %s took %.0f MiB", limit, rss);
+    p = parse_file("p.json");
+    expect_str(child(p, "search"), "status", "time-limit");
+    ck_assert_int_ge(cJSON_GetArraySize(child(p, "strategies")), 1);
+    ck_assert_int_eq(cJSON_GetArraySize(child(cJSON_GetArrayItem(child(p, "strategies"), 0),
+                                              "ranks")),
+                     131072);
+    cJSON_Delete(p);
+}
+END_TEST
+
 /* ---- report: the timeline is left out ------------------------------- */
 
 START_TEST(report_without_timeline)
@@ -463,7 +723,11 @@ static Suite *timelimit_suite(void)
     tcase_add_test(tc, calibrate_keeps_best_fit);
     tcase_add_test(tc, whatif_lists_remedies_not_evaluated);
     tcase_add_test(tc, decentralized_time_limit);
+    tcase_add_test(tc, decentralized_at_its_largest);
     tcase_add_test(tc, report_without_timeline);
+    tcase_add_test(tc, whatif_and_export_at_the_limit);
+    tcase_add_test(tc, report_cuts_the_simulation);
+    tcase_add_test(tc, plan_at_the_limit);
     tcase_add_test(tc, export_checks_once);
     tcase_add_test(tc, every_command_takes_it);
     suite_add_tcase(s, tc);

@@ -859,6 +859,86 @@ START_TEST(test_model_per_replica)
 }
 END_TEST
 
+/* The timeline's order, stated: start, then stage, replica, kind,
+ * micro-batch, chunk, end. */
+static int event_before(const cost_event *a, const cost_event *b)
+{
+    if (a->start != b->start)
+        return a->start < b->start;
+    if (a->stage != b->stage)
+        return a->stage < b->stage;
+    if (a->replica != b->replica)
+        return a->replica < b->replica;
+    if (a->kind != b->kind)
+        return a->kind < b->kind;
+    if (a->micro != b->micro)
+        return a->micro < b->micro;
+    if (a->chunk != b->chunk)
+        return a->chunk < b->chunk;
+    return a->end < b->end;
+}
+
+/* What bounds a simulation: the events of an iteration in order however
+ * many runs they come in (replicas of unequal speed, interleaved
+ * chunks); an iteration of more than COST_SIM_MAX_EVENTS events refused
+ * at once, naming the count; a deadline already passed ends
+ * cost_simulate_until with UTIL_ETIMEOUT and no timeline, a deadline of
+ * 0 (none) gives cost_simulate's timeline. */
+START_TEST(test_events_ordered_and_bounded)
+{
+    enum { PP = 4, DP = 24, GAS = 16 };
+    double fwd[PP * DP], bwd[PP * DP];
+    cost_sim_input in;
+    cost_timeline t, u;
+    util_error err;
+    world w;
+    fmt_strategy s;
+    int i, e;
+
+    for (i = 0; i < PP * DP; i++) { /* every replica at its own pace */
+        fwd[i] = 0.001 * (1 + (i * 7) % 5);
+        bwd[i] = 0.002 * (1 + (i * 3) % 4);
+    }
+    input(&in, PP, DP, GAS, FMT_SCHED_1F1B, fwd, bwd);
+    in.vpp = 2;
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_OK);
+    ck_assert_int_ge(t.nevents, 2 * PP * DP * GAS * 2);
+    for (e = 1; e < t.nevents; e++)
+        ck_assert_msg(!event_before(&t.events[e], &t.events[e - 1]),
+                      "event %d before event %d", e, e - 1);
+    cost_timeline_free(&t);
+
+    /* 4096 x 64 x 64 micro-batch steps: about 2^26 events */
+    input(&in, 64, 4096, 64, FMT_SCHED_1F1B, fwd, bwd);
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(cost_simulate_stages(&in, &t, &err), UTIL_EINVAL);
+    ck_assert_msg(strstr(err.msg, "4096 replicas x 64 stages x 64 micro-batches (x 1 "
+                                  "model chunks) make up to") != NULL &&
+                      strstr(err.msg, "more than the 16777216 the simulator holds"),
+                  "%s", err.msg);
+    ck_assert_int_eq(t.nevents, 0);
+
+    load(&w, EXAMPLES "amp-het.json");
+    strategy(&s, 1, 2, 8, 1, 16);
+    ck_assert_int_eq(cost_simulate_until(&w.c, &w.m, NULL, &w.p, &s, 0,
+                                         util_now() - 1.0, &t, &err),
+                     UTIL_ETIMEOUT);
+    ck_assert_int_eq(t.nevents, 0);
+    ck_assert_ptr_null(t.events);
+    ck_assert_int_eq(cost_simulate_until(&w.c, &w.m, NULL, &w.p, &s, 0, 0.0, &t, &err),
+                     UTIL_OK);
+    ck_assert_int_eq(cost_simulate(&w.c, &w.m, NULL, &w.p, &s, 0, &u, &err), UTIL_OK);
+    ck_assert_int_eq(t.nevents, u.nevents);
+    for (e = 0; e < t.nevents; e++)
+        ck_assert(!event_before(&t.events[e], &u.events[e]) &&
+                  !event_before(&u.events[e], &t.events[e]));
+    cost_timeline_free(&t);
+    cost_timeline_free(&u);
+    fmt_strategy_free(&s);
+    unload(&w);
+}
+END_TEST
+
 /* fidelity = simulate: cost_evaluate's time is the simulator's, the
  * breakdown still adds up, every field stays >= 0; memory unchanged. */
 START_TEST(test_fidelity_evaluate)
@@ -1085,6 +1165,7 @@ static Suite *plain_suite(void)
     tcase_set_timeout(model, 300);
     tcase_add_test(model, test_model_matches_eq5);
     tcase_add_test(model, test_model_per_replica);
+    tcase_add_test(model, test_events_ordered_and_bounded);
     tcase_add_test(model, test_fidelity_evaluate);
     tcase_add_test(model, test_search_reranks);
     tcase_add_test(model, test_cli_fidelity);

@@ -8,6 +8,7 @@
 
 #include "util.h"
 #include "decentral.h"
+#include "testutil.h"
 
 /* Devices in nreg regions; links depend on the two regions only, or,
  * with noise, every pair and direction gets its own +-20%.  reg gets the
@@ -371,11 +372,5 @@ static Suite *prove_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(prove_suite());
-    int failed;
-
-    srunner_run_all(sr, CK_NORMAL);
-    failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? 0 : 1;
+    return tu_run(prove_suite());
 }

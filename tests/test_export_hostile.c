@@ -397,6 +397,52 @@ START_TEST(reader_refuses_non_host_names)
 }
 END_TEST
 
+/* A node name is a host name of at most 63 characters in all (a label
+ * may take them all); the refusal states that limit, the one it applies. */
+START_TEST(host_name_length_is_the_one_the_message_states)
+{
+    static const int lens[] = {63, 64, 253};
+    char text[1024], name[300];
+    fmt_cluster c;
+    util_error err;
+    size_t i;
+    int k;
+
+    for (i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        for (k = 0; k < lens[i]; k++)
+            name[k] = k % 50 == 49 ? '.' : 'a'; /* labels of 49 */
+        name[lens[i]] = '\0';
+        snprintf(text, sizeof text,
+                 "{\"nodes\": [{\"name\": \"%s\", \"device\": \"T4\", \"gpus\": 1,"
+                 " \"intra_gbps\": 1, \"nic_gbps\": 1}]}", name);
+        if (lens[i] <= 63) {
+            ck_assert_msg(fmt_parse_cluster(text, "c.json", &c, &err) == UTIL_OK,
+                          "%d characters: %s", lens[i], err.msg);
+            fmt_cluster_free(&c);
+            continue;
+        }
+        ck_assert_int_eq(fmt_parse_cluster(text, "c.json", &c, &err), UTIL_EFIELD);
+        ck_assert_str_eq(err.path, "nodes[0].name");
+        ck_assert_msg(strstr(err.msg, "at most 63 characters") != NULL, "%s", err.msg);
+    }
+    /* one label of 63 characters */
+    memset(name, 'x', 63);
+    name[63] = '\0';
+    snprintf(text, sizeof text,
+             "{\"nodes\": [{\"name\": \"%s\", \"device\": \"T4\", \"gpus\": 1,"
+             " \"intra_gbps\": 1, \"nic_gbps\": 1}]}", name);
+    ck_assert_int_eq(fmt_parse_cluster(text, "c.json", &c, &err), UTIL_OK);
+    fmt_cluster_free(&c);
+    /* a name that is no host name: the message states the limit applied */
+    ck_assert_int_eq(fmt_parse_cluster("{\"nodes\": [{\"name\": \"a_b\", \"device\":"
+                                       " \"T4\", \"gpus\": 1, \"intra_gbps\": 1,"
+                                       " \"nic_gbps\": 1}]}", "c.json", &c, &err),
+                     UTIL_EFIELD);
+    ck_assert_msg(strstr(err.msg, "at most 63 characters in all") != NULL &&
+                  strstr(err.msg, "253") == NULL, "%s", err.msg);
+}
+END_TEST
+
 /* Control characters in any string of an input file are refused. */
 START_TEST(reader_refuses_control_characters)
 {
@@ -431,6 +477,7 @@ static Suite *suite(void)
     tcase_add_test(tc, deepspeed_script_quotes_master_addr);
     tcase_add_test(tc, plain_names_are_not_quoted);
     tcase_add_test(tc, reader_refuses_non_host_names);
+    tcase_add_test(tc, host_name_length_is_the_one_the_message_states);
     tcase_add_test(tc, reader_refuses_control_characters);
     suite_add_tcase(s, tc);
     return s;

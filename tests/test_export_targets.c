@@ -630,6 +630,220 @@ START_TEST(deepspeed_zero_with_pipeline)
 }
 END_TEST
 
+/* Where DeepSpeed 0.14.4 and 0.19.5 both define (or, deepspeed.pipe,
+ * re-export) the names hetplan_pipe.py may import: read from their
+ * deepspeed/pipe/__init__.py, runtime/pipe/module.py, topology.py and
+ * runtime/activation_checkpointing/checkpointing.py. */
+static const struct {
+    const char *module, *names;
+} ds_defines[] = {
+    {"deepspeed.pipe", " PipelineModule LayerSpec TiedLayerSpec "},
+    {"deepspeed.runtime.pipe.module", " PipelineModule LayerSpec TiedLayerSpec "},
+    {"deepspeed.runtime.pipe.topology", " ProcessTopology PipeDataParallelTopology "
+     "PipeModelDataParallelTopology PipelineParallelGrid "},
+    {"deepspeed.runtime.activation_checkpointing.checkpointing", " checkpoint "},
+};
+
+/* Every "from M import a, b" line of py names only what M defines in both
+ * releases, every "import M" line a module of Python or torch; returns
+ * the number of names imported from deepspeed. */
+static int check_ds_imports(const char *py)
+{
+    const char *p = py;
+    int n = 0;
+
+    while ((p = strstr(p, "\n")) != NULL) {
+        char line[512], mod[256], names[256], *save = NULL, *w;
+        size_t k = 0, i;
+        int found = -1;
+        p++;
+        while (p[k] && p[k] != '\n' && k + 1 < sizeof line) {
+            line[k] = p[k];
+            k++;
+        }
+        line[k] = '\0';
+        if (strncmp(line, "import ", 7) == 0) {
+            ck_assert_msg(strcmp(line, "import os") == 0 || strcmp(line, "import torch") == 0 ||
+                          strcmp(line, "import torch.nn as nn") == 0, "import line '%s'", line);
+            continue;
+        }
+        if (strncmp(line, "from ", 5) != 0)
+            continue;
+        ck_assert_int_eq(sscanf(line, "from %255s import %255[^\n]", mod, names), 2);
+        for (i = 0; i < TU_N(ds_defines); i++)
+            if (strcmp(mod, ds_defines[i].module) == 0)
+                found = (int)i;
+        ck_assert_msg(found >= 0, "'%s': no such module in DeepSpeed 0.14.4 and 0.19.5", line);
+        for (w = strtok_r(names, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+            char key[270];
+            snprintf(key, sizeof key, " %s ", w);
+            ck_assert_msg(strstr(ds_defines[found].names, key) != NULL,
+                          "'%s': %s does not define %s", line, mod, w);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* hetplan_pipe.py imports each name from the module that defines it in
+ * DeepSpeed 0.14.4 and 0.19.5 (deepspeed.pipe re-exports only the
+ * module's classes, not the topology), for pipelines and without. */
+START_TEST(deepspeed_imports_where_defined)
+{
+    fixture f;
+    export_result e;
+    util_error err;
+    const int two[] = {8, 8}, one[] = {16};
+    int r, k;
+
+    for (k = 0; k < 2; k++) {
+        if (k == 0)
+            fixture_make(&f, two_nodes, gpt16, 2, 2, 2);
+        else
+            fixture_make(&f, two_nodes, gpt16, 2, 4, 1);
+        for (r = 0; r < 8; r++)
+            f.s.ranks[r] = r;
+        f.s.mbs = 4;
+        f.s.gas = k == 0 ? 8 : 4;
+        f.p.recompute = 1;
+        set_blocks(&f, k == 0 ? two : one);
+        ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                      64, NULL, &e, &err), UTIL_OK);
+        ck_assert_str_eq(e.files[2].name, "hetplan_pipe.py");
+        ck_assert_int_ge(check_ds_imports(e.files[2].text), 3);
+        ck_assert_ptr_nonnull(strstr(e.files[2].text, "PipeModelDataParallelTopology(num_pp=NUM_PP, "
+                                     "num_mp=NUM_MP, num_dp=NUM_DP)"));
+        export_free(&e);
+        fixture_free(&f);
+    }
+}
+END_TEST
+
+/* ZeRO 2 and 3 without a pipeline (pp 1): DeepSpeed's pipeline engine
+ * asserts that they are incompatible with pipeline parallelism, so the
+ * model is no PipelineModule but the layers as one nn.Sequential for the
+ * plain engine, with DeepSpeed's PipelineParallelGrid over the plan's
+ * topology as mpu when tp > 1 (its data-parallel groups are then the
+ * plan's dp); ds_config.json keeps the plan's stage, nothing is
+ * approximated. */
+START_TEST(deepspeed_zero_without_pipeline)
+{
+    fixture f;
+    export_result e;
+    util_error err;
+    const int one[] = {16};
+    int r, zero, tp;
+
+    for (tp = 1; tp <= 2; tp++)
+        for (zero = 0; zero <= 3; zero++) {
+            char want[64];
+            fixture_make(&f, two_nodes, gpt16, tp, 8 / tp, 1);
+            for (r = 0; r < 8; r++)
+                f.s.ranks[r] = r;
+            f.s.mbs = 2;
+            f.s.gas = 4 * tp;
+            f.p.zero_stage = zero;
+            set_blocks(&f, one);
+            ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                          64, NULL, &e, &err), UTIL_OK);
+            ck_assert_int_eq(e.napprox, 0);
+            snprintf(want, sizeof want, "\"stage\": %d\n", zero);
+            ck_assert_ptr_nonnull(strstr(e.files[0].text, want));
+            ck_assert_str_eq(e.files[2].name, "hetplan_pipe.py");
+            ck_assert_ptr_null(strstr(e.files[2].text, "PipelineModule("));
+            ck_assert_ptr_null(strstr(e.files[2].text, "import LayerSpec, PipelineModule"));
+            ck_assert_ptr_nonnull(strstr(e.files[2].text, "\nPIPELINE = False\n"));
+            ck_assert_ptr_nonnull(strstr(e.files[2].text, "(nn.Sequential):\n"));
+            ck_assert_ptr_nonnull(strstr(e.files[2].text, "\nBOUNDS = [0, 19]\n"));
+            snprintf(want, sizeof want, "\nNUM_PP, NUM_DP, NUM_MP = 1, %d, %d\n", 8 / tp, tp);
+            ck_assert_ptr_nonnull(strstr(e.files[2].text, want));
+            ck_assert_ptr_nonnull(strstr(e.files[2].text,
+                                         "    return PipelineParallelGrid(topology=topology())\n"));
+            ck_assert_ptr_nonnull(strstr(e.files[2].text, "args['mpu'] = mpu"));
+            ck_assert_ptr_nonnull(strstr(e.files[3].text, "hetplan_pipe.initialize_args"));
+            export_free(&e);
+            fixture_free(&f);
+        }
+}
+END_TEST
+
+/* DeepSpeed's launcher numbers ranks host by host and gives global rank r
+ * the local rank r % n, n the ranks on its host
+ * (deepspeed/launcher/launch.py), and the rank runs on that entry of its
+ * host's GPU list.  Two ranks on host a and four on b: b's ranks 2-5 get
+ * local ranks 2, 3, 0, 1, so b's list is 2,3,0,1 for them to run on GPUs
+ * 0-3 as planned; the slots of the hostfile alone would put rank 2 on
+ * GPU 2. */
+START_TEST(deepspeed_include_in_launch_order)
+{
+    fixture f;
+    export_result e;
+    util_error err;
+    const int one[] = {16}, dev[] = {0, 1, 4, 5, 6, 7};
+    int r;
+
+    fixture_make(&f, two_nodes, gpt16, 1, 6, 1);
+    for (r = 0; r < 6; r++)
+        f.s.ranks[r] = dev[r];
+    f.s.mbs = 1;
+    f.s.gas = 8;
+    set_blocks(&f, one);
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                  48, NULL, &e, &err), UTIL_OK);
+    ck_assert_str_eq(e.files[3].name, "deepspeed.sh");
+    ck_assert_msg(strstr(e.files[3].text, " --include a:0,1@b:2,3,0,1 ") != NULL,
+                  "%s", e.files[3].text);
+    ck_assert_ptr_nonnull(strstr(e.files[1].text, "\na slots=4\nb slots=4\n"));
+    export_free(&e);
+    /* 0.19's launcher sorts the list (runner.py's parse_node_config_list):
+     * rank 2 cannot run on GPU 0 of b, the export is refused */
+    {
+        export_options o;
+        export_options_init(&o);
+        o.version = EXPORT_VERSION_NEW;
+        ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                      48, &o, &e, &err), UTIL_EINVAL);
+        ck_assert(has_note(&e, "rank 2, the first of ranks 2-5 on host 'b', would "
+                               "run on GPU 2, not GPU 0"));
+        export_free(&e);
+    }
+    /* b's first rank a multiple of its 4 ranks: slots 0..3 as they are */
+    fixture_free(&f);
+    fixture_make(&f, two_nodes, gpt16, 1, 8, 1);
+    for (r = 0; r < 8; r++)
+        f.s.ranks[r] = r;
+    f.s.mbs = 1;
+    f.s.gas = 6;
+    set_blocks(&f, one);
+    ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                  48, NULL, &e, &err), UTIL_OK);
+    ck_assert_ptr_null(strstr(e.files[3].text, "--include"));
+    ck_assert_ptr_nonnull(strstr(e.files[1].text, "\na slots=4\nb slots=4\n"));
+    export_free(&e);
+    /* 0.19: GPUs 1,2 of a and 0,1 of b (the others idle), each host's
+     * first rank a multiple of its 2 ranks: the sorted lists are the plan's */
+    {
+        export_options o;
+        const int dev2[] = {1, 2, 4, 5};
+        export_options_init(&o);
+        o.version = EXPORT_VERSION_NEW;
+        fixture_free(&f);
+        fixture_make(&f, two_nodes, gpt16, 1, 4, 1);
+        for (r = 0; r < 4; r++)
+            f.s.ranks[r] = dev2[r];
+        f.s.mbs = 1;
+        f.s.gas = 12;
+        set_blocks(&f, one);
+        ck_assert_int_eq(export_build(EXPORT_DEEPSPEED, &f.c, &f.m, &f.p, &f.s,
+                                      48, &o, &e, &err), UTIL_OK);
+        ck_assert_msg(strstr(e.files[3].text, " --include a:1,2@b:0,1 ") != NULL,
+                      "%s", e.files[3].text);
+        export_free(&e);
+    }
+    fixture_free(&f);
+}
+END_TEST
+
 /* Replay torchrun's rank assignment on the generated torchrun.sh: agent
  * k gets global ranks base_k + local, local i runs on the i-th GPU of its
  * CUDA_VISIBLE_DEVICES on its host.  The result must be the plan's map. */
@@ -977,6 +1191,9 @@ static Suite *export_suite(void)
     tcase_add_test(l, precision_checked_per_device);
     tcase_add_test(l, shards_and_features_per_target);
     tcase_add_test(l, deepspeed_zero_with_pipeline);
+    tcase_add_test(l, deepspeed_imports_where_defined);
+    tcase_add_test(l, deepspeed_zero_without_pipeline);
+    tcase_add_test(l, deepspeed_include_in_launch_order);
     tcase_add_test(l, torchrun_realises_random_placements);
     tcase_add_test(l, bad_strategy_is_refused);
     tcase_add_test(c, cli_stdout_and_json);

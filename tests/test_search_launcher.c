@@ -186,6 +186,33 @@ START_TEST(host_order_by_hand)
         for (r = 0; r < 8; r++)
             ck_assert_int_eq(s.ranks[r], r < 4 ? a + r : b + r - 4);
     }
+    /* aligned (DeepSpeed 0.19's launcher: rank r gets the (r mod n)-th of
+     * its host's n sorted GPUs): ranks 2-5 on b would give b's first rank
+     * 2 its GPU 2; 0-3 on a and 4-7 on b are aligned */
+    lc.order = SEARCH_ORDER_HOSTS_ALIGNED;
+    fmt_strategy_free(&s);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 6, 1), UTIL_OK);
+    s.bounds[0] = 0;
+    s.bounds[1] = m.nlayers;
+    {
+        const int given[6] = {a + 0, a + 1, b + 0, b + 1, b + 2, b + 3};
+        memcpy(s.ranks, given, sizeof given);
+        lc.order = SEARCH_ORDER_HOSTS;
+        ck_assert_msg(search_launcher_ok(&c, &m, &lc, &s, why, sizeof why), "%s", why);
+        lc.order = SEARCH_ORDER_HOSTS_ALIGNED;
+        ck_assert(!search_launcher_ok(&c, &m, &lc, &s, why, sizeof why));
+        ck_assert_msg(strstr(why, "ranks 2-5") != NULL, "%s", why);
+        /* the order is canonical already: it stays */
+        search_launcher_order(&c, &lc, &s);
+        ck_assert_int_eq(s.ranks[2], b + 0);
+    }
+    fmt_strategy_free(&s);
+    ck_assert_int_eq(fmt_strategy_alloc(&s, 1, 8, 1), UTIL_OK);
+    s.bounds[0] = 0;
+    s.bounds[1] = m.nlayers;
+    for (r = 0; r < 8; r++)
+        s.ranks[r] = r < 4 ? a + r : b + r - 4;
+    ck_assert_msg(search_launcher_ok(&c, &m, &lc, &s, why, sizeof why), "%s", why);
     fmt_strategy_free(&s);
     fmt_model_free(&m);
     fmt_cluster_free(&c);

@@ -304,6 +304,16 @@ START_TEST(test_trial_json)
                             0.005, 1e-15);
     cJSON_Delete(doc);
     free(text);
+    /* paths that are not UTF-8 (as a file system may hold them) reach the
+       trial with U+FFFD for each byte that is not: it stays UTF-8 */
+    snprintf(d.path, sizeof d.path, "p\xff\xfe.json");
+    snprintf(d.model_path, sizeof d.model_path, "m\xc3.json");
+    text = launch_trial_json(&d, &w, meas, &t, &dev, 10);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_ptr_null(strpbrk(text, "\xff\xfe"));
+    ck_assert_ptr_nonnull(strstr(text, "\"p\xef\xbf\xbd\xef\xbf\xbd.json\""));
+    ck_assert_ptr_nonnull(strstr(text, "\"m\xef\xbf\xbd.json\""));
+    free(text);
     launch_trial_free(&t);
     launch_work_free(&w);
     plan_doc_free(&d);
@@ -1434,7 +1444,7 @@ static int boot_child(int rank, int world, int port, int what)
     p.port = port;
     p.rank = rank;
     p.world = world;
-    p.timeout_s = what >= BOOT_MISSING ? 1.0 : 20.0;
+    p.timeout_s = what >= BOOT_MISSING ? 1.0 : tu_timeout(20.0);
     for (r = 0; r < 128; r++)
         blob[r] = (unsigned char)(r * 7 + 3);
     snprintf(info, sizeof info, "info of rank %d", rank);
@@ -1465,13 +1475,13 @@ static int boot_child(int rank, int world, int port, int what)
     }
     if (what == BOOT_LOST) {
         /* the watchdog sees it */
-        for (r = 0; r < 100; r++)
+        for (r = 0; r < (int)tu_timeout(100); r++)
             if ((rc = launch_boot_watch(b, 0.1, &err)) != UTIL_OK)
                 break;
         launch_boot_destroy(b);
         return rc == UTIL_EIO && strstr(err.msg, "rank 2 lost") ? 0 : 16;
     }
-    rc = launch_boot_gather(b, &mine, sizeof mine, all, 20.0, &err);
+    rc = launch_boot_gather(b, &mine, sizeof mine, all, tu_timeout(20.0), &err);
     launch_boot_destroy(b);
     if (what == BOOT_ABORT)
         return rc == UTIL_EIO && strstr(err.msg, "rank 1: out of memory on GPU 1") ? 0 : 17;
@@ -1485,7 +1495,7 @@ static int boot_child(int rank, int world, int port, int what)
 }
 
 /* world processes (all but those in the bit mask `skip`), each must exit
- * 0, within `limit` s. */
+ * 0, within `limit` s (times HETPLAN_TEST_TIMEOUT_FACTOR). */
 static void boot_run(int world, int what, int skip, double limit)
 {
     pid_t pid[8];
@@ -1508,7 +1518,7 @@ static void boot_run(int world, int what, int skip, double limit)
         ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
                       "case %d: rank %d ended with %d", what, r, WEXITSTATUS(status));
     }
-    ck_assert_msg(difftime(time(NULL), t0) <= limit, "case %d took %.0f s", what,
+    ck_assert_msg(difftime(time(NULL), t0) <= tu_timeout(limit), "case %d took %.0f s", what,
                   difftime(time(NULL), t0));
 }
 
@@ -1682,7 +1692,8 @@ START_TEST(test_spawn)
     argv[3] = NULL;
     t0 = time(NULL);
     ck_assert_int_eq(launch_spawn("/bin/sh", argv, 4, 1.0, &res, &err), UTIL_OK);
-    ck_assert_msg(difftime(time(NULL), t0) < 10.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_msg(difftime(time(NULL), t0) < tu_timeout(10.0), "took %.0f s",
+                  difftime(time(NULL), t0));
     ck_assert_int_eq(res.n, 4);
     ck_assert_int_eq(res.first_failed, 2);
     ck_assert_int_eq(res.status[2], 7);
@@ -2213,7 +2224,8 @@ START_TEST(test_launch_cli_ranks)
     snprintf(cmd, sizeof cmd, "CUDA_VISIBLE_DEVICES= '%s' --plan '%s' --spawn 4 --timeout 20",
              HETPLAN_LAUNCH_EXE, plan_path);
     ck_assert_int_eq(tu_run_shell(cmd, out, sizeof out), 6);
-    ck_assert_msg(difftime(time(NULL), t0) < 15.0, "took %.0f s", difftime(time(NULL), t0));
+    ck_assert_msg(difftime(time(NULL), t0) < tu_timeout(15.0), "took %.0f s",
+                  difftime(time(NULL), t0));
     ck_assert_msg(strstr(out, "hetplan-launch: rank 0: no CUDA GPU") != NULL, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "hetplan-launch: rank 3: "));
     ck_assert_ptr_nonnull(strstr(out, "failed first (exit code 6)"));

@@ -108,6 +108,64 @@ static inline void tu_remove_tree(const char *path)
 /* Exit status ctest reads as a skip (SKIP_RETURN_CODE in CMakeLists.txt). */
 #define TU_SKIP 77
 
+/* ---- timeouts on a slow machine ---------------------------------------- */
+/* HETPLAN_TEST_TIMEOUT_FACTOR (a number from 1 to 1000, default 1): how
+ * many times slower than an idle machine the tests may run
+ * (docs/testing.md).  It multiplies every Check timeout (each program
+ * sets Check's CK_TIMEOUT_MULTIPLIER to it before main, replacing any
+ * value given there), every ctest TIMEOUT (CMakeLists.txt) and every
+ * wait on the clock inside a test (tu_timeout).  A test without a
+ * timeout of its own (tcase_set_timeout) gets TU_TIMEOUT_DEFAULT seconds,
+ * not Check's 4 (CK_DEFAULT_TIMEOUT is replaced too). */
+#define TU_TIMEOUT_DEFAULT "30"
+#define TU_TIMEOUT_FACTOR_ENV "HETPLAN_TEST_TIMEOUT_FACTOR"
+
+/* The factor the environment gives: 1 when unset, -1 when it is not a
+ * number from 1 to 1000. */
+static inline double tu_timeout_factor(void)
+{
+    const char *v = getenv(TU_TIMEOUT_FACTOR_ENV);
+    size_t digits = strspn(v ? v : "", "0123456789");
+    double f;
+
+    if (v == NULL || v[0] == '\0')
+        return 1.0;
+    /* digits, then a '.' and digits or nothing (as ctest reads it) */
+    if (digits == 0 ||
+        (v[digits] != '\0' && (v[digits] != '.' ||
+                               v[digits + 1 + strspn(v + digits + 1, "0123456789")] != '\0')))
+        return -1.0;
+    f = strtod(v, NULL);
+    return f >= 1.0 && f <= 1000.0 ? f : -1.0;
+}
+
+/* seconds on an idle machine, scaled by the factor. */
+static inline double tu_timeout(double seconds)
+{
+    double f = tu_timeout_factor();
+
+    return seconds * (f > 0 ? f : 1.0);
+}
+
+/* Before main: Check's multiplier from the factor and its default
+ * timeout (Check reads both when a test case is made); a factor out of
+ * range ends the program. */
+static void tu_timeout_init(void) __attribute__((constructor));
+static void tu_timeout_init(void)
+{
+    double f = tu_timeout_factor();
+    char buf[32];
+
+    if (f < 0) {
+        fprintf(stderr, "test: %s: expected a number from 1 to 1000, got '%s'\n",
+                TU_TIMEOUT_FACTOR_ENV, getenv(TU_TIMEOUT_FACTOR_ENV));
+        exit(EXIT_FAILURE);
+    }
+    snprintf(buf, sizeof buf, "%.17g", f);
+    setenv("CK_TIMEOUT_MULTIPLIER", buf, 1);
+    setenv("CK_DEFAULT_TIMEOUT", TU_TIMEOUT_DEFAULT, 1);
+}
+
 /* Run a suite with CK_NORMAL output; EXIT_SUCCESS when every test passed. */
 static inline int tu_run(Suite *s)
 {
@@ -255,7 +313,7 @@ typedef struct tu_case {
     const char *name;          /* the case's name */
     const TTest *const *tests; /* its tests, n of them */
     size_t n;
-    double timeout_s;          /* seconds; 0: Check's default */
+    double timeout_s;          /* seconds; 0: TU_TIMEOUT_DEFAULT */
     void (*setup)(void);       /* checked fixture around each test; */
     void (*teardown)(void);    /* NULL: none */
 } tu_case;

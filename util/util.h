@@ -94,6 +94,9 @@ typedef struct util_buf {
 /* Append printf-formatted text. */
 void util_buf_printf(util_buf *b, const char *fmt, ...) UTIL_PRINTF_LIKE(2, 3);
 
+/* Append the n bytes at s. */
+void util_buf_add(util_buf *b, const char *s, size_t n);
+
 /* The text (caller frees), or NULL (text freed) if the buffer failed. */
 char *util_buf_take(util_buf *b);
 
@@ -108,9 +111,25 @@ int util_json_push(cJSON *arr, cJSON *item);
  * when not finite.  New item owned by the caller (NULL on OOM). */
 cJSON *util_json_num(double v);
 
-/* util_json_put of a number / string (NULL -> null) / boolean / null. */
+/* util_json_put of a number / string (NULL -> null) / boolean / null;
+ * a string that is not UTF-8 (a file name given on the command line) is
+ * written with U+FFFD for each byte that is not, so the output stays
+ * UTF-8. */
 int util_json_put_num(cJSON *obj, const char *key, double v);
 int util_json_put_str(cJSON *obj, const char *key, const char *v);
+/* The string item util_json_put_str attaches (NULL -> null), for arrays
+ * and callers with their own put: U+FFFD for each byte that is not
+ * UTF-8.  New item owned by the caller (NULL on OOM). */
+cJSON *util_json_str(const char *v);
+
+/* JSON text written straight into a buffer, for long arrays of records
+ * that a cJSON tree would hold in many small allocations: a number as
+ * util_json_num gives it ("null" when not finite); a string quoted and
+ * escaped (quote, backslash and control characters), U+FFFD for each
+ * byte that is not UTF-8, "null" for NULL.  A cJSON parser reads back
+ * what util_json_put_num / util_json_put_str would have written. */
+void util_json_buf_num(util_buf *b, double v);
+void util_json_buf_str(util_buf *b, const char *v);
 int util_json_put_bool(cJSON *obj, const char *key, int v);
 int util_json_put_null(cJSON *obj, const char *key);
 
@@ -133,12 +152,25 @@ const char *util_json_type(const cJSON *v);
 /* 1 when v is a whole number in lo..hi (checked before any cast to int). */
 int util_json_whole(const cJSON *v, double lo, double hi);
 
+/* Limits of an input document (docs/limits.md): arrays and objects
+ * inside each other, and values (numbers, strings, literals, arrays,
+ * objects; keys not counted), which bound what the parse allocates. */
+#define UTIL_JSON_MAX_DEPTH 64
+#define UTIL_JSON_MAX_VALUES 16777216
+
 /* Parse text as the document of an input file: one JSON object with no
- * key given twice in any of its objects.  Errors name file and, for a
- * duplicate key, its JSON path (e.g. "nodes[2].gpus"); syntax errors give
- * line and column.  *root (caller deletes) is NULL on failure. */
+ * key given twice in any of its objects, valid UTF-8 throughout (no
+ * overlong form, surrogate or code point beyond U+10FFFF), no string
+ * escaping U+0000 or a lone surrogate, within the limits above.  Errors
+ * name file and, for a duplicate key, its JSON path (e.g.
+ * "nodes[2].gpus"); the others give line and column (in bytes).  *root
+ * (caller deletes) is NULL on failure. */
 int util_json_parse_object(const char *text, const char *file, cJSON **root,
                            util_error *err);
+/* The checks util_json_parse_object makes of the text before it parses
+ * it: UTF-8, the escapes, UTIL_JSON_MAX_DEPTH and UTIL_JSON_MAX_VALUES
+ * (UTIL_EPARSE with line and column); not the syntax. */
+int util_json_check_text(const char *text, const char *file, util_error *err);
 
 /* ---- files ----------------------------------------------------------- */
 
@@ -154,6 +186,26 @@ int util_write_file_atomic(const char *path, const char *text,
  * the file it replaces; mode < 0: as util_write_file_atomic. */
 int util_write_file_atomic_mode(const char *path, const char *text, int mode,
                                 util_error *err);
+
+/* One file of util_write_dir_atomic. */
+typedef struct util_out_file {
+    const char *name;   /* plain name: no '/', not starting with '.' */
+    const char *text;
+    int mode;           /* permission bits (0755: a script); < 0: those of
+                           the file it replaces, else the default */
+} util_out_file;
+
+/* Write the n files into the directory dir, all or nothing.  A dir that
+ * does not exist is written whole as a temporary directory beside it
+ * (".NAME.tmp.PID") and renamed into place.  In a dir that exists only
+ * these files are replaced: each must be a regular file or absent
+ * (checked first, never followed), all are written and synced in a
+ * temporary directory inside dir, then renamed over their names (a
+ * failed rename puts back the files already replaced).  Other files in
+ * dir are left alone.  On failure dir is as it was and nothing is left
+ * behind. */
+int util_write_dir_atomic(const char *dir, const util_out_file *files, int n,
+                          util_error *err);
 
 /* ---- names ---------------------------------------------------------- */
 

@@ -37,4 +37,9 @@ void fuzz_fail(const char *what, const char *why);
 void fuzz_check(const char *what, int rc, const util_error *err,
                 const void *out, size_t n);
 
+/* A name a reader accepted: UTF-8 (RFC 3629: no overlong form, no
+ * surrogate, nothing beyond U+10FFFF), so that every JSON written from
+ * it is valid.  Aborts, naming what, when it is not. */
+void fuzz_check_name(const char *what, const char *name);
+
 #endif

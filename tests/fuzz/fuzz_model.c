@@ -18,6 +18,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == UTIL_OK) {
         const char *const prec[] = {"fp32", "bf16", "fp16"};
         size_t i;
+        int l;
+        fuzz_check_name("fmt_parse_model: name", m.name); /* reach plans */
+        for (l = 0; l < m.nlayers; l++)
+            fuzz_check_name("fmt_parse_model: layers[].name", m.layers[l].name);
         for (i = 0; i < sizeof prec / sizeof prec[0]; i++) {
             rc = fmt_model_set_precision(&m, fmt_precision_from_name(prec[i]), &err);
             fuzz_check("fmt_model_set_precision", rc, &err, NULL, 0);

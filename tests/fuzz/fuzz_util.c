@@ -105,3 +105,43 @@ void fuzz_check(const char *what, int rc, const util_error *err,
         if (b[i] != 0)
             fuzz_fail(what, "output not left empty on failure");
 }
+
+/* Bytes of the UTF-8 character at s (RFC 3629, table 3-7 of Unicode),
+ * 0 when it is none. */
+static size_t utf8_char(const unsigned char *s)
+{
+    static const struct {
+        unsigned char lead_lo, lead_hi, next_lo, next_hi;
+        size_t n;
+    } forms[] = {
+        {0xc2, 0xdf, 0x80, 0xbf, 2}, {0xe0, 0xe0, 0xa0, 0xbf, 3},
+        {0xe1, 0xec, 0x80, 0xbf, 3}, {0xed, 0xed, 0x80, 0x9f, 3},
+        {0xee, 0xef, 0x80, 0xbf, 3}, {0xf0, 0xf0, 0x90, 0xbf, 4},
+        {0xf1, 0xf3, 0x80, 0xbf, 4}, {0xf4, 0xf4, 0x80, 0x8f, 4},
+    };
+    size_t f, i;
+
+    if (s[0] < 0x80)
+        return 1;
+    for (f = 0; f < sizeof forms / sizeof forms[0]; f++) {
+        if (s[0] < forms[f].lead_lo || s[0] > forms[f].lead_hi)
+            continue;
+        if (s[1] < forms[f].next_lo || s[1] > forms[f].next_hi)
+            return 0;
+        for (i = 2; i < forms[f].n; i++)
+            if (s[i] < 0x80 || s[i] > 0xbf)
+                return 0;
+        return forms[f].n;
+    }
+    return 0;
+}
+
+void fuzz_check_name(const char *what, const char *name)
+{
+    const unsigned char *s = (const unsigned char *)name;
+    size_t n;
+
+    for (; s != NULL && *s != 0; s += n)
+        if ((n = utf8_char(s)) == 0)
+            fuzz_fail(what, "accepted a name that is not UTF-8");
+}
