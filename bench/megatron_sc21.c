@@ -24,6 +24,7 @@
 #include "plan.h"
 #include "calibrate.h"
 #include "bench_data.h"
+#include "export.h"
 
 #define MAX_RUNS 256
 
@@ -365,6 +366,73 @@ static double tflops_per_gpu(const mega_run *r, double t)
     return t > 0.0 ? f / (t * (double)r->gpus) / 1e12 : 0.0;
 }
 
+/* Speed-ups of hetplan's chosen plans over the published configurations
+ * (predicted time of the published / of the chosen), per run. */
+static double chosen_speedup[MAX_RUNS];
+static int chosen_n;
+
+/* hetplan's own plan for the run's GPUs, model and global batch, for
+ * Megatron-LM core_v0.19.0 (its caps: even TP shards, 1F1B, the layer
+ * splits it expresses), with today's defaults (sequence parallelism,
+ * selective recomputation, distributed optimizer, gradient-accumulation
+ * fusion, overlap, all searched where the cost model has them) and the
+ * run's optimizer state (fp32 main weights and gradients); its object
+ * goes to out->"chosen" with the speed-up over published_s. */
+static int choose_plan(const fmt_cluster *c, const fmt_model *m,
+                       double published_s, cJSON *out, util_error *err)
+{
+    search_params sp;
+    search_result res;
+    cost_params cp;
+    const fmt_strategy *s;
+    cJSON *x;
+    double cap;
+    int rc;
+
+    memset(&res, 0, sizeof res);
+    cost_params_init(&cp);
+    cp.optimizer_bytes = -1.0;
+    search_params_init(&sp);
+    sp.global_batch = m->global_batch;
+    sp.top_k = 1;
+    rc = export_target_caps(EXPORT_MEGATRON, EXPORT_VERSION_NEW, &sp.launcher, err);
+    if (rc == UTIL_OK)
+        rc = search_launcher_params(&sp, &cp, err);
+    if (rc == UTIL_OK)
+        rc = search_plan(c, m, NULL, &cp, &sp, &res, err);
+    if (rc != UTIL_OK)
+        return rc;
+    s = &res.cands[0].s;
+    x = cJSON_AddObjectToObject(out, "chosen");
+    cJSON_AddNumberToObject(x, "tp", s->tp);
+    cJSON_AddNumberToObject(x, "pp", s->pp);
+    cJSON_AddNumberToObject(x, "dp", s->dp);
+    cJSON_AddNumberToObject(x, "mbs", s->mbs);
+    cJSON_AddNumberToObject(x, "gas", s->gas);
+    cJSON_AddNumberToObject(x, "vpp", s->vpp);
+    cJSON_AddBoolToObject(x, "sequence_parallel", s->sp > 0 && s->tp > 1);
+    cJSON_AddStringToObject(x, "recompute", fmt_recompute_name(s->recompute));
+    cJSON_AddNumberToObject(x, "zero", s->zero);
+    cJSON_AddNumberToObject(x, "overlap_grad", s->overlap_grad);
+    cJSON_AddNumberToObject(x, "overlap_param", s->overlap_param);
+    cJSON_AddNumberToObject(x, "overlap_tp", s->overlap_tp);
+    cJSON_AddNumberToObject(x, "overlap_p2p", s->overlap_p2p);
+    cJSON_AddNumberToObject(x, "predicted_s", res.cands[0].r.iter_s);
+    cJSON_AddNumberToObject(x, "predicted_peak_gib",
+                            bench_peak(&res.cands[0].r, &cap) / (1024.0 * 1024.0 * 1024.0));
+    cJSON_AddNumberToObject(x, "speedup", published_s / res.cands[0].r.iter_s);
+    if (chosen_n < MAX_RUNS)
+        chosen_speedup[chosen_n++] = published_s / res.cands[0].r.iter_s;
+    fprintf(stderr, "megatron-sc21: %-10s chosen tp %d pp %d dp %d mbs %d vpp %d "
+            "sp %d %s zero %d overlap g%d p%d t%d p2p%d: %.3f s, %.2fx the "
+            "published configuration\n", m->name, s->tp, s->pp, s->dp, s->mbs,
+            s->vpp, s->sp > 0 && s->tp > 1, fmt_recompute_name(s->recompute),
+            s->zero, s->overlap_grad, s->overlap_param, s->overlap_tp, s->overlap_p2p,
+            res.cands[0].r.iter_s, published_s / res.cands[0].r.iter_s);
+    search_result_free(&res);
+    return UTIL_OK;
+}
+
 /* Evaluate run r: out gets its object, *t its trial. */
 static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
                     util_error *err)
@@ -431,6 +499,7 @@ static int eval_run(const mega_run *r, int index, cJSON *out, calib_trial *t,
     cJSON_AddBoolToObject(out, "fits", res.fits);
     features_used(r, &m, &s, &cp, out);
     features_not_modelled(r, out);
+    rc = choose_plan(&c, &m, res.iter_s, out, err);
 done:
     cost_result_free(&res);
     fmt_strategy_free(&s);
@@ -466,6 +535,35 @@ static int one_run(void *ctx, const cJSON *run, const char *where, int index,
     memset(err, 0, sizeof *err);
     x->skipped++;
     return BENCH_RUN_SKIPPED;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return (x > y) - (x < y);
+}
+
+/* Median and least speed-up of the chosen plans, and the runs they are
+ * predicted slower on, into tot and on stderr. */
+static void put_chosen(cJSON *tot)
+{
+    double v[MAX_RUNS], med;
+    int i, slower = 0;
+
+    if (chosen_n == 0)
+        return;
+    memcpy(v, chosen_speedup, (size_t)chosen_n * sizeof *v);
+    qsort(v, (size_t)chosen_n, sizeof *v, cmp_double);
+    med = chosen_n % 2 ? v[chosen_n / 2] : 0.5 * (v[chosen_n / 2 - 1] + v[chosen_n / 2]);
+    for (i = 0; i < chosen_n; i++)
+        slower += v[i] < 1.0;
+    cJSON_AddNumberToObject(tot, "chosen_speedup_median", med);
+    cJSON_AddNumberToObject(tot, "chosen_speedup_min", v[0]);
+    cJSON_AddNumberToObject(tot, "chosen_slower_runs", slower);
+    fprintf(stderr, "megatron-sc21: chosen plans (core_v0.19.0, today's features) "
+            "over the published configurations: median %.2fx, least %.2fx, %d of "
+            "%d runs slower\n", med, v[0], slower, chosen_n);
 }
 
 int main(int argc, char **argv)
@@ -513,6 +611,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "megatron-sc21: %d runs: time MAPE %.1f%%, rho %.3f "
                 "(analytic); %d predicted not to fit\n", n, 100.0 * rk.mape,
                 rk.spearman, rejects);
+        put_chosen(tot);
         if (ctx.skipped > 0)
             rc = util_error_set(&err, UTIL_EINVAL, path, NULL,
                                 "%d of %d runs not scored (see their 'error')",

@@ -320,6 +320,11 @@ int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
 
 /* Release what cmd_plan_start loaded into r. */
 void cmd_plan_run_free(cmd_plan_run *r);
+/* (advice.c) A nearby global batch that trains materially faster per
+ * sample than the plan's best strategy (res, searched with sp): into
+ * r->meta and a note on stderr; exit code. */
+int cmd_plan_advice(cmd_plan_run *r, const search_params *sp,
+                    const search_result *res);
 /* (export.c) r->o.launcher: its target and release into *target and *version, what
  * the exporter expresses into *lc (export_target_caps), and the plan's
  * settings.launcher; exit code (message printed). */

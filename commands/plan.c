@@ -543,6 +543,10 @@ int cmd_plan_emit(cmd_plan_run *r, const fmt_strategy *s, const cost_result *rs,
             }
             fputs(table, stdout);
         }
+        if (r->meta.advice_batch > 0)
+            printf("nearby batch: global batch %d trains %.1f%% more samples "
+                   "per second than %d\n", r->meta.advice_batch,
+                   100.0 * (r->meta.advice_speedup - 1.0), r->meta.global_batch);
         if (o->output)
             printf("plan written to '%s'\n", o->output);
     }
@@ -720,6 +724,8 @@ int cmd_plan(int argc, char **argv)
         r.meta.batch_note = batch_note;
         r.meta.global_batch = res.global_batch;
     }
+    if ((code = cmd_plan_advice(&r, &sp, &res)) != CMD_EXIT_OK)
+        goto done;
     r.meta.method = r.o.method == SEARCH_METHOD_MEGATRON ? "megatron" : "amp";
     r.meta.evaluated = res.evaluated;
     r.meta.rejected_memory = res.rejected_memory;

@@ -127,8 +127,12 @@ void cost_layer_act(const fmt_model *m, int l, int recompute, cost_act *out)
     case FMT_KIND_TRANSFORMER:
         cost_block_act(m, recompute, out);
         break;
-    case FMT_KIND_EMBEDDING: /* the embedding dropout's mask */
-        out->rep = m->dropout == FMT_FLAG_ON ? s * h : 0.0;
+    case FMT_KIND_EMBEDDING:
+        /* the int64 token ids its backward indexes with, 8s, and the
+         * embedding dropout's mask, sh (Megatron-LM
+         * theoretical_memory_usage.py: "input to embedding" and "dropout
+         * in embedding layer"; Korthikanti et al. 2022, section 4.3) */
+        out->rep = 8.0 * s + (m->dropout == FMT_FLAG_ON ? s * h : 0.0);
         break;
     case FMT_KIND_NORM: /* its input */
         out->rep = e * s * h;

@@ -127,6 +127,34 @@ int cost_strategy_zero(const cost_params *p, const fmt_strategy *s);
 /* A strategy's optimizer offload (enum fmt_offload): its own when stated
  * (>= 0), else p's default. */
 int cost_strategy_offload(const cost_params *p, const fmt_strategy *s);
+/* Communication overlap of a strategy (docs/time-model.md "Overlap"). */
+enum cost_overlap {
+    COST_OVERLAP_GRAD = 0,  /* fmt_strategy.overlap_grad */
+    COST_OVERLAP_PARAM,     /* fmt_strategy.overlap_param */
+    COST_OVERLAP_TP,        /* fmt_strategy.overlap_tp */
+    COST_OVERLAP_P2P        /* fmt_strategy.overlap_p2p */
+};
+/* Flag `which` (enum cost_overlap) of s, 0 or 1: its own when stated
+ * (>= 0), else p's default (overlap_grad_reduce, overlap_p2p; param and
+ * tp overlap off).  A flag the strategy cannot use reads 0: param
+ * overlap without ZeRO >= 1 or dp > 1, TP overlap without tp > 1 and
+ * sequence parallelism. */
+int cost_strategy_overlap(const cost_params *p, const fmt_strategy *s,
+                          int which);
+/* Part of comm (s) not hidden behind window (s) of compute when both
+ * are split into `chunks` pieces and pipelined: max(comm / n, comm -
+ * window (1 - 1/n)), at most comm (costmodel/overlap.c). */
+double cost_overlap_exposed(double comm, double window, double chunks);
+/* 1 when s's TP groups can overlap their collectives with GEMMs
+ * (Transformer Engine userbuffers): tp > 1, every TP group inside one
+ * node whose intra-node links are NVLink-class (faster than PCIe 5.0),
+ * and a model trained by Megatron-style code (not training.cross_entropy
+ * "pytorch" or training.grad_buffer "set_to_none"). */
+int cost_overlap_tp_hardware(const fmt_cluster *c, const fmt_model *m,
+                             const fmt_strategy *s);
+/* Bytes of Transformer Engine's userbuffers on each TP rank of s under
+ * TP overlap: 10 buffers of seq x mbs x hidden elements. */
+double cost_overlap_tp_memory(const fmt_model *m, const fmt_strategy *s);
 
 /* ---- evaluation ------------------------------------------------------ */
 
@@ -341,11 +369,19 @@ int cost_simulate_until(const fmt_cluster *c, const fmt_model *m,
 /* ---- memory model (costmodel/memory.c) ------------------------------- */
 
 /* Model-state bytes per parameter after ZeRO sharding over dp: weights,
- * gradients, optimizer state (fp16: 2, 2, 16 with the loss scaler's fp32
- * gradient copy; bf16: 2, 4, 12; fp32: 4, 4, 8; p->state_bytes > 0
- * overrides the total, weights and gradients in the model's element size). */
+ * gradients, optimizer state (fp16: 2, 2, 12 for a transformer shorthand
+ * (Megatron-LM), 2, 2, 16 for a layer list, whose o keeps the loss
+ * scaler's fp32 gradient copy; bf16: 2, 4, 12; fp32: 4, 4, 8;
+ * p->state_bytes > 0 overrides the total, weights and gradients in the
+ * model's element size). */
 void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
                       double *w, double *g, double *o);
+/* Bytes per parameter the optimizer step adds after the backward passes,
+ * when no activation is alive, after ZeRO sharding over dp: fp16 mixed
+ * precision of a transformer shorthand, the fp32 copy of the gradients
+ * (Megatron-LM's _copy_model_grads_to_main_grads, freed by zero_grad at
+ * the next step), 4 (4/dp with ZeRO >= 1); otherwise 0. */
+double cost_step_bytes(const fmt_model *m, const cost_params *p, int dp);
 /* Activation bytes per sample that layer l keeps for backward at TP
  * degree tp under p->recompute and p->sp (docs/memory-model.md): from
  * the model's shape for a transformer shorthand, its act_bytes for a
@@ -373,8 +409,15 @@ int cost_inflight(const cost_params *p, int stage, int pp, int gas);
  * section 4.2): (2 (pp - stage - 1) + (vpp - 1) pp + 1) chunk
  * micro-batches, at most gas x vpp, each 1 / vpp of the device's layers;
  * the first stage keeps pp (1 + (pp - 1) / (pp vpp)).  vpp <= 1: plain
- * 1F1B, min(pp - stage, gas). */
+ * 1F1B, min(pp - stage, gas).  With gas not a multiple of pp the group
+ * of cost_vpp_group replaces pp in the (vpp - 1) pp term. */
 double cost_inflight_interleaved(int stage, int pp, int gas, int vpp);
+/* Micro-batches the interleaved schedule runs through one model chunk
+ * before the next (Megatron-core's microbatch_group_size_per_vp_stage,
+ * core_v0.19.0 schedules.py): pp when pp divides gas, else the least N in
+ * (pp, gas] with gas mod N 0 or >= pp, the condition that schedule puts
+ * on it (gas itself always is one); 0 when gas < pp (no such group). */
+int cost_vpp_group(int pp, int gas);
 
 /* ---- activations (costmodel/activations.c) --------------------------- */
 
@@ -424,11 +467,14 @@ typedef struct cost_mem_stage {
 typedef struct cost_memory {
     double weights;         /* resident weights of its layers */
     double grads;           /* gradients */
-    double optimizer;       /* optimizer state (fp16: + fp32 gradient copy) */
+    double optimizer;       /* optimizer state (fp16 layer list: + fp32
+                               gradient copy) */
     double activations;     /* stored for backward, all in-flight micro-batches */
     double workspace;       /* transient of the layer being run (one micro-batch) */
     double buffers;         /* pipeline send/receive buffers */
     double bucket;          /* DP all-reduce bucket (after the backward passes) */
+    double step;            /* optimizer step's transient, after the
+                               backward passes (cost_step_bytes) */
     double reserve;         /* runtime memory: cost_params.mem_reserve, or
                                cost_runtime_memory once cost_runtime_apply ran */
     double total;           /* peak */
@@ -451,10 +497,12 @@ double cost_stage_memory(const fmt_model *m, const cost_params *p,
 int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
                            const fmt_strategy *s, int rank, cost_memory *out);
 /* Upper bound of the non-additive part of a stage's memory (reserve,
- * workspace of its largest layer, pipeline buffers at a hidden-state cut)
- * for the layer-assignment DP, which sums cost_layer_memory per layer. */
+ * workspace of its largest layer, pipeline buffers at a hidden-state cut,
+ * less the model state of a tied embedding and head that a single stage
+ * holds once) for the layer-assignment DP, which sums cost_layer_memory
+ * per layer at the same dp. */
 double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
-                                  int tp, int mbs, int stage, int pp,
+                                  int tp, int dp, int mbs, int stage, int pp,
                                   int inflight, int gas);
 
 /* ---- optimizer offload (costmodel/offload.c) ------------------------- */

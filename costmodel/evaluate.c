@@ -20,6 +20,8 @@ typedef struct eval_ctx {
     const fmt_strategy *s;
     int *out_flows;   /* per node: cross-node flows leaving (scratch) */
     int *in_flows;
+    int ov_tp;        /* 1: the TP groups overlap their collectives with
+                         their GEMMs (costmodel/overlap.c) */
 } eval_ctx;
 
 /* Time of stage j on device dev, of rank, for one micro-batch: total, TP
@@ -43,6 +45,8 @@ static void stage_time(const eval_ctx *x, int stage, int dev, int rank,
         cost_layer_time_of(x->m, x->prof, x->p, dt, l, x->s->tp, x->s->mbs, bw,
                            lat, node->intra_bw * cost_link_eff(x->p, FMT_LINK_INTRA, node->intra_bw), &lt);
         cost_rank_layer_adjust(x->m, x->p, dt, x->s, rank, l, &lt);
+        if (x->ov_tp)
+            cost_overlap_tp_layer(x->m, x->p, dt, l, x->s->tp, x->s->mbs, &lt);
         *total += lt.fwd + lt.bwd;
         *comm += lt.comm;
         if (fwd != NULL)
@@ -63,7 +67,7 @@ static void stage_time(const eval_ctx *x, int stage, int dev, int rank,
 typedef struct eval_memo {
     const fmt_device_type *dt;  /* NULL = empty */
     double bw, lat, hbw, t, tc, tf, tr;
-    int est, meas;
+    int est, meas, ov;
 } eval_memo;
 
 static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
@@ -81,7 +85,7 @@ static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
     }
     for (i = 0; i < EVAL_MEMO && memo[i].dt != NULL; i++)
         if (memo[i].dt == dt && memo[i].bw == bw && memo[i].lat == lat &&
-            memo[i].hbw == hbw) {
+            memo[i].hbw == hbw && memo[i].ov == x->ov_tp) {
             *total = memo[i].t;
             *comm = memo[i].tc;
             *fwd = memo[i].tf;
@@ -97,6 +101,7 @@ static void stage_time_shared(const eval_ctx *x, eval_memo *memo, int stage,
     memo[i].bw = bw;
     memo[i].lat = lat;
     memo[i].hbw = hbw;
+    memo[i].ov = x->ov_tp;
     memo[i].t = *total;
     memo[i].tc = *comm;
     memo[i].tf = *fwd;
@@ -322,6 +327,7 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     cost_params ps = *p; /* the strategy's own schedule decides memory */
     int nr = s->tp * s->dp * s->pp, j, d, k, rc = UTIL_OK;
     double *st = NULL, *sc = NULL, *e = NULL, *ed = NULL, *sb = NULL, *dpj = NULL;
+    double *sf = NULL;
     double best_tpp = -1.0, v = s->vpp > 1 ? (double)s->vpp : 1.0;
     eval_memo *memo = NULL;
     int plain = s->slow == NULL && s->tp_heads == NULL;
@@ -334,6 +340,8 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     ps.offload = cost_strategy_offload(p, s);
     ps.sp = s->sp != 0;
     ps.calib = cost_calibration_of(p, prof);
+    ps.overlap_grad_reduce = cost_strategy_overlap(p, s, COST_OVERLAP_GRAD);
+    ps.overlap_p2p = cost_strategy_overlap(p, s, COST_OVERLAP_P2P);
     p = &ps;
     x.c = c;
     x.m = m;
@@ -352,16 +360,20 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     ed = calloc((size_t)s->pp * (size_t)s->dp, sizeof *ed);
     sb = calloc((size_t)s->pp, sizeof *sb);
     dpj = calloc((size_t)s->pp, sizeof *dpj);
+    sf = calloc((size_t)s->pp, sizeof *sf);
     if (plain) /* NULL when out of memory: every device timed alone */
         memo = calloc((size_t)s->pp * EVAL_MEMO, sizeof *memo);
     x.out_flows = calloc((size_t)c->nnodes, sizeof *x.out_flows);
     x.in_flows = calloc((size_t)c->nnodes, sizeof *x.in_flows);
     if (!out->stage_s || !out->p2p_s || !out->mem_bytes || !out->mem_cap || !st ||
-        !sc || !e || !ed || !sb || !dpj || !x.out_flows || !x.in_flows) {
+        !sc || !e || !ed || !sb || !dpj || !sf || !x.out_flows || !x.in_flows) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
     }
 
+    /* TP overlap where every TP group can run it (costmodel/overlap.c) */
+    x.ov_tp = cost_strategy_overlap(p, s, COST_OVERLAP_TP) &&
+              cost_overlap_tp_hardware(c, m, s);
     /* transfers of every cut and replica, the NIC flows of a cut counted
      * once for all its replicas */
     for (j = 0; j + 1 < s->pp; j++) {
@@ -392,6 +404,8 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
                     rj = tr;
                     if (t - tf > sb[j])
                         sb[j] = t - tf;
+                    if (tf > sf[j])
+                        sf[j] = tf;
                 }
             }
             sum += st[j];
@@ -444,31 +458,16 @@ int cost_evaluate(const fmt_cluster *c, const fmt_model *m,
     }
     dp_sync(&x, -1, dpj);
     for (j = 0; j < s->pp; j++) {
-        double t = dpj[j];
-        if (p->overlap_grad_reduce && t > 0.0) {
-            /* buckets of dp_bucket parameters fill evenly during the last
-             * backward pass W and are reduced one after another: the
-             * reduction ends max(W + t/n, W/n + t) after W starts, so
-             * max(t/n, t - W (1 - 1/n)) is exposed (Li et al. 2020,
-             * PyTorch DDP, sec. 3.2.3) */
-            double params = stage_grad_bytes(&x, j) / (double)m->dtype_bytes;
-            double nb = p->dp_bucket > 0.0 ? ceil(params / p->dp_bucket) : 1.0;
-            double w = sb[j], last, first = 0.0;
-            int l;
-            if (nb < 1.0)
-                nb = 1.0;
-            /* the stage's first layer gets its gradients last; a layer
-             * larger than a bucket is a bucket of its own (PyTorch DDP,
-             * Li et al. 2020 sec. 3.2.3): the input embedding's
-             * reduction starts only when the backward ends */
-            for (l = s->bounds[j]; l < s->bounds[j + 1] && first <= 0.0; l++)
-                if (l >= p->frozen_layers)
-                    first = m->layers[l].params / (double)s->tp;
-            last = params > 0.0 && first > params / nb ? t * first / params : t / nb;
-            if (last > t)
-                last = t;
-            t = last > t - w * (1.0 - 1.0 / nb) ? last : t - w * (1.0 - 1.0 / nb);
-        }
+        /* the stage's first trained layer: its gradients come last and its
+         * weights are gathered first (costmodel/overlap.c) */
+        double first = 0.0, t;
+        int l;
+        for (l = s->bounds[j]; l < s->bounds[j + 1] && first <= 0.0; l++)
+            if (l >= p->frozen_layers)
+                first = m->layers[l].params / (double)s->tp;
+        t = cost_overlap_dp(p, s, dpj[j],
+                            stage_grad_bytes(&x, j) / (double)m->dtype_bytes,
+                            first, sb[j], sf[j]);
         if (t > out->bd.dp_comm)
             out->bd.dp_comm = t;
     }
@@ -533,6 +532,7 @@ done:
     free(ed);
     free(memo);
     free(sb);
+    free(sf);
     free(dpj);
     free(x.out_flows);
     free(x.in_flows);
@@ -611,6 +611,8 @@ void cost_stage_fwd_bwd(const fmt_cluster *c, const fmt_model *m,
     x.prof = prof;
     x.p = p;
     x.s = s;
+    x.ov_tp = cost_strategy_overlap(p, s, COST_OVERLAP_TP) &&
+              cost_overlap_tp_hardware(c, m, s);
     *fwd = *bwd = 0.0;
     cost_tp_ring(c, p, s, j, dpi, &bw, &lat);
     for (k = 0; k < s->tp; k++) {

@@ -126,6 +126,25 @@ int cost_attention_kernel(const fmt_model *m, const cost_params *p);
 /* Large-GEMM efficiency on dt: p->gemm_eff, else its generation's. */
 double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt);
 
+/* ---- communication overlap (costmodel/overlap.c) -------------------- */
+
+/* 1 when the TP group of (stage j, replica d) can overlap its
+ * collectives with GEMMs (cost_overlap_tp_hardware for one group). */
+int cost_overlap_tp_group(const fmt_cluster *c, const fmt_model *m,
+                          const fmt_strategy *s, int j, int d);
+/* Take the TP time hidden behind the GEMMs of `layer` out of lt (TP
+ * overlap on, a transformer block; other layers unchanged). */
+void cost_overlap_tp_layer(const fmt_model *m, const cost_params *p,
+                           const fmt_device_type *dt, int layer, int tp,
+                           int mbs, cost_layer_time *lt);
+/* Exposed DP synchronisation of a stage whose all-reduce (or ZeRO
+ * reduce-scatter + all-gather) takes t: params on each device, first
+ * (its first trained layer's, the bucket of edge), wb the backward and
+ * wf the forward pass of one micro-batch, under s's overlap_grad and
+ * overlap_param (p resolved for s: zero_stage, dp_bucket). */
+double cost_overlap_dp(const cost_params *p, const fmt_strategy *s, double t,
+                       double params, double first, double wb, double wf);
+
 /* ---- fidelity (costmodel/simulate.c) --------------------------------- */
 
 /* Replace out's iteration time with the simulated one (p->overlap_dp):

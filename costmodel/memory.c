@@ -31,11 +31,13 @@ void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
         *g = 4.0;
         *o = 12.0;
         break;
-    default: /* fp16: fp16 weights and grads, fp32 master + m + v (K = 12),
-                and the fp32 gradient copy the loss-scaling optimizer makes */
+    default: /* fp16: fp16 weights and grads, fp32 master + m + v (K = 12);
+                a layer list (DeepSpeed's FP16_Optimizer) also keeps the
+                fp32 gradient copy here, a shorthand (Megatron-LM) makes
+                it in the step only (cost_step_bytes) */
         *w = 2.0;
         *g = 2.0;
-        *o = 16.0;
+        *o = cost_act_from_shape(m) ? 12.0 : 16.0;
         break;
     }
     if (p->state_bytes > 0.0) { /* explicit total: weights and grads in the
@@ -53,6 +55,26 @@ void cost_state_bytes(const fmt_model *m, const cost_params *p, int dp,
         *g /= d;
     if (p->zero_stage >= 3)
         *w /= d;
+}
+
+double cost_step_bytes(const fmt_model *m, const cost_params *p, int dp)
+{
+    /* Megatron-LM's Float16OptimizerWithFloat16Params (and the
+     * distributed optimizer for its shard) copies the fp16 gradients
+     * into fp32 main gradients in step(); zero_grad(set_to_none) frees
+     * them when the next iteration starts, before any forward pass
+     * (megatron/core/optimizer/optimizer.py, training.py train_step).
+     * bf16 accumulates in fp32 already (its g is 4); fp32 needs none. */
+    double b;
+
+    if (p->state_bytes > 0.0 || !cost_act_from_shape(m) ||
+        fmt_model_precision(m) != FMT_PREC_FP16 ||
+        p->offload == FMT_OFFLOAD_OPTIMIZER)
+        return 0.0;
+    b = 4.0;
+    if (p->zero_stage >= 1 && dp > 1)
+        b /= (double)dp;
+    return b;
 }
 
 /* Frozen layers (the first p->frozen_layers, PipeTransformer) run
@@ -196,7 +218,9 @@ double cost_inflight_interleaved(int stage, int pp, int gas, int vpp)
      * (vpp - 1) pp warm-up forwards of model chunks before its first
      * backward and holds one more in the steady state (Narayanan et al.
      * SC'21, section 2.2); each chunk is 1 / vpp of the device's layers */
-    k = 2.0 * (pp - stage - 1) + (double)(vpp - 1) * pp + 1.0;
+    k = 2.0 * (pp - stage - 1) +
+        (double)(vpp - 1) * (gas % pp == 0 || gas < pp ? pp : cost_vpp_group(pp, gas)) +
+        1.0;
     if (k > (double)gas * vpp)
         k = (double)gas * vpp;
     return k / (double)vpp;
@@ -236,21 +260,111 @@ static double pipe_buffers(const fmt_model *m, double in_bytes,
     return b;
 }
 
+/* 1 when layer l shares its tensor (tied_group) with a layer of [a, l):
+ * a stage holding a tied embedding and LM head holds one matrix, its one
+ * gradient and optimizer state (Megatron-LM with pp 1; Press and Wolf
+ * 2017).  On different stages each keeps its own copy (Megatron-LM's
+ * embedding group all-reduces their gradients). */
+static int tied_dup(const fmt_model *m, int a, int l)
+{
+    int g = m->layers[l].tied_group, j;
+
+    if (g <= 0 || !cost_act_from_shape(m))
+        return 0;
+    for (j = a; j < l; j++)
+        if (m->layers[j].tied_group == g)
+            return 1;
+    return 0;
+}
+
+/* Parameters of layers [a, b) on one rank counted twice by a per-layer
+ * sum: the tied copies (tied_dup). */
+static double tied_dup_params(const fmt_model *m, int a, int b, int tp)
+{
+    double x = 0.0;
+    int l;
+
+    for (l = a; l < b; l++)
+        if (tied_dup(m, a, l))
+            x += rank_params(&m->layers[l], tp);
+    return x;
+}
+
+/* Communication buffers of the stage beyond the pipeline's: *resident
+ * alive with the activations (none yet), *after alive after the last
+ * backward pass only (the DP all-reduce bucket).  Every communication
+ * buffer that adds to the peak is counted here. */
+static void comm_memory(const fmt_model *m, const cost_mem_stage *st,
+                        double trained, double *resident, double *after)
+{
+    *resident = 0.0;
+    *after = 0.0;
+    if (st->pp > 0 && st->dp > 1) {
+        /* the gradients flattened into all-reduce buckets after the last
+         * backward, when no activation is alive any more */
+        double gb = fmt_model_precision(m) == FMT_PREC_FP16 ? 2.0 : 4.0;
+        *after = (trained < BUCKET_ELEMS ? trained : BUCKET_ELEMS) * gb;
+    }
+}
+
+/* The peak of x's terms: resident state, then the larger of the
+ * backward-pass phase (activations, workspace, buffers) and the phase
+ * after the last backward (the DP bucket, then the optimizer step's
+ * transient), then the runtime; gradients freed between iterations
+ * (set_to_none) are alive in the second phase only. */
+static double peak_of(const fmt_model *m, const cost_memory *x)
+{
+    double dyn = x->activations + x->workspace + x->buffers;
+    double after = x->bucket > x->step ? x->bucket : x->step;
+
+    if (m->grad_buffer == FMT_GRADS_SET_TO_NONE) {
+        double sync = x->grads + after;
+        return x->weights + x->optimizer + (sync > dyn ? sync : dyn) + x->reserve;
+    }
+    return x->weights + x->grads + x->optimizer + (after > dyn ? after : dyn) +
+           x->reserve;
+}
+
+/* First layer of the last stage's last model chunk that is held for one
+ * micro-batch under the interleaved schedule: the layers after the last
+ * block (final norm, head and loss).  Megatron-LM's last stage runs
+ * (v - 1) p warm-up forwards of its other chunks, then each forward of
+ * its last chunk is followed by that chunk's backward (Narayanan et al.
+ * SC'21, section 2.2), so the logits of one micro-batch are alive, not
+ * cost_inflight_interleaved's average.  st->b (none) otherwise. */
+static int interleaved_tail(const fmt_model *m, const cost_mem_stage *st)
+{
+    int l;
+
+    if (st->inflight_v <= 0.0 || st->pp <= 1 || st->stage != st->pp - 1)
+        return st->b;
+    for (l = m->nlayers - 1; l >= st->a; l--)
+        if (m->layers[l].kind == FMT_KIND_TRANSFORMER)
+            return l + 1 > st->a ? l + 1 : st->b;
+    return st->b;
+}
+
 double cost_device_memory(const fmt_model *m, const cost_params *p,
                           const cost_mem_stage *st, cost_memory *out)
 {
     cost_memory x;
-    double w, g, o, params = 0.0, trained = 0.0, act = 0.0, ws = 0.0, dyn;
-    int l, gas = st->gas > 0 ? st->gas : st->inflight;
+    double w, g, o, params = 0.0, trained = 0.0, act = 0.0, act1 = 0.0, ws = 0.0,
+           comm;
+    int l, gas = st->gas > 0 ? st->gas : st->inflight, tail = interleaved_tail(m, st);
 
     memset(&x, 0, sizeof x);
     cost_state_bytes(m, p, st->dp, &w, &g, &o);
     for (l = st->a; l < st->b; l++) {
         double tr = cost_layer_transient(m, p, l, st->tp);
-        params += rank_params(&m->layers[l], st->tp);
-        if (!frozen(p, l))
-            trained += rank_params(&m->layers[l], st->tp);
-        act += cost_layer_stored(m, p, l, st->tp);
+        if (!tied_dup(m, st->a, l)) {
+            params += rank_params(&m->layers[l], st->tp);
+            if (!frozen(p, l))
+                trained += rank_params(&m->layers[l], st->tp);
+        }
+        if (l >= tail)
+            act1 += cost_layer_stored(m, p, l, st->tp);
+        else
+            act += cost_layer_stored(m, p, l, st->tp);
         if (tr > ws)
             ws = tr;
     }
@@ -261,38 +375,27 @@ double cost_device_memory(const fmt_model *m, const cost_params *p,
         /* ZeRO-Offload (Ren et al., USENIX ATC'21, sec. 4): the fp32
          * master weights, Adam's m and v (and fp16's fp32 gradient copy)
          * of the rank's shard live in host memory; the GPU keeps the
-         * 16-bit weights and gradients */
-        x.host = x.optimizer;
+         * 16-bit weights and gradients; the fp32 gradients there are
+         * a resident buffer, not the GPU step's transient */
+        cost_params q = *p;
+        q.offload = FMT_OFFLOAD_NONE;
+        x.host = x.optimizer + trained * cost_step_bytes(m, &q, st->dp);
         x.optimizer = 0.0;
     }
     x.activations = (double)st->mbs *
-                    (st->inflight_v > 0.0 ? st->inflight_v : (double)st->inflight) * act;
+                    ((st->inflight_v > 0.0 ? st->inflight_v : (double)st->inflight) * act +
+                     act1);
     x.workspace = (double)st->mbs * ws;
     if (st->pp > 1 && st->a < st->b) {
         double in = st->a > 0 ? m->layers[st->a - 1].out_bytes : 0.0;
         x.buffers = pipe_buffers(m, in, m->layers[st->b - 1].out_bytes, st->stage,
                                  st->pp, st->inflight, gas, st->mbs);
     }
-    if (st->pp > 0 && st->dp > 1) {
-        /* the gradients flattened into all-reduce buckets after the last
-         * backward, when no activation is alive any more */
-        double gb = fmt_model_precision(m) == FMT_PREC_FP16 ? 2.0 : 4.0;
-        x.bucket = (trained < BUCKET_ELEMS ? trained : BUCKET_ELEMS) * gb;
-    }
+    comm_memory(m, st, trained, &comm, &x.bucket);
+    x.buffers += comm;
+    x.step = trained * cost_step_bytes(m, p, st->dp);
     x.reserve = p->mem_reserve >= 0.0 ? p->mem_reserve : COST_RESERVE_UNKNOWN;
-    /* peak = resident state + the larger of the backward-pass phase and
-     * the gradient-synchronisation phase + reserve; gradients freed
-     * between iterations (set_to_none) are not resident: none is alive
-     * at the activation peak, all of them at the synchronisation */
-    dyn = x.activations + x.workspace + x.buffers;
-    if (m->grad_buffer == FMT_GRADS_SET_TO_NONE) {
-        double sync = x.grads + x.bucket;
-        x.total = x.weights + x.optimizer + (sync > dyn ? sync : dyn) + x.reserve;
-    } else {
-        if (x.bucket > dyn)
-            dyn = x.bucket;
-        x.total = x.weights + x.grads + x.optimizer + dyn + x.reserve;
-    }
+    x.total = peak_of(m, &x);
     if (out != NULL)
         *out = x;
     return x.total;
@@ -316,10 +419,10 @@ double cost_stage_memory(const fmt_model *m, const cost_params *p, int a,
 }
 
 double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
-                                  int tp, int mbs, int stage, int pp,
+                                  int tp, int dp, int mbs, int stage, int pp,
                                   int inflight, int gas)
 {
-    double ws = 0.0, hidden = 0.0;
+    double ws = 0.0, hidden = 0.0, tied = 0.0;
     int l, last = stage == pp - 1;
 
     for (l = 0; l < m->nlayers; l++) {
@@ -336,10 +439,19 @@ double cost_memory_overhead_bound(const fmt_model *m, const cost_params *p,
     if (hidden <= 0.0 && m->seq > 0 && m->hidden > 0)
         hidden = (double)m->seq * (double)m->hidden *
                  (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
-    /* stages are cut where a block hands its hidden state on */
+    /* stages are cut where a block hands its hidden state on; a single
+     * stage holds a tied embedding and head once, which the per-layer
+     * sums count twice */
+    if (pp <= 1) {
+        double w, g, o;
+        cost_state_bytes(m, p, dp, &w, &g, &o);
+        if (p->offload == FMT_OFFLOAD_OPTIMIZER)
+            o = 0.0; /* in host memory (cost_layer_memory) */
+        tied = tied_dup_params(m, 0, m->nlayers, tp) * (w + g + o);
+    }
     return (p->mem_reserve >= 0.0 ? p->mem_reserve : COST_RESERVE_UNKNOWN) +
            (double)mbs * ws +
-           pipe_buffers(m, hidden, hidden, stage, pp, inflight, gas, mbs);
+           pipe_buffers(m, hidden, hidden, stage, pp, inflight, gas, mbs) - tied;
 }
 
 int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
@@ -367,5 +479,11 @@ int cost_rank_stage_memory(const fmt_model *m, const cost_params *p,
     if (s->vpp > 1 && p->schedule == FMT_SCHED_1F1B)
         st.inflight_v = cost_inflight_interleaved(j, s->pp, s->gas, s->vpp);
     cost_device_memory(m, p, &st, out);
+    if (out != NULL && cost_strategy_overlap(p, s, COST_OVERLAP_TP)) {
+        /* Transformer Engine's userbuffers (costmodel/overlap.c) */
+        double ub = cost_overlap_tp_memory(m, s);
+        out->buffers += ub;
+        out->total += ub;
+    }
     return j;
 }

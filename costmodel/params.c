@@ -162,3 +162,37 @@ int cost_strategy_offload(const cost_params *p, const fmt_strategy *s)
         return s->offload;
     return p != NULL ? p->offload : FMT_OFFLOAD_NONE;
 }
+
+int cost_strategy_overlap(const cost_params *p, const fmt_strategy *s,
+                          int which)
+{
+    cost_params dflt;
+    int v = -1;
+
+    if (p == NULL) {
+        cost_params_init(&dflt);
+        p = &dflt;
+    }
+    switch (which) {
+    case COST_OVERLAP_GRAD:
+        v = s != NULL && s->overlap_grad >= 0 ? s->overlap_grad
+                                              : p->overlap_grad_reduce;
+        break;
+    case COST_OVERLAP_PARAM:
+        v = s != NULL && s->overlap_param >= 0 ? s->overlap_param : 0;
+        if (s != NULL && (cost_strategy_zero(p, s) < 1 || s->dp <= 1))
+            v = 0;
+        break;
+    case COST_OVERLAP_TP:
+        v = s != NULL && s->overlap_tp >= 0 ? s->overlap_tp : 0;
+        if (s != NULL && (s->tp <= 1 || s->sp != 1))
+            v = 0;
+        break;
+    case COST_OVERLAP_P2P:
+        v = s != NULL && s->overlap_p2p >= 0 ? s->overlap_p2p : p->overlap_p2p;
+        break;
+    default:
+        v = 0;
+    }
+    return v != 0;
+}

@@ -612,6 +612,8 @@ int cost_simulate_until(const fmt_cluster *c, const fmt_model *m,
     ps.zero_stage = cost_strategy_zero(p, s);
     ps.offload = cost_strategy_offload(p, s);
     ps.sp = s->sp != 0;
+    ps.overlap_grad_reduce = cost_strategy_overlap(p, s, COST_OVERLAP_GRAD);
+    ps.overlap_p2p = cost_strategy_overlap(p, s, COST_OVERLAP_P2P);
     cuts = s->pp - 1;
     n = (size_t)s->dp * (size_t)s->pp;
     fwd = calloc(n, sizeof *fwd);
@@ -660,6 +662,22 @@ int cost_simulate_until(const fmt_cluster *c, const fmt_model *m,
     if (cost_dp_sync_stages(c, m, &ps, s, dps) < 0.0) {
         rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");
         goto done;
+    }
+    for (j = 0; j < s->pp; j++) { /* what overlap leaves exposed */
+        double wb = 0.0, wf = 0.0, params = 0.0, first = 0.0;
+        int l;
+        for (r = 0; r < s->dp; r++) {
+            size_t q = (size_t)r * (size_t)s->pp + (size_t)j;
+            wb = bwd[q] > wb ? bwd[q] : wb;
+            wf = fwd[q] > wf ? fwd[q] : wf;
+        }
+        for (l = s->bounds[j]; l < s->bounds[j + 1]; l++)
+            if (l >= ps.frozen_layers) {
+                if (first <= 0.0)
+                    first = m->layers[l].params / (double)s->tp;
+                params += m->layers[l].params / (double)s->tp;
+            }
+        dps[j] = cost_overlap_dp(&ps, s, dps[j], params, first, wb, wf);
     }
     for (j = 0; j < s->pp; j++) {
         /* the optimizer step cost_evaluate charges: offloaded, the

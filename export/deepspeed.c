@@ -117,6 +117,28 @@ static int deepspeed_limits(export_ctx *x, int *include)
                     "PipeModelDataParallelTopology with num_mp=%d%s", s->tp,
                     s->tp, s->pp > 1 ? "" : " through its PipelineParallelGrid "
                     "as mpu");
+    /* communication overlap (docs/export.md): overlap_comm reduces the
+     * gradients in backward hooks with ZeRO >= 1 on the plain engine
+     * (zero/stage_1_and_2.py); the pipeline engine reduces them after
+     * its schedule (pipe/engine.py, _exec_reduce_grads) */
+    if (cost_strategy_overlap(x->p, s, COST_OVERLAP_GRAD) && s->dp > 1 &&
+        x->caps.overlap_grad_zero && (zero < 1 || s->pp > 1))
+        export_approx(x, "the plan reduces gradients behind the backward "
+                      "pass (overlap_grad); DeepSpeed does so (overlap_comm) "
+                      "only with ZeRO stage 1 or above and no pipeline");
+    if (x->caps.no_overlap_param && cost_strategy_overlap(x->p, s, COST_OVERLAP_PARAM))
+        export_approx(x, "the plan gathers the updated weights behind the "
+                      "next forward pass (overlap_param); DeepSpeed gathers "
+                      "them after the optimizer step below ZeRO stage 3");
+    if (x->caps.no_overlap_tp && cost_strategy_overlap(x->p, s, COST_OVERLAP_TP))
+        export_approx(x, "the plan overlaps TP communication with GEMMs "
+                      "(overlap_tp); DeepSpeed has no Transformer Engine "
+                      "userbuffers");
+    if (x->caps.p2p == SEARCH_P2P_NONE && s->pp > 1 &&
+        cost_strategy_overlap(x->p, s, COST_OVERLAP_P2P))
+        export_note(x, "the plan's time assumes pipeline sends behind "
+                    "compute (overlap_p2p); DeepSpeed's pipeline engine "
+                    "sends and receives blocking, a little slower");
     if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER && zero < 1) {
         /* offload_optimizer is a ZeRO feature: stage 0 runs the plain
          * optimizer on the GPU (DeepSpeedZeroOffloadOptimizerConfig) */
@@ -155,6 +177,9 @@ static void ds_config(const export_ctx *x, util_buf *cfg, int zero)
     util_buf_printf(cfg, "  \"bf16\": {\n    \"enabled\": %s\n  },\n",
                     strcmp(prec, "bf16") == 0 ? "true" : "false");
     util_buf_printf(cfg, "  \"zero_optimization\": {\n    \"stage\": %d", zero);
+    if (zero >= 1 && s->pp == 1 && s->dp > 1 &&
+        cost_strategy_overlap(x->p, s, COST_OVERLAP_GRAD))
+        util_buf_printf(cfg, ",\n    \"overlap_comm\": true");
     if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER) /* ZeRO-Offload */
         util_buf_printf(cfg, ",\n    \"offload_optimizer\": {\n"
                         "      \"device\": \"cpu\",\n      \"pin_memory\": true\n    }");

@@ -106,6 +106,19 @@ int export_target_caps(int target, int version, search_launcher *caps,
          * (which keeps its fp32 main weights on the GPU) */
         caps->no_offload = version == EXPORT_VERSION_OLD;
         caps->offload_zero_limit = version == EXPORT_VERSION_NEW ? 2 : 0;
+        /* core_r0.9.0's interleaved schedule raises unless pp divides the
+         * micro-batches; core_v0.19.0 takes any count M >= pp with a
+         * micro-batch group size N in [pp, M], M mod N 0 or >= pp
+         * (schedules.py, forward_backward_pipelining_with_interleaving) */
+        caps->vpp_gas_any = version == EXPORT_VERSION_NEW;
+        /* --overlap-grad-reduce and --overlap-param-gather in both;
+         * --tp-comm-overlap bootstraps Transformer Engine's userbuffers
+         * with an MPI process group in core_r0.9.0 (initialize.py), which
+         * a torchrun launch has not, with NCCL in core_v0.19.0; P2P
+         * overlaps with the interleaved schedule only (validate_args
+         * turns overlap_p2p_comm off without it) */
+        caps->no_overlap_tp = version == EXPORT_VERSION_OLD;
+        caps->p2p = SEARCH_P2P_VPP;
         break;
     case EXPORT_DEEPSPEED:
         /* the pipeline engine: 1F1B-style, ZeRO 0-1 with pp > 1, whole
@@ -120,8 +133,20 @@ int export_target_caps(int target, int version, search_launcher *caps,
         /* 0.19's launcher sorts a host's --include GPUs */
         caps->order = version == EXPORT_VERSION_NEW ? SEARCH_ORDER_HOSTS_ALIGNED
                                                     : SEARCH_ORDER_HOSTS;
+        /* overlap_comm reduces gradients in backward hooks with ZeRO >= 1
+         * (stage_1_and_2.py); the pipeline engine reduces them after the
+         * schedule (_exec_reduce_grads) and sends activations with
+         * blocking dist.send / recv (pipe/p2p.py); no weight gather to
+         * overlap below stage 3 and no Transformer Engine layers */
+        caps->overlap_grad_zero = 1;
+        caps->no_overlap_param = 1;
+        caps->no_overlap_tp = 1;
+        caps->p2p = SEARCH_P2P_NONE;
         break;
-    default: /* torchrun: the variables state every feature */
+    default: /* torchrun: the variables state every feature; the script's
+                own DDP overlaps the gradient reduction */
+        caps->no_overlap_param = 1;
+        caps->no_overlap_tp = 1;
         break;
     }
     return UTIL_OK;
@@ -360,6 +385,21 @@ void export_header(const export_ctx *x, util_buf *b, const char *what)
     if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER)
         util_buf_printf(b, "# optimizer state and step offloaded to host "
                         "memory and CPU (ZeRO-Offload)\n");
+    {   /* the plan's communication overlap (docs/time-model.md) */
+        int g = cost_strategy_overlap(x->p, s, COST_OVERLAP_GRAD) && s->dp > 1;
+        int w = cost_strategy_overlap(x->p, s, COST_OVERLAP_PARAM);
+        int t = cost_strategy_overlap(x->p, s, COST_OVERLAP_TP);
+        int q = cost_strategy_overlap(x->p, s, COST_OVERLAP_P2P) && s->pp > 1;
+        const char *name[4] = {"gradient reduction", "weight all-gather",
+                               "TP collectives", "pipeline P2P"};
+        int on[4] = {g, w, t, q}, k, n = 0;
+        for (k = 0; k < 4; k++)
+            if (on[k])
+                util_buf_printf(b, "%s%s", n++ ? ", " : "# planned with "
+                                "communication behind compute: ", name[k]);
+        if (n > 0)
+            util_buf_printf(b, "\n");
+    }
     for (i = 0; i < x->out->nnotes; i++)
         util_buf_printf(b, "# %s: %s\n", x->out->approx[i] ? "APPROXIMATION" : "NOTE",
                         x->out->notes[i]);

@@ -229,6 +229,57 @@ static void offload_args(export_ctx *x, util_buf *b, int zero)
                     "  --use-precision-aware-optimizer \\\n");
 }
 
+/* Communication overlap with the rules of validate_args (arguments.py
+ * of both releases): --overlap-param-gather needs the distributed
+ * optimizer (or Megatron-FSDP) and --overlap-grad-reduce,
+ * --tp-comm-overlap sequence parallelism (and Transformer Engine, the
+ * default --transformer-impl); P2P overlaps only with the interleaved
+ * schedule, on by default there (--no-overlap-p2p-communication turns it
+ * off, then with pp > 2 only). */
+static void overlap_args(export_ctx *x, util_buf *b)
+{
+    const fmt_strategy *s = x->s;
+    int grad = cost_strategy_overlap(x->p, s, COST_OVERLAP_GRAD) && s->dp > 1;
+    int param = cost_strategy_overlap(x->p, s, COST_OVERLAP_PARAM);
+    int tp = cost_strategy_overlap(x->p, s, COST_OVERLAP_TP);
+    int p2p = cost_strategy_overlap(x->p, s, COST_OVERLAP_P2P);
+
+    if (param && !grad) {
+        export_approx(x, "the plan gathers the weights behind the forward "
+                      "pass without reducing the gradients behind the "
+                      "backward; Megatron-LM's --overlap-param-gather needs "
+                      "--overlap-grad-reduce: the command adds it");
+        grad = 1;
+    }
+    if (grad)
+        util_buf_printf(b, "  --overlap-grad-reduce \\\n");
+    if (param)
+        util_buf_printf(b, "  --overlap-param-gather \\\n");
+    if (tp && x->caps.no_overlap_tp)
+        export_approx(x, "the plan overlaps TP communication with GEMMs; "
+                      "Megatron-LM %s bootstraps Transformer Engine's "
+                      "userbuffers with an MPI process group, which a "
+                      "torchrun launch has not (--target-version %s uses "
+                      "NCCL)", EXPORT_MEGATRON_OLD, EXPORT_MEGATRON_NEW);
+    else if (tp && !cost_overlap_tp_hardware(x->c, x->m, s))
+        export_approx(x, "the plan overlaps TP communication with GEMMs, but "
+                      "a TP group is not inside one node with NVLink-class "
+                      "links, which Transformer Engine's userbuffers need");
+    else if (tp)
+        util_buf_printf(b, "  --tp-comm-overlap \\\n");
+    if (s->vpp > 1 && s->pp > 1 && !p2p) {
+        if (s->pp > 2)
+            util_buf_printf(b, "  --no-overlap-p2p-communication \\\n");
+        else
+            export_approx(x, "the plan interleaves over pp 2 with blocking "
+                          "pipeline sends; Megatron-LM needs pp > 2 for that "
+                          "(or P2P overlap)");
+    } else if (s->vpp <= 1 && s->pp > 1 && p2p && s->overlap_p2p == 1)
+        export_note(x, "the plan's time assumes pipeline sends behind "
+                    "compute (overlap_p2p); Megatron-LM overlaps them only "
+                    "with the interleaved schedule, a little slower");
+}
+
 /* Recomputation, sequence parallelism, optimizer sharding, precision. */
 static void feature_args(export_ctx *x, util_buf *b)
 {
@@ -259,6 +310,7 @@ static void feature_args(export_ctx *x, util_buf *b)
                       EXPORT_MEGATRON_NEW);
     if (export_offload(x) == FMT_OFFLOAD_OPTIMIZER)
         offload_args(x, b, zero);
+    overlap_args(x, b);
     if (rc == FMT_RECOMPUTE_FULL)
         util_buf_printf(b, "  --recompute-granularity full \\\n"
                         "  --recompute-method uniform \\\n"
@@ -301,6 +353,12 @@ static void megatron_args(export_ctx *x, util_buf *b, const split *sp)
             util_buf_printf(b, "  --num-layers-per-virtual-pipeline-stage %d \\\n",
                             sp->n[0] / vpp);
     }
+    /* core_v0.19.0: micro-batches pp does not divide run in groups of
+       cost_vpp_group (the default group, pp, would raise) */
+    if (vpp > 1 && s->pp > 1 && s->gas % s->pp != 0 &&
+        x->o->version == EXPORT_VERSION_NEW && cost_vpp_group(s->pp, s->gas) > 0)
+        util_buf_printf(b, "  --microbatch-group-size-per-virtual-pipeline-stage %d \\\n",
+                        cost_vpp_group(s->pp, s->gas));
     if (m->hidden > 0)
         util_buf_printf(b, "  --hidden-size %d \\\n", m->hidden);
     if (m->ffn > 0)

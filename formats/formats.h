@@ -345,6 +345,19 @@ typedef struct fmt_strategy {
                                over the DP group; -1 = cost_params.zero_stage */
     int offload;            /* enum fmt_offload: where the optimizer state
                                lives; -1 = cost_params.offload */
+    /* communication overlap (docs/time-model.md "Overlap"); 1 on, 0 off,
+       -1 = not stated: cost_params' default (cost_strategy_overlap) */
+    int overlap_grad;       /* DP gradient reduce(-scatter) in buckets behind
+                               the backward (Megatron --overlap-grad-reduce,
+                               DeepSpeed overlap_comm) */
+    int overlap_param;      /* distributed optimizer's parameter all-gather
+                               behind the next forward (Megatron
+                               --overlap-param-gather; needs zero >= 1) */
+    int overlap_tp;         /* TP collectives split and pipelined with their
+                               GEMMs (Megatron --tp-comm-overlap; needs sp,
+                               Transformer Engine, TP inside one NVLink node) */
+    int overlap_p2p;        /* pipeline P2P behind compute (Megatron
+                               --overlap-p2p-communication) */
     int bounds_open;        /* 1: the input left the stage boundaries to the
                                planner; bounds holds an even split of the
                                layers until the caller chooses (0) */
@@ -360,7 +373,8 @@ const char *fmt_offload_name(int o);
 int fmt_offload_from_name(const char *name);
 
 /* Allocate bounds and ranks for the given degrees (contents zeroed; mbs,
- * gas and vpp 1, sp 0, recompute, zero and offload -1: not stated). */
+ * gas and vpp 1, sp 0, recompute, zero, offload and the overlap flags
+ * -1: not stated). */
 int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp);
 int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src);
 void fmt_strategy_free(fmt_strategy *s);

@@ -77,7 +77,9 @@ static int parse_flag(const fmt_read_ctx *cx, const cJSON *obj,
 const char *const fmt_strategies_root_keys[] = {"strategies", NULL};
 const char *const fmt_strategy_keys[] = {"tp", "dp", "pp", "mbs", "schedule", "vpp",
                                          "zero", "recompute", "sequence_parallel",
-                                         "stage_boundaries", "ranks", "offload", NULL};
+                                         "stage_boundaries", "ranks", "offload",
+                                         "overlap_grad", "overlap_param",
+                                         "overlap_tp", "overlap_p2p", NULL};
 
 /* open: stage_boundaries may be left out (fmt_load_strategies). */
 static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
@@ -89,6 +91,7 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     char fp[FMT_PATH_N], ep[FMT_PATH_N];
     int rc, tp, dp, pp, mbs, i, nb, sch = FMT_SCHED_1F1B, vpp, zero, sp = 0;
     int recompute = -1, offload = -1;
+    int ov_grad = -1, ov_param = -1, ov_tp = -1, ov_p2p = -1;
 
     memset(s, 0, sizeof *s);
     if (!cJSON_IsObject(e))
@@ -109,6 +112,10 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_str_ref(cx, e, p, "recompute", 0, &rec)) != UTIL_OK ||
         (rc = parse_flag(cx, e, p, "sequence_parallel", &sp)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, e, p, "offload", 0, &off)) != UTIL_OK ||
+        (rc = parse_flag(cx, e, p, "overlap_grad", &ov_grad)) != UTIL_OK ||
+        (rc = parse_flag(cx, e, p, "overlap_param", &ov_param)) != UTIL_OK ||
+        (rc = parse_flag(cx, e, p, "overlap_tp", &ov_tp)) != UTIL_OK ||
+        (rc = parse_flag(cx, e, p, "overlap_p2p", &ov_p2p)) != UTIL_OK ||
         (rc = fmt_sub_field(cx, e, p, "stage_boundaries", open ? 0 : FMT_F_REQ,
                             FMT_K_ARR, &jb)) != UTIL_OK)
         return rc;
@@ -143,6 +150,12 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         return fmt_fail(cx, UTIL_EFIELD, fp,
                         "expected 'none' or 'optimizer', got '%s'", off);
     }
+    if (ov_tp == 1 && tp > 1 && !sp) {
+        util_json_key(fp, sizeof fp, p, "overlap_tp");
+        return fmt_fail(cx, UTIL_EFIELD, fp,
+                        "tensor-parallel communication overlap needs "
+                        "sequence_parallel true");
+    }
     if (zero != -1 && (zero < 0 || zero > 3)) {
         util_json_key(fp, sizeof fp, p, "zero");
         return fmt_fail(cx, UTIL_EFIELD, fp,
@@ -168,6 +181,10 @@ static int parse_strategy(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     s->recompute = recompute;
     s->zero = zero;
     s->offload = offload;
+    s->overlap_grad = ov_grad;
+    s->overlap_param = ov_param;
+    s->overlap_tp = ov_tp;
+    s->overlap_p2p = ov_p2p;
     i = 0;
     if (jb == NULL) {
         /* the caller chooses them; until then the layers split evenly

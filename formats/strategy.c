@@ -33,6 +33,10 @@ int fmt_strategy_alloc(fmt_strategy *s, int tp, int dp, int pp)
     s->recompute = -1;
     s->zero = -1;
     s->offload = -1;
+    s->overlap_grad = -1;
+    s->overlap_param = -1;
+    s->overlap_tp = -1;
+    s->overlap_p2p = -1;
     return UTIL_OK;
 }
 
@@ -51,6 +55,10 @@ int fmt_strategy_copy(fmt_strategy *dst, const fmt_strategy *src)
     dst->recompute = src->recompute;
     dst->zero = src->zero;
     dst->offload = src->offload;
+    dst->overlap_grad = src->overlap_grad;
+    dst->overlap_param = src->overlap_param;
+    dst->overlap_tp = src->overlap_tp;
+    dst->overlap_p2p = src->overlap_p2p;
     dst->bounds_open = src->bounds_open;
     memcpy(dst->bounds, src->bounds, ((size_t)src->pp + 1) * sizeof *dst->bounds);
     memcpy(dst->ranks, src->ranks, nr * sizeof *dst->ranks);
@@ -135,11 +143,11 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
         return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
                               "interleaved stages (vpp %d) need pp >= 2 and the "
                               "1f1b schedule", s->vpp);
-    if (s->vpp > 1 && s->gas % s->pp != 0)
+    if (s->vpp > 1 && s->gas < s->pp)
         return util_error_set(err, UTIL_EINVAL, NULL, "vpp",
-                              "the interleaved schedule needs a micro-batch "
-                              "count divisible by pp, got %d micro-batches and "
-                              "pp %d", s->gas, s->pp);
+                              "the interleaved schedule needs at least pp "
+                              "micro-batches, got %d micro-batches and pp %d",
+                              s->gas, s->pp);
     if (s->sp != 0 && s->sp != 1)
         return util_error_set(err, UTIL_EINVAL, NULL, "sequence_parallel",
                               "expected 0 or 1, got %d", s->sp);
@@ -154,6 +162,12 @@ int fmt_strategy_check(const fmt_cluster *c, const fmt_model *m,
     if (s->offload < -1 || s->offload > FMT_OFFLOAD_OPTIMIZER)
         return util_error_set(err, UTIL_EINVAL, NULL, "offload",
                               "expected none or optimizer, got %d", s->offload);
+    if (s->overlap_grad < -1 || s->overlap_grad > 1 ||
+        s->overlap_param < -1 || s->overlap_param > 1 ||
+        s->overlap_tp < -1 || s->overlap_tp > 1 ||
+        s->overlap_p2p < -1 || s->overlap_p2p > 1)
+        return util_error_set(err, UTIL_EINVAL, NULL, "overlap",
+                              "expected overlap flags 0 or 1");
     seen = calloc((size_t)c->ndevices, 1);
     if (seen == NULL)
         return util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

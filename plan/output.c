@@ -143,6 +143,16 @@ static cJSON *settings_json(const plan_meta *meta, const fmt_model *m,
                           util_json_put(o, "launcher", launcher_json(meta))));
 }
 
+/* search.batch_advice: a nearby batch that trains faster per sample. */
+static cJSON *advice_json(const plan_meta *meta)
+{
+    cJSON *o = cJSON_CreateObject();
+
+    return util_json_finish(o, o != NULL &&
+                         util_json_put_num(o, "global_batch", meta->advice_batch) &&
+                         util_json_put_num(o, "speedup", meta->advice_speedup));
+}
+
 static cJSON *search_json(const plan_meta *meta)
 {
     cJSON *o = cJSON_CreateObject();
@@ -158,6 +168,8 @@ static cJSON *search_json(const plan_meta *meta)
                            util_json_put_num(o, "device_subsets", meta->subsets) &&
                            util_json_put_num(o, "anneal_moves", (double)meta->anneal_moves) &&
                            util_json_put_num(o, "seed", (double)meta->seed))) &&
+                         (meta->advice_batch <= 0 ||
+                          util_json_put(o, "batch_advice", advice_json(meta))) &&
                          util_json_put_str(o, "status", meta->timed_out
                                                 ? "time-limit" : "complete") &&
                          (meta->time_limit_s <= 0.0 ||
@@ -420,7 +432,8 @@ int plan_runnable_reason(const fmt_model *m, const fmt_strategy *s,
 }
 
 /* The strategy's training features, resolved against p's defaults. */
-static int features_put(cJSON *o, const cost_params *p, const fmt_strategy *s)
+static int features_put(cJSON *o, const fmt_cluster *c, const fmt_model *m,
+                        const cost_params *p, const fmt_strategy *s)
 {
     cost_params dflt;
 
@@ -434,7 +447,17 @@ static int features_put(cJSON *o, const cost_params *p, const fmt_strategy *s)
                              fmt_recompute_name(cost_strategy_recompute(p, s))) &&
            util_json_put_num(o, "zero", cost_strategy_zero(p, s)) &&
            util_json_put_str(o, "offload",
-                             fmt_offload_name(cost_strategy_offload(p, s)));
+                             fmt_offload_name(cost_strategy_offload(p, s))) &&
+           util_json_put_bool(o, "overlap_grad",
+                              cost_strategy_overlap(p, s, COST_OVERLAP_GRAD)) &&
+           util_json_put_bool(o, "overlap_param",
+                              cost_strategy_overlap(p, s, COST_OVERLAP_PARAM)) &&
+           /* as the cost model ran it: where every TP group can */
+           util_json_put_bool(o, "overlap_tp",
+                              cost_strategy_overlap(p, s, COST_OVERLAP_TP) &&
+                                  (c == NULL || cost_overlap_tp_hardware(c, m, s))) &&
+           util_json_put_bool(o, "overlap_p2p",
+                              cost_strategy_overlap(p, s, COST_OVERLAP_P2P));
 }
 
 static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
@@ -454,7 +477,7 @@ static cJSON *strategy_json(const plan_meta *meta, const fmt_cluster *c,
         !util_json_put_num(o, "dp", s->dp) || !util_json_put_num(o, "pp", s->pp) ||
         !util_json_put_num(o, "mbs", s->mbs) || !util_json_put_num(o, "micro_batches", s->gas) ||
         !util_json_put_str(o, "schedule", sched_name(s->schedule)) ||
-        !features_put(o, p, s) ||
+        !features_put(o, c, m, p, s) ||
         !util_json_put_str(o, "placement", s->placement) ||
         !util_json_put_num(o, "predicted_s", r->iter_s) ||
         !(r->iter_s > 0.0

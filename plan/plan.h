@@ -40,6 +40,9 @@ typedef struct plan_meta {
     int requested_batch;        /* global batch asked for when the plan rounded it
                                    (settings.requested_global_batch); 0 = not rounded */
     const char *batch_note;     /* why it was rounded (settings.batch_note) */
+    int advice_batch;           /* a global batch within a few percent that trains
+                                   faster per sample (search.batch_advice); 0 = none */
+    double advice_speedup;      /* its samples/s over the plan's best strategy's */
     const char *requested_precision; /* precision asked for when the plan fell
                                         back to another (settings.requested_precision);
                                         NULL = the one asked for is used */

@@ -355,7 +355,9 @@ static int read_strategies(plan_doc *d, const cJSON *arr, util_error *err)
     static const char *const keys[] = {"tp", "dp", "pp", "mbs", "schedule",
                                        "stage_boundaries", "vpp",
                                        "sequence_parallel", "recompute",
-                                       "zero", "offload"};
+                                       "zero", "offload", "overlap_grad",
+                                       "overlap_param", "overlap_tp",
+                                       "overlap_p2p"};
     cJSON *doc = NULL, *list = NULL, *e, *ranks;
     const cJSON *js, *jr;
     char jp[PF_PATH], *text = NULL;
@@ -473,6 +475,7 @@ static const char *const settings_keys[] = {
 static const char *const launcher_keys[] = {"target", "version", NULL};
 static const char *const strategy_keys[] = {
     "rank", "tp", "dp", "pp", "mbs", "micro_batches", "schedule", "vpp", "zero", "offload",
+    "overlap_grad", "overlap_param", "overlap_tp", "overlap_p2p",
     "recompute", "sequence_parallel", "placement", "predicted_s", "samples_per_s",
     "price_per_hour", "price_per_iteration", "breakdown", "stage_boundaries", "idle",
     "stages", "ranks", "memory", "runnable", "empty_stage", "reason", "layer_times",

@@ -83,7 +83,7 @@ typedef struct memo_place {
 
 /* cost_memory_overhead_bound of one stage: its arguments and the
  * features search_strategy_params sets */
-#define MEMO_OV_KEY 10
+#define MEMO_OV_KEY 11
 typedef struct memo_ov {
     int key[MEMO_OV_KEY];
     int used;
@@ -199,18 +199,19 @@ static int memo_ov_put(search_memo *mo, const int *key, double v)
     return 1;
 }
 
-/* cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas),
- * computed once per search for each key (memo may be NULL). */
+/* cost_memory_overhead_bound(m, cp, tp, dp, mbs, stage, pp, inflight,
+ * gas), computed once per search for each key (memo may be NULL). */
 static double memo_overhead(search_memo *mo, const fmt_model *m,
-                            const cost_params *cp, int tp, int mbs, int stage,
-                            int pp, int inflight, int gas)
+                            const cost_params *cp, int tp, int dp, int mbs,
+                            int stage, int pp, int inflight, int gas)
 {
     int key[MEMO_OV_KEY];
     size_t i, mask;
     double v;
 
     if (mo == NULL)
-        return cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas);
+        return cost_memory_overhead_bound(m, cp, tp, dp, mbs, stage, pp, inflight,
+                                          gas);
     key[0] = cp->recompute;
     key[1] = cp->zero_stage;
     key[2] = cp->schedule;
@@ -221,13 +222,14 @@ static double memo_overhead(search_memo *mo, const fmt_model *m,
     key[7] = pp;
     key[8] = inflight;
     key[9] = gas;
+    key[10] = dp;
     if (mo->capov > 0) {
         mask = mo->capov - 1;
         for (i = memo_ov_hash(key) & mask; mo->ov[i].used; i = (i + 1) & mask)
             if (memcmp(mo->ov[i].key, key, sizeof key) == 0)
                 return mo->ov[i].v;
     }
-    v = cost_memory_overhead_bound(m, cp, tp, mbs, stage, pp, inflight, gas);
+    v = cost_memory_overhead_bound(m, cp, tp, dp, mbs, stage, pp, inflight, gas);
     memo_ov_put(mo, key, v);
     return v;
 }
@@ -500,7 +502,7 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
         int inflight = cost_inflight(cp, j, s->pp, s->gas);
         double held = search_inflight(cp, s, j);
         /* memory: per-layer sums plus a bound of the rest */
-        double over = memo_overhead(own != NULL ? NULL : memo, m, cp, s->tp, s->mbs,
+        double over = memo_overhead(own != NULL ? NULL : memo, m, cp, s->tp, s->dp, s->mbs,
                                     j, s->pp, inflight, s->gas);
         /* layer times of the stage's slowest device */
         memset(tt, 0, zl * sizeof *tt);
@@ -590,14 +592,9 @@ int search_assign_layers_memo(const fmt_cluster *c, const fmt_model *m,
     in.e = eg;
     in.mem = mg;
     in.cap = cap;
-    if (lc != NULL && lc->split == SEARCH_SPLIT_ENDS)
-        rc = search_launcher_dp(&in, lc, s->vpp, gb, &obj, err);
-    else
-        rc = search_dp_assign_scratch(&in, gb, &obj, memo != NULL ? &memo->sd : NULL,
-                                      err);
-    if (rc == UTIL_OK) /* group boundaries back to layer boundaries */
-        for (j = 0; j <= k; j++)
-            s->bounds[j] = gs[gb[j]];
+    /* memory checked as cost_evaluate counts it (search/fit.c) */
+    rc = search_assign_fit(c, m, cp0, lc, s, &in, gs, gb, &obj,
+                           memo != NULL ? &memo->sd : NULL, err);
     goto done;
 nomem:
     rc = util_error_set(err, UTIL_ENOMEM, NULL, NULL, "out of memory");

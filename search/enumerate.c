@@ -299,6 +299,7 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             s.recompute = f->recompute;
             s.zero = f->zero;
             s.offload = f->offload;
+            search_overlap_choose(c, m, cp, &sp->launcher, &s);
         }
         if (placed && same_ranks(&s, &first)) {
             fmt_strategy_free(&s);
@@ -321,6 +322,12 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             int mixed = 1;
             arc = search_assign_layers_memo(c, m, prof, cp, &sp->launcher, &s, est->memo,
                                             err);
+            if (arc == UTIL_EINFEASIBLE && s.overlap_tp == 1) {
+                /* TP overlap's userbuffers may be what does not fit */
+                s.overlap_tp = 0;
+                arc = search_assign_layers_memo(c, m, prof, cp, &sp->launcher, &s,
+                                                est->memo, err);
+            }
             /* shards are planned only where a TP group mixes types */
             if (!search_memo_placement(est->memo, &s, &mm, &mixed))
                 mixed = 1;
@@ -344,13 +351,22 @@ static int try_degrees(const fmt_cluster *c, const fmt_model *m,
             rc = arc;
             goto done;
         }
+        /* the layer assignment's split fits by the cost model's count
+           (search/fit.c); the baseline's even split is checked here */
         if (arc == UTIL_OK && res->n > 0 && !sp->keep_infeasible &&
+            sp->method == SEARCH_METHOD_MEGATRON &&
             !memory_fits(c, m, cp, &s, est->memo)) {
             res->rejected_memory++;
             fmt_strategy_free(&s);
             continue;
         }
         rc = cost_evaluate(c, m, prof, cp, &s, &r, err);
+        if (rc == UTIL_OK && !r.fits && s.overlap_tp == 1) {
+            /* TP overlap's userbuffers may be what does not fit */
+            cost_result_free(&r);
+            s.overlap_tp = 0;
+            rc = cost_evaluate(c, m, prof, cp, &s, &r, err);
+        }
         if (rc != UTIL_OK)
             goto done;
         res->evaluated++;
@@ -519,6 +535,9 @@ static int search_amp(const fmt_cluster *c, const fmt_model *m,
         double kth = !est->lb_bad && !sp->exhaustive && out->n >= sp->top_k
                          ? out->cands[sp->top_k - 1].r.iter_s * (1.0 + 1e-9)
                          : HUGE_VAL;
+        if (!est->lb_bad && !sp->exhaustive && sp->prune_above_s > 0.0 &&
+            sp->prune_above_s < kth)
+            kth = sp->prune_above_s;
         if (k->glb > kth) { /* every group left starts above the k-th best */
             out->pruned += nk - i;
             break;

@@ -67,6 +67,19 @@ typedef struct search_scratch {
     size_t cap;
 } search_scratch;
 void *search_scratch_get(search_scratch *b, size_t bytes);
+/* Bytes by which stage j of s overflows its tightest device under
+ * cost_evaluate's memory (<= 0: it fits); search/fit.c. */
+double search_stage_excess(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *cp, const fmt_strategy *s, int j);
+/* The layer assignment's program on in (groups gs, cap per stage from
+ * the additive bound) with the caps corrected to cost_evaluate's memory
+ * until the split it returns fits by cost_evaluate's count: gb and s's
+ * bounds get that split, *obj its objective; UTIL_EINFEASIBLE when none
+ * is found.  in->cap is left as given. */
+int search_assign_fit(const fmt_cluster *c, const fmt_model *m,
+                      const cost_params *cp, const search_launcher *lc,
+                      fmt_strategy *s, search_dp_input *in, const int *gs,
+                      int *gb, double *obj, search_scratch *sd, util_error *err);
 /* search_dp_assign with its working memory in buf (NULL: allocated). */
 int search_dp_assign_scratch(const search_dp_input *in, int *bounds,
                              double *objective, search_scratch *buf,

@@ -338,8 +338,19 @@ int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
                  "offload) it lacks", s->zero);
         return 0;
     }
+    if (s->vpp > 1 && s->pp > 1 && s->gas % s->pp != 0 && !lc->vpp_gas_any) {
+        snprintf(why, n, "interleaving with %d micro-batches, not a multiple "
+                 "of pp %d", s->gas, s->pp);
+        return 0;
+    }
     if (lc->no_gpipe && s->schedule == FMT_SCHED_GPIPE && s->pp > 1) {
         snprintf(why, n, "the GPipe schedule");
+        return 0;
+    }
+    if ((lc->no_overlap_tp && s->overlap_tp == 1 && s->tp > 1) ||
+        (lc->no_overlap_param && s->overlap_param == 1 && s->dp > 1) ||
+        (lc->no_overlap_grad && s->overlap_grad == 1 && s->dp > 1)) {
+        snprintf(why, n, "a communication overlap it lacks");
         return 0;
     }
     if (lc->no_uneven_tp && s->tp_heads != NULL) {
@@ -350,4 +361,26 @@ int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
         return 0;
     return lc->order == SEARCH_ORDER_ANY ||
            order_ok(c, s, lc->order == SEARCH_ORDER_HOSTS_ALIGNED, why, n);
+}
+
+void search_overlap_choose(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *cp, const search_launcher *lc,
+                           fmt_strategy *s)
+{
+    int any = lc == NULL || !lc->active, zero = cost_strategy_zero(cp, s);
+
+    s->overlap_grad = s->dp > 1 &&
+                      (any || (!lc->no_overlap_grad &&
+                               (!lc->overlap_grad_zero ||
+                                (zero >= 1 && s->pp == 1))));
+    /* Megatron-LM gathers the weights behind the forward only when it
+     * also reduces the gradients behind the backward */
+    s->overlap_param = s->overlap_grad && zero >= 1 &&
+                       (any || !lc->no_overlap_param);
+    s->overlap_tp = s->sp > 0 && s->tp > 1 && (any || !lc->no_overlap_tp) &&
+                    cost_overlap_tp_hardware(c, m, s);
+    if (any || lc->p2p == SEARCH_P2P_ANY)
+        s->overlap_p2p = -1; /* the cost parameter overlap_p2p */
+    else
+        s->overlap_p2p = lc->p2p == SEARCH_P2P_VPP && s->vpp > 1 && s->pp > 1;
 }

@@ -141,7 +141,39 @@ typedef struct search_launcher {
     int no_offload;         /* 1: no optimizer offload (0) */
     int offload_zero_limit; /* optimizer offload with ZeRO stages >= this is
                                refused; 0 = none (0) */
+    int vpp_gas_any;        /* 1: the interleaved schedule runs any count of
+                               micro-batches >= pp (Megatron core_v0.19.0,
+                               with a micro-batch group size per virtual stage,
+                               cost_vpp_group); 0: a multiple of pp only, as
+                               without a launcher (0) */
+    /* communication overlap (fmt_strategy.overlap_*) the launcher runs */
+    int no_overlap_grad;    /* 1: no bucketed gradient reduction in the
+                               backward (0) */
+    int overlap_grad_zero;  /* 1: that overlap only with ZeRO >= 1 and pp = 1
+                               (DeepSpeed's overlap_comm) (0) */
+    int no_overlap_param;   /* 1: no parameter all-gather overlap (0) */
+    int no_overlap_tp;      /* 1: no TP communication / GEMM overlap (0) */
+    int p2p;                /* enum search_p2p: pipeline P2P overlap (any) */
 } search_launcher;
+
+/* search_launcher.p2p: where a launcher overlaps pipeline P2P with
+ * compute */
+enum search_p2p {
+    SEARCH_P2P_ANY = 0,     /* as the cost parameter overlap_p2p says */
+    SEARCH_P2P_VPP,         /* with virtual stages only (Megatron-LM) */
+    SEARCH_P2P_NONE         /* never: blocking sends (DeepSpeed's pipeline) */
+};
+
+/* Set s's overlap flags to what launcher lc (NULL or inactive: any)
+ * runs and the cluster allows (search/launcher.c): the gradient
+ * reduction with dp > 1, the parameter all-gather with it under ZeRO
+ * >= 1, TP overlap where cost_overlap_tp_hardware holds and sequence
+ * parallelism is on, P2P as lc->p2p says.  Overlap never costs time in
+ * the model; TP overlap's userbuffers cost memory (the caller retries
+ * without it when the strategy does not fit). */
+void search_overlap_choose(const fmt_cluster *c, const fmt_model *m,
+                           const cost_params *cp, const search_launcher *lc,
+                           fmt_strategy *s);
 
 typedef struct search_params {
     int method;             /* enum search_method (AMP) */
@@ -204,6 +236,9 @@ typedef struct search_params {
     const char *model_file;   /* path of the model file, named in errors about
                                  the model (its layer counts) as
                                  util_error.file; not owned (NULL: none) */
+    double prune_above_s;   /* > 0: points whose compute-only lower bound
+                               exceeds this iteration time are never scored,
+                               as if the k-th best were this fast (0) */
 } search_params;
 
 void search_params_init(search_params *p);
@@ -220,6 +255,38 @@ int search_launcher_params(search_params *sp, const cost_params *cp,
 int search_launcher_ok(const fmt_cluster *c, const fmt_model *m,
                        const search_launcher *lc, const fmt_strategy *s,
                        char *why, size_t n);
+
+/* ---- nearby global batches (search/advice.c) ----------------------- */
+
+/* Batches within this fraction of the requested one, either side, are
+ * tried for advice; one is advised when its samples per second beat the
+ * requested batch's by at least SEARCH_ADVICE_GAIN. */
+#define SEARCH_ADVICE_WINDOW 0.05
+#define SEARCH_ADVICE_GAIN 0.05
+/* Nearby batches tried at most (the nearest multiples of the largest
+ * divisors of the GPU count, which allow the most dp degrees). */
+#define SEARCH_ADVICE_BATCHES 6
+
+/* A nearby global batch that trains faster per sample. */
+typedef struct search_batch_advice {
+    int global_batch;       /* the batch; 0 = none is materially faster */
+    double samples_s;       /* samples per second of its best strategy */
+    double speedup;         /* samples_s over the requested batch's */
+    int tp, pp, dp, mbs;    /* degrees and micro-batch size of that strategy */
+} search_batch_advice;
+
+/* Search the batches within SEARCH_ADVICE_WINDOW of sp->global_batch on
+ * the whole cluster c (top 1, with the same features and launcher) and
+ * fill *adv with the one of most samples per second when it beats
+ * samples_s (the requested batch's best) by SEARCH_ADVICE_GAIN or more;
+ * ties go to the batch nearest the requested one.  Points that cannot
+ * beat it are pruned, so a batch that is not faster costs little.
+ * UTIL_OK with adv->global_batch = 0 when none is; an error only for
+ * what stops any search (memory). */
+int search_advise_batch(const fmt_cluster *c, const fmt_model *m,
+                        const fmt_profile *prof, const cost_params *cp,
+                        const search_params *sp, double samples_s,
+                        search_batch_advice *adv, util_error *err);
 
 /* One ranked strategy. */
 typedef struct search_candidate {

@@ -113,6 +113,9 @@ static double *lb_entry(lb_table *t, int ti, int mi, int rc)
     if (!isnan(e[0]))
         return e;
     p.recompute = rc;
+    /* sequence parallelism splits the norms' and dropouts' work over the
+     * TP group: the least compute of either setting */
+    p.sp = t->tps[ti] > 1;
     e[0] = 0.0;
     for (k = 0; k < t->ntypes; k++)
         e[1 + k] = HUGE_VAL;
@@ -234,14 +237,17 @@ static int push_key(search_key **v, long *n, long *cap, const search_key *k)
     return UTIL_OK;
 }
 
-/* Interleaving needs pp >= 2, 1F1B, gas divisible by pp and the blocks
- * in chunks of v, at least one chunk per stage. */
-static int vpp_ok(const cost_params *cp, int blocks, int pp, long gas, int v)
+/* Interleaving needs pp >= 2, 1F1B, gas divisible by pp (any gas >= pp
+ * with gas_any: search_launcher.vpp_gas_any) and the blocks in chunks of
+ * v, at least one chunk per stage. */
+static int vpp_ok(const cost_params *cp, int blocks, int pp, long gas, int v,
+                  int gas_any)
 {
     if (v == 1)
         return 1;
     return v >= 2 && v <= FMT_MAX_VPP && pp >= 2 &&
-           cp->schedule == FMT_SCHED_1F1B && gas % pp == 0 && blocks > 0 &&
+           cp->schedule == FMT_SCHED_1F1B &&
+           (gas % pp == 0 || (gas_any && gas >= pp)) && blocks > 0 &&
            blocks % v == 0 && blocks / v >= pp;
 }
 
@@ -324,7 +330,8 @@ int search_space_build(const fmt_cluster *c, const fmt_model *m,
                 gas = gbs / dp / mbs;
                 vmax = sp->vpp > 0 ? sp->vpp : SEARCH_VPP_MAX;
                 for (vv = sp->vpp > 0 ? sp->vpp : 1; vv <= vmax; vv++) {
-                    if (!vpp_ok(cp, blocks, pp, gas, vv)) {
+                    if (!vpp_ok(cp, blocks, pp, gas, vv,
+                                sp->launcher.active && sp->launcher.vpp_gas_any)) {
                         if (sp->vpp > 0)
                             out->rejected_other++;
                         continue;

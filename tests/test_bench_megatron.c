@@ -4,7 +4,7 @@
  * H100, an unknown device refused with its reason), the features it
  * models change the evaluation and the others are reported, and a run
  * that cannot be evaluated is left out while the others keep their
- * figures. */
+ * figures; on the published runs, the plans hetplan chooses. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,12 +213,52 @@ START_TEST(test_model_family)
 }
 END_TEST
 
-int main(void)
+/* The ten published runs (../shared/data/megatron-sc21): predictions
+ * within 5% of the measured times on average, and the plan hetplan
+ * chooses for the same GPUs, model and batch never predicted slower than
+ * the published configuration, 1.2x faster on the median run. */
+START_TEST(test_sc21_chosen)
+{
+    cJSON *doc;
+    const cJSON *r;
+    int status, n = 0;
+
+    doc = tu_bench_run(HETPLAN_BENCH_DIR "/megatron-sc21", TU_DATA "/megatron-sc21",
+                       &status);
+    ck_assert_int_eq(status, 0);
+    /* the published configurations' predictions: within 5% on average */
+    ck_assert(tu_num(tu_get(tu_get(doc, "totals"), "time"), "mape") <= 0.05);
+    cJSON_ArrayForEach(r, tu_get(doc, "runs"))
+    {
+        ck_assert_msg(tu_num(tu_get(r, "chosen"), "speedup") >= 1.0, "%s: chosen "
+                      "plan slower", tu_get(r, "name")->valuestring);
+        n++;
+    }
+    ck_assert_int_eq(n, 10);
+    ck_assert_int_eq((int)tu_num(tu_get(doc, "totals"), "chosen_slower_runs"), 0);
+    ck_assert(tu_num(tu_get(doc, "totals"), "chosen_speedup_median") >= 1.2);
+    cJSON_Delete(doc);
+}
+END_TEST
+
+static Suite *plain(void)
 {
     const TTest *const tests[] = {test_hardware, test_features, test_bad_run_left_out,
                                   test_model_family};
     const tu_case cases[] = {
         {"core", tests, TU_N(tests), 0.0, setup, teardown}};
 
-    return tu_run(tu_suite_of("bench_megatron", cases, TU_N(cases)));
+    return tu_suite_of("bench_megatron", cases, TU_N(cases));
+}
+
+static Suite *data(void)
+{
+    const TTest *const tests[] = {test_sc21_chosen};
+
+    return tu_suite("bench_megatron_data", "data", tests, TU_N(tests));
+}
+
+int main(int argc, char **argv)
+{
+    return tu_main(argc, argv, plain, data, TU_DATA "/megatron-sc21");
 }

@@ -115,15 +115,16 @@ START_TEST(training_flops_as_published)
 END_TEST
 
 /* Model state per parameter (Rajbhandari et al. 2020, ZeRO, sec. 3.1:
- * mixed-precision Adam keeps 2 + 2 + 12 bytes; fp16's loss scaler adds
- * an fp32 gradient copy, bf16 accumulates gradients in fp32; fp32
- * training keeps 4 + 4 + 8).  --precision overrides the model's. */
+ * mixed-precision Adam keeps 2 + 2 + 12 bytes, fp16's fp32 gradient copy
+ * only in Megatron-LM's optimizer step, not resident (a transformer
+ * shorthand, docs/memory-model.md); bf16 accumulates gradients in fp32;
+ * fp32 training keeps 4 + 4 + 8).  --precision overrides the model's. */
 START_TEST(state_bytes_by_precision)
 {
     static const struct {
         const char *prec;
         double w, g, o;
-    } cases[] = {{"fp16", 2, 2, 16}, {"bf16", 2, 4, 12}, {"fp32", 4, 4, 8}};
+    } cases[] = {{"fp16", 2, 2, 12}, {"bf16", 2, 4, 12}, {"fp32", 4, 4, 8}};
     size_t i;
 
     for (i = 0; i < 3; i++) {

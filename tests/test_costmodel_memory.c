@@ -303,7 +303,7 @@ START_TEST(overhead_bound_is_an_upper_bound)
         st = stage(bounds[j], bounds[j + 1], 2, 1, 2, inflight, 4, j, 3);
         for (l = st.a; l < st.b; l++)
             sum += cost_layer_memory(&m, &p, l, 2, 1, 2, inflight);
-        bound = cost_memory_overhead_bound(&m, &p, 2, 2, j, 3, inflight, 4);
+        bound = cost_memory_overhead_bound(&m, &p, 2, 1, 2, j, 3, inflight, 4);
         ck_assert_msg(sum + bound >= cost_device_memory(&m, &p, &st, NULL),
                       "stage %d: %g + %g < %g", j, sum, bound,
                       cost_device_memory(&m, &p, &st, NULL));

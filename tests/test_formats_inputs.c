@@ -1148,7 +1148,7 @@ START_TEST(strategies_features)
             ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 4,"
                      " \"mbs\": 4, \"stage_boundaries\": [0, 1, 2, 3, 4],"
                      " \"vpp\": 2}]}",
-                     UTIL_EINVAL, "strategies[0].vpp", "divisible by pp"),
+                     UTIL_EINVAL, "strategies[0].vpp", "at least pp"),
             /* fewer ranks than GPUs: the message says how to leave some idle */
             ERR_CASE("{\"strategies\": [{\"tp\": 1, \"dp\": 1, \"pp\": 2,"
                      " \"mbs\": 1, \"stage_boundaries\": [0, 2, 4]}]}",

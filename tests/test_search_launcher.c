@@ -266,8 +266,10 @@ START_TEST(split_rules_by_hand)
     s.bounds[1] = first + 5;
     s.bounds[3] = last + 1;
     ck_assert(!search_launcher_ok(&c, &m, &lc, &s, why, sizeof why));
-    /* with 2 virtual stages every stage's blocks come in pairs: 6, 6, 6, 6 */
+    /* with 2 virtual stages every stage's blocks come in pairs: 6, 6, 6, 6
+       (8 micro-batches, which every release interleaves over pp 4) */
     s.vpp = 2;
+    s.gas = 8;
     lc.split = SEARCH_SPLIT_ENDS;
     for (r = 1; r < 4; r++)
         s.bounds[r] = first + 6 * r;

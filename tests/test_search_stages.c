@@ -185,7 +185,7 @@ static void make_instance(instance *x, util_pcg32 *g, int L, int k, int free_noo
     for (j = 0; j < k; j++) {
         const fmt_device_type *dt = fmt_device(&x->c, j);
         int inflight = cost_inflight(&x->cp, j, k, x->s.gas);
-        double over = cost_memory_overhead_bound(&x->m, &x->cp, 1, x->s.mbs, j, k,
+        double over = cost_memory_overhead_bound(&x->m, &x->cp, 1, x->s.dp, x->s.mbs, j, k,
                                                  inflight, x->s.gas);
         for (l = 0; l < L; l++) {
             cost_layer_time lt;
@@ -237,6 +237,21 @@ static int group_cut(const fmt_model *m, int l)
 /* Best objective over every split into k stages that fits memory and has
  * parameters in every stage (groups_only: cuts on group boundaries only);
  * HUGE_VAL when there is none. */
+/* 1 when s fits memory as cost_evaluate counts it (the layer
+ * assignment's memory check is the cost model's). */
+static int split_fits(const instance *x, const fmt_strategy *s)
+{
+    cost_result r;
+    util_error err;
+    int fits;
+
+    memset(&err, 0, sizeof err);
+    ck_assert_int_eq(cost_evaluate(&x->c, &x->m, NULL, &x->cp, s, &r, &err), UTIL_OK);
+    fits = r.fits;
+    cost_result_free(&r);
+    return fits;
+}
+
 static double brute(const instance *x, int groups_only, int *best_bounds)
 {
     int L = x->in.L, k = x->in.k, b[MAXK + 1], j;
@@ -254,7 +269,7 @@ static double brute(const instance *x, int groups_only, int *best_bounds)
         for (j = 1; j < k && ok; j++)
             if (groups_only && !group_cut(&x->m, b[j]))
                 ok = 0;
-        if (ok && cost_empty_stage(&x->m, &s) < 0 && search_dp_fits(&x->in, b)) {
+        if (ok && cost_empty_stage(&x->m, &s) < 0 && split_fits(x, &s)) {
             double o = search_dp_objective(&x->in, b);
             if (o < best) {
                 best = o;
@@ -307,7 +322,7 @@ START_TEST(assign_vs_bruteforce)
             ck_assert_int_eq(x.s.bounds[0], 0);
             ck_assert_int_eq(x.s.bounds[k], L);
             ck_assert_int_eq(cost_empty_stage(&x.m, &x.s), -1);
-            ck_assert(search_dp_fits(&x.in, x.s.bounds));
+            ck_assert(split_fits(&x, &x.s));
             obj = search_dp_objective(&x.in, x.s.bounds);
             /* optimal over the group splits, never better than every runnable split */
             ck_assert_msg(fabs(obj - bg) <= 1e-9 * bg, "it %d: %.17g vs groups %.17g",

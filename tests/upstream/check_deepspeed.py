@@ -303,7 +303,8 @@ def stage_check(case, stage, release, log):
             "offload": "optimizer" if off is not None and str(getattr(off.device, "value", off.device)) == "cpu"
             else "none",
             "precision": "fp16" if fp16 else "bf16" if bf16 else "fp32",
-            "dp": cfg.world_size}
+            "dp": cfg.world_size,
+            "overlap_comm": bool(cfg.zero_config.overlap_comm)}
     sys.path.insert(0, case["dir"])
     os.environ.pop("NVIDIA_TF32_OVERRIDE", None)
     # the opposite of the plan's mode: hetplan_pipe.py must set it
@@ -400,6 +401,8 @@ def check_case(case, release, tmp):
     for k in ("gbs", "mbs", "micro_batches", "zero", "offload", "precision", "dp"):
         if c[k] != e[k]:
             differ("DeepSpeedConfig." + k, c[k], e[k])
+    if e.get("overlap_comm") and not c["overlap_comm"]:
+        differ("DeepSpeedConfig.zero_config.overlap_comm", c["overlap_comm"], True)
     for s in stages:
         g = s["engine"]
         for k in ("gbs", "mbs", "micro_batches", "zero", "offload", "precision", "dp"):

@@ -413,6 +413,10 @@ def derive(up, argv, env, world):
         "positions": args.position_embedding_type,
         "bias": bool(args.add_bias_linear),
         "untied": bool(args.untie_embeddings_and_output_weights)}
+    d["overlap_grad"] = bool(ddp.overlap_grad_reduce)
+    d["overlap_param"] = bool(ddp.overlap_param_gather)
+    d["overlap_tp"] = bool(getattr(args, "tp_comm_overlap", False))
+    d["overlap_p2p"] = bool(getattr(args, "overlap_p2p_comm", False))
     d["schedule"] = interleave_rule(up.release, config, gas, pp, vpp)
     d["cuda_device_max_connections"] = env.get("CUDA_DEVICE_MAX_CONNECTIONS")
     d["ckpt_format"] = getattr(args, "ckpt_format", None)
@@ -455,7 +459,8 @@ def compare(d, expect):
 
     for f in ("world_size", "tp", "pp", "dp", "vpp", "mbs", "gbs",
               "micro_batches", "blocks_per_stage", "sp", "recompute",
-              "zero", "offload", "precision"):
+              "zero", "offload", "precision", "overlap_grad",
+              "overlap_param", "overlap_tp", "overlap_p2p"):
         if f in expect:
             same(f, d.get(f), expect[f])
     if "blocks_per_chunk" in expect:

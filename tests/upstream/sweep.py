@@ -184,13 +184,35 @@ HAND = {
         S(1, 4, 4, 1, vpp=2, b=[0, 7, 13, 19, 27]),
         S(2, 8, 1, 2, zero=1),
     ]),
+    # communication overlap: gradient reduction, parameter gather, TP
+    # with GEMMs (sequence parallelism, one NVLink node), P2P on and off
+    # with interleaving
+    "overlap": ("h100-node4", "llama3-8b", ["--global-batch", "64"], [
+        S(1, 4, 1, 1, zero=1, overlap_grad=True, overlap_param=True),
+        S(1, 4, 1, 1, zero=0, overlap_grad=True),
+        S(1, 4, 1, 1, zero=2, overlap_grad=True, overlap_param=True),
+        S(4, 1, 1, 1, sp=True, overlap_tp=True),
+        S(2, 2, 1, 1, sp=True, zero=1, overlap_grad=True, overlap_param=True,
+          overlap_tp=True),
+        S(1, 1, 4, 1, vpp=2, overlap_p2p=False, b=[0, 9, 17, 25, 35]),
+        S(1, 2, 2, 1, vpp=2, overlap_p2p=True, overlap_grad=True,
+          b=[0, 17, 35]),
+        S(2, 1, 2, 1, overlap_p2p=False, b=[0, 17, 35]),
+    ]),
     # the sample's: DeepSpeed ZeRO 2 and 3 at pp = 1, Megatron-FSDP,
-    # interleaving, optimizer offload at pp = 1 and pp > 1
+    # interleaving, optimizer offload at pp = 1 and pp > 1, interleaving
+    # of 64 micro-batches over pp 3 (core_v0.19.0's micro-batch groups),
+    # DeepSpeed's overlap_comm, Megatron-LM's gradient, weight and TP
+    # overlap
     "sample": ("h100-node4-host", "gpt2-medium", ["--global-batch", "64"], [
         S(1, 4, 1, 2, zero=2),
         S(1, 4, 1, 2, zero=3, offload="optimizer"),
         S(2, 1, 2, 1, vpp=2, sp=True, recompute="selective", b=[0, 13, 27]),
         S(1, 2, 2, 2, zero=1, offload="optimizer", b=[0, 14, 27]),
+        S(1, 1, 3, 1, vpp=2, ranks=[0, 1, 2], b=[0, 9, 17, 27]),
+        S(1, 4, 1, 2, zero=1, overlap_grad=True),
+        S(2, 2, 1, 2, sp=True, zero=1, overlap_grad=True, overlap_param=True,
+          overlap_tp=True),
     ]),
 }
 
@@ -324,6 +346,16 @@ def expect_of(plan, s, model):
         "zero": s.get("zero", 0),
         "offload": s.get("offload", "none"),
         "precision": precision, "tf32": tf32,
+        # communication overlap: what the launcher must run (Megatron-LM
+        # overlaps P2P with interleaving only; DeepSpeed's overlap_comm
+        # with ZeRO >= 1 at pp = 1)
+        "overlap_grad": bool(s.get("overlap_grad")) and s["dp"] > 1,
+        "overlap_param": bool(s.get("overlap_param")),
+        "overlap_tp": bool(s.get("overlap_tp")),
+        "overlap_p2p": (bool(s.get("overlap_p2p", True))
+                        if vpp > 1 and s["pp"] > 1 else None),
+        "overlap_comm": (True if s.get("overlap_grad") and s["dp"] > 1 and
+                         s.get("zero", 0) >= 1 and s["pp"] == 1 else None),
         "ranks": [{"rank": r["rank"], "host": r["node"], "gpu": r["gpu"]} for r in ranks],
         "model": facts,
     }
