@@ -10,6 +10,27 @@
 
 /* ---- growable text buffer -------------------------------------------- */
 
+/* Room for need bytes in b, doubling from 512; 0 (and b failed) when
+ * memory runs out. */
+static int buf_reserve(util_buf *b, size_t need)
+{
+    size_t cap = b->cap ? b->cap : 512;
+    char *q;
+
+    if (need <= b->cap)
+        return 1;
+    while (cap < need)
+        cap *= 2;
+    q = realloc(b->p, cap);
+    if (q == NULL) {
+        b->failed = 1;
+        return 0;
+    }
+    b->p = q;
+    b->cap = cap;
+    return 1;
+}
+
 void util_buf_printf(util_buf *b, const char *fmt, ...)
 {
     va_list ap;
@@ -26,19 +47,8 @@ void util_buf_printf(util_buf *b, const char *fmt, ...)
         return;
     }
     need = b->len + (size_t)k + 1;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 512;
-        char *q;
-        while (cap < need)
-            cap *= 2;
-        q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
+    if (!buf_reserve(b, need))
+        return;
     va_start(ap, fmt);
     vsnprintf(b->p + b->len, (size_t)k + 1, fmt, ap);
     va_end(ap);
@@ -51,19 +61,8 @@ void util_buf_add(util_buf *b, const char *s, size_t n)
 
     if (b->failed)
         return;
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 512;
-        char *q;
-        while (cap < need)
-            cap *= 2;
-        q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
+    if (!buf_reserve(b, need))
+        return;
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';
