@@ -671,6 +671,11 @@ static const char *const sample_extra[][2] = {
     {"h100-node4.json", "llama-7b.json"},          /* FSDP's gradient dtype */
     {"mixed-generations.json", "gpt-neox-20b.json"}, /* deepspeed --include */
     {"mixed-generations.json", "opt-1.3b.json"},   /* GPUs out of order on a host */
+    {"amp-het.json", "gpt2-345m.json"},     /* a host's ranks not consecutive */
+    {"amp-het.json", "gpt2-amp.json"},      /* virtual stages per rank (core_v0.19.0) */
+    {"h100-node4.json", "gpt3-xl.json"},    /* ZeRO-3 refused for core_r0.9.0 */
+    {"h100-node4.json", "llama2-13b.json"}, /* pp 1, tp > 1, dp 1 */
+    {"mixed-generations.json", "llama2-13b.json"}, /* --include; 0.19's GPU order */
     {NULL, NULL}};
 
 /* HETPLAN_TEST_FULL=1: every pair, not the sample. */
