@@ -1,6 +1,8 @@
 /* bench/amp_ranking.c: ranking accuracy of hetplan's cost model on AMP's
- * real runs.  Usage: amp-ranking [DATA_DIR] (default ../shared/data/amp).
- * Prints one JSON object on stdout. */
+ * real runs.  Usage: amp-ranking [--framework NAME] [DATA_DIR] (default
+ * ../shared/data/amp); --framework scores the model as trained by NAME
+ * (its training.framework, docs/inputs.md).  Prints one JSON object on
+ * stdout. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +14,10 @@
 #include "formats.h"
 #include "costmodel.h"
 #include "calibrate.h"
+#include "bench_data.h"
+
+/* training.framework set into the model (--framework); NULL: as written */
+static const char *run_framework = NULL;
 
 typedef struct experiment {
     const char *name, *data, *cluster;
@@ -51,7 +57,8 @@ static int cal_set_load(const char *dir, const experiment *e, cal_set *x,
     snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
     rc = fmt_load_cluster(path, &x->c, err);
     if (rc == UTIL_OK)
-        rc = fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &x->m, err);
+        rc = bench_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", run_framework,
+                              &x->m, err);
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/profiles.json", dir);
         rc = fmt_profile_from_amp(path, "gpt2", &x->m, &x->prof, err);
@@ -155,7 +162,8 @@ static cJSON *run(const char *dir, const experiment *e)
     snprintf(path, sizeof path, "%s/examples/%s", HETPLAN_SOURCE_DIR, e->cluster);
     rc = fmt_load_cluster(path, &c, &err);
     if (rc == UTIL_OK)
-        rc = fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", &m, &err);
+        rc = bench_load_model(HETPLAN_SOURCE_DIR "/examples/gpt2-amp.json", run_framework,
+                              &m, &err);
     if (rc == UTIL_OK) {
         snprintf(path, sizeof path, "%s/profiles.json", dir);
         rc = fmt_profile_from_amp(path, "gpt2", &m, &prof, &err);
@@ -212,14 +220,28 @@ done:
 
 int main(int argc, char **argv)
 {
-    const char *dir = argc > 1 ? argv[1] : "../shared/data/amp";
+    const char *dir;
     struct stat st;
     cJSON *doc, *arr;
     char *text;
     size_t i;
+    fmt_framework fw;
 
+    if (argc > 2 && strcmp(argv[1], "--framework") == 0) {
+        if (fmt_framework_parse(argv[2], &fw) != 0) {
+            fprintf(stderr, "amp-ranking: option '--framework' expects one of %s, "
+                    "got '%s'\n", fmt_framework_accepted(), argv[2]);
+            return 2;
+        }
+        run_framework = argv[2];
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
+    dir = argc > 1 ? argv[1] : "../shared/data/amp";
     if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
-        printf("usage: amp-ranking [DATA_DIR]   (default ../shared/data/amp)\n");
+        printf("usage: amp-ranking [--framework NAME] [DATA_DIR]   (default "
+               "../shared/data/amp)\n");
         return 0;
     }
     if (argc <= 1 && stat(dir, &st) != 0)
@@ -230,6 +252,8 @@ int main(int argc, char **argv)
     }
     doc = cJSON_CreateObject();
     cJSON_AddStringToObject(doc, "data_dir", dir);
+    cJSON_AddStringToObject(doc, "framework", run_framework != NULL ? run_framework
+                                                                    : "as written");
     arr = cJSON_AddArrayToObject(doc, "experiments");
     for (i = 0; i < sizeof experiments / sizeof experiments[0]; i++) {
         cJSON *x = run(dir, &experiments[i]);

@@ -80,6 +80,47 @@ static inline int bench_read_json(const char *path, cJSON **root,
     return UTIL_OK;
 }
 
+/* Model document doc with training.framework set to fw (NULL: left as
+ * it is), so a bench can score data files under a framework without
+ * editing them (docs/inputs.md, "Frameworks"). */
+static inline void bench_set_framework(cJSON *doc, const char *fw)
+{
+    cJSON *tr;
+
+    if (fw == NULL)
+        return;
+    tr = cJSON_GetObjectItemCaseSensitive(doc, "training");
+    if (!cJSON_IsObject(tr))
+        tr = cJSON_AddObjectToObject(doc, "training");
+    if (tr == NULL)
+        return;
+    cJSON_DeleteItemFromObjectCaseSensitive(tr, "framework");
+    cJSON_AddStringToObject(tr, "framework", fw);
+}
+
+/* The model file at path, with training.framework set to fw (NULL: as
+ * written), parsed into *m. */
+static inline int bench_load_model(const char *path, const char *fw,
+                                   fmt_model *m, util_error *err)
+{
+    cJSON *doc = NULL;
+    char *text;
+    int rc;
+
+    if (fw == NULL)
+        return fmt_load_model(path, m, err);
+    if ((rc = bench_read_json(path, &doc, err)) != UTIL_OK)
+        return rc;
+    bench_set_framework(doc, fw);
+    text = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (text == NULL)
+        return util_error_set(err, UTIL_ENOMEM, path, NULL, "out of memory");
+    rc = fmt_parse_model(text, path, m, err);
+    cJSON_free(text);
+    return rc;
+}
+
 /* Number o.key (o may be NULL) into *v; UTIL_EFIELD naming `where`. */
 static inline int bench_num(const cJSON *o, const char *key, const char *where,
                             double *v, util_error *err)

@@ -9,9 +9,10 @@
  * OPTConfig activation_function "relu"), so the bench states "mlp":
  * "relu" in a model file named OPT-* that says family "gpt2" and no
  * "mlp"; every other model file is scored as written.  --mlp X states X
- * in every model file (--mlp gelu scores OPT's files as written).
- * Usage: sailor-opt [--mlp gelu|swiglu|relu] [DATA_DIR]   (default
- * ../shared/data/sailor-opt).
+ * in every model file (--mlp gelu scores OPT's files as written);
+ * --framework NAME states training.framework NAME in every model file.
+ * Usage: sailor-opt [--framework NAME] [--mlp gelu|swiglu|relu] [DATA_DIR]
+ * (default ../shared/data/sailor-opt).
  * Prints one JSON object on stdout (with each run's memory terms at its
  * peak rank, "peak_terms", and the scores of each subset of runs, one
  * model on one set of device types, "subsets") and on stderr four lines
@@ -44,6 +45,9 @@
 /* The MLP set into every model file loaded (--mlp); NULL: OPT's ReLU
  * into OPT files that describe a GPT-2 block, the others as written. */
 static const char *run_mlp = NULL;
+/* training.framework set into every model file (--framework); NULL: as
+ * written */
+static const char *run_framework = NULL;
 
 /* One run of runs.json; a measurement that is null is -1: measured_s
  * of a run that did not run (left out of every score; counted among the
@@ -311,6 +315,7 @@ static int load_model(const char *path, const char *name, fmt_model *m,
         cJSON_DeleteItemFromObjectCaseSensitive(tf, "mlp");
         cJSON_AddStringToObject(tf, "mlp", *mlp);
     }
+    bench_set_framework(doc, run_framework);
     text = cJSON_PrintUnformatted(doc);
     cJSON_Delete(doc);
     if (text == NULL)
@@ -655,6 +660,19 @@ int main(int argc, char **argv)
     util_error err;
     int n = 0, rc;
 
+    fmt_framework fw;
+
+    if (argc > 2 && strcmp(argv[1], "--framework") == 0) {
+        if (fmt_framework_parse(argv[2], &fw) != 0) {
+            fprintf(stderr, "sailor-opt: option '--framework' expects one of %s, "
+                    "got '%s'\n", fmt_framework_accepted(), argv[2]);
+            return 2;
+        }
+        run_framework = argv[2];
+        argv[2] = argv[0];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc > 2 && strcmp(argv[1], "--mlp") == 0) {
         if (fmt_arch_from_name(FMT_AXIS_MLP, argv[2]) < 0) {
             fprintf(stderr, "sailor-opt: option '--mlp' expects gelu, swiglu "
@@ -679,6 +697,8 @@ int main(int argc, char **argv)
     cJSON_AddStringToObject(doc, "mlp", run_mlp != NULL ? run_mlp
                                                         : "relu for OPT files describing a gpt2 block, "
                                                           "else as written");
+    cJSON_AddStringToObject(doc, "framework", run_framework != NULL ? run_framework
+                                                                    : "as written");
     snprintf(path, sizeof path, "%s/runs.json", dir);
     rc = bench_read_json(path, &runs, &err);
     if (rc == UTIL_OK)

@@ -301,6 +301,61 @@ static const char *attention_text(const fmt_model *m)
     return cost_attention(m) == FMT_ATTN_EAGER ? "eager" : "flash";
 }
 
+/* What a model's training.framework made the planner assume
+ * (docs/inputs.md, "Frameworks"): each a phrase saying what and why. */
+typedef struct fw_assumed {
+    char name[FMT_FRAMEWORK_N];
+    const char *tf32, *attention, *loss, *launch;
+} fw_assumed;
+
+/* 0 when the model names no framework. */
+static int framework_assumed(const fmt_model *m, const cost_params *p,
+                             fw_assumed *a)
+{
+    static const char *const launch[] = {"eager (one host launch per kernel)",
+                                         "fused kernels",
+                                         "CUDA graphs"};
+    const fmt_framework *fw = &m->framework;
+    int l = cost_launch_mode(m, p);
+
+    if (fw->family == FMT_FW_NONE)
+        return 0;
+    fmt_framework_text(fw, a->name, sizeof a->name);
+    if (fmt_model_precision(m) != FMT_PREC_FP32)
+        a->tf32 = "not used (16-bit training)";
+    else if (p->tf32 >= 0)
+        a->tf32 = p->tf32 ? "on (cost parameter tf32)" : "off (cost parameter tf32)";
+    else if (!(m->fw_defaults & FMT_FW_SET_TF32))
+        a->tf32 = m->tf32 == FMT_FLAG_OFF ? "off (training.tf32)"
+                  : m->tf32 == FMT_FLAG_ON ? "on (training.tf32)"
+                                           : "on (unstated: NGC containers' default)";
+    else if (m->tf32 == FMT_FLAG_OFF && fw->major == 1 && fw->minor < 7)
+        a->tf32 = "off (no TF32 before PyTorch 1.7)";
+    else if (fw->family == FMT_FW_PYTORCH && !fw->ngc)
+        a->tf32 = m->tf32 == FMT_FLAG_ON
+                      ? "on (torch.backends.cuda.matmul.allow_tf32 defaults to "
+                        "true in PyTorch 1.7 to 1.11)"
+                      : "off (torch.backends.cuda.matmul.allow_tf32 defaults "
+                        "to false since PyTorch 1.12)";
+    else
+        a->tf32 = "on (NGC containers' TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1)";
+    if (!cost_act_from_shape(m))
+        a->attention = "as listed (a layer list states its activations)";
+    else if (cost_attention(m) != FMT_ATTN_EAGER)
+        a->attention = "flash: O(s) softmax statistics per head";
+    else if (fmt_framework_softmax_input(fw))
+        a->attention = "s x s scores: softmax input and output kept (autograd "
+                       "before PyTorch 1.11, pytorch/pytorch#64000)";
+    else
+        a->attention = "s x s scores: softmax output kept";
+    a->loss = m->cross_entropy == FMT_CE_PYTORCH
+                  ? "F.cross_entropy (log_softmax and nll_loss)"
+                  : "vocabulary-parallel softmax in place over an fp32 copy of "
+                    "the logits";
+    a->launch = l >= 0 && l <= 2 ? launch[l] : "not set";
+    return 1;
+}
+
 /* End (exclusive) of the row of identical layers that starts at l. */
 static int row_end(const fmt_model *m, const cost_params *p, int l)
 {
@@ -316,6 +371,7 @@ static cJSON *model_json(const inspect_opts *o, const fmt_model *m,
 {
     cJSON *o2 = cJSON_CreateObject(), *layers = cJSON_CreateArray(), *shape = NULL;
     double rep, params = fmt_model_params(m, &rep), w, g, opt, flops;
+    fw_assumed fa;
     int l, k, rows = 0, ok = o2 != NULL && layers != NULL;
 
     model_totals(m, p, &w, &g, &opt, &flops);
@@ -359,6 +415,15 @@ static cJSON *model_json(const inspect_opts *o, const fmt_model *m,
          util_json_put_bool(o2, "tf32", fmt_model_precision(m) == FMT_PREC_FP32 &&
                                             cost_tf32(m, p)) &&
          util_json_put_str(o2, "attention", attention_text(m));
+    if (ok && framework_assumed(m, p, &fa)) {
+        cJSON *f = cJSON_CreateObject();
+        ok = f != NULL && util_json_put_str(f, "name", fa.name) &&
+             util_json_put_str(f, "tf32", fa.tf32) &&
+             util_json_put_str(f, "attention_memory", fa.attention) &&
+             util_json_put_str(f, "loss_softmax", fa.loss) &&
+             util_json_put_str(f, "launch", fa.launch);
+        ok = put_built(o2, "framework", &f, ok);
+    }
     if (ok && shape == NULL)
         ok = (shape = cJSON_CreateNull()) != NULL;
     ok = put_built(o2, "shape", &shape, ok);
@@ -382,6 +447,7 @@ static void model_text(util_buf *b, const inspect_opts *o, const fmt_model *m,
 {
     double rep, params = fmt_model_params(m, &rep), w, g, opt, flops;
     int prec = fmt_model_precision(m), l, k, rows = 0;
+    fw_assumed fa;
 
     model_totals(m, p, &w, &g, &opt, &flops);
     util_buf_printf(b, "model '%s' ('%s'): %s, %s, %s %s%s\n", m->name, o->model,
@@ -408,6 +474,11 @@ static void model_text(util_buf *b, const inspect_opts *o, const fmt_model *m,
                                                          ", RMSNorm" : ", LayerNorm") : "",
                         tied_embeddings(m) ? "tied" : "untied");
     }
+    if (framework_assumed(m, p, &fa))
+        util_buf_printf(b, "  framework      %s\n    TF32 matmuls     %s\n"
+                           "    attention memory %s\n    loss softmax     %s\n"
+                           "    kernel launch    %s\n",
+                        fa.name, fa.tf32, fa.attention, fa.loss, fa.launch);
     util_buf_printf(b, "  parameters     %.0f (%.3g %s); held whole by every "
                        "TP rank: ", params, params >= 1e9 ? params / 1e9 : params / 1e6,
                     params >= 1e9 ? "billion" : "million");

@@ -67,7 +67,8 @@ void cost_block_act(const fmt_model *m, int recompute, cost_act *out)
      *   keeps only the fp32 log-sum-exp per head and row, 4as.
      * With e = 2, dropout on, f = 4h, kv = a and eager attention this is
      * the paper's sbh(34 + 5as/h): replicated 10sbh, sharded 24sbh,
-     * core 5as^2b. */
+     * core 5as^2b.  PyTorch before 1.11 also keeps the softmax's input,
+     * e a s^2 more (pytorch/pytorch#64000, fixed by PR #65242). */
     out->rep = 4.0 * e * s * h + (drop ? 2.0 * s * h : 0.0);
     out->shard = 2.0 * e * s * h +
                  2.0 * e * s * (eager ? h : h * kv / a) +
@@ -78,6 +79,8 @@ void cost_block_act(const fmt_model *m, int recompute, cost_act *out)
                                                     : 0.0);
     else
         out->core = 4.0 * a * s;
+    if (eager && fmt_framework_softmax_input(&m->framework))
+        out->core += e * a * s * s;
     out->input = e * s * h;
     if (recompute == FMT_RECOMPUTE_SELECTIVE) /* section 5: the core is
                                                   recomputed */

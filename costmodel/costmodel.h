@@ -92,7 +92,18 @@ typedef struct cost_params {
     int offload;            /* enum fmt_offload of strategies that do not
                                state theirs (none, 0); cost_evaluate and
                                cost_rank_stage_memory use the strategy's own */
+    int launch_mode;        /* enum cost_launch: how the framework launches
+                               kernels, for the per-kernel cost; -1 = from
+                               the model's training.framework, none named:
+                               the per-kernel cost as before (-1) */
 } cost_params;
+
+/* cost_params.launch_mode */
+enum cost_launch {
+    COST_LAUNCH_EAGER = 0,  /* one host launch per kernel (PyTorch eager) */
+    COST_LAUNCH_FUSED = 1,  /* fused kernels (Megatron-LM, Transformer Engine) */
+    COST_LAUNCH_GRAPHS = 2  /* CUDA graphs replay the iteration */
+};
 
 /* cost_params.attention */
 enum cost_attention {
@@ -108,6 +119,10 @@ double cost_optimizer_bytes(const fmt_model *m, const cost_params *p);
 
 /* Fill defaults (values in parentheses above). */
 void cost_params_init(cost_params *p);
+/* How kernels are launched (enum cost_launch): p->launch_mode when set
+ * (>= 0), else the model's training.framework's; -1 when neither says
+ * (the per-kernel cost as without a framework). */
+int cost_launch_mode(const fmt_model *m, const cost_params *p);
 /* Set one field by its name (e.g. "net_eff") from a number; UTIL_EINVAL
  * for an unknown name or a value outside the field's range. */
 int cost_params_set(cost_params *p, const char *name, double value,
@@ -120,6 +135,26 @@ int cost_params_get(const cost_params *p, const char *name, double *value);
  * devices that have them): p->tf32 when set (>= 0), else the model's
  * training.tf32, on when unstated (costmodel/kernels.c). */
 int cost_tf32(const fmt_model *m, const cost_params *p);
+/* One device's matrix-multiplication unit for a model's precision
+ * (costmodel/gemm.c, docs/time-model.md "GEMMs"). */
+typedef struct cost_gemm_unit {
+    double peak;            /* FLOP/s of the unit the matmuls run on */
+    double eff;             /* large-GEMM fraction of peak */
+    double bw;              /* reachable memory bandwidth, B/s */
+    double elem;            /* bytes per element */
+    int sms;                /* streaming multiprocessors */
+    int tile_m, tile_n;     /* output tile of one thread block */
+    int tensor;             /* 1: tensor cores, 0: CUDA cores */
+} cost_gemm_unit;
+void cost_gemm_unit_of(const fmt_model *m, const cost_params *p,
+                       const fmt_device_type *dt, cost_gemm_unit *u);
+/* Time of batch GEMMs C[M,N] = A[M,K] B[K,N] on u: compute-bound with
+ * tile and wave quantisation, or memory-bound on A + B + C, s. */
+double cost_gemm_time(const cost_gemm_unit *u, double M, double N, double K,
+                      double batch);
+/* Fixed cost of one kernel, s: p->kernel_overhead, or the device-side
+ * launch of a CUDA graph under cost_launch_mode COST_LAUNCH_GRAPHS. */
+double cost_kernel_cost(const fmt_model *m, const cost_params *p);
 /* A strategy's recomputation level (enum fmt_recompute) and ZeRO stage:
  * its own when stated (>= 0), else p's default. */
 int cost_strategy_recompute(const cost_params *p, const fmt_strategy *s);

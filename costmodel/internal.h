@@ -56,8 +56,20 @@ int cost_event_cmp(const cost_event *a, const cost_event *b);
 int cost_sort_events(cost_event *ev, size_t n, double deadline);
 
 /* Does the device name contain tag (upper case), case-insensitively?  The
- * device generation tables of kernels.c and runtime.c match on it. */
+ * device generation tables of gemm.c and runtime.c match on it. */
 int cost_name_has_tag(const char *name, const char *tag);
+
+/* What the compute model knows of a device generation (costmodel/gemm.c). */
+typedef struct cost_gen {
+    const char *tag;        /* upper-case part of the device name */
+    double gemm;            /* large-GEMM fraction of the unit's peak */
+    double flash_fwd;       /* flash-attention forward fraction of peak */
+    double flash_bwd;       /* flash-attention backward fraction of peak */
+    int sms;                /* streaming multiprocessors (or CUs) */
+    int tensor_cores;       /* 1: 16-bit matmuls run on tensor cores */
+} cost_gen;
+/* The generation row of dt (a default row when none matches). */
+const cost_gen *cost_gen_of(const fmt_device_type *dt);
 
 /* One-way transfer (latency + bytes / bandwidth) between stage j and
  * j + 1 of every replica, with the NIC shared by all replicas' and TP

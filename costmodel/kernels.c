@@ -6,148 +6,26 @@
  * once), the attention core as fused softmax, unfused PyTorch kernels or
  * flash attention, and the recomputation forward pass.  Layers without a
  * transformer shape fall back to FLOPs and bytes (AMP-style roofline). */
-#include <ctype.h>
 #include <math.h>
 #include <string.h>
 
 #include "costmodel.h"
 #include "internal.h"
 
-/* Per device generation: large-GEMM efficiency (fraction of the dense
- * tensor peak), flash-attention efficiency of forward and backward, and
- * streaming multiprocessors (a GEMM with fewer output tiles than SMs
- * leaves some idle).  First row whose tag the device name contains. */
-typedef struct gen_row {
-    const char *tag;
-    double gemm, flash_fwd, flash_bwd;
-    int sms;
-} gen_row;
-
-static const gen_row gens[] = {
-    /* A100: maximum achievable matmul FLOP/s about 268 of 312 TF (Bekman,
-     * "Machine Learning Engineering", MAMF table); FlashAttention-2 on
-     * A100: forward up to 73 %, backward up to 63 % of peak (Dao 2023,
-     * section 4.1); 108 SMs (A100 whitepaper) */
-    {"A100", 0.859, 0.70, 0.60, 108},
-    /* Hopper (H100, H200, GH200): MAMF about 792 of 989 TF (Bekman;
-     * hetplan-profile measured an 8192^3 fp16 GEMM at 782.5 and 901.8 TF
-     * on two H200s);
-     * FlashAttention-2 on H100 about 35-50 % of peak, FlashAttention-3
-     * 75 % (Shah et al. 2024): taken between them; 132 SMs */
-    {"GH", 0.80, 0.55, 0.45, 132},
-    {"H100", 0.80, 0.55, 0.45, 132},
-    {"H200", 0.80, 0.55, 0.45, 132},
-    /* MI300X: MAMF about 782 of 1307 TF (Bekman); 304 CUs */
-    {"MI300", 0.598, 0.40, 0.35, 304},
-    /* V100: cuBLAS HGEMM reaches about 100 of 125 TF at large sizes
-     * (cuBLAS microbenchmarks); 80 SMs */
-    {"V100", 0.80, 0.50, 0.40, 80},
-    /* T4 (Turing TU104): 40 SMs (NVIDIA Turing whitepaper, appendix) */
-    {"T4", 0.75, 0.50, 0.40, 40},
-};
-/* Anything else: a typical large-GEMM efficiency of tensor-core GPUs. */
-static const gen_row gen_default = {"", 0.75, 0.50, 0.40, 80};
-
-int cost_name_has_tag(const char *name, const char *tag)
-{
-    size_t n = strlen(name), t = strlen(tag), i, k;
-
-    for (i = 0; i + t <= n; i++) {
-        for (k = 0; k < t; k++)
-            if (toupper((unsigned char)name[i + k]) != tag[k])
-                break;
-        if (k == t)
-            return 1;
-    }
-    return 0;
-}
-
-static const gen_row *gen_of(const fmt_device_type *dt)
-{
-    size_t i;
-
-    for (i = 0; i < sizeof gens / sizeof gens[0]; i++)
-        if (cost_name_has_tag(dt->name, gens[i].tag))
-            return &gens[i];
-    return &gen_default;
-}
-
-double cost_gemm_peak(const fmt_model *m, const cost_params *p,
-                      const fmt_device_type *dt)
-{
-    if (m->dtype_bytes >= 4) {
-        /* fp32 matmuls: TF32 tensor cores when allowed (NGC containers
-         * set TORCH_ALLOW_TF32_CUBLAS_OVERRIDE), else the fp32 units */
-        int tf32 = cost_tf32(m, p);
-        if (tf32 && dt->flops_tf32 > 0.0)
-            return dt->flops_tf32;
-        if (tf32 && dt->flops_fp32 <= 0.0 && dt->flops_bf16 > 0.0)
-            return dt->flops_fp16 / 2.0; /* bf16-capable NVIDIA parts: TF32
-                                            dense = fp16 dense / 2 (A100,
-                                            H100 datasheets) */
-        if (dt->flops_fp32 > 0.0)
-            return dt->flops_fp32;
-        return dt->flops_fp16 / 4.0; /* nothing stated: a quarter of fp16 */
-    }
-    if (m->bf16 && dt->flops_bf16 > 0.0)
-        return dt->flops_bf16;
-    return dt->flops_fp16;
-}
-
-int cost_tf32(const fmt_model *m, const cost_params *p)
-{
-    if (p->tf32 >= 0)
-        return p->tf32 != 0;
-    return m->tf32 != FMT_FLAG_OFF; /* unstated: NGC containers' default
-                                       (TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1) */
-}
-
-double cost_gemm_eff(const cost_params *p, const fmt_device_type *dt)
-{
-    return p->gemm_eff > 0.0 ? p->gemm_eff : gen_of(dt)->gemm;
-}
-
 /* What every kernel of one layer needs. */
 typedef struct kctx {
-    double peak;      /* dense tensor FLOP/s of the precision */
-    double eff;       /* large-GEMM efficiency */
+    cost_gemm_unit u; /* the matmul unit (costmodel/gemm.c) */
+    double peak;      /* its FLOP/s */
     double bw;        /* reachable memory bandwidth, B/s */
     double d;         /* bytes per element */
-    int sms;
-    const gen_row *gen;
+    const cost_gen *gen;
 } kctx;
 
-/* Tile quantization: cuBLAS computes C in tiles of 256 x 128 on
- * Ampere/Hopper for large half-precision GEMMs; a partial tile costs a
- * whole one (NVIDIA, "Matrix Multiplication Background User's Guide",
- * "Tile quantization"). */
-#define TILE_M 256.0
-#define TILE_N 128.0
-
-static double tile_use(double x, double tile)
-{
-    double tiles = ceil(x / tile);
-
-    return tiles > 0.0 ? x / (tile * tiles) : 1.0;
-}
-
-/* Roofline time of `batch` GEMMs C[M,N] = A[M,K] B[K,N]: compute-bound at
- * eff x tile use x wave use, or bound by reading A and B and writing C
- * once.  Wave quantization: the tiles run in waves of one per SM, and
- * the last wave is partly idle (same guide, "Wave quantization"). */
+/* Roofline time of `batch` GEMMs C[M,N] = A[M,K] B[K,N] with tile and
+ * wave quantization (cost_gemm_time). */
 static double gemm(const kctx *k, double M, double N, double K, double batch)
 {
-    double flops = 2.0 * M * N * K * batch, eff, tiles, waves, tc, tm;
-
-    if (flops <= 0.0)
-        return 0.0;
-    eff = k->eff * tile_use(M, TILE_M) * tile_use(N, TILE_N);
-    tiles = ceil(M / TILE_M) * ceil(N / TILE_N) * batch;
-    waves = tiles / (double)k->sms;
-    eff *= waves / ceil(waves);
-    tc = flops / (k->peak * eff);
-    tm = (M * K + K * N + M * N) * batch * k->d / k->bw;
-    return tc > tm ? tc : tm;
+    return cost_gemm_time(&k->u, M, N, K, batch);
 }
 
 /* Backward of a GEMM: input gradient dA = dC B^T [M,K] (inner N) and
@@ -181,12 +59,11 @@ int cost_attention_kernel(const fmt_model *m, const cost_params *p)
 static void kctx_init(const fmt_model *m, const cost_params *p,
                       const fmt_device_type *dt, kctx *k)
 {
-    k->gen = gen_of(dt);
-    k->peak = cost_gemm_peak(m, p, dt);
-    k->eff = cost_gemm_eff(p, dt);
-    k->bw = dt->mem_bw * p->memory_eff;
-    k->d = (double)(m->dtype_bytes > 0 ? m->dtype_bytes : 2);
-    k->sms = k->gen->sms;
+    k->gen = cost_gen_of(dt);
+    cost_gemm_unit_of(m, p, dt, &k->u);
+    k->peak = k->u.peak;
+    k->bw = k->u.bw;
+    k->d = k->u.elem;
 }
 
 /* A transformer block with the model's shape (docs/time-model.md,
@@ -353,7 +230,7 @@ void cost_layer_kernels(const fmt_model *m, const cost_params *p,
                         cost_kernel_time *out)
 {
     const fmt_layer *l = &m->layers[layer];
-    double launch = (double)l->kernels * p->kernel_overhead;
+    double launch = (double)l->kernels * cost_kernel_cost(m, p);
     int shaped = m->hidden > 0 && m->heads > 0 && m->seq > 0 &&
                  m->hidden % m->heads == 0;
     int rc = cost_strategy_recompute(p, NULL);

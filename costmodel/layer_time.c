@@ -79,7 +79,7 @@ static double sample_work(const fmt_model *m, const cost_params *p,
                           const fmt_device_type *dt, int layer, int tp, int mbs)
 {
     cost_kernel_time k;
-    double launch = (double)m->layers[layer].kernels * p->kernel_overhead;
+    double launch = (double)m->layers[layer].kernels * cost_kernel_cost(m, p);
 
     cost_layer_kernels(m, p, dt, layer, tp, mbs, &k);
     return k.fwd > launch && mbs > 0 ? (k.fwd - launch) / (double)mbs : 0.0;
@@ -150,7 +150,7 @@ static double tp1_work(const fmt_model *m, const cost_params *p,
                        const fmt_device_type *dt, const fmt_profile_entry **base,
                        int nb, int layer, int tp, int mbs, double *ratio)
 {
-    double launch = (double)m->layers[layer].kernels * p->kernel_overhead;
+    double launch = (double)m->layers[layer].kernels * cost_kernel_cost(m, p);
     double f1, b1 = -1.0, e1, et;
 
     if (nb >= 2) {
@@ -235,7 +235,7 @@ void cost_layer_time_of(const fmt_model *m, const fmt_profile *prof,
         double b0 = (double)pts[0]->mbs, p0 = pts[0]->fwd[layer];
         double wa1 = layer_work(m, p, dt, l, 1), wat = layer_work(m, p, dt, l, tp);
         double w = wat, c0 = tp_comm(l, tp, pts[0]->mbs, home_bw, link_lat), fixed;
-        double launch = (double)l->kernels * p->kernel_overhead;
+        double launch = (double)l->kernels * cost_kernel_cost(m, p);
 
         nb = tp == 1 ? 0 : profile_points(prof, dt->name, 1, layer, base, 16);
         if (tp == 1 || wat <= 0.0) {

@@ -38,6 +38,15 @@ void cost_params_init(cost_params *p)
     p->overlap_p2p = 1; /* AMP eq. 5: steady-state P2P behind compute */
     p->nccl_cumem = 1;  /* NCCL 2.19 and later (costmodel/runtime.c) */
     p->offload = FMT_OFFLOAD_NONE;
+    p->launch_mode = -1; /* the model's framework (cost_launch_mode) */
+}
+
+int cost_launch_mode(const fmt_model *m, const cost_params *p)
+{
+    if (p != NULL && p->launch_mode >= 0)
+        return p->launch_mode;
+    /* enum fmt_launch has the values of enum cost_launch */
+    return m != NULL ? fmt_framework_launch(&m->framework) : -1;
 }
 
 /* Megatron-LM's mixed-precision step (optimizer/optimizer.py,
@@ -84,6 +93,7 @@ static const param_field param_fields[] = {
     PF(dp_bucket, 0, 0.0, 1e15),     PF(p2p_scatter, 1, 0, 1),
     PF(grad_accum_fusion, 1, 0, 1),  PF(nvlink_eff, 0, 1e-6, 1.0),
     PF(overlap_p2p, 1, 0, 1),        PF(nccl_cumem, 1, 0, 1),
+    PF(launch_mode, 1, -1, 2),
 };
 #undef PF
 

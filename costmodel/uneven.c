@@ -128,7 +128,7 @@ static void layer_split(const fmt_model *m, const cost_params *p,
     double mr = bw > 0.0 ? l->traffic_rep / bw : 0.0;
     double fd = b * (3.0 * gd + (1.0 + p->bwd_traffic) * md);
     double fr = b * (3.0 * gr + (1.0 + p->bwd_traffic) * mr) +
-                3.0 * (double)l->kernels * p->kernel_overhead;
+                3.0 * (double)l->kernels * cost_kernel_cost(m, p);
 
     *div = fd + fr > 0.0 ? fd / (fd + fr) : 0.0;
     *gemm = fd + fr > 0.0 ? 3.0 * b * gd / (fd + fr) : 0.0;

@@ -390,9 +390,13 @@ static void megatron_limits(export_ctx *x, const split *sp)
      * Megatron-LM runs its own vocabulary-parallel cross entropy and keeps
      * its gradients in a contiguous buffer */
     if (x->m->cross_entropy == FMT_CE_PYTORCH)
-        export_approx(x, "the model states training.cross_entropy 'pytorch', "
+        export_approx(x, "the model %s, "
                       "which Megatron-LM does not run (its vocabulary-parallel "
-                      "cross entropy holds one fp32 logits tensor less)");
+                      "cross entropy holds one fp32 logits tensor less)",
+                      x->m->fw_defaults & FMT_FW_SET_CE
+                          ? "names a PyTorch training.framework (so "
+                            "training.cross_entropy 'pytorch')"
+                          : "states training.cross_entropy 'pytorch'");
     if (x->m->grad_buffer == FMT_GRADS_SET_TO_NONE)
         export_approx(x, "the model states training.grad_buffer 'set_to_none', "
                       "which Megatron-LM does not run (its DDP keeps the "

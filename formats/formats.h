@@ -163,6 +163,43 @@ const char *fmt_arch_name(int axis, int value);
 /* Value of a name on an axis (exact, lower case), -1 when unknown. */
 int fmt_arch_from_name(int axis, const char *name);
 
+/* The training framework of a model file (training.framework,
+ * formats/framework.c, docs/inputs.md "Frameworks"). */
+enum fmt_fw_family {
+    FMT_FW_NONE = 0,
+    FMT_FW_PYTORCH,         /* PyTorch eager (Hugging Face-style code) */
+    FMT_FW_MEGATRON_LM,     /* Megatron-LM before megatron/core (by year) */
+    FMT_FW_MEGATRON_CORE,   /* Megatron-core with Transformer Engine */
+    FMT_FW_DEEPSPEED        /* DeepSpeed over PyTorch modules */
+};
+typedef struct fmt_framework {
+    int family;             /* enum fmt_fw_family */
+    int major, minor;       /* version; Megatron-LM: year, 0 */
+    int ngc;                /* 1: PyTorch of an NGC container ("-ngc"),
+                               which turns TF32 on for matmuls */
+} fmt_framework;
+/* Fields a framework set (fmt_model.fw_defaults). */
+enum {
+    FMT_FW_SET_TF32 = 1, FMT_FW_SET_ATTENTION = 2, FMT_FW_SET_CE = 4
+};
+/* How a framework launches kernels (values of enum cost_launch). */
+enum fmt_launch { FMT_LAUNCH_EAGER = 0, FMT_LAUNCH_FUSED, FMT_LAUNCH_GRAPHS };
+#define FMT_FRAMEWORK_N 32 /* longest framework name + 1 */
+/* Parse "pytorch-1.7" etc. into *out; -1 when not an accepted name. */
+int fmt_framework_parse(const char *name, fmt_framework *out);
+/* Its name ("pytorch-1.7") into buf; "" for none. */
+const char *fmt_framework_text(const fmt_framework *fw, char *buf, size_t n);
+/* The accepted names, for messages and docs. */
+const char *fmt_framework_accepted(void);
+/* Defaults a framework implies; -1 where it implies none. */
+int fmt_framework_tf32(const fmt_framework *fw);       /* enum fmt_flag */
+int fmt_framework_attention(const fmt_framework *fw);  /* enum fmt_attention */
+int fmt_framework_cross_entropy(const fmt_framework *fw);
+int fmt_framework_launch(const fmt_framework *fw);     /* enum fmt_launch */
+/* 1 when autograd keeps the input of an unfused softmax as well as its
+ * output (PyTorch before 1.11), else 0. */
+int fmt_framework_softmax_input(const fmt_framework *fw);
+
 typedef struct fmt_model {
     char name[64];
     char family[32];        /* "gpt2", "gpt3", "bert", "opt", "gpt-neo",
@@ -194,6 +231,10 @@ typedef struct fmt_model {
     int tf32;               /* enum fmt_flag: fp32 matrix multiplications on
                                TF32 tensor cores (model.json training.tf32);
                                0 = not stated (the cost parameter tf32) */
+    fmt_framework framework; /* model.json training.framework; family 0 =
+                                none named */
+    int fw_defaults;        /* FMT_FW_SET_* bits: the fields above that the
+                               framework set because the file left them out */
 } fmt_model;
 
 /* Loss of a training run: Megatron-LM's vocabulary-parallel cross entropy

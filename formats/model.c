@@ -193,7 +193,7 @@ static const char *const root_keys[] = {"name", "training", "transformer", "laye
                                         "shape", NULL};
 static const char *const training_keys[] = {"global_batch", "precision", "attention",
                                             "attention_dropout", "cross_entropy",
-                                            "grad_buffer", "tf32", NULL};
+                                            "grad_buffer", "tf32", "framework", NULL};
 
 static const char *const transformer_keys[] = {
     "family", "layers", "hidden", "heads", "kv_heads", "seq", "vocab", "ffn", "mlp",
@@ -203,6 +203,41 @@ static const char *const layer_keys[] = {
     "name", "kind", "params", "fwd_flops", "out_bytes", "act_bytes", "tp_flops_frac",
     "traffic_bytes", "traffic_rep_bytes", "act_rep_bytes", "tp_comm_bytes",
     "tp_collectives", "kernels", "tied_group", "params_rep", "repeat", NULL};
+
+/* training.framework (docs/inputs.md, "Frameworks"): the defaults it
+ * implies for the fields the file leaves out; m->cross_entropy is -1
+ * when the file states none. */
+static int parse_framework(const fmt_read_ctx *cx, const cJSON *tr,
+                           fmt_model *m)
+{
+    const char *name = NULL;
+    fmt_framework *fw = &m->framework;
+    int rc, v;
+
+    if ((rc = fmt_str_ref(cx, tr, "training", "framework", 0, &name)) != UTIL_OK)
+        return rc;
+    if (name != NULL && (strlen(name) >= FMT_FRAMEWORK_N ||
+                         fmt_framework_parse(name, fw) != 0))
+        return fmt_fail(cx, UTIL_EFIELD, "training.framework",
+                        "expected one of %s, got '%.40s%s'",
+                        fmt_framework_accepted(), name,
+                        strlen(name) > 40 ? "..." : "");
+    if (m->tf32 == 0 && (v = fmt_framework_tf32(fw)) > 0) {
+        m->tf32 = v;
+        m->fw_defaults |= FMT_FW_SET_TF32;
+    }
+    if (m->attention == FMT_ATTN_DEFAULT && (v = fmt_framework_attention(fw)) > 0) {
+        m->attention = v;
+        m->fw_defaults |= FMT_FW_SET_ATTENTION;
+    }
+    if (m->cross_entropy < 0 && (v = fmt_framework_cross_entropy(fw)) >= 0) {
+        m->cross_entropy = v;
+        m->fw_defaults |= FMT_FW_SET_CE;
+    }
+    if (m->cross_entropy < 0)
+        m->cross_entropy = FMT_CE_MEGATRON;
+    return UTIL_OK;
+}
 
 static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
                           fmt_model *m)
@@ -220,8 +255,10 @@ static int parse_training(const fmt_read_ctx *cx, const cJSON *root,
         (rc = fmt_int_field(cx, tr, "training", "global_batch", FMT_F_POS, 0,
                             &m->global_batch)) != UTIL_OK ||
         (rc = parse_attention(cx, tr, m)) != UTIL_OK ||
-        (rc = parse_training_choice(cx, tr, "cross_entropy", ce_names,
+        (m->cross_entropy = -1,
+         rc = parse_training_choice(cx, tr, "cross_entropy", ce_names,
                                     FMT_CE_MEGATRON, &m->cross_entropy)) != UTIL_OK ||
+        (rc = parse_framework(cx, tr, m)) != UTIL_OK ||
         (rc = parse_training_choice(cx, tr, "grad_buffer", grad_names,
                                     FMT_GRADS_PERSISTENT, &m->grad_buffer)) != UTIL_OK ||
         (rc = fmt_str_ref(cx, tr, "training", "precision", 0, &prec)) !=

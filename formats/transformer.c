@@ -499,6 +499,8 @@ static void resolve(const fmt_transformer_spec *spec, const fmt_model *m,
     out->cross_entropy = m->cross_entropy;
     out->grad_buffer = m->grad_buffer;
     out->tf32 = m->tf32;
+    out->framework = m->framework;
+    out->fw_defaults = m->fw_defaults;
     if (spec->ffn > 0)
         out->ffn = spec->ffn;
     else if (out->mlp == FMT_MLP_SWIGLU)

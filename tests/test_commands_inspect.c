@@ -323,6 +323,64 @@ START_TEST(errors_and_output)
 }
 END_TEST
 
+/* training.framework: what it made the planner assume, each with its
+ * reason, and the stored bytes of a block by hand (fp32, h 1024, a 16,
+ * s 1024, sbh = 2^20: 18 replicated + 48 sharded + softmax output and
+ * input 2 x 4as^2 = 128, 194 sbh); none named prints none. */
+START_TEST(framework_assumed)
+{
+    const char *fw[] = {"--model", "fw.json", NULL};
+    const char *text[] = {"inspect", "--model", "fw.json", NULL};
+    const char *plain[] = {"--model", "plain.json", NULL};
+    const char *bad[] = {"inspect", "--model", "badfw.json", NULL};
+    const char *shape = "\"transformer\": {\"layers\": 2, \"hidden\": 1024, "
+                        "\"heads\": 16, \"seq\": 1024, \"vocab\": 50304}}";
+    char buf[512];
+    tp_run_out r;
+    cJSON *doc;
+    const cJSON *m, *f;
+
+    snprintf(buf, sizeof buf, "{\"name\": \"x\", \"training\": {\"precision\": "
+             "\"fp32\", \"framework\": \"pytorch-1.10\"}, %s", shape);
+    tp_write("fw.json", buf);
+    snprintf(buf, sizeof buf, "{\"name\": \"x\", \"training\": {\"precision\": "
+             "\"fp32\"}, %s", shape);
+    tp_write("plain.json", buf);
+    snprintf(buf, sizeof buf, "{\"name\": \"x\", \"training\": {\"framework\": "
+             "\"pytorch-1.10.2\"}, %s", shape);
+    tp_write("badfw.json", buf);
+    doc = inspect(fw, &r);
+    ck_assert_msg(doc != NULL, "%s", r.err);
+    m = tu_get(doc, "model");
+    f = tu_get(m, "framework");
+    ck_assert_str_eq(str(f, "name"), "pytorch-1.10");
+    ck_assert_msg(strncmp(str(f, "tf32"), "on (torch.backends.cuda.matmul.allow_tf32",
+                          41) == 0, "%s", str(f, "tf32"));
+    ck_assert_ptr_nonnull(strstr(str(f, "attention_memory"), "softmax input and output"));
+    ck_assert_ptr_nonnull(strstr(str(f, "loss_softmax"), "F.cross_entropy"));
+    ck_assert_ptr_nonnull(strstr(str(f, "launch"), "eager"));
+    ck_assert_double_eq(tu_get(cJSON_GetArrayItem(tu_get(m, "layers"), 1),
+                               "stored_bytes")->valuedouble,
+                        194.0 * 1024.0 * 1024.0);
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+    tp_run(&r, text);
+    ck_assert_int_eq(r.status, 0);
+    ck_assert_ptr_nonnull(strstr(r.out, "  framework      pytorch-1.10\n"));
+    tp_run_free(&r);
+    doc = inspect(plain, &r);
+    ck_assert_msg(doc != NULL, "%s", r.err);
+    ck_assert_ptr_null(cJSON_GetObjectItem(tu_get(doc, "model"), "framework"));
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+    tp_run(&r, bad);
+    ck_assert_int_eq(r.status, 3);
+    ck_assert_msg(strstr(r.err, "training.framework") != NULL &&
+                  strstr(r.err, "'pytorch-1.13'") != NULL, "%s", r.err);
+    tp_run_free(&r);
+}
+END_TEST
+
 /* --time-limit is checked once, after the inputs are read: a limit that
  * has passed cuts nothing, says so (exit 7, "status"), a year changes
  * nothing. */
@@ -435,6 +493,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, catalogue_matches_its_docs);
     tcase_add_test(tc, cluster_and_precision);
     tcase_add_test(tc, errors_and_output);
+    tcase_add_test(tc, framework_assumed);
     tcase_add_test(tc, time_limit_cuts_nothing);
     tcase_add_test(tc, long_layer_lists_are_cut);
     tcase_add_test(tc, links_and_long_clusters);

@@ -772,7 +772,9 @@ START_TEST(test_precision_peaks)
     ck_assert(b.fwd > 1.5 * a.fwd);
     p.tf32 = 0;
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &a);
-    ck_assert(a.fwd > 2.0 * b.fwd); /* 20 TF/s fp32 units */
+    /* 20 TF/s fp32 units (their 128 x 128 tiles quantise less than the
+     * tensor cores' 256 x 128: wave use 0.96 against 0.8 for QKV) */
+    ck_assert(a.fwd > 1.5 * b.fwd);
     /* the model's training.tf32 false where the parameter leaves it to
      * the model (-1); the parameter, when set, over the model's */
     m.tf32 = FMT_FLAG_OFF;

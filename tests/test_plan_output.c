@@ -312,7 +312,7 @@ START_TEST(json_header)
         "zero_stage", "recompute", "mem_reserve", "fidelity", "overlap_dp",
         "frozen_layers", "gemm_eff", "attention", "tf32", "sp",
         "overlap_grad_reduce", "dp_bucket", "p2p_scatter", "grad_accum_fusion",
-        "nvlink_eff", "overlap_p2p", "nccl_cumem"};
+        "nvlink_eff", "overlap_p2p", "nccl_cumem", "launch_mode"};
     size_t i;
 
     ck_assert_str_eq(str(doc, "schema"), PLAN_SCHEMA);
