@@ -326,11 +326,19 @@ int cmd_export(int argc, char **argv)
         if (ex.napprox > 0 && !o.approximate) {
             export_print_notes(&o, &ex, 1);
             const char *v = export_version_name(o.target, eo.version);
+            const char *t = export_target_name(o.target);
+            /* a plan made for another launcher: say how to get one for this */
+            int other = strcmp(d.launcher, t) != 0 ||
+                        (v[0] != '\0' &&
+                         export_version_from_name(o.target, d.launcher_version) != eo.version);
             fprintf(stderr, "planner: refused: %s%s%s cannot express strategy %d of "
                             "'%s' exactly (%d approximation%s above); "
-                            "--approximate writes it anyway\n",
-                    export_target_name(o.target), v[0] ? " " : "", v, o.strategy,
-                    o.plan, ex.napprox, ex.napprox > 1 ? "s" : "");
+                            "--approximate writes it anyway%s%s%s%s%s\n",
+                    t, v[0] ? " " : "", v, o.strategy, o.plan, ex.napprox,
+                    ex.napprox > 1 ? "s" : "",
+                    other ? ", 'planner --launcher " : "", other ? t : "",
+                    other && v[0] ? "@" : "", other ? v : "",
+                    other ? "' plans what it runs" : "");
             code = CMD_EXIT_REFUSED;
         } else {
             code = cmd_report_error(&err);
