@@ -157,9 +157,9 @@ static inline double tu_timeout(double seconds)
     return seconds * (f > 0 ? f : 1.0) * TU_BUILD_SLOWDOWN;
 }
 
-/* Before main: Check's multiplier from the factor and its default
- * timeout (Check reads both when a test case is made); a factor out of
- * range ends the program. */
+/* Before main: Check's multiplier from the factor (times the build's
+ * slowdown) and its default timeout (Check reads both when a test case
+ * is made); a factor out of range ends the program. */
 static void tu_timeout_init(void) __attribute__((constructor));
 static void tu_timeout_init(void)
 {
@@ -171,7 +171,7 @@ static void tu_timeout_init(void)
                 TU_TIMEOUT_FACTOR_ENV, getenv(TU_TIMEOUT_FACTOR_ENV));
         exit(EXIT_FAILURE);
     }
-    snprintf(buf, sizeof buf, "%.17g", f);
+    snprintf(buf, sizeof buf, "%.17g", f * TU_BUILD_SLOWDOWN);
     setenv("CK_TIMEOUT_MULTIPLIER", buf, 1);
     setenv("CK_DEFAULT_TIMEOUT", TU_TIMEOUT_DEFAULT, 1);
 }
