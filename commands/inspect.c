@@ -253,7 +253,9 @@ static int same_layer(const fmt_model *m, const cost_params *p, int a, int b)
 
     return x->kind == y->kind && x->params == y->params &&
            x->params_rep == y->params_rep && x->fwd_flops == y->fwd_flops &&
-           x->tied_group == y->tied_group && layer_act(m, p, a) == layer_act(m, p, b);
+           x->tied_group == y->tied_group && x->gemm_count == y->gemm_count &&
+           (x->gemm_count == 0 || x->gemm_first == y->gemm_first) &&
+           layer_act(m, p, a) == layer_act(m, p, b);
 }
 
 /* The model's state bytes per parameter (weights, gradients, optimizer
@@ -405,6 +407,7 @@ static cJSON *model_json(const inspect_opts *o, const fmt_model *m,
              util_json_put_num(e, "params_replicated", x->params_rep) &&
              util_json_put_num(e, "fwd_flops", x->fwd_flops) &&
              util_json_put_num(e, "stored_bytes", layer_act(m, p, l)) &&
+             (x->gemm_count <= 0 || util_json_put_num(e, "gemms", x->gemm_count)) &&
              (x->tied_group <= 0 || util_json_put_num(e, "tied_group", x->tied_group));
         ok = push_built(layers, e, ok);
     }

@@ -4,7 +4,8 @@
  * efficiency that depends on the shape, memory-bound when small), the
  * element-wise work as the fused kernels Megatron-LM runs (each counted
  * once), the attention core as fused softmax, unfused PyTorch kernels or
- * flash attention, and the recomputation forward pass.  Layers without a
+ * flash attention, and the recomputation forward pass.  A layer list's
+ * layer that states its GEMMs is timed from them; other layers without a
  * transformer shape fall back to FLOPs and bytes (AMP-style roofline). */
 #include <math.h>
 #include <string.h>
@@ -173,6 +174,39 @@ static void block_time(const fmt_model *m, const cost_params *p,
     o->core_fwd = attn == COST_ATTN_FLASH ? 0.0 : core_f + core_ew_f / k->bw;
 }
 
+/* A layer list's stated GEMMs (docs/inputs.md, "layers[].gemms") for mbs
+ * samples at TP degree tp: the split dimension divided over the ranks
+ * (the largest share sets the pace), the samples stacked along m when B
+ * is a weight (one [b m, k] x [k, n] product) and along the batch when it
+ * is an activation; *fwd and *bwd get each product's time on its own
+ * shape (costmodel/gemm.c), the backward's two products per GEMM as
+ * gemm_bwd. */
+static void listed_gemms(const fmt_model *m, const kctx *k, const fmt_layer *l,
+                         int tp, int mbs, double *fwd, double *bwd)
+{
+    double t = (double)tp, b = (double)mbs;
+    int i;
+
+    *fwd = *bwd = 0.0;
+    for (i = 0; i < l->gemm_count; i++) {
+        const fmt_gemm *g = &m->gemms[l->gemm_first + i];
+        double M = g->m, N = g->n, K = g->k, B = g->batch;
+
+        if (g->split == FMT_SPLIT_N)
+            N = ceil(N / t);
+        else if (g->split == FMT_SPLIT_K)
+            K = ceil(K / t);
+        else if (g->split == FMT_SPLIT_BATCH)
+            B = ceil(B / t);
+        if (g->rhs_weight)
+            M *= b;
+        else
+            B *= b;
+        *fwd += gemm(k, M, N, K, B);
+        *bwd += gemm_bwd(k, M, N, K, B);
+    }
+}
+
 /* Layers without a transformer shape: FLOPs at the large-GEMM (or the
  * compute_eff) rate plus bytes at the memory rate (AMP section 3.4); the
  * backward does twice the FLOPs and bwd_traffic times the bytes. */
@@ -182,8 +216,18 @@ static void generic_time(const fmt_model *m, const cost_params *p,
 {
     double t = (double)tp, b = (double)mbs;
     double flops = l->fwd_flops * (l->tp_flops_frac / t + (1.0 - l->tp_flops_frac));
-    double bytes = l->traffic / t + l->traffic_rep, g, mu;
+    double bytes = l->traffic / t + l->traffic_rep, g, gb, mu;
 
+    if (l->gemm_count > 0 && m->gemms != NULL) {
+        /* stated GEMMs on their shapes, the rest of the layer its
+         * element-wise bytes */
+        listed_gemms(m, k, l, tp, mbs, &g, &gb);
+        mu = bytes > 0.0 ? b * bytes / k->bw : 0.0;
+        o->gemm_fwd = g;
+        o->fwd = g + mu;
+        o->bwd = gb + p->bwd_traffic * mu;
+        return;
+    }
     if (shaped_head) {
         /* LM head: logits GEMM [b s, v / t] over h, then Megatron's
          * vocabulary-parallel cross-entropy in fp32 (Shoeybi et al. 2019,
@@ -238,7 +282,7 @@ void cost_layer_kernels(const fmt_model *m, const cost_params *p,
 
     memset(out, 0, sizeof *out);
     kctx_init(m, p, dt, &k);
-    if (shaped && l->kind == FMT_KIND_TRANSFORMER)
+    if (shaped && l->kind == FMT_KIND_TRANSFORMER && l->gemm_count == 0)
         block_time(m, p, &k, tp, mbs, out);
     else
         generic_time(m, p, &k, l, tp, mbs,

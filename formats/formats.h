@@ -141,7 +141,31 @@ typedef struct fmt_layer {
     double params_rep;      /* part of params that every TP rank holds whole (norms,
                                row-parallel biases, learned positions); the rest is
                                sharded.  0 when a layer list does not give it */
+    int gemm_first;         /* the layer's matrix multiplications (a layer
+                               list's "gemms"): fmt_model.gemms[gemm_first ..
+                               gemm_first + gemm_count - 1]; */
+    int gemm_count;         /* 0 = none stated (time from fwd_flops) */
 } fmt_layer;
+
+/* Which dimension of a GEMM tensor parallelism divides. */
+enum fmt_gemm_split {
+    FMT_SPLIT_N = 0,        /* output columns: column-parallel (the default) */
+    FMT_SPLIT_K,            /* inner dimension: row-parallel */
+    FMT_SPLIT_BATCH,        /* the batched products (attention heads) */
+    FMT_SPLIT_NONE          /* every TP rank runs it whole */
+};
+/* One matrix multiplication of a layer's forward pass, per sample at
+ * tp = 1: batch products C[m, n] = A[m, k] B[k, n] (docs/inputs.md,
+ * "layers[].gemms"). */
+typedef struct fmt_gemm {
+    double m, n, k;         /* rows of A and C, columns of C, inner dimension */
+    double batch;           /* independent products per sample (>= 1) */
+    int split;              /* enum fmt_gemm_split */
+    int rhs_weight;         /* 1: B is a weight, shared by the micro-batch's
+                               samples, which stack along m; 0: B is an
+                               activation (attention scores), each sample
+                               its own products, stacked along batch */
+} fmt_gemm;
 
 /* Architecture choices of a transformer (docs/model-formulas.md); 0 is
  * the family's default (gpt2's for a model without a family).  The ReLU
@@ -206,6 +230,10 @@ typedef struct fmt_model {
                                "gpt-neox", "llama", "" */
     fmt_layer *layers;     /* nlayers entries, owned */
     int nlayers;
+    fmt_gemm *gemms;        /* ngemms entries, owned: the layers' GEMMs
+                               (fmt_layer.gemm_first); repeated layers share
+                               theirs */
+    int ngemms;
     int hidden, heads, seq, vocab, ffn, blocks; /* transformer shape; 0 = unknown */
     int global_batch;       /* default global batch, 0 = not given */
     int dtype_bytes;        /* bytes per activation/weight element: 2 (fp16/bf16) or 4 */

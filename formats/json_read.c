@@ -102,6 +102,10 @@ static const num_limit limits[] = {
     {"vocab", 1e9, ""},
     {"ffn", 1e8, ""},
     {"global_batch", FMT_MAX_GLOBAL_BATCH, ""},
+    {"m", 1e8, ""}, /* layers[].gemms */
+    {"n", 1e8, ""},
+    {"k", 1e8, ""},
+    {"batch", 1e9, ""},
     /* profile.json */
     {"fwd_ms", 1e9, " ms"},
     {"bwd_ms", 1e9, " ms"},

@@ -9,6 +9,8 @@
 #include "internal.h"
 
 #define MAX_LAYERS 1048576 /* layers in one model */
+#define MAX_LAYER_GEMMS 256 /* entries of one layer's "gemms" */
+#define MAX_GEMMS 65536     /* "gemms" entries of one model file */
 
 static const char *const kind_names[] = {
     "generic", "embedding", "transformer", "head", "norm", "noop"
@@ -43,6 +45,7 @@ void fmt_model_free(fmt_model *m)
     if (m == NULL)
         return;
     free(m->layers);
+    free(m->gemms);
     memset(m, 0, sizeof *m);
 }
 
@@ -202,7 +205,11 @@ static const char *const shape_keys[] = {"hidden", "heads", "seq", "vocab", "ffn
 static const char *const layer_keys[] = {
     "name", "kind", "params", "fwd_flops", "out_bytes", "act_bytes", "tp_flops_frac",
     "traffic_bytes", "traffic_rep_bytes", "act_rep_bytes", "tp_comm_bytes",
-    "tp_collectives", "kernels", "tied_group", "params_rep", "repeat", NULL};
+    "tp_collectives", "kernels", "tied_group", "params_rep", "repeat", "gemms",
+    NULL};
+static const char *const gemm_keys[] = {"m", "n", "k", "batch", "split", "rhs",
+                                        NULL};
+static const char *const split_names[] = {"n", "k", "batch", "none", NULL};
 
 /* training.framework (docs/inputs.md, "Frameworks"): the defaults it
  * implies for the fields the file leaves out; m->cross_entropy is -1
@@ -396,9 +403,102 @@ static int parse_transformer(const fmt_read_ctx *cx, const cJSON *tf,
     return UTIL_OK;
 }
 
+/* The "gemms" of a layer entry at path p, appended to m->gemms
+ * (docs/inputs.md, "layers[].gemms"): each product's dimensions, how TP
+ * splits it and whether B is a weight; their FLOPs may not exceed the
+ * layer's fwd_flops (a GEMM stated per micro-batch instead of per sample
+ * would). */
+static int parse_gemms(const fmt_read_ctx *cx, const cJSON *e, const char *p,
+                       fmt_model *m, fmt_layer *l)
+{
+    const cJSON *arr = NULL, *g;
+    char gp[FMT_PATH_N], fp[FMT_PATH_N], kp[FMT_PATH_N];
+    double flops = 0.0;
+    int rc, n, i = 0;
+
+    l->gemm_first = m->ngemms;
+    l->gemm_count = 0;
+    if ((rc = fmt_sub_field(cx, e, p, "gemms", 0, FMT_K_ARR, &arr)) != UTIL_OK ||
+        arr == NULL)
+        return rc;
+    util_json_key(gp, sizeof gp, p, "gemms");
+    n = cJSON_GetArraySize(arr);
+    if (n > MAX_LAYER_GEMMS)
+        return fmt_fail(cx, UTIL_EFIELD, gp,
+                        "expected at most %d GEMMs in a layer, got %d",
+                        MAX_LAYER_GEMMS, n);
+    if (n > MAX_GEMMS - m->ngemms)
+        return fmt_fail(cx, UTIL_EFIELD, gp,
+                        "expected at most %d GEMMs in the model file, got more",
+                        MAX_GEMMS);
+    if (n > 0) {
+        fmt_gemm *grown = realloc(m->gemms, (size_t)(m->ngemms + n) * sizeof *grown);
+        if (grown == NULL)
+            return fmt_fail(cx, UTIL_ENOMEM, gp, "out of memory");
+        m->gemms = grown;
+    }
+    cJSON_ArrayForEach(g, arr)
+    {
+        fmt_gemm *x = &m->gemms[m->ngemms + i];
+        const char *split = NULL, *rhs = NULL;
+        int k;
+
+        util_json_index(fp, sizeof fp, gp, i);
+        memset(x, 0, sizeof *x);
+        if (!cJSON_IsObject(g))
+            return fmt_fail(cx, UTIL_EFIELD, fp, "expected an object, got %s",
+                            util_json_type(g));
+        if ((rc = fmt_keys(cx, g, fp, gemm_keys)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, g, fp, "m", FMT_F_REQ | FMT_F_POS, 0,
+                                &x->m)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, g, fp, "n", FMT_F_REQ | FMT_F_POS, 0,
+                                &x->n)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, g, fp, "k", FMT_F_REQ | FMT_F_POS, 0,
+                                &x->k)) != UTIL_OK ||
+            (rc = fmt_num_field(cx, g, fp, "batch", FMT_F_POS, 1,
+                                &x->batch)) != UTIL_OK ||
+            (rc = fmt_str_ref(cx, g, fp, "split", 0, &split)) != UTIL_OK ||
+            (rc = fmt_str_ref(cx, g, fp, "rhs", 0, &rhs)) != UTIL_OK)
+            return rc;
+        x->split = FMT_SPLIT_N;
+        if (split != NULL) {
+            for (k = 0; split_names[k] != NULL && strcmp(split, split_names[k]) != 0; k++)
+                ;
+            if (split_names[k] == NULL) {
+                util_json_key(kp, sizeof kp, fp, "split");
+                return fmt_fail(cx, UTIL_EFIELD, kp,
+                                "expected 'n', 'k', 'batch' or 'none', got '%.40s'",
+                                split);
+            }
+            x->split = k;
+        }
+        x->rhs_weight = 1;
+        if (rhs != NULL && strcmp(rhs, "weight") != 0) {
+            if (strcmp(rhs, "activation") != 0) {
+                util_json_key(kp, sizeof kp, fp, "rhs");
+                return fmt_fail(cx, UTIL_EFIELD, kp,
+                                "expected 'weight' or 'activation', got '%.40s'",
+                                rhs);
+            }
+            x->rhs_weight = 0;
+        }
+        flops += 2.0 * x->m * x->n * x->k * x->batch;
+        i++;
+    }
+    /* 1e-6 relative slack for a fwd_flops rounded when written */
+    if (flops > l->fwd_flops * (1.0 + 1e-6))
+        return fmt_fail(cx, UTIL_EFIELD, gp,
+                        "the GEMMs' 2*m*n*k*batch sum to %.6g FLOPs per sample, "
+                        "more than the layer's 'fwd_flops' (%.6g): state each "
+                        "GEMM per sample", flops, l->fwd_flops);
+    l->gemm_count = n;
+    m->ngemms += n;
+    return UTIL_OK;
+}
+
 /* One entry of "layers"; optional fields absent are -1 for defaults. */
 static int parse_layer(const fmt_read_ctx *cx, const cJSON *e, const char *p,
-                       fmt_layer *l, int *repeat)
+                       fmt_model *m, fmt_layer *l, int *repeat)
 {
     const char *kind;
     char fp[FMT_PATH_N];
@@ -443,7 +543,8 @@ static int parse_layer(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         (rc = fmt_num_field(cx, e, p, "params_rep", FMT_F_NONNEG, -1,
                             &l->params_rep)) != UTIL_OK ||
         (rc = fmt_int_field(cx, e, p, "repeat", FMT_F_POS, 1, repeat)) !=
-            UTIL_OK)
+            UTIL_OK ||
+        (rc = parse_gemms(cx, e, p, m, l)) != UTIL_OK)
         return rc;
     if (l->params_rep > l->params) {
         util_json_key(fp, sizeof fp, p, "params_rep");
@@ -483,7 +584,7 @@ static int parse_layers(const fmt_read_ctx *cx, const cJSON *root,
     cJSON_ArrayForEach(e, ly)
     {
         util_json_index(p, sizeof p, "layers", i);
-        if ((rc = parse_layer(cx, e, p, &l, &repeat)) != UTIL_OK)
+        if ((rc = parse_layer(cx, e, p, m, &l, &repeat)) != UTIL_OK)
             return rc;
         if (repeat > MAX_LAYERS - m->nlayers) {
             util_json_key(fp, sizeof fp, p, "repeat");

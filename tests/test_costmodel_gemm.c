@@ -13,17 +13,6 @@
 #include "costmodel.h"
 #include "testutil.h"
 
-/* Device "X": no generation row (80 SMs, tensor cores); 100 TFLOP/s
- * fp16, 1 TB/s. */
-static void make_device(fmt_device_type *dt)
-{
-    memset(dt, 0, sizeof *dt);
-    strcpy(dt->name, "X");
-    dt->mem_bytes = 80e9;
-    dt->flops_fp16 = 100e12;
-    dt->mem_bw = 1e12;
-}
-
 static void make_model(fmt_model *m, int dtype_bytes)
 {
     memset(m, 0, sizeof *m);
@@ -50,7 +39,7 @@ START_TEST(test_wave_quantisation)
     cost_gemm_unit u;
 
     make_model(&m, 2);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_gemm_unit_of(&m, &p, &dt, &u);
     ck_assert_int_eq(u.tensor, 1);
@@ -78,7 +67,7 @@ START_TEST(test_tile_quantisation)
     cost_gemm_unit u;
 
     make_model(&m, 2);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_gemm_unit_of(&m, &p, &dt, &u);
     ck_assert_double_eq_tol(cost_gemm_time(&u, 2048, 1100, 1024, 1), 53.6870912e-6, 1e-12);
@@ -97,7 +86,7 @@ START_TEST(test_memory_bound)
     cost_gemm_unit u;
 
     make_model(&m, 2);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_gemm_unit_of(&m, &p, &dt, &u);
     ck_assert_double_eq_tol(cost_gemm_time(&u, 2048, 1024, 16, 1), 4.292608e-6, 1e-12);
@@ -125,7 +114,7 @@ START_TEST(test_fp32_without_tf32)
     double n = 4096.0, flops = 2.0 * n * n * n;
 
     make_model(&m, 4);
-    make_device(&dt);
+    tu_device_x(&dt);
     dt.flops_fp16 = 312e12;
     dt.flops_bf16 = 312e12;
     dt.flops_fp32 = 19.5e12;
@@ -196,7 +185,7 @@ START_TEST(test_catalogue_units)
     }
     {
         fmt_device_type p100;
-        make_device(&p100);
+        tu_device_x(&p100);
         strcpy(p100.name, "Tesla P100-SXM2");
         make_model(&m, 2);
         cost_gemm_unit_of(&m, &p, &p100, &u);

@@ -18,37 +18,6 @@
 #include "export.h"
 #include "testutil.h"
 
-/* Device "X": 100 TFLOP/s fp16, 1 TB/s, 80 GB. */
-static void make_device(fmt_device_type *dt)
-{
-    memset(dt, 0, sizeof *dt);
-    strcpy(dt->name, "X");
-    dt->mem_bytes = 80e9;
-    dt->flops_fp16 = 100e12;
-    dt->mem_bw = 1e12;
-}
-
-/* n nodes of g devices "X", intra-node links of intra B/s, 100 Gbit/s
- * NICs, no latency. */
-static void x_nodes(fmt_cluster *c, int n, int g, double intra)
-{
-    int i;
-
-    memset(c, 0, sizeof *c);
-    c->ntypes = 1;
-    c->types = calloc(1, sizeof *c->types);
-    make_device(&c->types[0]);
-    c->nnodes = n;
-    c->nodes = calloc((size_t)n, sizeof *c->nodes);
-    for (i = 0; i < n; i++) {
-        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
-        c->nodes[i].gpus = g;
-        c->nodes[i].intra_bw = intra;
-        c->nodes[i].nic_bw = 100.0 * TU_GB8;
-    }
-    ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
-}
-
 /* Exact arithmetic: whole peak and bandwidths, no launch cost, whole
  * link rates on every class of link. */
 static void params_exact(cost_params *p)
@@ -97,7 +66,7 @@ START_TEST(test_dp_grad_and_param_by_hand)
     double ms = 1e-3;
     int l;
 
-    x_nodes(&c, 2, 1, 100.0 * TU_GB8);
+    tu_cluster_nodes(&c, 2, 1, 100.0 * TU_GB8);
     tu_generic_model(&m, 4, 0.0);
     memset(&prof, 0, sizeof prof);
     tu_profile_add(&prof, 4, "X", 1, 1e-3, 2e-3);
@@ -154,7 +123,7 @@ START_TEST(test_tp_by_hand)
     cost_result r;
     double ms = 1e-3;
 
-    x_nodes(&c, 1, 2, 100e9);
+    tu_cluster_nodes(&c, 1, 2, 100e9);
     tu_generic_model(&m, 1, 0.0);
     m.layers[0].kind = FMT_KIND_TRANSFORMER;
     m.layers[0].fwd_flops = 6e11;
@@ -186,7 +155,7 @@ START_TEST(test_tp_by_hand)
     fmt_model_free(&m);
     fmt_cluster_free(&c);
     /* PCIe-class links (32 GB/s): the flag stated, nothing hidden */
-    x_nodes(&c, 1, 2, 32e9);
+    tu_cluster_nodes(&c, 1, 2, 32e9);
     tu_generic_model(&m, 1, 0.0);
     m.layers[0].kind = FMT_KIND_TRANSFORMER;
     m.layers[0].fwd_flops = 6e11;
@@ -214,7 +183,7 @@ START_TEST(test_tp_hardware)
     fmt_strategy s;
 
     tu_generic_model(&m, 2, 0.0);
-    x_nodes(&c, 2, 4, 300e9);
+    tu_cluster_nodes(&c, 2, 4, 300e9);
     tu_strategy(&s, 4, 2, 1, (const int[]){0, 2}, 2);
     ck_assert_int_eq(cost_overlap_tp_hardware(&c, &m, &s), 1);
     /* a TP group over both nodes */
@@ -227,7 +196,7 @@ START_TEST(test_tp_hardware)
     ck_assert_int_eq(cost_overlap_tp_hardware(&c, &m, &s), 0);
     m.cross_entropy = FMT_CE_MEGATRON;
     fmt_cluster_free(&c);
-    x_nodes(&c, 2, 4, 32e9); /* PCIe 4.0 x16 */
+    tu_cluster_nodes(&c, 2, 4, 32e9); /* PCIe 4.0 x16 */
     ck_assert_int_eq(cost_overlap_tp_hardware(&c, &m, &s), 0);
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
@@ -276,7 +245,7 @@ START_TEST(test_search_flags)
 
     tu_generic_model(&m, 4, 0.0);
     cost_params_init(&p);
-    x_nodes(&c, 2, 4, 300e9);
+    tu_cluster_nodes(&c, 2, 4, 300e9);
     tu_strategy(&s, 2, 2, 2, (const int[]){0, 2, 4}, 4);
     s.sp = 1;
     s.zero = 1;
@@ -315,7 +284,7 @@ START_TEST(test_search_flags)
     fmt_strategy_free(&s);
     fmt_cluster_free(&c);
     /* PCIe node: no TP overlap even without a launcher */
-    x_nodes(&c, 2, 4, 32e9);
+    tu_cluster_nodes(&c, 2, 4, 32e9);
     tu_strategy(&s, 2, 2, 2, (const int[]){0, 2, 4}, 4);
     s.sp = 1;
     search_overlap_choose(&c, &m, &p, NULL, &s);

@@ -15,16 +15,6 @@
 #include "costmodel.h"
 #include "testutil.h"
 
-/* Device "X": no generation row, so 80 SMs; 100 TFLOP/s fp16, 1 TB/s. */
-static void make_device(fmt_device_type *dt)
-{
-    memset(dt, 0, sizeof *dt);
-    strcpy(dt->name, "X");
-    dt->mem_bytes = 80e9;
-    dt->flops_fp16 = 100e12;
-    dt->mem_bw = 1e12;
-}
-
 /* One GPT block, h 1024, 8 heads (dh 128), s 2048, ffn 4096, GeLU,
  * learned positions, no dropout, fp16; params as Megatron counts them. */
 static void make_block(fmt_model *m)
@@ -108,7 +98,7 @@ START_TEST(test_block_forward_by_hand)
     double core, fwd = hand_fwd(&core);
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
     ck_assert_int_eq(lt.estimated, 1);
@@ -144,7 +134,7 @@ START_TEST(test_t4_sms_by_hand)
     double ew = (12.0 * 4194304.0 + 2.0 * 16777216.0 + 2.0 * 67108864.0) / 1e12;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     strcpy(dt.name, "Tesla T4");
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
@@ -172,7 +162,7 @@ START_TEST(test_one_point_tp_speedup)
     make_block(&m);
     m.layers[0].fwd_flops = 24.0 * 2048.0 * 1024.0 * 1024.0; /* as expanded */
     m.layers[0].tp_flops_frac = 1.0;
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &e1);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &e2);
@@ -215,7 +205,7 @@ START_TEST(test_one_point_backward_by_hand)
     make_block(&m);
     m.layers[0].fwd_flops = 24.0 * 2048.0 * 1024.0 * 1024.0;
     m.layers[0].tp_flops_frac = 1.0;
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &e1);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &e2);
@@ -282,7 +272,7 @@ START_TEST(test_block_backward_by_hand)
     double ew = (113246208.0 + 67108864.0 + 201326592.0) / 1e12;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &lt);
     ck_assert_double_eq_tol(lt.bwd, gemms + core + ew, 1e-12);
@@ -316,7 +306,7 @@ START_TEST(test_interpolated_backward_by_hand)
     make_block(&m);
     m.layers[0].fwd_flops = 24.0 * 2048.0 * 1024.0 * 1024.0;
     m.layers[0].tp_flops_frac = 1.0;
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     p.kernel_overhead = 1e-5;
     L = 40 * 1e-5;
@@ -363,7 +353,7 @@ START_TEST(test_recompute_time)
     double bw = 100.0 * TU_GB8, ar;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &none);
     p.recompute = FMT_RECOMPUTE_FULL;
@@ -406,7 +396,7 @@ START_TEST(test_tp_comm_once_per_pass)
     double ar = 4194304.0 / (10.0 * TU_GB8), lat = 1e-5;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     /* the same tp 2 split on an unlimited and on a 10 Gbit/s link */
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 2, 1, INFINITY, 0.0, INFINITY, &fast);
@@ -435,26 +425,6 @@ static void profile_model(fmt_model *m, fmt_profile *prof, int n, double fwd,
     tu_profile_add(prof, n, "X", 1, fwd, bwd);
 }
 
-/* n nodes of g devices "X", 100 Gbit/s NICs and intra links. */
-static void x_nodes(fmt_cluster *c, int n, int g)
-{
-    int i;
-
-    memset(c, 0, sizeof *c);
-    c->ntypes = 1;
-    c->types = calloc(1, sizeof *c->types);
-    make_device(&c->types[0]);
-    c->nnodes = n;
-    c->nodes = calloc((size_t)n, sizeof *c->nodes);
-    for (i = 0; i < n; i++) {
-        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
-        c->nodes[i].gpus = g;
-        c->nodes[i].intra_bw = 100.0 * TU_GB8;
-        c->nodes[i].nic_bw = 100.0 * TU_GB8;
-    }
-    ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
-}
-
 /* Interleaved 1F1B (Narayanan et al. SC'21 sec. 2.2.2): with p stages,
  * m micro-batches and v chunks per device the bubble is (p - 1) t / v,
  * i.e. a fraction (p - 1) / (v m) of the m t of work, and the P2P of the
@@ -469,7 +439,7 @@ START_TEST(test_interleaved_bubble)
     cost_result r1, r2;
     double t = 8 * (1e-3 + 2e-3), e = 2.0 * 1.25e6 / (100.0 * TU_GB8);
 
-    x_nodes(&c, 4, 1);
+    tu_cluster_nodes(&c, 4, 1, 100.0 * TU_GB8);
     profile_model(&m, &prof, 32, 1e-3, 2e-3, 1.25e6);
     params_exact(&p);
     tu_strategy(&s, 1, 1, 4, (const int[]){0, 8, 16, 24, 32}, 8);
@@ -552,7 +522,7 @@ START_TEST(test_p2p_scatter_gather)
     cost_result r;
     double nic = 100.0 * TU_GB8 / 2.0, a = 1.25e6; /* bytes per sample */
 
-    x_nodes(&c, 2, 2);
+    tu_cluster_nodes(&c, 2, 2, 100.0 * TU_GB8);
     profile_model(&m, &prof, 2, 0.0, 0.0, a);
     params_exact(&p);
     tu_strategy(&s, 2, 1, 2, (const int[]){0, 1, 2}, 1);
@@ -594,7 +564,7 @@ START_TEST(test_dp_overlap_exposed)
     double t, w = 4 * 2e-3;
     int l;
 
-    x_nodes(&c, 2, 1);
+    tu_cluster_nodes(&c, 2, 1, 100.0 * TU_GB8);
     profile_model(&m, &prof, 4, 1e-3, 2e-3, 0.0);
     for (l = 0; l < 4; l++)
         m.layers[l].params = 25e6; /* 100e6 parameters, 200 MB of fp16 */
@@ -640,7 +610,7 @@ START_TEST(test_attention_switch)
     double mem_eager, mem_flash, mem_forced;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     ck_assert_int_eq(p.attention, -1); /* the default: the model's */
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &eager);
@@ -681,7 +651,7 @@ START_TEST(test_attention_passes_by_hand)
     double S2 = 67108864.0, S4 = 134217728.0;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     m.dropout = FMT_FLAG_ON;
     cost_layer_time_of(&m, NULL, &p, &dt, 0, 1, 1, INFINITY, 0.0, INFINITY, &off);
@@ -725,7 +695,7 @@ START_TEST(test_head_by_hand)
     double logits = 2048.0 * 32768.0;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     m.vocab = 32768;
     m.layers[0].kind = FMT_KIND_HEAD;
@@ -761,7 +731,7 @@ START_TEST(test_precision_peaks)
     cost_layer_time a, b, c;
 
     make_block(&m);
-    make_device(&dt);
+    tu_device_x(&dt);
     params_exact(&p);
     dt.flops_fp32 = 20e12;
     dt.flops_tf32 = 50e12;

@@ -19,24 +19,17 @@
 #include "plan.h"
 #include "testutil.h"
 
+/* The 530B model at global batch 2520, fp16. */
+static const char model_530b_json[] =
+    "{\"name\":\"530b\",\"training\":{\"global_batch\":2520,"
+    "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
+    "\"layers\":105,\"hidden\":20480,\"heads\":128,\"seq\":2048,"
+    "\"vocab\":51200}}";
+
+/* Selene (640 nodes of 8 A100-80GB, 1600 Gbit/s NICs) and the 530B model. */
 static void load(fmt_cluster *c, fmt_model *m)
 {
-    util_error err;
-    static const char cj[] =
-        "{\"name\":\"selene\",\"nodes\":[{\"name\":\"a\",\"count\":640,"
-        "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
-        "\"nic_gbps\":1600}]}";
-    static const char mj[] =
-        "{\"name\":\"530b\",\"training\":{\"global_batch\":2520,"
-        "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
-        "\"layers\":105,\"hidden\":20480,\"heads\":128,\"seq\":2048,"
-        "\"vocab\":51200}}";
-
-    memset(c, 0, sizeof *c);
-    memset(m, 0, sizeof *m);
-    memset(&err, 0, sizeof err);
-    ck_assert_int_eq(fmt_parse_cluster(cj, "advice-cluster.json", c, &err), UTIL_OK);
-    ck_assert_int_eq(fmt_parse_model(mj, "advice-model.json", m, &err), UTIL_OK);
+    tu_load_selene(c, m, "selene", 640, 1600, model_530b_json, NULL);
 }
 
 /* Best samples per second of the search at batch b (top 1). */
@@ -166,24 +159,16 @@ END_TEST
 /* planner plan: the table's "nearby batch" line and search.batch_advice */
 START_TEST(cli_says_so)
 {
-    static const char cj[] =
-        "{\"name\":\"selene\",\"nodes\":[{\"name\":\"a\",\"count\":640,"
-        "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
-        "\"nic_gbps\":1600}]}";
-    static const char mj[] =
-        "{\"name\":\"530b\",\"training\":{\"global_batch\":2520,"
-        "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
-        "\"layers\":105,\"hidden\":20480,\"heads\":128,\"seq\":2048,"
-        "\"vocab\":51200}}";
-    char dir[] = "/tmp/hetplan-advice-XXXXXX", cmd[1024];
+    char dir[] = "/tmp/hetplan-advice-XXXXXX", cmd[1024], cj[512];
     const cJSON *a;
     cJSON *doc;
     char *out;
     int st;
 
     ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_selene_json(cj, sizeof cj, "selene", 640, 1600);
     tu_put(dir, "c.json", cj);
-    tu_put(dir, "m.json", mj);
+    tu_put(dir, "m.json", model_530b_json);
     snprintf(cmd, sizeof cmd, "'%s' plan --cluster '%s/c.json' --model '%s/m.json' "
              "--top-k 1 --quiet --output '%s/p.json' && cat '%s/p.json'",
              HETPLAN_PLANNER, dir, dir, dir, dir);

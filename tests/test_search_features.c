@@ -19,21 +19,13 @@
  * sequences, so activations weigh as much as the model state */
 static void load(fmt_cluster *c, fmt_model *m)
 {
-    util_error err;
-    static const char cj[] =
-        "{\"name\":\"one\",\"nodes\":[{\"name\":\"a\",\"count\":1,"
-        "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
-        "\"nic_gbps\":200}]}";
     static const char mj[] =
         "{\"name\":\"feat\",\"training\":{\"global_batch\":32,"
         "\"precision\":\"fp16\"},\"transformer\":{\"family\":\"gpt3\","
         "\"layers\":16,\"hidden\":2048,\"heads\":16,\"seq\":8192,"
         "\"vocab\":51200}}";
 
-    memset(c, 0, sizeof *c);
-    memset(m, 0, sizeof *m);
-    ck_assert_int_eq(fmt_parse_cluster(cj, "feat-cluster.json", c, &err), UTIL_OK);
-    ck_assert_int_eq(fmt_parse_model(mj, "feat-model.json", m, &err), UTIL_OK);
+    tu_load_selene(c, m, "one", 1, 200, mj, NULL);
 }
 
 /* tp 2, dp 1, pp 4, mbs 2, gas 8 on devices 0..7 */

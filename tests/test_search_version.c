@@ -44,20 +44,11 @@ START_TEST(inflight_uses_group)
 }
 END_TEST
 
+/* one node of 8 A100-80GB, 200 Gbit/s NIC; GPT-NeoX-20B */
 static void load(fmt_cluster *c, fmt_model *m)
 {
-    util_error err;
-    static const char cj[] =
-        "{\"name\":\"one\",\"nodes\":[{\"name\":\"a\",\"count\":1,"
-        "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
-        "\"nic_gbps\":200}]}";
-
-    memset(c, 0, sizeof *c);
-    memset(m, 0, sizeof *m);
-    memset(&err, 0, sizeof err);
-    ck_assert_int_eq(fmt_parse_cluster(cj, "version-cluster.json", c, &err), UTIL_OK);
-    ck_assert_int_eq(fmt_load_model(HETPLAN_SOURCE_DIR "/examples/gpt-neox-20b.json",
-                                    m, &err), UTIL_OK);
+    tu_load_selene(c, m, "one", 1, 200, NULL,
+                   HETPLAN_SOURCE_DIR "/examples/gpt-neox-20b.json");
 }
 
 /* Search for Megatron-LM at version v, batch b, TP up to 2, vpp fixed

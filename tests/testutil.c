@@ -144,6 +144,68 @@ const char tu_flat_model_json[] =
     "\"traffic_bytes\":0,\"traffic_rep_bytes\":0,\"act_rep_bytes\":0,"
     "\"tp_comm_bytes\":0,\"tp_collectives\":0,\"kernels\":0}]}";
 
+void tu_device_x(fmt_device_type *dt)
+{
+    memset(dt, 0, sizeof *dt);
+    strcpy(dt->name, "X");
+    dt->mem_bytes = 80e9;
+    dt->flops_fp16 = 100e12;
+    dt->mem_bw = 1e12;
+}
+
+void tu_cluster_nodes(fmt_cluster *c, int n, int g, double intra_bw)
+{
+    int i;
+
+    memset(c, 0, sizeof *c);
+    c->ntypes = 1;
+    c->types = calloc(1, sizeof *c->types);
+    ck_assert_ptr_nonnull(c->types);
+    tu_device_x(&c->types[0]);
+    c->nnodes = n;
+    c->nodes = calloc((size_t)n, sizeof *c->nodes);
+    ck_assert_ptr_nonnull(c->nodes);
+    for (i = 0; i < n; i++) {
+        snprintf(c->nodes[i].name, sizeof c->nodes[i].name, "n%d", i);
+        c->nodes[i].gpus = g;
+        c->nodes[i].intra_bw = intra_bw;
+        c->nodes[i].nic_bw = 100.0 * TU_GB8;
+    }
+    ck_assert_int_eq(fmt_cluster_index(c), UTIL_OK);
+}
+
+void tu_selene_json(char *buf, size_t cap, const char *name, int nodes,
+                    int nic_gbps)
+{
+    int k = snprintf(buf, cap,
+                     "{\"name\":\"%s\",\"nodes\":[{\"name\":\"a\",\"count\":%d,"
+                     "\"device\":\"A100-80GB\",\"gpus\":8,\"intra_gbps\":2400,"
+                     "\"nic_gbps\":%d}]}",
+                     name, nodes, nic_gbps);
+
+    ck_assert(k >= 0 && (size_t)k < cap);
+}
+
+void tu_load_selene(fmt_cluster *c, fmt_model *m, const char *name, int nodes,
+                    int nic_gbps, const char *model_json, const char *model_path)
+{
+    char cj[512];
+    util_error err;
+
+    tu_selene_json(cj, sizeof cj, name, nodes, nic_gbps);
+    memset(c, 0, sizeof *c);
+    memset(m, 0, sizeof *m);
+    memset(&err, 0, sizeof err);
+    ck_assert_msg(fmt_parse_cluster(cj, "selene-cluster.json", c, &err) == UTIL_OK,
+                  "%s", err.msg);
+    if (model_json != NULL)
+        ck_assert_msg(fmt_parse_model(model_json, "selene-model.json", m, &err) ==
+                          UTIL_OK, "%s", err.msg);
+    else
+        ck_assert_msg(fmt_load_model(model_path, m, &err) == UTIL_OK, "%s",
+                      err.msg);
+}
+
 void tu_parse_inputs(const char *cluster_json, const char *model_json,
                      fmt_cluster *c, fmt_model *m)
 {

@@ -278,6 +278,25 @@ extern const char tu_flat_cluster_json[];
  * all-reduces); 24 heads, ffn 768; global batch 4 ("flat"). */
 extern const char tu_flat_model_json[];
 
+/* Device "X": no generation row (so 80 SMs), 80 GB, 100 TFLOP/s fp16,
+ * 1 TB/s; everything else zero. */
+void tu_device_x(fmt_device_type *dt);
+/* *c: n nodes "n0".. of g devices "X" (tu_device_x), intra-node links of
+ * intra_bw B/s, 100 Gbit/s NICs, no latency; indexed, the test fails
+ * otherwise.  Free with fmt_cluster_free. */
+void tu_cluster_nodes(fmt_cluster *c, int n, int g, double intra_bw);
+
+/* The JSON of a Selene-like cluster (Narayanan et al. SC'21) named name:
+ * nodes nodes of 8 A100-80GB, 2400 Gbit/s inside a node, nic_gbps NICs,
+ * written into buf (cap bytes; the test fails when it does not fit). */
+void tu_selene_json(char *buf, size_t cap, const char *name, int nodes,
+                    int nic_gbps);
+/* *c: tu_selene_json(name, nodes, nic_gbps) parsed; *m: model_json parsed
+ * when it is not NULL, else the model file model_path.  The test fails
+ * on error.  Free with fmt_cluster_free and fmt_model_free. */
+void tu_load_selene(fmt_cluster *c, fmt_model *m, const char *name, int nodes,
+                    int nic_gbps, const char *model_json, const char *model_path);
+
 /* Parse the two documents into c and m, failing the test on error. */
 void tu_parse_inputs(const char *cluster_json, const char *model_json,
                      fmt_cluster *c, fmt_model *m);
