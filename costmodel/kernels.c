@@ -50,6 +50,11 @@ int cost_attention_kernel(const fmt_model *m, const cost_params *p)
         return COST_ATTN_FUSED; /* a layer list states its activations */
     if (cost_attention(m) == FMT_ATTN_FLASH)
         return COST_ATTN_FLASH;
+    /* plain PyTorch (Hugging Face-style model code) has no fused
+     * scale-mask-softmax: its mask and softmax are separate kernels in
+     * every precision (training.framework "pytorch-*") */
+    if (m->framework.family == FMT_FW_PYTORCH)
+        return COST_ATTN_UNFUSED;
     /* Megatron-LM's fused scale-mask-softmax takes 16-bit inputs only
      * (FusedScaleMaskSoftmax.is_kernel_available: input_in_float16); in
      * fp32 it, like Hugging Face's eager attention, runs PyTorch's

@@ -185,6 +185,46 @@ START_TEST(loss_and_launch)
 }
 END_TEST
 
+/* The attention core's kernels: plain PyTorch runs the mask and the
+ * softmax as separate kernels in fp16 too, Megatron-LM its fused
+ * scale-mask-softmax; the extra pass reads and writes the scores once
+ * more in the forward and in the backward: 2 x b a s^2 x 2 bytes =
+ * 2 x 16 x 1024^2 x 2 = 67,108,864 bytes at mbs 1, tp 1, at the memory
+ * rate of device "X" (1 TB/s x memory_eff). */
+START_TEST(unfused_attention_time)
+{
+    fmt_device_type dt;
+    cost_params p;
+    cost_layer_time a, b, c;
+    fmt_model m;
+    double pass;
+
+    tu_device_x(&dt);
+    cost_params_init(&p);
+    pass = 2.0 * 16.0 * 1024.0 * 1024.0 * 2.0 / (1e12 * p.memory_eff);
+    load(&m, "\"framework\": \"pytorch-1.10\", \"precision\": \"fp16\"");
+    cost_layer_time_of(&m, NULL, &p, &dt, 1, 1, 1, 0.0, 0.0, 0.0, &a);
+    /* a stated kernel wins: Megatron's fused one */
+    p.attention = COST_ATTN_FUSED;
+    cost_layer_time_of(&m, NULL, &p, &dt, 1, 1, 1, 0.0, 0.0, 0.0, &c);
+    p.attention = -1;
+    fmt_model_free(&m);
+    load(&m, "\"framework\": \"megatron-lm-2021\", \"precision\": \"fp16\"");
+    cost_layer_time_of(&m, NULL, &p, &dt, 1, 1, 1, 0.0, 0.0, 0.0, &b);
+    fmt_model_free(&m);
+    ck_assert_double_eq_tol(a.fwd - b.fwd, pass, 1e-12);
+    ck_assert_double_eq_tol(a.bwd - b.bwd, pass, 1e-12);
+    ck_assert_double_eq_tol(c.fwd, b.fwd, 1e-15);
+    ck_assert_double_eq_tol(c.bwd, b.bwd, 1e-15);
+    /* none named: Megatron-LM's fused kernel in fp16, as before */
+    load(&m, "\"precision\": \"fp16\", \"attention\": \"eager\"");
+    cost_layer_time_of(&m, NULL, &p, &dt, 1, 1, 1, 0.0, 0.0, 0.0, &c);
+    fmt_model_free(&m);
+    ck_assert_double_eq_tol(c.fwd, b.fwd, 1e-15);
+    ck_assert_double_eq_tol(c.bwd, b.bwd, 1e-15);
+}
+END_TEST
+
 /* Names and versions it does not know: refused at the field, with the
  * accepted list. */
 START_TEST(unknown_refused)
@@ -239,6 +279,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, stated_attention_wins);
     tcase_add_test(tc, tf32_by_version);
     tcase_add_test(tc, loss_and_launch);
+    tcase_add_test(tc, unfused_attention_time);
     tcase_add_test(tc, unknown_refused);
     tcase_add_test(tc, layer_list_as_stated);
     suite_add_tcase(s, tc);
