@@ -441,6 +441,38 @@ START_TEST(long_layer_lists_are_cut)
 }
 END_TEST
 
+/* A layer list's stated GEMMs: counted per row; two neighbours with the
+ * same fields but their own GEMM lists are two rows, a repeated entry
+ * one. */
+START_TEST(stated_gemms_counted)
+{
+    const char *args[] = {"--model", "gemms.json", NULL};
+    tp_run_out r;
+    cJSON *doc, *rows;
+
+    tp_write("gemms.json",
+             "{\"name\": \"g\", \"layers\": ["
+             "{\"name\": \"a\", \"kind\": \"generic\", \"repeat\": 3, \"params\": 0,"
+             " \"fwd_flops\": 1e9, \"out_bytes\": 4, \"act_bytes\": 4,"
+             " \"gemms\": [{\"m\": 8, \"n\": 8, \"k\": 8}, {\"m\": 4, \"n\": 4, \"k\": 4}]},"
+             "{\"name\": \"b\", \"kind\": \"generic\", \"params\": 0,"
+             " \"fwd_flops\": 1e9, \"out_bytes\": 4, \"act_bytes\": 4,"
+             " \"gemms\": [{\"m\": 8, \"n\": 8, \"k\": 8}]},"
+             "{\"name\": \"c\", \"kind\": \"generic\", \"params\": 0,"
+             " \"fwd_flops\": 1e9, \"out_bytes\": 4, \"act_bytes\": 4}]}");
+    doc = inspect(args, &r);
+    ck_assert_msg(doc != NULL, "%s", r.err);
+    rows = cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "model"), "layers");
+    ck_assert_int_eq(cJSON_GetArraySize(rows), 3);
+    ck_assert(tu_num(cJSON_GetArrayItem(rows, 0), "count") == 3);
+    ck_assert(tu_num(cJSON_GetArrayItem(rows, 0), "gemms") == 2);
+    ck_assert(tu_num(cJSON_GetArrayItem(rows, 1), "gemms") == 1);
+    ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetArrayItem(rows, 2), "gemms"));
+    cJSON_Delete(doc);
+    tp_run_free(&r);
+}
+END_TEST
+
 /* The stated links of a cluster, and a cluster with more nodes than the
  * table lists. */
 START_TEST(links_and_long_clusters)
@@ -496,6 +528,7 @@ static Suite *plain_suite(void)
     tcase_add_test(tc, framework_assumed);
     tcase_add_test(tc, time_limit_cuts_nothing);
     tcase_add_test(tc, long_layer_lists_are_cut);
+    tcase_add_test(tc, stated_gemms_counted);
     tcase_add_test(tc, links_and_long_clusters);
     suite_add_tcase(s, tc);
     return s;
