@@ -130,27 +130,45 @@ int fmt_attention_from_name(const char *name)
     return -1;
 }
 
+/* Optional string parent.key, one of names (NULL-terminated): *idx its
+ * index, left as it is when absent; anything else refused with the list. */
+static int parse_named(const fmt_read_ctx *cx, const cJSON *obj,
+                       const char *parent, const char *key,
+                       const char *const *names, int *idx)
+{
+    const char *name = NULL;
+    char path[FMT_PATH_N], list[96];
+    size_t used = 0;
+    int rc, i, n;
+
+    if ((rc = fmt_str_ref(cx, obj, parent, key, 0, &name)) != UTIL_OK ||
+        name == NULL)
+        return rc;
+    for (n = 0; names[n] != NULL; n++)
+        if (strcmp(name, names[n]) == 0) {
+            *idx = n;
+            return UTIL_OK;
+        }
+    list[0] = '\0';
+    for (i = 0; i < n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s'%s'",
+                                 i == 0 ? "" : i + 1 < n ? ", " : " or ", names[i]);
+    util_json_key(path, sizeof path, parent, key);
+    return fmt_fail(cx, UTIL_EFIELD, path, "expected %s, got '%s'", list, name);
+}
+
 /* An optional string field of training that is one of two names;
  * first + its index in *out (left as it is when absent). */
 static int parse_training_choice(const fmt_read_ctx *cx, const cJSON *tr,
                                  const char *key, const char *const names[2],
                                  int first, int *out)
 {
-    const char *name = NULL;
-    char path[FMT_PATH_N];
-    int rc, i;
+    const char *const both[] = {names[0], names[1], NULL};
+    int i = -1, rc = parse_named(cx, tr, "training", key, both, &i);
 
-    if ((rc = fmt_str_ref(cx, tr, "training", key, 0, &name)) != UTIL_OK ||
-        name == NULL)
-        return rc;
-    for (i = 0; i < 2; i++)
-        if (strcmp(name, names[i]) == 0) {
-            *out = first + i;
-            return UTIL_OK;
-        }
-    util_json_key(path, sizeof path, "training", key);
-    return fmt_fail(cx, UTIL_EFIELD, path, "expected '%s' or '%s', got '%s'",
-                    names[0], names[1], name);
+    if (rc == UTIL_OK && i >= 0)
+        *out = first + i;
+    return rc;
 }
 
 /* Optional boolean training.key into *out: FMT_FLAG_ON or FMT_FLAG_OFF,
@@ -210,6 +228,7 @@ static const char *const layer_keys[] = {
 static const char *const gemm_keys[] = {"m", "n", "k", "batch", "split", "rhs",
                                         NULL};
 static const char *const split_names[] = {"n", "k", "batch", "none", NULL};
+static const char *const rhs_names[] = {"weight", "activation", NULL};
 
 /* training.framework (docs/inputs.md, "Frameworks"): the defaults it
  * implies for the fields the file leaves out; m->cross_entropy is -1
@@ -403,6 +422,19 @@ static int parse_transformer(const fmt_read_ctx *cx, const cJSON *tf,
     return UTIL_OK;
 }
 
+/* Entries m->gemms holds for a count of used ones: 0 for none, else the
+ * least power of two from 32 that holds them. */
+static int gemm_cap(int used)
+{
+    int cap = 32;
+
+    if (used <= 0)
+        return 0;
+    while (cap < used)
+        cap *= 2;
+    return cap;
+}
+
 /* The "gemms" of a layer entry at path p, appended to m->gemms
  * (docs/inputs.md, "layers[].gemms"): each product's dimensions, how TP
  * splits it and whether B is a weight; their FLOPs may not exceed the
@@ -412,7 +444,7 @@ static int parse_gemms(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                        fmt_model *m, fmt_layer *l)
 {
     const cJSON *arr = NULL, *g;
-    char gp[FMT_PATH_N], fp[FMT_PATH_N], kp[FMT_PATH_N];
+    char gp[FMT_PATH_N], fp[FMT_PATH_N];
     double flops = 0.0;
     int rc, n, i = 0;
 
@@ -431,8 +463,10 @@ static int parse_gemms(const fmt_read_ctx *cx, const cJSON *e, const char *p,
         return fmt_fail(cx, UTIL_EFIELD, gp,
                         "expected at most %d GEMMs in the model file, got more",
                         MAX_GEMMS);
-    if (n > 0) {
-        fmt_gemm *grown = realloc(m->gemms, (size_t)(m->ngemms + n) * sizeof *grown);
+    /* capacity doubles (a power of two from 32, gemm_cap), so that many
+     * layers of few GEMMs cost linear copying */
+    if (n > 0 && m->ngemms + n > gemm_cap(m->ngemms)) {
+        fmt_gemm *grown = realloc(m->gemms, (size_t)gemm_cap(m->ngemms + n) * sizeof *grown);
         if (grown == NULL)
             return fmt_fail(cx, UTIL_ENOMEM, gp, "out of memory");
         m->gemms = grown;
@@ -440,8 +474,7 @@ static int parse_gemms(const fmt_read_ctx *cx, const cJSON *e, const char *p,
     cJSON_ArrayForEach(g, arr)
     {
         fmt_gemm *x = &m->gemms[m->ngemms + i];
-        const char *split = NULL, *rhs = NULL;
-        int k;
+        int rhs;
 
         util_json_index(fp, sizeof fp, gp, i);
         memset(x, 0, sizeof *x);
@@ -457,31 +490,11 @@ static int parse_gemms(const fmt_read_ctx *cx, const cJSON *e, const char *p,
                                 &x->k)) != UTIL_OK ||
             (rc = fmt_num_field(cx, g, fp, "batch", FMT_F_POS, 1,
                                 &x->batch)) != UTIL_OK ||
-            (rc = fmt_str_ref(cx, g, fp, "split", 0, &split)) != UTIL_OK ||
-            (rc = fmt_str_ref(cx, g, fp, "rhs", 0, &rhs)) != UTIL_OK)
+            (x->split = FMT_SPLIT_N,
+             rc = parse_named(cx, g, fp, "split", split_names, &x->split)) != UTIL_OK ||
+            (rhs = 0, rc = parse_named(cx, g, fp, "rhs", rhs_names, &rhs)) != UTIL_OK)
             return rc;
-        x->split = FMT_SPLIT_N;
-        if (split != NULL) {
-            for (k = 0; split_names[k] != NULL && strcmp(split, split_names[k]) != 0; k++)
-                ;
-            if (split_names[k] == NULL) {
-                util_json_key(kp, sizeof kp, fp, "split");
-                return fmt_fail(cx, UTIL_EFIELD, kp,
-                                "expected 'n', 'k', 'batch' or 'none', got '%.40s'",
-                                split);
-            }
-            x->split = k;
-        }
-        x->rhs_weight = 1;
-        if (rhs != NULL && strcmp(rhs, "weight") != 0) {
-            if (strcmp(rhs, "activation") != 0) {
-                util_json_key(kp, sizeof kp, fp, "rhs");
-                return fmt_fail(cx, UTIL_EFIELD, kp,
-                                "expected 'weight' or 'activation', got '%.40s'",
-                                rhs);
-            }
-            x->rhs_weight = 0;
-        }
+        x->rhs_weight = rhs == 0;
         flops += 2.0 * x->m * x->n * x->k * x->batch;
         i++;
     }

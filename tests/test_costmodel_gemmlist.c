@@ -193,6 +193,43 @@ START_TEST(test_read_limit)
 }
 END_TEST
 
+/* 65,536 GEMMs in a model file, one per layer entry, are read; one more
+ * is refused naming the entry (docs/limits.md). */
+START_TEST(test_read_file_limit)
+{
+    util_buf b;
+    fmt_model m;
+    util_error err;
+    char msg[512];
+    int i, n;
+
+    for (n = 65536; n <= 65537; n++) {
+        memset(&b, 0, sizeof b);
+        util_buf_printf(&b, "{\"name\": \"g\", \"layers\": [");
+        for (i = 0; i < n; i++)
+            util_buf_printf(&b, "%s{\"name\": \"l\", \"kind\": \"generic\", \"params\": 0,"
+                                " \"fwd_flops\": 2, \"out_bytes\": 0, \"act_bytes\": 0,"
+                                " \"gemms\": [{\"m\": 1, \"n\": 1, \"k\": 1}]}",
+                            i ? "," : "");
+        util_buf_printf(&b, "]}");
+        ck_assert(!b.failed);
+        memset(&err, 0, sizeof err);
+        if (n == 65536) {
+            ck_assert_int_eq(fmt_parse_model(b.p, "m.json", &m, &err), UTIL_OK);
+            ck_assert_int_eq(m.ngemms, 65536);
+            ck_assert_int_eq(m.layers[65535].gemm_first, 65535);
+            fmt_model_free(&m);
+        } else {
+            ck_assert_int_ne(fmt_parse_model(b.p, "m.json", &m, &err), UTIL_OK);
+            util_error_format(&err, msg, sizeof msg);
+            ck_assert_msg(strstr(msg, "'m.json': layers[65536].gemms: expected at most 65536 "
+                                      "GEMMs in the model file, got more") != NULL, "%s", msg);
+        }
+        free(b.p);
+    }
+}
+END_TEST
+
 /* [2048 x 1024] x K 1024, B a weight: 8 x 8 = 64 tiles, one wave: one
  * tile time.  Backward: dA [2048 x 1024] over 1024, one wave again; dB
  * [1024 x 1024] over 2048: 4 x 8 = 32 tiles, one wave of a K twice as
@@ -311,9 +348,9 @@ END_TEST
 int main(void)
 {
     const TTest *const tests[] = {
-        test_read_defaults,   test_read_errors,     test_read_swin_example,     test_read_limit,
-        test_time_weight,     test_time_tp_split,   test_time_microbatch,
-        test_time_stated_wins,
+        test_read_defaults,    test_read_errors,   test_read_swin_example,
+        test_read_limit,       test_read_file_limit, test_time_weight,
+        test_time_tp_split,    test_time_microbatch, test_time_stated_wins,
     };
 
     return tu_run_tests("gemmlist", tests, TU_N(tests));
